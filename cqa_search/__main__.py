@@ -1,0 +1,5 @@
+import sys
+
+from .cli.__main__ import main
+
+sys.exit(main())

@@ -1,0 +1,67 @@
+"""Helpers shared across the package: parameter validation and small utilities."""
+from __future__ import annotations
+
+import inspect
+import numbers
+
+__all__ = ["Interval", "validate_params", "get_params"]
+
+
+class Interval:
+    """A numeric constraint for ``_parameter_constraints``.
+
+    Examples
+    --------
+    >>> Interval(0, None, closed="neither").describe()
+    'a number in (0, inf)'
+    >>> Interval(0, 1, kind=int).check(2)
+    False
+    """
+
+    def __init__(self, low=None, high=None, *, closed="both", kind=numbers.Real):
+        self.low, self.high, self.closed, self.kind = low, high, closed, kind
+
+    def check(self, value) -> bool:
+        if isinstance(value, bool) or not isinstance(value, self.kind):
+            return False
+        lo_ok = self.low is None or (value >= self.low if self.closed in ("both", "left")
+                                     else value > self.low)
+        hi_ok = self.high is None or (value <= self.high if self.closed in ("both", "right")
+                                      else value < self.high)
+        return lo_ok and hi_ok
+
+    def describe(self) -> str:
+        left = "[" if self.closed in ("both", "left") and self.low is not None else "("
+        right = "]" if self.closed in ("both", "right") and self.high is not None else ")"
+        low = "-inf" if self.low is None else self.low
+        high = "inf" if self.high is None else self.high
+        what = "an integer" if self.kind is numbers.Integral or self.kind is int else "a number"
+        return f"{what} in {left}{low}, {high}{right}"
+
+
+def validate_params(obj, constraints=None) -> None:
+    """Check ``obj``'s parameters against ``obj._parameter_constraints``.
+
+    A constraint is a tuple of allowed values, an :class:`Interval`, or a list of such
+    alternatives. The message names the parameter, the value and what is allowed.
+    """
+    constraints = obj._parameter_constraints if constraints is None else constraints
+    for param, allowed in constraints.items():
+        value = getattr(obj, param)
+        options = allowed if isinstance(allowed, list) else [allowed]
+        ok = any(value in opt if isinstance(opt, tuple) else opt.check(value) for opt in options)
+        if not ok:
+            parts = []
+            for opt in options:
+                if isinstance(opt, tuple):
+                    parts.append("{" + ", ".join(repr(o) for o in opt) + "}")
+                else:
+                    parts.append(opt.describe())
+            raise ValueError(f"{param} must be {' or '.join(parts)}; got {value!r}")
+
+
+def get_params(obj) -> dict:
+    """The constructor parameters of ``obj``, read from its ``__init__`` signature."""
+    names = [p for p in inspect.signature(type(obj).__init__).parameters
+             if p not in ("self", "args", "kwargs")]
+    return {p: getattr(obj, p) for p in names}

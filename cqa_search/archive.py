@@ -1,0 +1,330 @@
+"""Questions and archives: the canonical record and the ``doc_id`` <-> ``row`` mapping.
+
+The canonical JSONL schema (one object per line) is::
+
+    {"id": "q1", "title": "...", "body": "...", "category": "Travel", "tags": ["visa"],
+     "answers": ["...", "..."], "best_answer": 0, "duplicate_of": ["q0"]}
+
+Only ``id`` and some text (``title`` or ``body``) are required. ``best_answer`` is the
+0-based index of the best (accepted) answer, or ``null`` when unknown; a string is also
+accepted and taken as the text of the best answer. Keys outside the schema are kept in
+:attr:`Question.extra` and written back, so converting an archive never drops data.
+"""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from .exceptions import ArchiveError, QueryError
+
+__all__ = ["Question", "Archive", "SCHEMA_KEYS"]
+
+SCHEMA_KEYS = ("id", "title", "body", "category", "tags", "answers", "best_answer", "duplicate_of")
+_SCHEMA_KEYS = frozenset(SCHEMA_KEYS)
+_NO_EXTRA = MappingProxyType({})
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+
+
+def _str_tuple(value, name):
+    if not value:
+        return ()
+    if type(value) is not list and type(value) is not tuple and (
+            isinstance(value, str) or not isinstance(value, Iterable)):
+        raise ValueError(f"field '{name}' must be a list of strings; got {type(value).__name__}")
+    out = tuple(value)
+    if not all(type(item) is str for item in out):
+        bad = next(item for item in out if not isinstance(item, str))
+        if not isinstance(bad, str):
+            raise ValueError(f"field '{name}' must be a list of strings; got an item of type "
+                             f"{type(bad).__name__}")
+        out = tuple(str(item) for item in out)  # str subclasses
+    return out
+
+
+@dataclass(frozen=True)
+class Question:
+    """One archived question with its answers.
+
+    Parameters
+    ----------
+    id : str
+        External identifier, unique in the archive.
+    title, body : str
+        Question text; at least one of them must be non-empty.
+    category : str or None
+        Natural category (forum section, site, main category).
+    tags : tuple of str
+    answers : tuple of str
+        Answer texts in archive order.
+    best_answer : int or None
+        Index into ``answers`` of the best/accepted answer, when known.
+    duplicate_of : tuple of str
+        Ids of questions this one duplicates.
+    extra : mapping
+        Any other JSON-serialisable fields of the source record.
+
+    Examples
+    --------
+    >>> q = Question("q1", "How do I renew my visa?", answers=("Go to the office.",), best_answer=0)
+    >>> q.text
+    'How do I renew my visa?'
+    >>> q.best_answer_text
+    'Go to the office.'
+    """
+
+    id: str
+    title: str = ""
+    body: str = ""
+    category: str | None = None
+    tags: tuple = ()
+    answers: tuple = ()
+    best_answer: int | None = None
+    duplicate_of: tuple = ()
+    extra: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        qid = self.id
+        if isinstance(qid, int) and not isinstance(qid, bool):
+            qid = str(qid)
+        if not isinstance(qid, str) or not qid.strip():
+            raise ValueError(f"field 'id' must be a non-empty string; got {self.id!r}")
+        set_ = object.__setattr__
+        set_(self, "id", qid.strip())
+        for name, value in (("title", self.title), ("body", self.body)):
+            if type(value) is not str:
+                if value is None:
+                    value = ""
+                elif not isinstance(value, str):
+                    raise ValueError(f"field '{name}' must be a string; got {type(value).__name__}")
+            set_(self, name, value.strip())
+        if not self.title and not self.body:
+            raise ValueError(f"question {self.id!r} has neither a title nor a body")
+        category = self.category
+        if category is not None and not isinstance(category, str):
+            raise ValueError(f"field 'category' must be a string or null; got {type(category).__name__}")
+        set_(self, "category", (category.strip() or None) if category is not None else None)
+        set_(self, "tags", _str_tuple(self.tags, "tags"))
+        set_(self, "answers", _str_tuple(self.answers, "answers"))
+        set_(self, "duplicate_of", _str_tuple(self.duplicate_of, "duplicate_of"))
+        best = self.best_answer
+        if best is not None:
+            if isinstance(best, bool) or not isinstance(best, (int, np.integer)):
+                raise ValueError(f"field 'best_answer' must be an integer index or null; got {best!r}")
+            if not 0 <= best < len(self.answers):
+                raise ValueError(
+                    f"field 'best_answer' is {best} but question {self.id!r} has "
+                    f"{len(self.answers)} answer(s)")
+            set_(self, "best_answer", int(best))
+        if type(self.extra) is not dict and not isinstance(self.extra, Mapping):
+            raise ValueError("field 'extra' must be a mapping")
+        set_(self, "extra", MappingProxyType(dict(self.extra)) if self.extra else _NO_EXTRA)
+
+    @property
+    def text(self) -> str:
+        """Title and body joined by a newline (the "question" field of the index)."""
+        if self.title and self.body:
+            return self.title + "\n" + self.body
+        return self.title or self.body
+
+    @property
+    def best_answer_text(self) -> str | None:
+        """The best answer's text, or None when no best answer is known."""
+        return None if self.best_answer is None else self.answers[self.best_answer]
+
+    @classmethod
+    def from_dict(cls, record: Mapping) -> "Question":
+        """Build a question from a canonical-schema mapping (a parsed JSONL line).
+
+        Raises
+        ------
+        ValueError
+            When a field is missing or has the wrong type; the message names the field.
+        """
+        if type(record) is not dict and not isinstance(record, Mapping):
+            raise ValueError(f"a record must be a JSON object; got {type(record).__name__}")
+        if "id" not in record:
+            raise ValueError("missing required field 'id'")
+        answers = record.get("answers") or ()
+        if isinstance(answers, str):
+            answers = (answers,)
+        answers = _str_tuple(answers, "answers")
+        best = record.get("best_answer")
+        if isinstance(best, str):
+            # The text of the best answer: point at it, adding it when it is not listed.
+            if best in answers:
+                best = answers.index(best)
+            else:
+                answers = (best,) + answers
+                best = 0
+        tags = record.get("tags") or ()
+        if isinstance(tags, str):
+            tags = tuple(t for t in tags.replace("|", " ").split() if t)
+        duplicate_of = record.get("duplicate_of") or ()
+        if isinstance(duplicate_of, (str, int)) and not isinstance(duplicate_of, bool):
+            duplicate_of = (str(duplicate_of),)
+        elif duplicate_of:
+            duplicate_of = tuple(str(d) if isinstance(d, int) else d for d in duplicate_of)
+        extra = {k: v for k, v in record.items() if k not in _SCHEMA_KEYS}
+        return cls(
+            id=record["id"], title=record.get("title") or "", body=record.get("body") or "",
+            category=record.get("category"), tags=tags, answers=answers, best_answer=best,
+            duplicate_of=duplicate_of, extra=extra or _NO_EXTRA)
+
+    def to_dict(self) -> dict:
+        """The canonical-schema mapping (inverse of :meth:`from_dict`)."""
+        out = {
+            "id": self.id, "title": self.title, "body": self.body, "category": self.category,
+            "tags": list(self.tags), "answers": list(self.answers),
+            "best_answer": self.best_answer, "duplicate_of": list(self.duplicate_of),
+        }
+        out.update(self.extra)
+        return out
+
+    def to_json(self) -> str:
+        """One canonical JSONL line (without the newline)."""
+        return _ENCODER.encode(self.to_dict())
+
+
+class _JsonlRecords(Sequence):
+    """Random access to the lines of a JSONL file through byte offsets (lazy, read-only)."""
+
+    def __init__(self, path, offsets):
+        self._path = os.fspath(path)
+        self._offsets = offsets  # int64, n_records + 1 entries
+        self._buffer = None
+
+    def __len__(self):
+        return len(self._offsets) - 1
+
+    def _buf(self):
+        if self._buffer is None:
+            with open(self._path, "rb") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    self._buffer = b""
+                else:
+                    self._buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._buffer
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        n = len(self)
+        row = int(row)
+        if row < 0:
+            row += n
+        if not 0 <= row < n:
+            raise IndexError(f"row {row} out of range for {n} questions")
+        start, stop = int(self._offsets[row]), int(self._offsets[row + 1])
+        return Question.from_dict(json.loads(self._buf()[start:stop]))
+
+
+class Archive(Sequence):
+    """An ordered collection of :class:`Question` with unique ids.
+
+    The position of a question is its ``row`` (the internal int id used by every index
+    matrix); its ``id`` is the external ``doc_id``.
+
+    Parameters
+    ----------
+    questions : iterable of Question
+        The questions, in row order.
+
+    Raises
+    ------
+    ArchiveError
+        When two questions share an id or the archive is empty.
+
+    Examples
+    --------
+    >>> a = Archive([Question("a", "first"), Question("b", "second", category="x")])
+    >>> len(a), a.row("b"), a.get("a").title, a.categories
+    (2, 1, 'first', ['x'])
+    """
+
+    def __init__(self, questions: Iterable[Question] = (), *, _doc_ids=None):
+        if _doc_ids is not None:  # lazy view built by the index store
+            self._questions = questions
+            self._doc_ids = list(_doc_ids)
+        else:
+            self._questions = list(questions)
+            self._doc_ids = [q.id for q in self._questions]
+        self._rows = {doc_id: row for row, doc_id in enumerate(self._doc_ids)}
+        if len(self._rows) != len(self._doc_ids):
+            seen = set()
+            dup = next(d for d in self._doc_ids if d in seen or seen.add(d))
+            raise ArchiveError(f"duplicate question id {dup!r}")
+        if not self._doc_ids:
+            raise ArchiveError("the archive is empty: no question was read")
+
+    @classmethod
+    def read(cls, paths, *, format=None, skip_invalid=False, **options) -> "Archive":
+        """Read one or more archive files into memory.
+
+        Parameters
+        ----------
+        paths : path or list of paths
+            Files (or StackExchange dump folders) to read, in order.
+        format : str or None
+            Reader name (see :data:`cqa_search.readers.FORMATS`); detected when None.
+        skip_invalid : bool
+            Skip malformed records (and report how many) instead of raising.
+        **options
+            Reader options (e.g. ``columns`` for CSV, ``category_from`` for StackExchange).
+        """
+        from .readers import read_questions
+
+        return cls(read_questions(paths, format=format, skip_invalid=skip_invalid, **options))
+
+    @classmethod
+    def _lazy(cls, jsonl_path, offsets, doc_ids) -> "Archive":
+        return cls(_JsonlRecords(jsonl_path, offsets), _doc_ids=doc_ids)
+
+    def __len__(self):
+        return len(self._doc_ids)
+
+    def __getitem__(self, row):
+        return self._questions[row]
+
+    def __iter__(self) -> Iterator[Question]:
+        for row in range(len(self)):
+            yield self._questions[row]
+
+    @property
+    def doc_ids(self) -> list:
+        """External ids in row order."""
+        return self._doc_ids
+
+    def row(self, doc_id: str) -> int:
+        """Row of ``doc_id``; raises :class:`QueryError` for an unknown id."""
+        try:
+            return self._rows[doc_id]
+        except KeyError:
+            raise QueryError(f"unknown question id {doc_id!r}") from None
+
+    def rows(self, doc_ids) -> np.ndarray:
+        """Rows of several ids (int32)."""
+        return np.fromiter((self.row(d) for d in doc_ids), dtype=np.int32)
+
+    def __contains__(self, doc_id):
+        return doc_id in self._rows
+
+    def get(self, doc_id: str) -> Question:
+        """The question with external id ``doc_id``."""
+        return self[self.row(doc_id)]
+
+    @property
+    def categories(self) -> list:
+        """Sorted distinct category names (questions without a category are not counted)."""
+        return sorted({q.category for q in self if q.category is not None})
+
+    def to_jsonl(self, path) -> None:
+        """Write the archive in the canonical JSONL schema."""
+        with open(path, "w", encoding="utf-8") as f:
+            for q in self:
+                f.write(q.to_json() + "\n")

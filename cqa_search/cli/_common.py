@@ -1,0 +1,122 @@
+"""What the subcommands share: error handling, colours, hit formatting."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import textwrap
+
+from ..exceptions import CQASearchError
+
+__all__ = ["run_command", "Style", "format_hit", "hits_json", "add_common_options"]
+
+PROG = "cqa-search"
+
+
+def add_common_options(parser) -> None:
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log progress details to stderr (-vv for debug)")
+
+
+def run_command(run, args) -> int:
+    """Call ``run(args)``; turn user errors into a message and exit status 1."""
+    level = {0: logging.WARNING, 1: logging.INFO}.get(getattr(args, "verbose", 0), logging.DEBUG)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except CQASearchError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as exc:  # bad parameter values given on the command line
+        if getattr(args, "verbose", 0) >= 2:
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `cqa-search query ... | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+class Style:
+    """ANSI styling, on for terminals (``auto``), always or never."""
+
+    def __init__(self, color="auto", stream=None):
+        stream = sys.stdout if stream is None else stream
+        self.on = color == "always" or (color == "auto" and hasattr(stream, "isatty")
+                                        and stream.isatty() and not os.environ.get("NO_COLOR"))
+
+    def _wrap(self, code, text):
+        return f"\x1b[{code}m{text}\x1b[0m" if self.on else text
+
+    def bold(self, text):
+        return self._wrap("1", text)
+
+    def dim(self, text):
+        return self._wrap("2", text)
+
+    def match(self, text):
+        return self._wrap("1;33", text)
+
+    @property
+    def marks(self):
+        """(start, end) strings around highlighted words."""
+        return ("\x1b[1;33m", "\x1b[0m") if self.on else ("", "")
+
+
+def _snippet(text, width):
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def format_hit(hit, engine, terms, style, *, answer=True, width=100) -> str:
+    """A hit as a few indented lines: rank, score, id, category, title, best answer."""
+    start, end = style.marks
+    title = engine.highlight(_snippet(hit.title or hit.question.body, width), terms,
+                             start=start, end=end) if start else _snippet(
+        hit.title or hit.question.body, width)
+    head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(hit.doc_id)}"
+    if hit.category:
+        head += "  " + style.dim(f"[{hit.category}]")
+    lines = [head, "    " + title]
+    if answer:
+        text, label = hit.best_answer, "best answer"
+        if text is None and hit.question.answers:
+            text, label = hit.question.answers[0], "first answer"
+        if text:
+            lines.append("    " + style.dim(f"{label}: ") + _snippet(text, width - 13))
+    return "\n".join(lines)
+
+
+def format_question(question, style, width=100) -> str:
+    """A whole question with all its answers (for the REPL's :show)."""
+    wrap = lambda text, indent: textwrap.fill(" ".join(text.split()), width,  # noqa: E731
+                                              initial_indent=indent, subsequent_indent=indent)
+    out = [style.bold(f"{question.id}") + (f"  [{question.category}]" if question.category else ""),
+           wrap(question.title, "  ")]
+    if question.body:
+        out.append(wrap(question.body, "  "))
+    if question.tags:
+        out.append("  tags: " + ", ".join(question.tags))
+    for i, ans in enumerate(question.answers):
+        mark = " (best)" if i == question.best_answer else ""
+        out.append(style.dim(f"  answer {i + 1}{mark}:"))
+        out.append(wrap(ans, "    "))
+    if not question.answers:
+        out.append(style.dim("  (no answers)"))
+    return "\n".join(out)
+
+
+def hits_json(results, *, category=None, suggestions=None) -> str:
+    """Results as one JSON document."""
+    hits = [{"rank": h.rank, "doc_id": h.doc_id, "score": h.score, "title": h.title,
+             "category": h.category, "best_answer": h.best_answer, "features": h.features}
+            for h in results]
+    return json.dumps({"query": results.query, "category": category,
+                       "query_terms": list(results.query_terms),
+                       "unknown_words": list(results.unknown_words),
+                       "suggestions": suggestions or {}, "hits": hits}, ensure_ascii=False)

@@ -1,0 +1,99 @@
+"""``cqa-search build-index ARCHIVE... -o DIR``: index an archive."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..analysis import STEMMERS, Analyzer
+from ..engine import DEFAULT_FIELDS, build_index
+from ..index.term_index import FIELDS
+from ..readers import FORMATS
+from ._common import add_common_options, run_command
+
+HELP = "index an archive (JSONL, CSV/TSV, SemEval XML, StackExchange dump, Yahoo! L6)"
+
+
+def _columns(text):
+    """Parse ``key=col,key=col`` (``answers=a1+a2`` for several columns)."""
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(
+                f"expected KEY=COLUMN[,KEY=COLUMN...]; got {item!r}")
+        cols = [c.strip() for c in value.split("+")]
+        out[key.strip()] = cols if len(cols) > 1 else cols[0]
+    return out
+
+
+def configure(parser) -> None:
+    parser.add_argument("archive", nargs="+", metavar="ARCHIVE",
+                        help="archive files (or StackExchange dump folders), read in order")
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="index directory (default: indexes/<name of the first archive>); "
+                             "an existing index there is replaced")
+    parser.add_argument("--format", choices=list(FORMATS),
+                        help="archive format (default: detected from each file)")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="skip malformed records and report how many, instead of stopping")
+    parser.add_argument("--fields", default=",".join(DEFAULT_FIELDS),
+                        help=f"comma-separated fields to index, among {', '.join(FIELDS)} "
+                             f"(default: %(default)s)")
+    analysis = parser.add_argument_group("text analysis (saved with the index)")
+    analysis.add_argument("--stem", choices=[*STEMMERS, "none"], default="snowball",
+                          help="stemmer (default: %(default)s)")
+    analysis.add_argument("--stopwords", default="english", metavar="english|none|FILE",
+                          help="stopword list: English, none, or a file with one word per line")
+    readers = parser.add_argument_group("reader options")
+    readers.add_argument("--columns", type=_columns, metavar="KEY=COL,...",
+                         help="CSV/TSV column mapping, e.g. id=qid,title=subject,answers=a1+a2")
+    readers.add_argument("--auto-id", action="store_true", default=None,
+                         help="CSV/TSV without an id column: use <file>:<line> as ids")
+    readers.add_argument("--category-from", choices=["site", "first_tag"],
+                         help="StackExchange: category = site name (default) or first tag")
+    readers.add_argument("--category-level", choices=["maincat", "cat", "subcat"],
+                         help="Yahoo! L6: which category level is the category (default maincat)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_common_options(parser)
+
+
+def _analyzer(args) -> Analyzer:
+    stopwords = args.stopwords
+    if stopwords == "none":
+        stopwords = None
+    elif stopwords != "english":
+        if not os.path.isfile(stopwords):
+            raise ValueError(f"--stopwords must be 'english', 'none' or a file; no such file: "
+                             f"{stopwords}")
+        with open(stopwords, encoding="utf-8") as f:
+            stopwords = [w.strip().lower() for w in f if w.strip()]
+    return Analyzer(stem=None if args.stem == "none" else args.stem, stopwords=stopwords)
+
+
+def run(args) -> int:
+    options = {name: value for name, value in (
+        ("columns", args.columns), ("auto_id", args.auto_id),
+        ("category_from", args.category_from), ("category_level", args.category_level))
+        if value is not None}
+    output = args.output
+    if output is None:
+        first = os.path.basename(os.path.normpath(args.archive[0]))
+        output = os.path.join("indexes", first.split(".")[0] or "index")
+    fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
+    summary = build_index(args.archive, output, analyzer=_analyzer(args), fields=fields,
+                          format=args.format, skip_invalid=args.skip_invalid,
+                          progress=not args.quiet, **options)
+    print(summary)
+    if summary.n_skipped:
+        print(f"warning: {summary.n_skipped} invalid record(s) were skipped; the first:",
+              file=sys.stderr)
+        for error in summary.skipped_examples:
+            print(f"  {error}", file=sys.stderr)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="cqa-search build-index", description=HELP)
+    configure(parser)
+    return run_command(run, parser.parse_args(argv))

@@ -1,0 +1,615 @@
+"""The search engine: the one module that wires the stages together.
+
+``build_index`` reads an archive, analyses it, builds the term index and stores it;
+``SearchEngine`` opens a stored index and answers queries:
+
+    query text -> analysis -> candidate retrieval (top-k by a term model)
+               -> feature scores of the hits -> :class:`Results`
+"""
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import sys
+import time
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .analysis import Analyzer
+from .archive import Archive, Question
+from .exceptions import ArchiveError, IndexFormatError, QueryError
+from .index.store import IndexWriter, open_index
+from .index.term_index import FIELDS, FieldIndex, TermIndex, TermIndexBuilder
+from .index.vocab import Vocabulary
+from .query import Suggester, highlight
+from .readers import ReadReport, read_questions
+from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
+
+__all__ = ["build_index", "BuildSummary", "SearchConfig", "SearchEngine", "Results", "Hit"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_FIELDS = ("question", "answers")
+
+
+def _default_features():
+    return (BM25(), LMJelinekMercer(), LMDirichlet(), VSM(),
+            BM25(field="answers"), LMJelinekMercer(field="answers"))
+
+
+# ---------------------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BuildSummary:
+    """What :func:`build_index` did."""
+
+    path: str
+    n_questions: int
+    n_answers: int
+    n_categories: int
+    n_terms: int
+    n_skipped: int
+    seconds: float
+    fields: Mapping = field(default_factory=dict)
+    skipped_examples: tuple = ()
+
+    def __str__(self):
+        lines = [f"index      {self.path}",
+                 f"questions  {self.n_questions:,}" + (
+                     f" ({self.n_skipped:,} invalid records skipped)" if self.n_skipped else ""),
+                 f"answers    {self.n_answers:,}",
+                 f"categories {self.n_categories:,}",
+                 f"vocabulary {self.n_terms:,} terms"]
+        for name, stats in self.fields.items():
+            lines.append(f"field      {name}: {stats['total_terms']:,} terms, "
+                         f"{stats['nnz']:,} postings")
+        lines.append(f"time       {self.seconds:.1f} s")
+        return "\n".join(lines)
+
+
+def _paths(archive):
+    """The list of paths when ``archive`` is a path or a list of paths, else None."""
+    if isinstance(archive, (str, os.PathLike)):
+        return [os.fspath(archive)]
+    if isinstance(archive, (list, tuple)) and archive and all(
+            isinstance(p, (str, os.PathLike)) for p in archive):
+        return [os.fspath(p) for p in archive]
+    return None
+
+
+def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=None,
+                skip_invalid=False, progress=False, **reader_options) -> BuildSummary:
+    """Index an archive into the directory ``path`` (atomically).
+
+    Parameters
+    ----------
+    archive : path, list of paths, Archive or iterable of Question
+        The questions; files are read streaming with :func:`cqa_search.readers.read_questions`.
+    path : path
+        Index directory to create (an existing index there is replaced; any other
+        non-empty directory is refused).
+    analyzer : Analyzer, optional
+        Text analysis (default ``Analyzer()``); saved in the index.
+    fields : sequence of str, default ("question", "answers")
+        Fields to index, among :data:`cqa_search.index.term_index.FIELDS`.
+    format : str, optional
+        Reader for path input (detected when None).
+    skip_invalid : bool, default False
+        Skip invalid records (counted in the summary) instead of failing.
+    progress : bool, default False
+        Show a progress bar on stderr.
+    **reader_options
+        Options of the reader (e.g. ``columns`` for CSV).
+
+    Returns
+    -------
+    BuildSummary
+
+    Raises
+    ------
+    ArchiveError
+        Unreadable archive, invalid record (unless skipped), duplicate id, empty archive.
+    IndexFormatError
+        ``path`` is a non-index directory.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from cqa_search import Question
+    >>> qs = [Question("a", "renew my visa", category="Visas"), Question("b", "cheap sofa")]
+    >>> out = os.path.join(tempfile.mkdtemp(), "idx")
+    >>> build_index(qs, out).n_questions
+    2
+    """
+    t0 = time.perf_counter()
+    analyzer = Analyzer() if analyzer is None else analyzer
+    unknown = [f for f in fields if f not in FIELDS]
+    if unknown or not fields or "question" not in fields:
+        raise ValueError(f"fields must include 'question' and be among "
+                         f"{{{', '.join(map(repr, FIELDS))}}}; got {tuple(fields)!r}")
+    report = ReadReport(skip_invalid=skip_invalid)
+    sources = _paths(archive)
+    if sources is not None:
+        questions = read_questions(sources, format=format, report=report, **reader_options)
+    elif format is not None or reader_options:
+        raise ValueError("format and reader options apply only when archive is a path")
+    elif isinstance(archive, Iterable):
+        questions = iter(archive)
+    else:
+        raise TypeError(f"archive must be a path, a list of paths, an Archive or an iterable "
+                        f"of Question; got {type(archive).__name__}")
+    with IndexWriter(path) as writer:
+        builder = TermIndexBuilder(analyzer, fields)
+        offsets = array("q", [0])
+        doc_ids, seen = [], set()
+        categories, doc_category = {}, array("i")
+        n_answers = n_best = n_dup_links = 0
+        bar = _progress(progress, "indexing", "questions")
+        with writer.open("archive.jsonl", "wb") as out:
+            for question in questions:
+                if not isinstance(question, Question):
+                    raise TypeError(f"archive items must be Question; got "
+                                    f"{type(question).__name__}")
+                if question.id in seen:
+                    raise ArchiveError(f"duplicate question id {question.id!r}")
+                seen.add(question.id)
+                line = (question.to_json() + "\n").encode("utf-8")
+                out.write(line)
+                offsets.append(offsets[-1] + len(line))
+                doc_ids.append(question.id)
+                cat = question.category
+                doc_category.append(-1 if cat is None else categories.setdefault(cat, len(categories)))
+                n_answers += len(question.answers)
+                n_best += question.best_answer is not None
+                n_dup_links += len(question.duplicate_of)
+                builder.add(question)
+                bar.update()
+        bar.close()
+        if not doc_ids:
+            raise ArchiveError("the archive is empty: no question was read"
+                               + (f" ({report.n_skipped} invalid records skipped)"
+                                  if report.n_skipped else ""))
+        logger.info("building postings for %d questions", len(doc_ids))
+        index = builder.build()
+        manifest_fields = {}
+        for name, fi in index.fields.items():
+            base = f"fields/{name}"
+            writer.array(f"{base}/indptr.npy", fi.indptr)
+            writer.array(f"{base}/indices.npy", fi.indices)
+            writer.array(f"{base}/counts.npy", fi.counts)
+            writer.array(f"{base}/doc_len.npy", fi.doc_len)
+            stats = {"nnz": fi.nnz, "total_terms": fi.total_terms, "weights": {}}
+            if name == "question":  # precomputed BM25 weights: the hot path of search
+                bm25 = BM25()
+                writer.array(f"{base}/bm25.npy", bm25.posting_weights(fi))
+                stats["weights"][bm25.cache_key()] = f"{base}/bm25.npy"
+            manifest_fields[name] = stats
+        # Candidate words for "did you mean", with the document frequency of their term.
+        df = sum(fi.df for fi in index.fields.values())
+        vocab = index.vocab
+        surface = {tok: int(df[vocab.id(term)]) for tok, term in
+                   analyzer.surface_forms().items() if vocab.id(term) >= 0}
+        category_names = list(categories)
+        writer.json("vocab.json", vocab.terms)
+        writer.json("doc_ids.json", doc_ids)
+        writer.json("categories.json", category_names)
+        writer.json("surface.json", surface)
+        writer.array("archive_offsets.npy", np.frombuffer(offsets, dtype=np.int64))
+        writer.array("doc_category.npy", np.frombuffer(doc_category, dtype=np.int32))
+        rank = np.empty(len(doc_ids), dtype=np.int32)
+        rank[np.array(sorted(range(len(doc_ids)), key=doc_ids.__getitem__), dtype=np.int64)] = \
+            np.arange(len(doc_ids), dtype=np.int32)
+        writer.array("doc_id_rank.npy", rank)
+        stats = {"n_docs": len(doc_ids), "n_terms": len(vocab), "n_answers": n_answers,
+                 "n_with_best_answer": n_best, "n_categories": len(category_names),
+                 "n_duplicate_links": n_dup_links, "n_skipped": report.n_skipped}
+        writer.commit({"analyzer": analyzer.to_config(), "fields": manifest_fields,
+                       "stats": stats, "sources": sources or [], "models": {}})
+    return BuildSummary(
+        path=os.fspath(path), n_questions=len(doc_ids), n_answers=n_answers,
+        n_categories=len(category_names), n_terms=len(vocab), n_skipped=report.n_skipped,
+        seconds=time.perf_counter() - t0,
+        fields={k: {"nnz": v["nnz"], "total_terms": v["total_terms"]}
+                for k, v in manifest_fields.items()},
+        skipped_examples=tuple(report.errors))
+
+
+def _progress(enabled, desc, unit):
+    from tqdm import tqdm
+
+    return tqdm(desc=desc, unit=" " + unit, disable=None if enabled else True, file=sys.stderr,
+                mininterval=0.5, dynamic_ncols=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Searching
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SearchConfig:
+    """How an engine ranks (frozen; make a new one to change it).
+
+    Parameters
+    ----------
+    retrieval : TermModel, default BM25()
+        Selects and scores the candidates over the whole archive.
+    features : tuple of TermModel
+        Models whose scores are reported for every hit (and, later, fed to the ranker);
+        models on fields the index lacks are left out.
+    """
+
+    retrieval: TermModel = field(default_factory=BM25)
+    features: tuple = field(default_factory=_default_features)
+
+    def __post_init__(self):
+        if not isinstance(self.retrieval, TermModel):
+            raise ValueError(f"retrieval must be a TermModel; got {self.retrieval!r}")
+        object.__setattr__(self, "features", tuple(self.features))
+        names = [m.feature_name for m in self.features]
+        if not all(isinstance(m, TermModel) for m in self.features):
+            raise ValueError("features must be TermModel instances")
+        if len(set(names)) != len(names):
+            raise ValueError(f"feature names must be distinct; got {names}")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result: an archived question, its score and its feature scores."""
+
+    rank: int
+    doc_id: str
+    score: float
+    question: Question
+    features: Mapping
+
+    @property
+    def title(self) -> str:
+        return self.question.title
+
+    @property
+    def category(self):
+        return self.question.category
+
+    @property
+    def best_answer(self):
+        """The best answer's text, or None when the archive does not mark one."""
+        return self.question.best_answer_text
+
+
+def _frozen(a, dtype):
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+class Results:
+    """Ranked results of one query, sorted by ``(-score, doc_id)``; immutable.
+
+    Attributes
+    ----------
+    query : str
+    doc_ids : tuple of str
+    scores : ndarray of float64, shape (n,)
+    feature_names : tuple of str
+    features : ndarray of float64, shape (n, n_features)
+    query_terms : tuple of str
+        The analysed query terms found in the index (what matched).
+    unknown_words : tuple of str
+        Query words whose term the index does not have.
+
+    Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
+    """
+
+    __slots__ = ("query", "doc_ids", "scores", "feature_names", "features", "query_terms",
+                 "unknown_words", "_archive", "_rows")
+
+    def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
+                 unknown_words, archive):
+        set_ = object.__setattr__
+        set_(self, "query", query)
+        set_(self, "doc_ids", tuple(doc_ids))
+        set_(self, "scores", _frozen(scores, np.float64))
+        set_(self, "feature_names", tuple(feature_names))
+        set_(self, "features", _frozen(np.reshape(features, (len(self.doc_ids),
+                                                             len(self.feature_names))),
+                                       np.float64))
+        set_(self, "query_terms", tuple(query_terms))
+        set_(self, "unknown_words", tuple(unknown_words))
+        set_(self, "_archive", archive)
+        set_(self, "_rows", _frozen(rows, np.int64))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Results is immutable")
+
+    def __len__(self):
+        return len(self.doc_ids)
+
+    def __getitem__(self, i) -> Hit:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"result {i} out of range for {len(self)} results")
+        i %= len(self)
+        return Hit(rank=i + 1, doc_id=self.doc_ids[i], score=float(self.scores[i]),
+                   question=self._archive[int(self._rows[i])],
+                   features=dict(zip(self.feature_names, self.features[i].tolist())))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self):
+        top = ", ".join(f"{d!r}: {s:.3f}" for d, s in zip(self.doc_ids[:3], self.scores[:3]))
+        more = ", ..." if len(self) > 3 else ""
+        return f"Results({self.query!r}, {len(self)} hits: {{{top}{more}}})"
+
+    def to_dataframe(self):
+        """The hits as a pandas DataFrame: rank, doc_id, score, one column per feature."""
+        import pandas as pd
+
+        df = pd.DataFrame(self.features, columns=list(self.feature_names))
+        df.insert(0, "score", self.scores)
+        df.insert(0, "doc_id", list(self.doc_ids))
+        df.insert(0, "rank", np.arange(1, len(self) + 1))
+        return df
+
+
+@dataclass(frozen=True)
+class _Query:
+    text: str
+    terms: tuple
+    term_ids: np.ndarray
+    qtf: np.ndarray
+    unknown_words: tuple
+
+
+class SearchEngine:
+    """Searches a stored index. Create with :meth:`open`.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from cqa_search import Question, build_index
+    >>> qs = [Question("a", "How to renew my visa?", category="Visas", answers=("At the office.",),
+    ...                best_answer=0),
+    ...       Question("b", "Where to buy a cheap sofa?", category="Shopping")]
+    >>> out = os.path.join(tempfile.mkdtemp(), "idx")
+    >>> _ = build_index(qs, out)
+    >>> engine = SearchEngine.open(out)
+    >>> res = engine.search("visa renewal", k=5)
+    >>> res.doc_ids, res[0].best_answer
+    (('a',), 'At the office.')
+    """
+
+    def __init__(self, index: TermIndex, archive: Archive, analyzer: Analyzer, *, categories,
+                 doc_category, doc_id_rank, surface, config=None, manifest=None, path=None):
+        self.index = index
+        self.archive = archive
+        self.analyzer = analyzer
+        self.categories = list(categories)
+        self._doc_category = doc_category
+        self._doc_id_rank = doc_id_rank
+        self._surface = surface
+        self._suggester = None
+        self.manifest = manifest or {}
+        self.path = path
+        self.config = self._checked_config(config or SearchConfig())
+
+    def _checked_config(self, config):
+        if config.retrieval.field not in self.index.fields:
+            raise QueryError(f"the retrieval model uses field {config.retrieval.field!r}, which "
+                             f"this index lacks (fields: {', '.join(self.index.fields)})")
+        kept = tuple(m for m in config.features if m.field in self.index.fields)
+        return SearchConfig(retrieval=config.retrieval, features=kept)
+
+    # -- opening ---------------------------------------------------------------------
+    @classmethod
+    def open(cls, path, *, mmap=True, verify=False, config=None) -> "SearchEngine":
+        """Open an index built by :func:`build_index`.
+
+        Parameters
+        ----------
+        path : path
+        mmap : bool, default True
+            Memory-map the arrays (fast open, shared pages) instead of reading them.
+        verify : bool, default False
+            Check every file's SHA-256 (reads the whole index).
+        config : SearchConfig, optional
+
+        Raises
+        ------
+        IndexFormatError
+            Missing, foreign, corrupted or other-version index.
+        """
+        stored = open_index(path, mmap=mmap, verify=verify)
+        m = stored.manifest
+        try:
+            stats = m["stats"]
+            n_docs, n_terms = int(stats["n_docs"]), int(stats["n_terms"])
+            analyzer = Analyzer.from_config(m["analyzer"])
+            field_meta = dict(m["fields"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"corrupted index {stored.path}: bad manifest ({exc}); "
+                                   "rebuild it with `cqa-search build-index`") from None
+        terms = stored.json("vocab.json")
+        stored.check(len(terms) == n_terms, f"vocab.json has {len(terms)} terms, expected {n_terms}")
+        fields = {}
+        for name, meta in field_meta.items():
+            base = f"fields/{name}"
+            fi = FieldIndex(name, stored.array(f"{base}/indptr.npy"),
+                            stored.array(f"{base}/indices.npy"), stored.array(f"{base}/counts.npy"),
+                            stored.array(f"{base}/doc_len.npy"))
+            stored.check(fi.n_terms == n_terms and fi.n_docs == n_docs,
+                         f"field {name} has shape ({fi.n_docs}, {fi.n_terms}), expected "
+                         f"({n_docs}, {n_terms})")
+            stored.check(fi.nnz == meta["nnz"] == len(fi.indices) == len(fi.counts),
+                         f"field {name} postings do not match the manifest")
+            stored.check(fi.total_terms == meta["total_terms"],
+                         f"field {name} document lengths do not match the manifest")
+            for key, rel in meta.get("weights", {}).items():
+                weights = stored.array(rel)
+                stored.check(weights.shape == (fi.nnz,), f"{rel} has the wrong shape")
+                fi.weights[key] = weights
+            fields[name] = fi
+        doc_ids = stored.json("doc_ids.json")
+        offsets = stored.array("archive_offsets.npy")
+        stored.check(len(doc_ids) == n_docs and len(offsets) == n_docs + 1
+                     and int(offsets[-1]) == os.path.getsize(stored.file("archive.jsonl")),
+                     "archive.jsonl does not match doc_ids.json and its offsets")
+        categories = stored.json("categories.json")
+        doc_category = stored.array("doc_category.npy")
+        doc_id_rank = stored.array("doc_id_rank.npy")
+        stored.check(len(doc_category) == n_docs and len(doc_id_rank) == n_docs,
+                     "doc_category.npy or doc_id_rank.npy has the wrong length")
+        try:
+            archive = Archive._lazy(stored.file("archive.jsonl"), offsets, doc_ids)
+        except ArchiveError as exc:
+            raise IndexFormatError(f"corrupted index {stored.path}: {exc}") from None
+        return cls(TermIndex(Vocabulary(terms), fields), archive, analyzer,
+                   categories=categories, doc_category=doc_category, doc_id_rank=doc_id_rank,
+                   surface=lambda: stored.json("surface.json"), config=config,
+                   manifest=m, path=stored.path)
+
+    def with_config(self, config: SearchConfig) -> "SearchEngine":
+        """A new engine over the same (shared) index with another configuration."""
+        return SearchEngine(self.index, self.archive, self.analyzer, categories=self.categories,
+                            doc_category=self._doc_category, doc_id_rank=self._doc_id_rank,
+                            surface=self._surface, config=config, manifest=self.manifest,
+                            path=self.path)
+
+    @property
+    def n_docs(self) -> int:
+        return self.index.n_docs
+
+    # -- queries ---------------------------------------------------------------------
+    def _query(self, text) -> _Query:
+        if not isinstance(text, str):
+            raise QueryError(f"a query must be a string; got {type(text).__name__}")
+        if not text.strip():
+            raise QueryError("empty query: type some words to search for")
+        vocab = self.index.vocab
+        terms, unknown = [], []
+        for token, term in self.analyzer.pairs(text):
+            (terms if term in vocab else unknown).append(term if term in vocab else token)
+        ids, qtf = np.unique(vocab.ids(terms), return_counts=True)
+        return _Query(text, tuple(dict.fromkeys(terms)), ids.astype(np.int64),
+                      qtf.astype(np.float64), tuple(dict.fromkeys(unknown)))
+
+    def category_id(self, category) -> int | None:
+        """Index of a category name (case-insensitive); QueryError with suggestions if unknown."""
+        if category is None:
+            return None
+        if not isinstance(category, str) or not category.strip():
+            raise QueryError(f"category must be a non-empty string; got {category!r}")
+        if not self.categories:
+            raise QueryError("this index has no categories, so it cannot filter by category")
+        if category in self.categories:
+            return self.categories.index(category)
+        folded = [c.casefold() for c in self.categories]
+        if category.strip().casefold() in folded:
+            return folded.index(category.strip().casefold())
+        close = difflib.get_close_matches(category.casefold(), folded, n=3, cutoff=0.5)
+        hint = (f"; did you mean {' or '.join(repr(self.categories[folded.index(c)]) for c in close)}?"
+                if close else f" (categories: {', '.join(sorted(self.categories)[:20])}"
+                              + (", ..." if len(self.categories) > 20 else "") + ")")
+        raise QueryError(f"unknown category {category!r}{hint}")
+
+    @staticmethod
+    def _check_k(k):
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+            raise QueryError(f"k must be a positive integer or None (all); got {k!r}")
+
+    def search(self, text: str, k: int = 10, *, category: str | None = None) -> Results:
+        """The ``k`` archived questions most similar to ``text``.
+
+        Parameters
+        ----------
+        text : str
+            The new question.
+        k : int or None, default 10
+            Number of results (None: every matching question).
+        category : str, optional
+            Return only questions of this category (case-insensitive name).
+
+        Returns
+        -------
+        Results
+
+        Raises
+        ------
+        QueryError
+            Empty query, unknown category, bad ``k``.
+        """
+        self._check_k(k)
+        return self._search(self._query(text), k, self.category_id(category))
+
+    def _search(self, q: _Query, k, category_id) -> Results:
+        model = self.config.retrieval
+        if len(q.term_ids) == 0:
+            rows, scores = np.zeros(0, np.int64), np.zeros(0)
+        else:
+            all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
+            if category_id is not None:
+                matched &= self._doc_category == category_id
+            rows = top_k(all_scores, k, allowed=matched, tie_rank=self._doc_id_rank)
+            scores = all_scores[rows]
+        return self._results(q, rows, scores)
+
+    def feature_scores(self, q: _Query, rows):
+        """(names, matrix of shape (len(rows), n_features)) of the configured features."""
+        models = self.config.features
+        out = np.zeros((len(rows), len(models)))
+        for j, m in enumerate(models):
+            out[:, j] = m.score_rows(self.index[m.field], q.term_ids, q.qtf, rows)
+        return [m.feature_name for m in models], out
+
+    def _results(self, q, rows, scores) -> Results:
+        names, features = self.feature_scores(q, rows)
+        doc_ids = self.archive.doc_ids
+        return Results(q.text, rows, [doc_ids[r] for r in rows], scores, names, features,
+                       q.terms, q.unknown_words, self.archive)
+
+    def batch_search(self, queries, qids=None, *, k=100, categories=None,
+                     progress=False) -> dict:
+        """Search many queries: ``{qid: Results}`` in query order.
+
+        Parameters
+        ----------
+        queries : sequence of str
+        qids : sequence of str, optional
+            Query ids (default "0", "1", ...); must be distinct.
+        k : int or None, default 100
+        categories : sequence of (str or None), optional
+            A category filter per query.
+        progress : bool
+            Show a progress bar on stderr.
+        """
+        self._check_k(k)
+        queries = list(queries)
+        qids = [str(i) for i in range(len(queries))] if qids is None else [str(q) for q in qids]
+        categories = [None] * len(queries) if categories is None else list(categories)
+        if not len(qids) == len(queries) == len(categories):
+            raise QueryError(f"got {len(queries)} queries, {len(qids)} qids and "
+                             f"{len(categories)} categories; they must match")
+        if len(set(qids)) != len(qids):
+            raise QueryError("qids must be distinct")
+        out = {}
+        bar = _progress(progress, "searching", "queries")
+        for qid, text, cat in zip(qids, queries, categories):
+            out[qid] = self._search(self._query(text), k, self.category_id(cat))
+            bar.update()
+        bar.close()
+        return out
+
+    # -- presentation helpers ----------------------------------------------------------
+    def suggest(self, word: str, limit: int = 3) -> list:
+        """Archive words close to ``word`` (for "did you mean")."""
+        if self._suggester is None:
+            surface = self._surface() if callable(self._surface) else self._surface
+            self._suggester = Suggester(surface)
+        return self._suggester.suggest(word, limit=limit)
+
+    def highlight(self, text: str, terms, **kwargs) -> str:
+        """``text`` with the words of ``terms`` (index terms) marked; see :func:`highlight`."""
+        return highlight(text, terms, self.analyzer, **kwargs)

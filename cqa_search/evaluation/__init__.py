@@ -1,0 +1,1 @@
+"""Evaluation: TREC run/qrels I/O, ranking metrics, significance tests."""

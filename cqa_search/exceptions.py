@@ -1,0 +1,51 @@
+"""Exceptions raised by cqa_search.
+
+Every error caused by user input derives from :class:`CQASearchError`; the command line
+prints its message and exits 1 instead of showing a traceback.
+"""
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
+__all__ = [
+    "CQASearchError",
+    "ArchiveError",
+    "IndexFormatError",
+    "QueryError",
+    "NotFittedError",
+    "ConvergenceWarning",
+]
+
+
+class CQASearchError(Exception):
+    """Base class of the errors a user can cause and fix (bad input, bad index, bad query)."""
+
+
+class ArchiveError(CQASearchError, ValueError):
+    """An archive file cannot be read: malformed record, missing field, duplicate id, ...
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    path : str or None
+        The file, when known.
+    line : int or None
+        1-based line (or record) number in ``path``, when known.
+    """
+
+    def __init__(self, message, path=None, line=None):
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.line = line
+        where = ""
+        if self.path is not None:
+            where = self.path if line is None else f"{self.path}:{line}"
+            where += ": "
+        super().__init__(where + message)
+
+
+class IndexFormatError(CQASearchError):
+    """An index directory is missing, foreign, corrupted or of another format version."""
+
+
+class QueryError(CQASearchError, ValueError):
+    """A query cannot be run: empty text, unknown category, bad parameter."""

@@ -1,0 +1,243 @@
+"""The index directory: versioned manifest, checksummed ``.npy``/JSON files, atomic writes.
+
+Layout (paths relative to the index directory)::
+
+    manifest.json            format_version, package version, analyzer, stats, files + sha256
+    vocab.json  doc_ids.json  categories.json  surface.json
+    archive.jsonl  archive_offsets.npy  doc_category.npy  doc_id_rank.npy
+    fields/<field>/{indptr,indices,counts,doc_len}.npy  fields/<field>/<model>.npy
+    models/<name>/...        trained models, added later by ``cqa-search fit``
+
+Only ``.npy`` (loaded with ``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so
+opening an index never runs code. A build writes into a temporary sibling directory,
+writes the manifest last and then renames: a crash leaves no half index behind.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from .._version import __version__
+from ..exceptions import IndexFormatError
+
+__all__ = ["FORMAT_VERSION", "MANIFEST", "IndexWriter", "StoredIndex", "open_index",
+           "is_compatible", "verify_index"]
+
+#: Version of the on-disk layout; bumped whenever an older reader would misread it.
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+_FORMAT_NAME = "cqa_search-index"
+_REBUILD = "rebuild it with `cqa-search build-index`"
+
+
+def _sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read_manifest(path) -> dict:
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise IndexFormatError(f"no index at {path} (build one with `cqa-search build-index`)")
+    if not os.path.isdir(path):
+        raise IndexFormatError(f"{path} is a file, not an index directory")
+    mpath = os.path.join(path, MANIFEST)
+    if not os.path.exists(mpath):
+        raise IndexFormatError(f"{path} is not a cqa_search index (it has no {MANIFEST})")
+    try:
+        with open(mpath, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexFormatError(f"corrupted index {path}: unreadable {MANIFEST} ({exc}); "
+                               f"{_REBUILD}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT_NAME:
+        raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
+    return manifest
+
+
+def is_compatible(path) -> bool:
+    """Cheap probe: True when ``path`` holds an index this version can open."""
+    try:
+        return _read_manifest(path).get("format_version") == FORMAT_VERSION
+    except IndexFormatError:
+        return False
+
+
+class StoredIndex:
+    """An opened index directory: its manifest and typed access to its files.
+
+    Use :func:`open_index` to create one.
+    """
+
+    def __init__(self, path, manifest, mmap):
+        self.path = os.fspath(path)
+        self.manifest = manifest
+        self.mmap = mmap
+
+    def file(self, relpath) -> str:
+        """Absolute path of a file listed in the manifest."""
+        if relpath not in self.manifest["files"]:
+            raise IndexFormatError(f"corrupted index {self.path}: {relpath} is not in its "
+                                   f"manifest; {_REBUILD}")
+        return os.path.join(self.path, relpath)
+
+    def has(self, relpath) -> bool:
+        return relpath in self.manifest["files"]
+
+    def array(self, relpath) -> np.ndarray:
+        """A stored array (memory-mapped read-only when the index was opened with mmap)."""
+        try:
+            return np.load(self.file(relpath), mmap_mode="r" if self.mmap else None,
+                           allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
+                                   f"({exc}); {_REBUILD}") from None
+
+    def json(self, relpath):
+        """A stored JSON document."""
+        try:
+            with open(self.file(relpath), encoding="utf-8") as f:
+                return json.load(f)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
+                                   f"({exc}); {_REBUILD}") from None
+
+    def check(self, condition, what) -> None:
+        """Raise IndexFormatError unless ``condition`` (a consistency check on open)."""
+        if not condition:
+            raise IndexFormatError(f"corrupted index {self.path}: {what}; {_REBUILD}")
+
+
+def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
+    """Open an index directory after checking its format version and files.
+
+    Parameters
+    ----------
+    path : path
+    mmap : bool, default True
+        Memory-map the arrays instead of reading them.
+    verify : bool, default False
+        Also compare every file's SHA-256 with the manifest (reads every byte). Without
+        it, presence and sizes are checked, and the loaders check shapes and statistics.
+
+    Raises
+    ------
+    IndexFormatError
+        Missing or foreign directory, other format version, missing, truncated or (with
+        ``verify``) altered file.
+    """
+    manifest = _read_manifest(path)
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{os.fspath(path)} has index format version {version}, but this cqa_search "
+            f"{__version__} reads version {FORMAT_VERSION}: {_REBUILD}")
+    for relpath, info in manifest.get("files", {}).items():
+        full = os.path.join(path, relpath)
+        if not os.path.isfile(full):
+            raise IndexFormatError(f"corrupted index {os.fspath(path)}: {relpath} is missing; "
+                                   f"{_REBUILD}")
+        size = os.path.getsize(full)
+        if size != info["bytes"]:
+            raise IndexFormatError(
+                f"corrupted index {os.fspath(path)}: {relpath} has {size} bytes, expected "
+                f"{info['bytes']}; {_REBUILD}")
+        if verify and _sha256(full) != info["sha256"]:
+            raise IndexFormatError(f"corrupted index {os.fspath(path)}: {relpath} does not "
+                                   f"match its checksum; {_REBUILD}")
+    return StoredIndex(path, manifest, mmap)
+
+
+def verify_index(path) -> StoredIndex:
+    """Open with full checksum verification (see :func:`open_index`)."""
+    return open_index(path, mmap=True, verify=True)
+
+
+class IndexWriter:
+    """Writes an index directory atomically.
+
+    Files go into a temporary sibling directory; :meth:`commit` writes the manifest (with
+    sizes and SHA-256 of every file) last and renames the directory into place, replacing
+    an existing index. Without a commit (an exception, a crash) the temporary directory
+    is removed or, after a crash, left as ``.NAME.tmp-*`` and never taken for an index.
+
+    Parameters
+    ----------
+    path : path
+        Final index directory. If it exists it must be a cqa_search index (any version)
+        or empty: a directory with other content is never replaced.
+    """
+
+    def __init__(self, path):
+        self.path = os.path.abspath(os.fspath(path))
+        if os.path.exists(self.path):
+            if not os.path.isdir(self.path):
+                raise IndexFormatError(f"{path} exists and is not a directory")
+            if os.listdir(self.path) and not os.path.exists(os.path.join(self.path, MANIFEST)):
+                raise IndexFormatError(
+                    f"{path} exists and is not a cqa_search index; refusing to replace it "
+                    "(choose another output directory or empty it)")
+        parent = os.path.dirname(self.path)
+        os.makedirs(parent, exist_ok=True)
+        self.tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.tmp-", dir=parent)
+        self._files = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if os.path.isdir(self.tmp):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        return False
+
+    def _full(self, relpath) -> str:
+        full = os.path.join(self.tmp, relpath)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        if relpath not in self._files:
+            self._files.append(relpath)
+        return full
+
+    def open(self, relpath, mode="w"):
+        """Open a file of the index for writing (text files are UTF-8)."""
+        full = self._full(relpath)
+        return open(full, mode) if "b" in mode else open(full, mode, encoding="utf-8")
+
+    def array(self, relpath, arr) -> None:
+        np.save(self._full(relpath), np.ascontiguousarray(arr), allow_pickle=False)
+
+    def json(self, relpath, obj) -> None:
+        with self.open(relpath) as f:
+            json.dump(obj, f, ensure_ascii=False)
+
+    def commit(self, manifest: dict) -> None:
+        """Write the manifest last and move the index into place."""
+        files = {}
+        for relpath in self._files:
+            full = os.path.join(self.tmp, relpath)
+            files[relpath] = {"bytes": os.path.getsize(full), "sha256": _sha256(full)}
+        manifest = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
+                    "package_version": __version__,
+                    "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    **manifest, "files": files}
+        with open(os.path.join(self.tmp, MANIFEST), "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=1, ensure_ascii=False)
+            f.flush()
+            os.fsync(f.fileno())
+        old = None
+        if os.path.exists(self.path):
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.old-",
+                                   dir=os.path.dirname(self.path))
+            os.rmdir(old)
+            os.rename(self.path, old)
+        os.rename(self.tmp, self.path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,231 @@
+"""Sparse term index: per field, a doc x term count matrix in CSC form plus statistics.
+
+A field is a piece of text of every question: ``question`` (title and body), ``answers``
+(all answers joined), and optionally ``title``, ``body``, ``best_answer``. Each field
+gets its own :class:`FieldIndex` over the one shared :class:`~.vocab.Vocabulary`.
+
+CSC (term-major) is the posting-list layout: the rows holding term ``t`` are
+``indices[indptr[t]:indptr[t + 1]]`` (sorted), so a query touches only its own terms.
+"""
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..archive import Question
+from .vocab import Vocabulary
+
+__all__ = ["FIELDS", "FieldIndex", "TermIndex", "TermIndexBuilder"]
+
+#: Field name -> text of a question for that field.
+FIELDS = {
+    "question": lambda q: q.text,
+    "title": lambda q: q.title,
+    "body": lambda q: q.body,
+    "answers": lambda q: "\n".join(q.answers),
+    "best_answer": lambda q: q.best_answer_text or "",
+}
+
+
+class FieldIndex:
+    """Postings and statistics of one field.
+
+    The postings are kept as three plain arrays (what is stored on disk, possibly
+    memory-mapped) rather than a scipy matrix, whose constructor would scan and copy
+    them; :meth:`matrix` builds the scipy view when a model needs one.
+
+    Parameters
+    ----------
+    name : str
+    indptr : ndarray of int64, shape (n_terms + 1,)
+    indices : ndarray of int32, shape (nnz,)
+        Rows of each term's postings, sorted within a term.
+    counts : ndarray of int32, shape (nnz,)
+        Term counts aligned with ``indices``.
+    doc_len : ndarray of int32, shape (n_docs,)
+        Number of terms of each document in this field.
+
+    Attributes
+    ----------
+    df : ndarray of int64, shape (n_terms,)
+        Document frequency of each term in this field.
+    term_freq : ndarray of int64, shape (n_terms,)
+        Collection frequency (total occurrences) of each term.
+    collection_prob : ndarray of float64, shape (n_terms,)
+        ``term_freq / total_terms``: the background model P(t|C).
+    """
+
+    def __init__(self, name, indptr, indices, counts, doc_len):
+        self.name = name
+        self.indptr = indptr
+        self.indices = indices
+        self.counts = counts
+        self.doc_len = doc_len
+        # Posting-aligned weights of scoring models, keyed by their cache key; filled
+        # lazily or from weights stored in the index.
+        self.weights = {}
+        self._stats = None
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.doc_len)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indptr[-1])
+
+    @property
+    def total_terms(self) -> int:
+        return int(self.doc_len.sum(dtype=np.int64))
+
+    @property
+    def avg_doc_len(self) -> float:
+        return self.total_terms / max(self.n_docs, 1)
+
+    @property
+    def df(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    def _collection(self):
+        if self._stats is None:
+            cum = np.concatenate(([0], np.cumsum(self.counts, dtype=np.int64)))
+            tf = cum[self.indptr[1:]] - cum[self.indptr[:-1]]
+            self._stats = (tf, tf / max(self.total_terms, 1))
+        return self._stats
+
+    @property
+    def term_freq(self) -> np.ndarray:
+        return self._collection()[0]
+
+    @property
+    def collection_prob(self) -> np.ndarray:
+        return self._collection()[1]
+
+    def postings_of(self, term_id):
+        """(rows, counts) of one term."""
+        lo, hi = self.indptr[term_id], self.indptr[term_id + 1]
+        return self.indices[lo:hi], self.counts[lo:hi]
+
+    def matrix(self, data=None) -> sp.csc_matrix:
+        """The postings as a scipy CSC matrix (n_docs, n_terms) of ``data`` (counts)."""
+        data = self.counts if data is None else data
+        return sp.csc_matrix((data, self.indices, self.indptr), shape=(self.n_docs, self.n_terms))
+
+
+class TermIndex:
+    """The vocabulary and one :class:`FieldIndex` per indexed field."""
+
+    def __init__(self, vocab: Vocabulary, fields: dict):
+        self.vocab = vocab
+        self.fields = fields
+
+    @property
+    def n_docs(self) -> int:
+        return next(iter(self.fields.values())).n_docs
+
+    def __getitem__(self, field) -> FieldIndex:
+        return self.fields[field]
+
+
+class TermIndexBuilder:
+    """Accumulates analysed questions into a :class:`TermIndex`.
+
+    Each distinct surface token is analysed once and mapped straight to its term id (-1
+    for a stopword); tokens are buffered as flat id arrays and turned into (row, term,
+    count) triplets one batch at a time with numpy, so building costs about one
+    dictionary lookup per token.
+
+    Parameters
+    ----------
+    analyzer : Analyzer
+    fields : sequence of str
+        Names from :data:`FIELDS`.
+    batch_size : int
+        Questions per batch.
+    """
+
+    def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096):
+        unknown = [f for f in fields if f not in FIELDS]
+        if unknown:
+            raise ValueError(f"fields must be among {{{', '.join(map(repr, FIELDS))}}}; "
+                             f"got {unknown[0]!r}")
+        self.analyzer = analyzer
+        self.field_names = tuple(fields)
+        self.vocab = Vocabulary()
+        self.n_docs = 0
+        self._batch_size = batch_size
+        self._token_ids = {}
+        self._buffers = {f: (array("q"), array("q")) for f in fields}  # (token ids, n tokens)
+        self._chunks = {f: [] for f in fields}                         # (rows, terms, counts)
+        self._doc_len = {f: [] for f in fields}
+        self._batch_start = 0
+
+    def _ids(self, tokens):
+        token_ids = self._token_ids
+        try:
+            return [token_ids[t] for t in tokens]
+        except KeyError:
+            term, add = self.analyzer.term, self.vocab.add
+            for t in set(tokens).difference(token_ids):
+                stem = term(t)
+                token_ids[t] = add(stem) if stem else -1
+            return [token_ids[t] for t in tokens]
+
+    def add(self, question: Question) -> None:
+        """Analyse and buffer one question (its row is the number added before it)."""
+        tokenize = self.analyzer.tokenize
+        for name in self.field_names:
+            ids = self._ids(tokenize(FIELDS[name](question)))
+            terms, lens = self._buffers[name]
+            terms.extend(ids)
+            lens.append(len(ids))
+        self.n_docs += 1
+        if self.n_docs - self._batch_start >= self._batch_size:
+            self._flush()
+
+    def _flush(self):
+        n = self.n_docs - self._batch_start
+        for name in self.field_names:
+            ids, lens = self._buffers[name]
+            if len(lens) == 0:
+                continue
+            rows = np.repeat(np.arange(self._batch_start, self.n_docs, dtype=np.int64),
+                             np.frombuffer(lens, dtype=np.int64))
+            ids = np.frombuffer(ids, dtype=np.int64)
+            keep = ids >= 0  # stopwords are -1
+            rows, ids = rows[keep], ids[keep]
+            self._doc_len[name].append(
+                np.bincount(rows - self._batch_start, minlength=n).astype(np.int32))
+            keys, counts = np.unique((rows << 32) | ids, return_counts=True)
+            self._chunks[name].append(((keys >> 32).astype(np.int32),
+                                       (keys & 0xFFFFFFFF).astype(np.int32),
+                                       counts.astype(np.int32)))
+            self._buffers[name] = (array("q"), array("q"))
+        self._batch_start = self.n_docs
+
+    def build(self) -> TermIndex:
+        """The finished index (the builder should not be used afterwards)."""
+        self._flush()
+        n_terms = len(self.vocab)
+        fields = {}
+        for name in self.field_names:
+            chunks = self._chunks.pop(name)
+            if chunks:
+                rows, terms, counts = (np.concatenate(c) for c in zip(*chunks))
+            else:
+                rows = terms = counts = np.zeros(0, np.int32)
+            del chunks
+            postings = sp.csc_matrix((counts, (rows, terms)), shape=(self.n_docs, n_terms))
+            del rows, terms, counts
+            postings.sort_indices()
+            doc_len = np.concatenate(self._doc_len.pop(name) or [np.zeros(0, np.int32)])
+            fields[name] = FieldIndex(
+                name, postings.indptr.astype(np.int64), postings.indices.astype(np.int32),
+                postings.data.astype(np.int32), doc_len)
+        return TermIndex(self.vocab, fields)

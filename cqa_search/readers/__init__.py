@@ -1,0 +1,139 @@
+"""Archive readers, one module per format, and format detection.
+
+Every reader is a generator ``read(path, *, report, **options)`` that yields
+:class:`~cqa_search.archive.Question` one record at a time (constant memory per record)
+and sends invalid records to ``report`` (:class:`ReadReport`), which raises or counts them.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+
+from ..exceptions import ArchiveError
+from ._base import ReadReport
+
+__all__ = ["FORMATS", "ReadReport", "detect_format", "read_questions", "reader_options"]
+
+#: Reader name -> (module, fixed keyword options).
+FORMATS = {
+    "jsonl": ("jsonl", {}),
+    "csv": ("csv", {"delimiter": ","}),
+    "tsv": ("csv", {"delimiter": "\t"}),
+    "semeval": ("semeval", {}),
+    "stackexchange": ("stackexchange", {}),
+    "yahoo-l6": ("yahoo_l6", {}),
+}
+
+_EXTENSIONS = {
+    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+    ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
+}
+
+
+def _module(format):
+    if format not in FORMATS:
+        raise ArchiveError(
+            f"format must be one of {{{', '.join(repr(f) for f in FORMATS)}}}; got {format!r}")
+    name, fixed = FORMATS[format]
+    return importlib.import_module(f"{__name__}.{name}"), fixed
+
+
+def reader_options(format) -> list:
+    """Names of the options a format's reader accepts (beyond ``path`` and ``report``)."""
+    module, fixed = _module(format)
+    params = inspect.signature(module.read).parameters
+    return [p for p in params if p not in ("path", "report") and p not in fixed]
+
+
+def detect_format(path) -> str:
+    """Guess the format of an archive file or folder.
+
+    A folder (or a file named ``Posts.xml``) is a StackExchange dump; otherwise the
+    extension decides, and for ``.xml`` or unknown extensions the first bytes do.
+
+    Raises
+    ------
+    ArchiveError
+        When the path does not exist or the format cannot be recognised.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, "Posts.xml")):
+            return "stackexchange"
+        raise ArchiveError(
+            f"{path} is a folder without Posts.xml; only StackExchange dump folders can be "
+            "read as a whole (give the archive files instead)")
+    if not os.path.exists(path):
+        raise ArchiveError(f"no such file: {path}")
+    if os.path.basename(path) == "Posts.xml":
+        return "stackexchange"
+    ext = os.path.splitext(path)[1].lower()
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext]
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if ext == ".xml" or head.lstrip().startswith(b"<"):
+        if b"<OrgQuestion" in head or b"<Thread" in head or b"<RelQuestion" in head:
+            return "semeval"
+        if b"<posts" in head and b"<row" in head:
+            return "stackexchange"
+        if b"<ystfeed" in head or (b"<document" in head and b"<subject" in head):
+            return "yahoo-l6"
+        raise ArchiveError(
+            f"cannot tell the format of {path}: XML that is neither SemEval-2016 Task 3, "
+            "StackExchange Posts.xml nor Yahoo! Answers L6; pass --format")
+    for line in head.splitlines():
+        if line.strip():
+            if line.lstrip(b"\xef\xbb\xbf \t").startswith(b"{"):
+                return "jsonl"
+            break
+    raise ArchiveError(
+        f"cannot tell the format of {path}; pass --format (one of {', '.join(FORMATS)})")
+
+
+def read_questions(paths, *, format=None, skip_invalid=False, report=None, **options):
+    """Yield the questions of one or more archive files, checking ids across all of them.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+    format : str or None
+        One of :data:`FORMATS`; detected per path when None.
+    skip_invalid : bool
+        Skip (and count in ``report``) invalid records instead of raising.
+    report : ReadReport or None
+        Receives counts; a new one is used when None.
+    **options
+        Reader options; an option the reader does not take is an error.
+
+    Raises
+    ------
+    ArchiveError
+        Unknown format or option, unreadable file, invalid record (unless skipped),
+        duplicate id (unless skipped).
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = list(paths)
+    if not paths:
+        raise ArchiveError("no archive file given")
+    if report is None:
+        report = ReadReport(skip_invalid=skip_invalid)
+    seen = set()
+    for path in paths:
+        fmt = format or detect_format(path)
+        module, fixed = _module(fmt)
+        allowed = reader_options(fmt)
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise ArchiveError(
+                f"option {unknown[0]!r} does not apply to format {fmt!r}"
+                + (f" (it takes: {', '.join(allowed)})" if allowed else " (it takes no options)"))
+        for question in module.read(path, report=report, **fixed, **options):
+            if question.id in seen:
+                report.invalid(ArchiveError(f"duplicate question id {question.id!r}", path))
+                continue
+            seen.add(question.id)
+            report.n_read += 1
+            yield question

@@ -1,0 +1,188 @@
+"""What every reader shares: the invalid-record policy, line-aware decoding, XML streaming."""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import xml.etree.ElementTree as ET
+from pyexpat import ErrorString, errors as expat_errors
+
+from ..archive import Question
+from ..exceptions import ArchiveError
+
+logger = logging.getLogger("cqa_search.readers")
+
+__all__ = ["ReadReport", "make_question", "check_file", "iter_xml"]
+
+
+class ReadReport:
+    """Counts what a read produced and applies the invalid-record policy.
+
+    Readers call :meth:`invalid` for every record they cannot turn into a
+    :class:`~cqa_search.archive.Question`: with ``skip_invalid=False`` the error is
+    raised (naming file and line), otherwise it is counted and the reader goes on.
+
+    Attributes
+    ----------
+    n_read : int
+        Questions produced.
+    n_skipped : int
+        Invalid records skipped.
+    errors : list of str
+        The first ``max_examples`` skipped errors, for the summary.
+    """
+
+    def __init__(self, skip_invalid: bool = False, max_examples: int = 5):
+        self.skip_invalid = skip_invalid
+        self.max_examples = max_examples
+        self.n_read = 0
+        self.n_skipped = 0
+        self.errors = []
+
+    def invalid(self, error: ArchiveError) -> None:
+        """Raise ``error``, or count it when invalid records are skipped."""
+        if not self.skip_invalid:
+            raise error
+        self.n_skipped += 1
+        if len(self.errors) < self.max_examples:
+            self.errors.append(str(error))
+        logger.debug("skipped invalid record: %s", error)
+
+    def summary(self) -> str:
+        """One line: how many were read and skipped."""
+        text = f"{self.n_read} questions read"
+        if self.n_skipped:
+            text += f", {self.n_skipped} invalid record(s) skipped"
+        return text
+
+
+def make_question(report: ReadReport, path, line, **fields):
+    """``Question(**fields)``, or None after reporting a ``ValueError`` as invalid."""
+    try:
+        return Question(**fields)
+    except ValueError as exc:
+        report.invalid(ArchiveError(str(exc), path, line))
+        return None
+
+
+def check_file(path, *, directory=False) -> str:
+    """Return ``os.fspath(path)`` or raise ArchiveError when it does not exist."""
+    path = os.fspath(path)
+    if directory:
+        if not os.path.isdir(path):
+            raise ArchiveError(f"no such directory: {path}")
+    elif not os.path.exists(path):
+        raise ArchiveError(f"no such file: {path}")
+    elif os.path.isdir(path):
+        raise ArchiveError(f"expected a file but got a directory: {path}")
+    return path
+
+
+_XML_CHUNK = 1 << 16  # longest piece of a line fed to the parser at once
+# Parse errors that bytes outside the declared encoding (usually UTF-8) cause.
+_ENCODING_ERRORS = {expat_errors.codes[expat_errors.XML_ERROR_INVALID_TOKEN],
+                    expat_errors.codes[expat_errors.XML_ERROR_PARTIAL_CHAR]}
+
+
+def _xml_error(exc: ET.ParseError, path) -> ArchiveError:
+    """An ArchiveError naming file, line and column for a parse error (UTF-8 errors named)."""
+    line, column = exc.position
+    if exc.code in _ENCODING_ERRORS:
+        with open(path, "rb") as f:
+            raw = next(itertools.islice(f, line - 1, None), b"")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return ArchiveError(
+                f"not valid UTF-8 (byte {raw[bad.start:bad.start + 1]!r} at column "
+                f"{bad.start + 1}); re-encode the file as UTF-8 or declare its encoding",
+                path, line)
+    return ArchiveError(f"malformed XML at column {column + 1}: {ErrorString(exc.code)}",
+                        path, line)
+
+
+def iter_xml(path, tags, *, root_tags=None):
+    """Stream the elements named in ``tags`` from an XML file, with their line numbers.
+
+    The file is fed to :class:`xml.etree.ElementTree.XMLPullParser` (the parser behind
+    ``iterparse``) one line at a time, so each element is known with the line where its
+    start tag ends. Every yielded element is cleared after the consumer resumes, and each
+    child of the root is dropped when it ends: memory stays constant per record.
+
+    Parameters
+    ----------
+    path : str
+        The XML file.
+    tags : collection of str
+        Names of the elements to yield (on their end tag, complete with children).
+    root_tags : collection of str or None
+        When given, the root element must have one of these names.
+
+    Yields
+    ------
+    element : xml.etree.ElementTree.Element
+        Valid only until the next element is requested.
+    line : int
+        1-based line where the element's start tag ends.
+
+    Raises
+    ------
+    ArchiveError
+        Malformed XML or bytes that are not valid UTF-8 (file, line and column), or an
+        unexpected root element. Records before the error have been yielded already.
+    """
+    parser = ET.XMLPullParser(events=("start", "end"))
+    root = None
+    depth = 0
+    starts = []  # lines of the wanted elements currently open
+    lineno = 1
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.readline(_XML_CHUNK)
+            events, error = _pull(parser, chunk)
+            for event, elem in events:
+                if event == "start":
+                    if root is None:
+                        root = elem
+                        if root_tags is not None and elem.tag not in root_tags:
+                            raise ArchiveError(
+                                f"expected the root element to be <{'> or <'.join(root_tags)}>; "
+                                f"found <{elem.tag}>", path, lineno)
+                    depth += 1
+                    if elem.tag in tags:
+                        starts.append(lineno)
+                    continue
+                depth -= 1
+                if elem.tag in tags:
+                    yield elem, starts.pop()
+                    elem.clear()
+                if depth == 1:
+                    del root[:]
+            if error is not None:
+                raise _xml_error(error, path) from None
+            if not chunk:
+                return
+            if chunk.endswith(b"\n"):
+                lineno += 1
+
+
+def _pull(parser, chunk):
+    """Feed ``chunk`` (close the parser when empty); return the events and any parse error.
+
+    The events parsed before an error are returned with it, so that the records before a
+    malformed spot are still produced.
+    """
+    events, error = [], None
+    try:
+        if chunk:
+            parser.feed(chunk)
+        else:
+            parser.close()
+    except ET.ParseError as exc:
+        error = exc
+    try:
+        for event in parser.read_events():
+            events.append(event)
+    except ET.ParseError as exc:
+        error = exc
+    return events, error

@@ -1,0 +1,101 @@
+"""Reader for SemEval-2016 Task 3 (Qatar Living, "CQA-QL") XML files.
+
+The archive records are the related questions (``RelQuestion``) with their comments
+(``RelComment``), one per ``Thread``; the original questions (``OrgQuestion``) are the
+task's queries, not archive records, and are ignored here. Both layouts are read: the
+2016 files (``OrgQuestion > Thread``) and the 2015 data reformatted for 2016 (``Thread``
+directly under the root), including the multi-line variants, whose comment text is in
+``RelCBody`` (uncleansed) or ``RelCClean`` instead of ``RelCText``.
+
+Repeated threads
+----------------
+A thread that is a candidate for several original questions appears once per original
+question, under a new ``RELQ_ID``, with ``SubtaskA_Skip_Because_Same_As_RelQuestion_ID``
+naming its first occurrence (often in another file, such as the unavailable TRAIN part 1).
+Every ``RELQ_ID`` is kept, since the task's candidate lists and gold labels refer to
+them; the repeat's first occurrence is recorded in ``extra["repeat_of"]``. The same
+``RELQ_ID`` seen twice is yielded once.
+"""
+from __future__ import annotations
+
+from ..exceptions import ArchiveError
+from ._base import ReadReport, check_file, iter_xml, make_question
+
+__all__ = ["read"]
+
+_REPEAT_OF = "SubtaskA_Skip_Because_Same_As_RelQuestion_ID"
+_COMMENT_TEXT = ("RelCText", "RelCBody", "RelCClean")
+
+
+def _text(elem, tag) -> str:
+    child = elem.find(tag)
+    return "" if child is None or child.text is None else child.text.strip()
+
+
+def _comment_text(comment) -> str:
+    for tag in _COMMENT_TEXT:
+        child = comment.find(tag)
+        if child is not None:
+            return (child.text or "").strip()
+    return ""
+
+
+def read(path, *, report: ReadReport):
+    """Yield one :class:`~cqa_search.archive.Question` per distinct thread of a SemEval file.
+
+    Fields: ``id`` = ``RELQ_ID``, ``title`` = ``RelQSubject``, ``body`` = ``RelQBody``,
+    ``category`` = ``RELQ_CATEGORY``, ``answers`` = the comment texts in thread order,
+    ``best_answer`` = None. ``extra`` holds ``answer_labels`` (``RELC_RELEVANCE2RELQ``
+    of each comment, in the order of ``answers``; None when absent), ``answer_ids``
+    (``RELC_ID``), and ``date``, ``user_id`` and ``repeat_of`` (``RELQ_DATE``,
+    ``RELQ_USERID``, the first occurrence of a repeated thread) when present.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A SemEval-2016 Task 3 XML file (2016 or 2015-reformatted layout).
+    report : ReadReport
+        Receives invalid threads (no ``RelQuestion``, no id, neither subject nor body).
+
+    Raises
+    ------
+    ArchiveError
+        Malformed XML or non-UTF-8 bytes (file, line, column), a file without any
+        ``Thread`` element, or an invalid thread unless invalid records are skipped.
+    """
+    path = check_file(path)
+    seen = set()
+    n_threads = 0
+    for thread, line in iter_xml(path, {"Thread"}):
+        n_threads += 1
+        question = thread.find("RelQuestion")
+        name = thread.get("THREAD_SEQUENCE")
+        if question is None:
+            report.invalid(ArchiveError(f"thread {name!r} has no <RelQuestion>", path, line))
+            continue
+        qid = question.get("RELQ_ID") or name
+        if not qid:
+            report.invalid(ArchiveError(
+                "<RelQuestion> has no RELQ_ID (nor its thread a THREAD_SEQUENCE)", path, line))
+            continue
+        if qid in seen:
+            continue
+        comments = thread.findall("RelComment")
+        extra = {
+            "answer_labels": [c.get("RELC_RELEVANCE2RELQ") for c in comments],
+            "answer_ids": [c.get("RELC_ID") for c in comments],
+        }
+        for element, attribute, key in ((question, "RELQ_DATE", "date"),
+                                        (question, "RELQ_USERID", "user_id"),
+                                        (thread, _REPEAT_OF, "repeat_of")):
+            if element.get(attribute):
+                extra[key] = element.get(attribute)
+        record = make_question(
+            report, path, line, id=qid, title=_text(question, "RelQSubject"),
+            body=_text(question, "RelQBody"), category=question.get("RELQ_CATEGORY"),
+            answers=tuple(_comment_text(c) for c in comments), extra=extra)
+        if record is not None:
+            seen.add(record.id)
+            yield record
+    if n_threads == 0:
+        raise ArchiveError("no <Thread> element: not a SemEval-2016 Task 3 file", path)

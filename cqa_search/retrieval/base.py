@@ -1,0 +1,190 @@
+"""The shared form of every term model and its two kernels.
+
+Each term model scores a query ``q`` (distinct term ids with query weights) against a
+document ``d`` of one field as::
+
+    score(q, d) = constant(q) + doc_part(q)[d] + sum_{t in q} qw_t * w(t, d)
+
+where ``w(t, d)`` is a *posting weight*, non-zero only where ``t`` occurs in ``d``. BM25,
+VSM and query likelihood (in its rank-equivalent sparse form, plus the parts that make it
+the exact log-likelihood) all fit this form, so one kernel scores the whole archive by
+summing the posting slices of the query terms (:func:`accumulate`) and another scores a
+few candidate rows by binary search in those slices (:func:`gather`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._utils import get_params
+from ..index.term_index import FieldIndex
+
+__all__ = ["TermModel", "accumulate", "gather", "posting_terms"]
+
+# Postings processed at once when computing posting weights (bounds temporary memory).
+_CHUNK = 1 << 22
+
+
+def posting_terms(field: FieldIndex, start: int, stop: int) -> np.ndarray:
+    """Term id of each posting in ``[start, stop)``."""
+    return np.searchsorted(field.indptr, np.arange(start, stop), side="right") - 1
+
+
+def accumulate(field: FieldIndex, term_ids, coef, weights) -> np.ndarray:
+    """``sum_t coef_t * weights[postings of t]`` for every document (dense float64)."""
+    indptr, indices = field.indptr, field.indices
+    parts_idx, parts_w = [], []
+    for t, c in zip(term_ids.tolist(), coef.tolist()):
+        lo, hi = indptr[t], indptr[t + 1]
+        parts_idx.append(indices[lo:hi])
+        w = weights[lo:hi]
+        parts_w.append(w if c == 1.0 else w * c)
+    if not parts_idx:
+        return np.zeros(field.n_docs)
+    idx = parts_idx[0] if len(parts_idx) == 1 else np.concatenate(parts_idx)
+    w = parts_w[0] if len(parts_w) == 1 else np.concatenate(parts_w)
+    return np.bincount(idx, weights=w, minlength=field.n_docs)
+
+
+def gather(field: FieldIndex, term_ids, rows):
+    """Locate the postings of ``term_ids`` in ``rows``.
+
+    Returns
+    -------
+    positions : ndarray of int64
+        Posting positions (into ``field.indices``/``counts``) that were found.
+    i, j : ndarray of int64
+        Their row index into ``rows`` and term index into ``term_ids``.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    indptr, indices = field.indptr, field.indices
+    found_pos, found_i, found_j = [], [], []
+    for j, t in enumerate(term_ids.tolist()):
+        lo, hi = int(indptr[t]), int(indptr[t + 1])
+        if hi == lo:
+            continue
+        pos = np.minimum(np.searchsorted(indices[lo:hi], rows), hi - lo - 1)
+        hit = np.flatnonzero(indices[lo + pos] == rows)
+        found_pos.append(lo + pos[hit])
+        found_i.append(hit)
+        found_j.append(np.full(len(hit), j))
+    if not found_pos:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    return np.concatenate(found_pos), np.concatenate(found_i), np.concatenate(found_j)
+
+
+class TermModel:
+    """Base class of the term models (BM25, query likelihood, VSM).
+
+    Subclasses set ``name`` and implement :meth:`_weight`, the posting weight as an
+    element-wise function of (tf, row, term); they may override :meth:`_query_weights`,
+    :meth:`_doc_part` and :meth:`_constant`. Parameters are stored
+    as given (keyword-only) and validated at construction.
+
+    Parameters
+    ----------
+    field : str, default "question"
+        The index field the model scores.
+    """
+
+    name = None
+    _parameter_constraints = {}
+
+    def __init__(self, *, field="question"):
+        self.field = field
+
+    # -- parameters ------------------------------------------------------------------
+    def get_params(self) -> dict:
+        return get_params(self)
+
+    @property
+    def feature_name(self) -> str:
+        """Name of this model's score as a feature: ``bm25``, ``answers_bm25``, ..."""
+        return self.name if self.field == "question" else f"{self.field}_{self.name}"
+
+    def cache_key(self) -> str:
+        """Identifies the posting weights (the model and the parameters they depend on)."""
+        params = {k: v for k, v in sorted(self.get_params().items()) if k != "field"}
+        return self.name + "(" + ",".join(f"{k}={v}" for k, v in params.items()) + ")"
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.get_params() == other.get_params()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.cache_key(), self.field))
+
+    # -- the model -------------------------------------------------------------------
+    def posting_weights(self, field: FieldIndex) -> np.ndarray:
+        """float32 weight of every posting of ``field`` (computed once, then cached)."""
+        key = self.cache_key()
+        weights = field.weights.get(key)
+        if weights is None:
+            weights = np.empty(field.nnz, dtype=np.float32)
+            for start in range(0, field.nnz, _CHUNK):
+                stop = min(start + _CHUNK, field.nnz)
+                weights[start:stop] = self._weight(field, field.counts[start:stop],
+                                                   field.indices[start:stop],
+                                                   posting_terms(field, start, stop))
+            field.weights[key] = weights
+        return weights
+
+    def _weight(self, field, tf, rows, terms):
+        """Posting weight ``w(t, d)`` for arrays of counts, rows and term ids."""
+        raise NotImplementedError
+
+    def _query_weights(self, field, term_ids, qtf):
+        return qtf
+
+    def _doc_part(self, field, term_ids, qtf, rows=None):
+        return None
+
+    def _constant(self, field, term_ids, qtf):
+        return 0.0
+
+    def _usable(self, field, term_ids, qtf):
+        keep = field.df[term_ids] > 0
+        return term_ids[keep], qtf[keep]
+
+    def score_all(self, field: FieldIndex, term_ids, qtf):
+        """Scores of every document and the mask of documents matching a query term.
+
+        Parameters
+        ----------
+        field : FieldIndex
+        term_ids : ndarray of int, distinct ids of the query terms
+        qtf : ndarray of float, their frequencies in the query
+
+        Returns
+        -------
+        scores : ndarray of float64, shape (n_docs,)
+        matched : ndarray of bool, shape (n_docs,)
+        """
+        term_ids, qtf = self._usable(field, term_ids, qtf)
+        sparse = accumulate(field, term_ids, self._query_weights(field, term_ids, qtf),
+                            self.posting_weights(field))
+        matched = sparse > 0
+        doc_part = self._doc_part(field, term_ids, qtf)
+        if doc_part is not None:
+            sparse += doc_part
+        return sparse + self._constant(field, term_ids, qtf), matched
+
+    def score_rows(self, field: FieldIndex, term_ids, qtf, rows) -> np.ndarray:
+        """Scores of the documents ``rows`` only (same values as :meth:`score_all`)."""
+        term_ids, qtf = self._usable(field, term_ids, qtf)
+        rows = np.asarray(rows, dtype=np.int64)
+        pos, i, j = gather(field, term_ids, rows)
+        cached = field.weights.get(self.cache_key())
+        if cached is not None:
+            w = cached[pos].astype(np.float64)
+        else:  # a few postings: cheaper to compute than to precompute the whole field
+            w = self._weight(field, field.counts[pos], rows[i], term_ids[j])
+        qw = self._query_weights(field, term_ids, qtf)
+        scores = np.bincount(i, weights=w * qw[j], minlength=len(rows))
+        doc_part = self._doc_part(field, term_ids, qtf, rows)
+        if doc_part is not None:
+            scores = scores + doc_part
+        return scores + self._constant(field, term_ids, qtf)

@@ -1,0 +1,74 @@
+"""Okapi BM25 (Robertson et al.) with the idf/tf variants compared by Kamphuis et al. (2020).
+
+For a query term ``t`` with document frequency ``df`` among ``N`` documents and a document
+``d`` of length ``|d|`` where ``t`` occurs ``tf`` times::
+
+    w(t, d) = idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl))          (robertson, lucene)
+    w(t, d) = idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))   (atire)
+
+    idf(t) = log(max(1, (N - df + 0.5) / (df + 0.5)))   robertson (clipped at 0)
+             log(1 + (N - df + 0.5) / (df + 0.5))        lucene
+             log(N / df)                                  atire
+
+and ``score(q, d) = sum_t qtf_t * w(t, d)``. These are the definitions of bm25s, so the
+scores are equal for equal tokens.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._utils import Interval, validate_params
+from .base import TermModel
+
+__all__ = ["BM25", "bm25_idf"]
+
+
+def bm25_idf(method, df, n_docs) -> np.ndarray:
+    """idf of every term for a BM25 ``method`` (0 where ``df`` is 0)."""
+    df = np.asarray(df, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if method == "robertson":
+            idf = np.log(np.maximum(1.0, (n_docs - df + 0.5) / (df + 0.5)))
+        elif method == "lucene":
+            idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+        else:  # atire
+            idf = np.log(n_docs / df)
+    return np.where(df > 0, idf, 0.0)
+
+
+class BM25(TermModel):
+    """BM25 ranking function.
+
+    Parameters
+    ----------
+    field : str, default "question"
+    k1 : float, default 1.2
+        Term-frequency saturation.
+    b : float, default 0.75
+        Length normalisation.
+    method : {"lucene", "robertson", "atire"}, default "lucene"
+        idf/tf variant (see the module docstring); "lucene" never gives negative scores.
+
+    Examples
+    --------
+    >>> BM25(k1=1.5).cache_key()
+    'bm25(b=0.75,k1=1.5,method=lucene)'
+    """
+
+    name = "bm25"
+    _parameter_constraints = {"k1": Interval(0, None, closed="neither"), "b": Interval(0, 1),
+                              "method": ("lucene", "robertson", "atire")}
+
+    def __init__(self, *, field="question", k1=1.2, b=0.75, method="lucene"):
+        super().__init__(field=field)
+        self.k1 = k1
+        self.b = b
+        self.method = method
+        validate_params(self)
+
+    def _weight(self, field, tf, rows, terms):
+        tf = tf.astype(np.float64)
+        idf = bm25_idf(self.method, field.df[terms], field.n_docs)
+        norm = self.k1 * (1 - self.b + self.b * field.doc_len[rows] / max(field.avg_doc_len, 1e-12))
+        tfc = tf * (self.k1 + 1) / (tf + norm) if self.method == "atire" else tf / (tf + norm)
+        return idf * tfc

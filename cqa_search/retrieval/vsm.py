@@ -1,0 +1,80 @@
+"""Vector space model: cosine between tf-idf vectors (Salton et al., 1975).
+
+Documents and queries are weighted like scikit-learn's ``TfidfTransformer`` (which fits
+the idf): ``tf * idf`` with ``idf = ln((1 + N) / (1 + df)) + 1`` (``smooth_idf``) or
+``ln(N / df) + 1``, optionally ``1 + ln(tf)`` (``sublinear_tf``), then L2-normalised; the
+score is their dot product, the cosine.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfTransformer
+
+from .._utils import validate_params
+from .base import _CHUNK, TermModel, posting_terms
+
+__all__ = ["VSM"]
+
+
+class VSM(TermModel):
+    """tf-idf cosine similarity.
+
+    Parameters
+    ----------
+    field : str, default "question"
+    sublinear_tf : bool, default False
+        Use ``1 + ln(tf)`` instead of ``tf``.
+    smooth_idf : bool, default True
+        scikit-learn's smoothed idf.
+    """
+
+    name = "vsm"
+    _parameter_constraints = {"sublinear_tf": (False, True), "smooth_idf": (False, True)}
+
+    def __init__(self, *, field="question", sublinear_tf=False, smooth_idf=True):
+        super().__init__(field=field)
+        self.sublinear_tf = sublinear_tf
+        self.smooth_idf = smooth_idf
+        validate_params(self)
+
+    def transformer(self, field) -> TfidfTransformer:
+        """The fitted scikit-learn transformer of ``field`` (cached with the weights)."""
+        key = ("tfidf", self.cache_key())
+        tfidf = field.weights.get(key)
+        if tfidf is None:
+            tfidf = TfidfTransformer(norm="l2", smooth_idf=self.smooth_idf,
+                                     sublinear_tf=self.sublinear_tf)
+            # The fit reads only the document frequencies, i.e. the postings' structure.
+            tfidf.fit(field.matrix(np.ones(field.nnz, dtype=np.float32)))
+            field.weights[key] = tfidf
+        return tfidf
+
+    def _tf(self, counts):
+        counts = np.asarray(counts, dtype=np.float64)
+        return 1.0 + np.log(counts) if self.sublinear_tf else counts
+
+    def _doc_norms(self, field) -> np.ndarray:
+        """L2 norm of every document's tf-idf vector (cached)."""
+        key = ("norms", self.cache_key())
+        norms = field.weights.get(key)
+        if norms is None:
+            idf = self.transformer(field).idf_
+            sq = np.zeros(field.n_docs)
+            for start in range(0, field.nnz, _CHUNK):
+                stop = min(start + _CHUNK, field.nnz)
+                w = self._tf(field.counts[start:stop]) * idf[posting_terms(field, start, stop)]
+                sq += np.bincount(field.indices[start:stop], weights=w * w, minlength=field.n_docs)
+            norms = field.weights[key] = np.sqrt(sq)
+        return norms
+
+    def _weight(self, field, tf, rows, terms):
+        return self._tf(tf) * self.transformer(field).idf_[terms] / self._doc_norms(field)[rows]
+
+    def _usable(self, field, term_ids, qtf):
+        # The query vector spans every vocabulary term, as scikit-learn's transform would.
+        return term_ids, qtf
+
+    def _query_weights(self, field, term_ids, qtf):
+        w = self._tf(qtf) * self.transformer(field).idf_[term_ids]
+        norm = np.sqrt(w @ w)
+        return w / norm if norm > 0 else w

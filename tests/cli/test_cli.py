@@ -1,0 +1,126 @@
+"""The command line: build-index, query (one-shot, JSON, interactive), demo, and user errors."""
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cqa_search.cli.__main__ import main
+
+
+def run(capsys, *argv):
+    code = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_build_index_and_query(capsys, tmp_path, fixtures):
+    out_dir = tmp_path / "idx"
+    code, out, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o", out_dir, "-q")
+    assert code == 0
+    assert "questions  12" in out and "answers    14" in out and "categories 3" in out
+    assert "vocabulary" in out and "time" in out
+
+    code, out, _ = run(capsys, "query", out_dir, "renew", "my", "visa", "-k", "2", "--color", "always")
+    assert code == 0 and "t02" in out and "t01" in out and "t03" not in out
+    assert "\x1b[1;33mvisa\x1b[0m" in out and "best answer:" in out
+
+    code, out, _ = run(capsys, "query", out_dir, "category:cars engine battery", "--json")
+    doc = json.loads(out)
+    assert doc["category"] == "cars" and doc["hits"][0]["category"] == "Cars"
+    assert set(doc["hits"][0]) == {"rank", "doc_id", "score", "title", "category", "best_answer",
+                                   "features"}
+
+    code, out, _ = run(capsys, "query", out_dir, "furnture")
+    assert "'furnture' is not in the archive; did you mean furniture?" in out
+
+
+def test_interactive_session(capsys, monkeypatch, toy_index):
+    script = "\n".join([":k 2", "renew visa", ":show 2", ":category cars", "battery",
+                        ":category Nope", "category:Shopping sofa", ":categories", ":bogus",
+                        "", ":quit", "never reached"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(script))
+    code, out, _ = run(capsys, "query", toy_index, "--color", "never")
+    assert code == 0
+    assert " 1. " in out and " 3. " not in out
+    assert "answer 1 (best):" in out  # :show 2 prints t01 with its answers
+    assert "searching only category 'Cars'" in out and "t07" in out
+    assert "error: unknown category 'Nope'" in out
+    assert "t04" in out  # the per-query category filter
+    assert "Cars, Shopping, Visas" in out and "unknown command :bogus" in out
+    assert "never reached" not in out
+
+
+def test_demo(capsys, tmp_path):
+    code, out, _ = run(capsys, "demo", "-o", tmp_path / "demo", "-q", "--color", "never")
+    assert code == 0
+    assert "questions  327" in out and "query dq01" in out and "judged relevant" in out
+
+
+def test_module_entry_point_and_help():
+    proc = subprocess.run([sys.executable, "-m", "cqa_search", "--help"], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0 and "build-index" in proc.stdout and "query" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "cqa_search"], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 2
+
+
+# -- user mistakes: a message and exit status 1, never a traceback ----------------------------
+def write(path, text, mode="w"):
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+GOOD = '{"id": "a", "title": "first question"}\n'
+
+
+@pytest.mark.parametrize("content, message", [
+    (GOOD + '{"id": "b", "title": oops}\n', r"bad.jsonl:2: malformed JSON"),
+    (GOOD + '{"title": "no id"}\n', r"bad.jsonl:2: missing required field 'id'"),
+    (GOOD + '{"id": "c", "body": ""}\n', r"bad.jsonl:2: question 'c' has neither a title nor a body"),
+    (GOOD + GOOD, r"bad.jsonl: duplicate question id 'a'"),
+    ("\n\n", r"the archive is empty: no question was read"),
+    (GOOD.encode() + b'{"id": "b", "title": "caf\xe9"}\n', r"bad.jsonl:2: not valid UTF-8"),
+])
+def test_bad_archive(capsys, tmp_path, content, message):
+    bad = write(tmp_path / "bad.jsonl", content, "wb" if isinstance(content, bytes) else "w")
+    code, out, err = run(capsys, "build-index", bad, "-o", tmp_path / "idx", "-q")
+    assert code == 1
+    assert pytest.importorskip("re").search(message, err), err
+    assert not (tmp_path / "idx").exists()
+
+
+def test_skip_invalid_reports_the_count(capsys, tmp_path):
+    bad = write(tmp_path / "bad.jsonl", GOOD + "{broken\n" + '{"title": "x"}\n' +
+                '{"id": "d", "title": "fine"}\n')
+    code, out, err = run(capsys, "build-index", bad, "-o", tmp_path / "idx", "-q", "--skip-invalid")
+    assert code == 0
+    assert "questions  2 (2 invalid records skipped)" in out
+    assert "warning: 2 invalid record(s) were skipped; the first:" in err
+    assert "bad.jsonl:2: malformed JSON" in err  # the first errors are shown
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["build-index", "{tmp}/missing.jsonl", "-o", "{tmp}/idx"], "no such file: .*missing.jsonl"),
+    (["build-index", "{tmp}/x.weird", "-o", "{tmp}/idx"], "cannot tell the format of"),
+    (["build-index", "{fixtures}/toy_archive.jsonl", "-o", "{tmp}/idx", "--columns", "id=qid"],
+     "option 'columns' does not apply to format 'jsonl'"),
+    (["query", "{tmp}/nothing", "visa"], "no index at .*nothing"),
+    (["query", "{tmp}", "visa"], "is not a cqa_search index"),
+    (["query", "{index}", "   "], "empty query"),
+    (["query", "{index}", "visa", "--category", "car"], "unknown category 'car'; did you mean 'Cars'"),
+    (["query", "{index}", "visa", "-k", "0"], "-k must be a positive integer"),
+])
+def test_user_errors(capsys, tmp_path, fixtures, toy_index, argv, message):
+    write(tmp_path / "x.weird", "hello")
+    argv = [a.format(tmp=tmp_path, fixtures=fixtures, index=toy_index) for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 1
+    assert pytest.importorskip("re").search(message, err), err
+    assert err.startswith("cqa-search: error: ")

@@ -1,0 +1,38 @@
+"""The batch builder against a naive count of every (document, term)."""
+from collections import Counter
+
+import numpy as np
+
+from cqa_search.analysis import Analyzer
+from cqa_search.index.term_index import FIELDS, TermIndexBuilder
+
+
+def test_builder_counts_equal_naive_counts(toy_archive):
+    analyzer = Analyzer()
+    builder = TermIndexBuilder(Analyzer(), fields=("question", "answers", "best_answer"),
+                               batch_size=5)  # several batches
+    for q in toy_archive:
+        builder.add(q)
+    index = builder.build()
+    for name, fi in index.fields.items():
+        dense = fi.matrix().toarray()
+        for row, q in enumerate(toy_archive):
+            expected = Counter(analyzer.analyze(FIELDS[name](q)))
+            got = {index.vocab.term(t): int(c) for t, c in enumerate(dense[row]) if c}
+            assert got == dict(expected)
+            assert fi.doc_len[row] == sum(expected.values())
+        assert fi.total_terms == dense.sum()
+        np.testing.assert_array_equal(fi.term_freq, dense.sum(axis=0))
+        np.testing.assert_array_equal(fi.df, (dense > 0).sum(axis=0))
+        np.testing.assert_allclose(fi.collection_prob.sum(), 1.0)
+        for t in range(fi.n_terms):  # postings sorted by row
+            rows, _ = fi.postings_of(t)
+            assert np.all(np.diff(rows) > 0)
+
+
+def test_empty_answers_field_has_zero_length(toy_archive):
+    builder = TermIndexBuilder(Analyzer())
+    for q in toy_archive:
+        builder.add(q)
+    fi = builder.build()["answers"]
+    assert fi.doc_len[toy_archive.row("t10")] == 0

@@ -1,0 +1,57 @@
+import pytest
+
+from cqa_search import Archive, Question
+from cqa_search.exceptions import ArchiveError, QueryError
+
+
+def test_question_normalises_and_validates():
+    q = Question(7, "  Title ", None, category=" ", tags=["a"], answers=["x", "y"], best_answer=1)
+    assert (q.id, q.title, q.body, q.category, q.tags, q.answers) == ("7", "Title", "", None,
+                                                                      ("a",), ("x", "y"))
+    assert q.best_answer_text == "y"
+    with pytest.raises(ValueError, match="neither a title nor a body"):
+        Question("a", " ", "")
+    with pytest.raises(ValueError, match="'best_answer' is 2 but question 'a' has 2 answer"):
+        Question("a", "t", answers=("x", "y"), best_answer=2)
+    with pytest.raises(ValueError, match="field 'answers' must be a list of strings; got str"):
+        Question("a", "t", answers="single")
+    with pytest.raises(ValueError, match="field 'id' must be a non-empty string"):
+        Question("", "t")
+
+
+def test_from_dict_round_trip_keeps_unknown_fields():
+    record = {"id": "q1", "title": "T", "body": "B", "category": "C", "tags": ["x"],
+              "answers": ["a1", "a2"], "best_answer": 1, "duplicate_of": ["q0"],
+              "translations": {"fr": "t"}, "score": 3}
+    q = Question.from_dict(record)
+    assert q.extra == {"translations": {"fr": "t"}, "score": 3}
+    assert q.to_dict() == record
+    assert Question.from_dict(q.to_dict()) == q
+
+
+def test_from_dict_accepts_best_answer_text_and_scalar_lists():
+    q = Question.from_dict({"id": "q", "title": "t", "answers": ["a", "b"], "best_answer": "b",
+                            "tags": "x|y", "duplicate_of": 5})
+    assert (q.best_answer, q.tags, q.duplicate_of) == (1, ("x", "y"), ("5",))
+    q = Question.from_dict({"id": "q", "title": "t", "answers": ["a"], "best_answer": "new"})
+    assert q.answers == ("new", "a") and q.best_answer == 0
+    with pytest.raises(ValueError, match="missing required field 'id'"):
+        Question.from_dict({"title": "t"})
+
+
+def test_archive_rows_and_errors(toy_archive):
+    assert len(toy_archive) == 12 and toy_archive.row("t03") == 2
+    assert toy_archive.get("t05").category == "Shopping"
+    assert toy_archive.categories == ["Cars", "Shopping", "Visas"]
+    assert toy_archive.rows(["t02", "t01"]).tolist() == [1, 0]
+    with pytest.raises(QueryError, match="unknown question id 'nope'"):
+        toy_archive.row("nope")
+    with pytest.raises(ArchiveError, match="duplicate question id 'a'"):
+        Archive([Question("a", "x"), Question("a", "y")])
+    with pytest.raises(ArchiveError, match="the archive is empty"):
+        Archive([])
+
+
+def test_archive_jsonl_round_trip(toy_archive, tmp_path):
+    toy_archive.to_jsonl(tmp_path / "a.jsonl")
+    assert list(Archive.read(tmp_path / "a.jsonl")) == list(toy_archive)

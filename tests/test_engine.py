@@ -1,0 +1,107 @@
+"""The search API: results, filters, batch search, errors, presentation helpers."""
+import numpy as np
+import pytest
+
+from cqa_search import SearchConfig, SearchEngine
+from cqa_search.exceptions import QueryError
+from cqa_search.retrieval import BM25, LMDirichlet, VSM
+
+
+def test_search_returns_ranked_hits_with_answers_and_features(toy_engine):
+    res = toy_engine.search("how can I renew my visa", k=3)
+    assert set(res.doc_ids[:2]) == {"t01", "t02"}  # t02 is shorter: BM25 puts it first
+    assert list(res.scores) == sorted(res.scores, reverse=True)
+    top = res[1]
+    assert (top.rank, top.doc_id, top.category) == (2, "t01", "Visas")
+    assert top.title == "How do I renew my residence visa?"
+    assert top.best_answer.startswith("Go to the immigration office")
+    assert set(top.features) == {"bm25", "lm_jm", "lm_dir", "vsm", "answers_bm25", "answers_lm_jm"}
+    assert top.features["bm25"] == pytest.approx(top.score)
+    assert res.query_terms == ("renew", "visa")
+    assert [h.doc_id for h in res] == list(res.doc_ids)
+    df = res.to_dataframe()
+    assert list(df.columns[:3]) == ["rank", "doc_id", "score"] and len(df) == len(res)
+
+
+def test_results_are_immutable(toy_engine):
+    res = toy_engine.search("visa")
+    with pytest.raises(AttributeError):
+        res.doc_ids = ()
+    with pytest.raises(ValueError):
+        res.scores[0] = 1.0
+
+
+def test_only_matching_questions_are_returned_and_ties_break_by_id(toy_engine):
+    res = toy_engine.search("swimming lessons", k=10)
+    assert res.doc_ids == ("t10",)
+    res = toy_engine.search("cheap", k=None)
+    assert set(res.doc_ids) == {"t04", "t06"}
+
+
+def test_category_filter(toy_engine):
+    res = toy_engine.search("cheap car visa", k=10, category="cars")  # case-insensitive
+    assert res.doc_ids and all(h.category == "Cars" for h in res)
+    with pytest.raises(QueryError, match=r"unknown category 'Visa'; did you mean 'Visas'\?"):
+        toy_engine.search("renew", category="Visa")
+    with pytest.raises(QueryError, match=r"unknown category 'Zebra' \(categories: Cars, Shopping, "
+                                         r"Visas\)"):
+        toy_engine.search("renew", category="Zebra")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n"])
+def test_empty_query_is_an_error(toy_engine, text):
+    with pytest.raises(QueryError, match="empty query"):
+        toy_engine.search(text)
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, True])
+def test_bad_k_is_an_error(toy_engine, k):
+    with pytest.raises(QueryError, match="k must be a positive integer"):
+        toy_engine.search("visa", k=k)
+
+
+def test_unknown_words_are_reported_with_suggestions(toy_engine):
+    res = toy_engine.search("furnture for the the")
+    assert len(res) == 0 and res.unknown_words == ("furnture",)
+    assert toy_engine.suggest("furnture")[0] == "furniture"
+    assert toy_engine.search("the of and").doc_ids == ()  # only stopwords: nothing, no error
+
+
+def test_highlight_marks_query_terms(toy_engine):
+    res = toy_engine.search("renewing visas")
+    assert toy_engine.highlight(res[0].title, res.query_terms) == "[Visa] [renewal] documents"
+    assert toy_engine.highlight("How do I renew my residence visa?", res.query_terms) == \
+        "How do I [renew] my residence [visa]?"
+
+
+def test_batch_search_equals_search(toy_engine):
+    queries = ["renew visa", "cheap sofa", "engine start"]
+    runs = toy_engine.batch_search(queries, qids=["a", "b", "c"], k=4,
+                                   categories=[None, "Shopping", None])
+    assert list(runs) == ["a", "b", "c"]
+    assert runs["b"].doc_ids == toy_engine.search("cheap sofa", k=4, category="Shopping").doc_ids
+    np.testing.assert_array_equal(runs["c"].scores, toy_engine.search("engine start", k=4).scores)
+    with pytest.raises(QueryError, match="qids must be distinct"):
+        toy_engine.batch_search(["a", "b"], qids=["x", "x"])
+    with pytest.raises(QueryError, match="got 2 queries, 1 qids"):
+        toy_engine.batch_search(["a", "b"], qids=["x"])
+
+
+def test_config_selects_retrieval_model_and_features(toy_index):
+    config = SearchConfig(retrieval=LMDirichlet(mu=100), features=(VSM(), BM25(field="title")))
+    engine = SearchEngine.open(toy_index, config=config)
+    assert engine.config.features == (VSM(),)  # the index has no title field
+    res = engine.search("renew visa")
+    assert res.feature_names == ("vsm",)
+    assert res[0].score == pytest.approx(
+        LMDirichlet(mu=100).score_rows(engine.index["question"], *_q(engine, "renew visa"),
+                                       [engine.archive.row(res.doc_ids[0])])[0])
+    with pytest.raises(QueryError, match="field 'title', which this index lacks"):
+        SearchEngine.open(toy_index, config=SearchConfig(retrieval=BM25(field="title")))
+    with pytest.raises(ValueError, match="feature names must be distinct"):
+        SearchConfig(features=(BM25(), BM25(k1=2)))
+
+
+def _q(engine, text):
+    q = engine._query(text)
+    return q.term_ids, q.qtf
