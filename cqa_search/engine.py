@@ -602,6 +602,60 @@ class SearchEngine:
         bar.close()
         return out
 
+    def rerank(self, text: str, doc_ids, *, category=None) -> Results:
+        """Score only the given candidates (the rerank protocol).
+
+        Ties keep the order of ``doc_ids`` (the SemEval convention breaks ties by the
+        given order). ``category`` is the query's category when known; term models do not
+        use it.
+
+        Raises
+        ------
+        QueryError
+            Empty query or a candidate id that is not in the archive.
+        """
+        q = self._query(text)
+        self.category_id(category)
+        rows = self.archive.rows(doc_ids).astype(np.int64)
+        model = self.config.retrieval
+        scores = model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
+        order = np.lexsort((np.arange(len(rows)), -scores))
+        return self._results(q, rows[order], scores[order])
+
+    def run(self, queries, *, candidates=None, k=100, progress=False) -> dict:
+        """A run ``{qid: {doc_id: score}}`` for evaluation.
+
+        Parameters
+        ----------
+        queries : list of dict
+            ``{"id", "text", "category"?}`` (see :func:`cqa_search.evaluation.read_queries`).
+        candidates : dict, optional
+            ``{qid: {doc_id: score}}`` (a run): rerank these candidates only; a query
+            without candidates gets an empty ranking. Without candidates, the whole archive
+            is searched (full retrieval, top ``k``); a query whose id is also an
+            archived question's (e.g. a duplicate question used as a query) never
+            retrieves itself.
+        k : int or None
+            Depth of full retrieval.
+        """
+        if candidates is None:
+            self._check_k(k)
+        out = {}
+        bar = _progress(progress, "evaluating", "queries")
+        for query in queries:
+            qid, text = query["id"], query["text"]
+            if candidates is not None:
+                given = list(candidates.get(qid, {}))
+                res = self.rerank(text, given) if given else None
+            else:
+                res = self._search(self._query(text), None if k is None else k + 1, None)
+            ranked = [] if res is None else [
+                (d, s) for d, s in zip(res.doc_ids, res.scores.tolist()) if d != qid]
+            out[qid] = dict(ranked[:k] if candidates is None else ranked)
+            bar.update()
+        bar.close()
+        return out
+
     # -- presentation helpers ----------------------------------------------------------
     def suggest(self, word: str, limit: int = 3) -> list:
         """Archive words close to ``word`` (for "did you mean")."""

@@ -18,17 +18,23 @@ def fixtures() -> Path:
     return FIXTURES
 
 
+def _locate(relative) -> Path:
+    path = SHARED_DATA / relative
+    if not path.exists():
+        pytest.skip(f"real data not available: {path}")
+    return path
+
+
 @pytest.fixture
 def shared_data():
     """A function mapping a path relative to ../shared/data to a Path, skipping when absent."""
+    return _locate
 
-    def locate(relative) -> Path:
-        path = SHARED_DATA / relative
-        if not path.exists():
-            pytest.skip(f"real data not available: {path}")
-        return path
 
-    return locate
+@pytest.fixture(scope="session")
+def shared_data_session():
+    """:func:`shared_data` for session- and module-scoped fixtures."""
+    return _locate
 
 
 @pytest.fixture

@@ -105,3 +105,21 @@ def test_config_selects_retrieval_model_and_features(toy_index):
 def _q(engine, text):
     q = engine._query(text)
     return q.term_ids, q.qtf
+
+
+def test_rerank_scores_only_the_candidates_and_keeps_their_order_for_ties(toy_engine):
+    res = toy_engine.rerank("cheap sofa", ["t01", "t06", "t04", "t03"])
+    assert res.doc_ids[:2] == ("t04", "t06")
+    assert res.doc_ids[2:] == ("t01", "t03")  # both score 0: given order
+    assert res.scores[2] == res.scores[3] == 0
+    with pytest.raises(QueryError, match="unknown question id 'nope'"):
+        toy_engine.rerank("sofa", ["t01", "nope"])
+
+
+def test_run_full_retrieval_never_returns_the_query_itself(toy_engine):
+    queries = [{"id": "t07", "text": "car battery dying"}, {"id": "x", "text": "car battery"}]
+    run = toy_engine.run(queries, k=2)
+    assert "t07" not in run["t07"] and len(run["t07"]) == 2
+    assert list(run["x"])[0] == "t07"
+    reranked = toy_engine.run(queries, candidates={"x": {"t09": 1.0, "t07": 0.5}})
+    assert list(reranked["x"]) == ["t07", "t09"] and reranked["t07"] == {}

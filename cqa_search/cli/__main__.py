@@ -5,11 +5,12 @@ import argparse
 import sys
 
 from .._version import __version__
-from . import build_index, demo, query
+from . import build_index, convert, demo, evaluate, query
 from ._common import PROG, run_command
 
 #: Subcommand name -> module with HELP, configure(parser) and run(args).
-COMMANDS = {"build-index": build_index, "query": query, "demo": demo}
+COMMANDS = {"build-index": build_index, "query": query, "evaluate": evaluate,
+            "convert": convert, "demo": demo}
 
 
 def make_parser() -> argparse.ArgumentParser:

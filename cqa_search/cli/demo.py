@@ -7,7 +7,7 @@ import os
 
 from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
 from ..engine import SearchEngine, build_index
-from ..evaluation.trec import read_qrels
+from ..evaluation import evaluate, read_qrels, read_queries, summarize
 from ._common import Style, add_common_options, format_hit, run_command
 
 HELP = "build indexes/demo from the demo archive shipped with cqa_search and show searches"
@@ -45,6 +45,14 @@ def run(args) -> int:
             print(format_hit(hit, engine, results.query_terms, style) + mark)
         if not len(results):
             print("no matching questions")
+    queries_path, qrels_path = folder / DEMO_QUERIES, folder / DEMO_QRELS
+    scores = summarize(evaluate(engine.run(read_queries(queries_path), k=100), qrels,
+                                metrics=["map", "p@5", "mrr"], convention="trec"), percent=True)
+    print()
+    print(f"BM25 over all {len(queries)} judged demo queries: "
+          + ", ".join(f"{m.upper()} {v:.1f}" for m, v in scores.items()))
+    print(f"(the same: cqa-search evaluate {args.output} --queries {queries_path} "
+          f"--qrels {qrels_path} --convention trec)")
     print()
     print(f"Search it yourself:  cqa-search query {args.output}")
     return 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..exceptions import ArchiveError
 from ._base import ReadReport, check_file, iter_xml, make_question
 
-__all__ = ["read"]
+__all__ = ["read", "read_original_questions", "RELEVANCE"]
 
 _REPEAT_OF = "SubtaskA_Skip_Because_Same_As_RelQuestion_ID"
 _COMMENT_TEXT = ("RelCText", "RelCBody", "RelCClean")
@@ -99,3 +99,49 @@ def read(path, *, report: ReadReport):
             yield record
     if n_threads == 0:
         raise ArchiveError("no <Thread> element: not a SemEval-2016 Task 3 file", path)
+
+
+#: RELQ_RELEVANCE2ORGQ -> graded relevance (PerfectMatch and Relevant are relevant).
+RELEVANCE = {"PerfectMatch": 2, "Relevant": 1, "Irrelevant": 0}
+
+
+def read_original_questions(path):
+    """Yield the original questions of a 2016 file with their ranked candidates.
+
+    Each item is a dict: ``id`` (``ORGQ_ID``), ``title``, ``body``, and ``candidates``, a
+    list of ``(RELQ_ID, RELQ_RANKING_ORDER, label)`` in file order, where ``label`` is the
+    graded relevance of :data:`RELEVANCE` or None when the file has no gold label (the
+    test input's ``?``). An original question's elements must be consecutive, as in the
+    official files.
+
+    Raises
+    ------
+    ArchiveError
+        Malformed XML, a missing id or rank, or an original question split in two.
+    """
+    path = check_file(path)
+    current, done = None, set()
+    for elem, line in iter_xml(path, {"OrgQuestion"}):
+        qid = elem.get("ORGQ_ID")
+        rel = elem.find("Thread/RelQuestion")
+        if not qid or rel is None or not rel.get("RELQ_ID"):
+            raise ArchiveError("<OrgQuestion> without ORGQ_ID or related question", path, line)
+        try:
+            rank = int(rel.get("RELQ_RANKING_ORDER"))
+        except (TypeError, ValueError):
+            raise ArchiveError(f"bad RELQ_RANKING_ORDER {rel.get('RELQ_RANKING_ORDER')!r}",
+                               path, line) from None
+        candidate = (rel.get("RELQ_ID"), rank, RELEVANCE.get(rel.get("RELQ_RELEVANCE2ORGQ")))
+        if current is not None and current["id"] == qid:
+            current["candidates"].append(candidate)
+            continue
+        if current is not None:
+            done.add(current["id"])
+            yield current
+        if qid in done:
+            raise ArchiveError(f"original question {qid} appears in two separate places",
+                               path, line)
+        current = {"id": qid, "title": _text(elem, "OrgQSubject"),
+                   "body": _text(elem, "OrgQBody"), "candidates": [candidate]}
+    if current is not None:
+        yield current

@@ -8,7 +8,7 @@ from .lm import LMDirichlet, LMJelinekMercer
 from .vsm import VSM
 
 __all__ = ["MODELS", "TermModel", "BM25", "LMJelinekMercer", "LMDirichlet", "VSM", "top_k",
-           "make_model"]
+           "make_model", "parse_model"]
 
 #: Model name -> class.
 MODELS = {cls.name: cls for cls in (BM25, LMJelinekMercer, LMDirichlet, VSM)}
@@ -39,3 +39,32 @@ def make_model(name: str, **params) -> TermModel:
         raise ValueError(f"model must be one of {{{names}}} (optionally prefixed by a field, "
                          f"e.g. answers-bm25); got {name!r}")
     return MODELS[key](field=field, **params)
+
+
+def parse_model(spec: str) -> TermModel:
+    """A term model from ``NAME`` or ``NAME:param=value,param=value`` (command-line form).
+
+    Examples
+    --------
+    >>> parse_model("bm25:k1=1.5,b=0.6,method=robertson")
+    BM25(field='question', k1=1.5, b=0.6, method='robertson')
+    """
+    name, _, params = spec.partition(":")
+    kwargs = {}
+    for item in filter(None, (p.strip() for p in params.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"model parameters are key=value; got {item!r} in {spec!r}")
+        for convert in (int, float):
+            try:
+                value = convert(value)
+                break
+            except ValueError:
+                continue
+        else:
+            value = {"true": True, "false": False}.get(value.lower(), value)
+        kwargs[key.strip()] = value
+    try:
+        return make_model(name, **kwargs)
+    except TypeError as exc:  # unknown parameter name
+        raise ValueError(f"bad parameters for model {name!r}: {exc}") from None

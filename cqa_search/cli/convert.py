@@ -1,0 +1,46 @@
+"""``cqa-search convert {semeval,stackexchange,stackfaq} ... -o DIR``: judged collections."""
+from __future__ import annotations
+
+import argparse
+
+from ..evaluation.datasets import convert_semeval, convert_stackexchange, convert_stackfaq
+from ._common import add_common_options, run_command
+
+HELP = "turn a judged collection into archive.jsonl, queries.jsonl, qrels.txt (+ candidates.run)"
+
+
+def configure(parser) -> None:
+    sub = parser.add_subparsers(dest="source", metavar="SOURCE", required=True)
+    p = sub.add_parser("semeval", help="SemEval-2016 Task 3 XML (subtask B: original questions, "
+                                       "their 10 related questions, labels)")
+    p.add_argument("xml", nargs="+", metavar="XML", help="2016 XML files (train, dev, test)")
+    p.add_argument("--relevancy", nargs="+", default=[], metavar="FILE",
+                   help="official .relevancy gold files (override the XML labels)")
+    p.add_argument("--extra-archive", nargs="+", default=[], metavar="FILE",
+                   help="more archive files appended to the archive (e.g. the 2015 threads)")
+    p = sub.add_parser("stackexchange", help="StackExchange dumps: queries are questions closed "
+                                             "as duplicates, relevant = their originals")
+    p.add_argument("dumps", nargs="+", metavar="DUMP_DIR")
+    p = sub.add_parser("stackfaq", help="StackFAQ XML: paraphrase queries against their thread")
+    p.add_argument("xml", metavar="XML")
+    for p in sub.choices.values():
+        p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder")
+        add_common_options(p)
+
+
+def run(args) -> int:
+    if args.source == "semeval":
+        summary = convert_semeval(args.xml, args.output, relevancy=args.relevancy,
+                                  extra_archive=args.extra_archive)
+    elif args.source == "stackexchange":
+        summary = convert_stackexchange(args.dumps, args.output)
+    else:
+        summary = convert_stackfaq(args.xml, args.output)
+    print(summary)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="cqa-search convert", description=HELP)
+    configure(parser)
+    return run_command(run, parser.parse_args(argv))

@@ -1,0 +1,88 @@
+"""``cqa-search evaluate INDEX --queries Q --qrels R``: MAP, MRR, P@k of a model or a run."""
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from ..engine import SearchConfig, SearchEngine
+from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
+                          summarize, write_run)
+from ..exceptions import QueryError
+from ..retrieval import parse_model
+from ._common import add_common_options, run_command
+
+HELP = "evaluate a retrieval model (or a given run) against relevance judgments"
+
+
+def configure(parser) -> None:
+    parser.add_argument("index", nargs="?", metavar="INDEX",
+                        help="index directory (omit with --run to score an existing run)")
+    parser.add_argument("--queries", metavar="FILE", help="queries (JSONL or qid<TAB>text)")
+    parser.add_argument("--qrels", required=True, metavar="FILE", help="TREC qrels")
+    parser.add_argument("--candidates", metavar="RUN",
+                        help="rerank these candidates (TREC run) instead of searching the archive")
+    parser.add_argument("--run", metavar="RUN", help="score this TREC run instead of an index")
+    parser.add_argument("--convention", choices=CONVENTIONS, default="semeval",
+                        help="semeval: top 10, ties in run order, every judged query counts; "
+                             "trec: trec_eval semantics (default: %(default)s)")
+    parser.add_argument("--model", default="bm25", metavar="SPEC",
+                        help="term model, e.g. bm25, lm-jm:lam=0.5, lm-dir:mu=500, vsm, "
+                             "answers-bm25 (default: %(default)s)")
+    parser.add_argument("--metrics", nargs="+", default=["map", "mrr", "p@1", "p@5", "p@10"],
+                        help="map, mrr, p@K, r@K, ndcg@K (default: %(default)s)")
+    parser.add_argument("-k", type=int, default=100, help="depth of full retrieval (default: 100)")
+    parser.add_argument("--run-out", metavar="FILE", help="write the run (TREC format)")
+    parser.add_argument("--compare", metavar="RUN",
+                        help="another run: print its scores, the difference and p-values "
+                             "(paired t-test, randomization test)")
+    parser.add_argument("--per-query", action="store_true", help="print the per-query table")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_common_options(parser)
+
+
+def _table(rows: dict) -> str:
+    df = pd.DataFrame(rows).T
+    df.columns = [c.upper() for c in df.columns]
+    return df.to_string(float_format=lambda v: f"{v:.2f}")
+
+
+def run(args) -> int:
+    if args.run is not None and args.index is not None:
+        raise QueryError("give either INDEX or --run, not both")
+    if args.run is None and (args.index is None or args.queries is None):
+        raise QueryError("evaluate needs INDEX and --queries (or --run RUN)")
+    model = parse_model(args.model)
+    qrels = read_qrels(args.qrels)
+    if args.run is not None:
+        run_, label = read_run(args.run), args.run
+    else:
+        engine = SearchEngine.open(args.index, config=SearchConfig(retrieval=model, features=()))
+        candidates = read_run(args.candidates) if args.candidates else None
+        run_ = engine.run(read_queries(args.queries), candidates=candidates, k=args.k,
+                          progress=not args.quiet)
+        label = args.model
+    if args.run_out:
+        write_run(run_, args.run_out, tag=label.replace(" ", "_"))
+    per_query = evaluate(run_, qrels, metrics=args.metrics, convention=args.convention)
+    print(f"{len(per_query)} queries evaluated ({args.convention} convention"
+          + (", rerank of the given candidates)" if args.candidates else ")"))
+    rows = {label: summarize(per_query, percent=True)}
+    if args.compare:
+        other = evaluate(read_run(args.compare), qrels, metrics=args.metrics,
+                         convention=args.convention)
+        rows[args.compare] = summarize(other, percent=True)
+        stats = compare(per_query, other)
+        rows["difference"] = stats["diff"] * 100
+        rows["p (t-test)"] = stats["p_ttest"]
+        rows["p (randomization)"] = stats["p_randomization"]
+    print(_table(rows))
+    if args.per_query:
+        print((per_query * 100).to_string(float_format=lambda v: f"{v:.2f}"))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="cqa-search evaluate", description=HELP)
+    configure(parser)
+    return run_command(run, parser.parse_args(argv))

@@ -1,0 +1,164 @@
+"""Turn judged collections into the evaluation layout: archive, queries, qrels, candidates.
+
+Every converter writes into a folder::
+
+    archive.jsonl     the questions to index (canonical schema)
+    queries.jsonl     {"id", "text", "title", "body", "category"} per query
+    qrels.txt         TREC qrels
+    candidates.run    (rerank collections) the given candidates as a TREC run
+
+and returns a :class:`Collection` summary.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from ..archive import Question
+from ..exceptions import ArchiveError
+from ..readers import read_questions
+from ..readers.semeval import read_original_questions
+from .trec import write_qrels, write_queries, write_run
+
+__all__ = ["Collection", "convert_semeval", "convert_stackexchange", "convert_stackfaq"]
+
+ARCHIVE, QUERIES, QRELS, CANDIDATES = "archive.jsonl", "queries.jsonl", "qrels.txt", "candidates.run"
+
+
+@dataclass(frozen=True)
+class Collection:
+    """Paths and counts of a converted collection."""
+
+    path: str
+    n_questions: int
+    n_queries: int
+    n_judged: int
+    n_relevant: int
+    candidates: bool
+
+    def file(self, name) -> str:
+        return os.path.join(self.path, name)
+
+    def __str__(self):
+        return (f"{self.path}: {self.n_questions:,} archive questions, {self.n_queries:,} queries, "
+                f"{self.n_judged:,} judgments ({self.n_relevant:,} relevant)"
+                + (", candidates.run" if self.candidates else ""))
+
+
+def _query(qid, title, body, category=None, **extra):
+    text = "\n".join(t for t in (title, body) if t)
+    return {"id": qid, "text": text, "title": title, "body": body, "category": category, **extra}
+
+
+def _write(out_dir, questions, queries, qrels, run=None) -> Collection:
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, ARCHIVE), "w", encoding="utf-8") as f:
+        n_questions = 0
+        for q in questions:
+            f.write(q.to_json() + "\n")
+            n_questions += 1
+    write_queries(queries, os.path.join(out_dir, QUERIES))
+    write_qrels(qrels, os.path.join(out_dir, QRELS))
+    if run is not None:
+        write_run(run, os.path.join(out_dir, CANDIDATES), tag="given")
+    judged = [r for docs in qrels.values() for r in docs.values()]
+    return Collection(os.fspath(out_dir), n_questions, len(queries), len(judged),
+                      sum(r > 0 for r in judged), run is not None)
+
+
+def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
+                    extra_questions=()) -> Collection:
+    """Convert SemEval-2016 Task 3 files (subtask B) into the evaluation layout.
+
+    Parameters
+    ----------
+    xml_paths : list of path
+        2016 XML files (train/dev/test); their related questions form the archive
+        (each ``RELQ_ID`` once) and their original questions the queries.
+    out_dir : path
+    relevancy : list of path
+        Official ``.relevancy`` gold files; where given they replace the XML labels for
+        their queries (``true`` -> 1, ``false`` -> 0). Otherwise qrels come from
+        ``RELQ_RELEVANCE2ORGQ`` (PerfectMatch 2, Relevant 1, Irrelevant 0).
+    extra_archive : list of path
+        More archive files (any format, detected; e.g. the 2015 threads) appended to the
+        archive.
+    extra_questions : iterable of Question
+        More questions appended to the archive (e.g. read from a CSV with a column
+        mapping).
+
+    The candidates run is the search-engine order: score ``1/RELQ_RANKING_ORDER``.
+    """
+    queries, qrels, run = [], {}, {}
+    for path in xml_paths:
+        for org in read_original_questions(path):
+            queries.append(_query(org["id"], org["title"], org["body"]))
+            run[org["id"]] = {rid: 1.0 / rank for rid, rank, _ in org["candidates"]}
+            labels = {rid: label for rid, _, label in org["candidates"] if label is not None}
+            if labels:
+                qrels[org["id"]] = labels
+    for path in relevancy:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                parts = line.rstrip("\r\n").split("\t")
+                if not line.strip():
+                    continue
+                if len(parts) != 5 or parts[4] not in ("true", "false"):
+                    raise ArchiveError("a .relevancy line is ORGQ_ID RELQ_ID rank score "
+                                       "true|false (tab-separated)", path, lineno)
+                qrels.setdefault(parts[0], {})[parts[1]] = int(parts[4] == "true")
+    ids = [q["id"] for q in queries]
+    if len(set(ids)) != len(ids):
+        raise ArchiveError("the same original question occurs in two of the given files")
+    questions = itertools.chain(read_questions([*xml_paths, *extra_archive]), extra_questions)
+    return _write(out_dir, questions, queries, qrels, run)
+
+
+def convert_stackexchange(dump_dirs, out_dir, **reader_options) -> Collection:
+    """Duplicate-question retrieval from StackExchange dumps.
+
+    The archive is every question. Queries are the questions closed as duplicates
+    (``duplicate_of`` pointing at a question of the dumps), and the qrels make their
+    originals relevant. A query is itself in the archive: :meth:`SearchEngine.run
+    <cqa_search.engine.SearchEngine.run>` never returns a query's own id for it.
+    """
+    archive = list(read_questions(dump_dirs, format="stackexchange", **reader_options))
+    ids = {q.id for q in archive}
+    queries, qrels = [], {}
+    for q in archive:
+        originals = [d for d in q.duplicate_of if d in ids]
+        if originals:
+            queries.append(_query(q.id, q.title, q.body, q.category))
+            qrels[q.id] = dict.fromkeys(originals, 1)
+    return _write(out_dir, archive, queries, qrels)
+
+
+def convert_stackfaq(xml_path, out_dir) -> Collection:
+    """StackFAQ (Karan & Snajder, 2018): paraphrase queries against their own thread.
+
+    The archive holds one question per ``<qapair>`` (``faq-N``: the ``<question>`` with its
+    ``<answer>`` entries); every non-empty ``<rephr>`` other than the ``*`` separator is a
+    query whose only relevant question is its thread.
+    """
+    if not os.path.isfile(xml_path):
+        raise ArchiveError(f"no such file: {xml_path}")
+    try:
+        root = ET.parse(xml_path).getroot()
+    except ET.ParseError as exc:
+        raise ArchiveError(f"malformed XML: {exc}", xml_path) from None
+    archive, queries, qrels = [], [], {}
+    for n, pair in enumerate(root.iter("qapair"), 1):
+        doc_id = f"faq-{n}"
+        archive.append(Question(doc_id, (pair.findtext("question") or "").strip(),
+                                answers=tuple(a.text.strip() for a in pair.iter("answer")
+                                              if a.text and a.text.strip())))
+        paraphrases = [r.text.strip() for r in pair.iter("rephr") if r.text and r.text.strip()]
+        for i, text in enumerate(p for p in paraphrases if p != "*"):
+            qid = f"{doc_id}-p{i + 1}"
+            queries.append(_query(qid, text, ""))
+            qrels[qid] = {doc_id: 1}
+    if not archive:
+        raise ArchiveError("no <qapair> element: not a StackFAQ file", xml_path)
+    return _write(out_dir, archive, queries, qrels)

@@ -1,0 +1,139 @@
+"""Ranking metrics (MAP, MRR, P@k, R@k, nDCG@k) under two conventions.
+
+A *run* maps each query id to its scored documents, ``{qid: {doc_id: score}}``, in the
+order the documents were produced (a dict keeps insertion order; a TREC run file read by
+:func:`~cqa_search.evaluation.trec.read_run` keeps file order). *qrels* map
+``{qid: {doc_id: relevance}}``; a document is relevant when its relevance is at least
+``relevance_threshold`` (1).
+
+Conventions (``convention=``):
+
+``"semeval"`` — the official SemEval-2016 Task 3 scorer:
+    documents sorted by score, descending, ties kept in run order (a stable sort); only
+    the top 10 count; AP is the mean of precision@i over the ranks i <= 10 holding a
+    relevant document; every query of the qrels counts, and a query with no relevant
+    document retrieved (or absent from the run) scores 0 on every metric.
+
+``"trec"`` — trec_eval (and pytrec_eval):
+    sorted by score, descending, ties by doc id *descending*; all retrieved documents
+    count; AP divides by the number of relevant documents in the qrels; only queries
+    present both in the run and in the qrels are evaluated.
+
+Metric names: ``map``, ``mrr``, ``p@k``, ``r@k`` (recall), ``ndcg@k`` (linear gains,
+log2 discount, as trec_eval's ``ndcg_cut``), for any positive integer ``k``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric"]
+
+CONVENTIONS = ("semeval", "trec")
+_SEMEVAL_DEPTH = 10
+
+
+def parse_metric(name: str):
+    """``(kind, k)`` of a metric name (``k`` is None for map and mrr).
+
+    Examples
+    --------
+    >>> parse_metric("P@5"), parse_metric("map")
+    (('p', 5), ('map', None))
+    """
+    key = str(name).strip().lower()
+    if key in ("map", "mrr"):
+        return key, None
+    kind, sep, k = key.partition("@")
+    if sep and kind in ("p", "r", "ndcg") and k.isdigit() and int(k) >= 1:
+        return kind, int(k)
+    raise ValueError(f"metric must be map, mrr, p@K, r@K or ndcg@K (K >= 1); got {name!r}")
+
+
+def rank_documents(scored: dict, convention: str) -> list:
+    """Doc ids of one query in rank order under ``convention``."""
+    items = list(scored.items())
+    if convention == "semeval":
+        order = sorted(range(len(items)), key=lambda i: -items[i][1])  # stable: run order
+        return [items[i][0] for i in order]
+    # trec_eval: score descending, then doc id descending
+    return [d for d, _ in sorted(items, key=lambda x: (x[1], x[0]), reverse=True)]
+
+
+def _query_metrics(ranked, judged, metrics, convention, threshold):
+    gains = np.array([judged.get(d, 0) for d in ranked], dtype=np.float64)
+    rel = gains >= threshold
+    if convention == "semeval":
+        rel = rel[:_SEMEVAL_DEPTH]
+        n_rel = int(rel.sum())  # the official AP divides by the relevant ones retrieved
+    else:
+        n_rel = sum(1 for g in judged.values() if g >= threshold)
+    hits = np.cumsum(rel)
+    ranks = np.arange(1, len(rel) + 1)
+    out = {}
+    for name, (kind, k) in metrics.items():
+        if kind == "map":
+            out[name] = float((hits[rel] / ranks[rel]).sum() / n_rel) if n_rel else 0.0
+        elif kind == "mrr":
+            out[name] = float(1.0 / (np.argmax(rel) + 1)) if rel.any() else 0.0
+        elif kind == "p":
+            out[name] = float(rel[:k].sum() / k)
+        elif kind == "r":
+            out[name] = float(rel[:k].sum() / n_rel) if n_rel else 0.0
+        else:  # ndcg: linear gains of relevant documents, log2 discount
+            g = np.where(gains >= threshold, gains, 0.0)
+            if convention == "semeval":
+                g = g[:_SEMEVAL_DEPTH]
+            disc = 1.0 / np.log2(np.arange(2, k + 2))
+            dcg = float((g[:k] * disc[: len(g[:k])]).sum())
+            ideal = np.sort([v for v in judged.values() if v >= threshold])[::-1][:k]
+            idcg = float((np.asarray(ideal, dtype=np.float64) * disc[: len(ideal)]).sum())
+            out[name] = dcg / idcg if idcg > 0 else 0.0
+    return out
+
+
+def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@10"),
+             convention="semeval", relevance_threshold=1) -> pd.DataFrame:
+    """Per-query metrics of a run.
+
+    Parameters
+    ----------
+    run : dict
+        ``{qid: {doc_id: score}}`` in production order (see the module docstring).
+    qrels : dict
+        ``{qid: {doc_id: relevance}}``.
+    metrics : sequence of str
+    convention : {"semeval", "trec"}
+    relevance_threshold : int, default 1
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per evaluated query (index ``qid``, sorted), one column per metric.
+
+    Examples
+    --------
+    >>> run = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    >>> qrels = {"q1": {"b": 1, "c": 1}, "q2": {"x": 1}}
+    >>> evaluate(run, qrels, metrics=["map", "mrr"]).round(4).to_dict("index")  # q2 counts, as 0
+    {'q1': {'map': 0.5833, 'mrr': 0.5}, 'q2': {'map': 0.0, 'mrr': 0.0}}
+    >>> evaluate(run, qrels, metrics=["map"], convention="trec").round(4).to_dict("index")
+    {'q1': {'map': 0.5833}}
+    """
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {{'semeval', 'trec'}}; got {convention!r}")
+    parsed = {m: parse_metric(m) for m in metrics}
+    if convention == "semeval":
+        qids = sorted(qrels)
+    else:
+        qids = sorted(set(run) & set(qrels))
+    rows = [_query_metrics(rank_documents(run.get(q, {}), convention), qrels[q], parsed,
+                           convention, relevance_threshold) for q in qids]
+    df = pd.DataFrame(rows, index=pd.Index(qids, name="qid"), columns=list(parsed))
+    return df
+
+
+def summarize(per_query: pd.DataFrame, *, percent=False) -> pd.Series:
+    """Mean of every metric over the queries (times 100 when ``percent``)."""
+    mean = per_query.mean(axis=0) if len(per_query) else per_query.sum(axis=0) * np.nan
+    return mean * 100 if percent else mean

@@ -1,0 +1,61 @@
+"""Significance of the difference between two systems evaluated on the same queries."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = ["paired_ttest", "randomization_test", "compare"]
+
+
+def _paired(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired scores must be two 1-d arrays of the same length; got "
+                         f"{a.shape} and {b.shape}")
+    return a, b
+
+
+def paired_ttest(a, b) -> float:
+    """Two-sided p-value of the paired t-test (the papers' test); 1.0 when a == b."""
+    a, b = _paired(a, b)
+    if np.allclose(a, b):
+        return 1.0
+    return float(stats.ttest_rel(a, b).pvalue)
+
+
+def randomization_test(a, b, *, n_resamples=10000, random_state=0) -> float:
+    """Two-sided p-value of the paired randomization (permutation) test on the mean.
+
+    Each query's two scores are swapped at random (``scipy.stats.permutation_test`` with
+    ``permutation_type="samples"``); seeded, so the same inputs give the same p-value.
+    """
+    a, b = _paired(a, b)
+    if np.allclose(a, b):
+        return 1.0
+    res = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis),
+                                 permutation_type="samples", n_resamples=n_resamples,
+                                 alternative="two-sided", vectorized=True,
+                                 random_state=np.random.default_rng(random_state))
+    return float(res.pvalue)
+
+
+def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, *, metrics=None,
+            n_resamples=10000, random_state=0) -> pd.DataFrame:
+    """Means, difference and both p-values of system A vs B, per metric.
+
+    The two per-query tables (from :func:`~cqa_search.evaluation.metrics.evaluate`) are
+    aligned on their query ids; only shared queries are compared.
+    """
+    shared = per_query_a.index.intersection(per_query_b.index)
+    metrics = list(per_query_a.columns) if metrics is None else list(metrics)
+    rows = []
+    for m in metrics:
+        a, b = per_query_a.loc[shared, m].to_numpy(), per_query_b.loc[shared, m].to_numpy()
+        rows.append({"metric": m, "a": a.mean(), "b": b.mean(), "diff": a.mean() - b.mean(),
+                     "p_ttest": paired_ttest(a, b),
+                     "p_randomization": randomization_test(a, b, n_resamples=n_resamples,
+                                                           random_state=random_state),
+                     "n_queries": len(shared)})
+    return pd.DataFrame(rows).set_index("metric")

@@ -1,0 +1,568 @@
+#!/usr/bin/env python3
+"""Search speed and memory of cqa_search beside bm25s and tantivy, on the same texts.
+
+Usage::
+
+    python scripts/bench_search.py ARCHIVE.jsonl QUERIES.jsonl [--work-dir DIR]
+        [--engines cqa,bm25s,tantivy,tantivy-en_stem] [--limit N] [--n-queries Q]
+    python scripts/bench_search.py --generate 200000 --work-dir DIR    # synth_archive.py first
+
+Prints a Markdown report on stdout (machine, command, one table, sanity line); progress
+goes to stderr. ``--json-out`` also saves the raw measurements.
+
+What is measured (the fairness rules)
+-------------------------------------
+* Same texts. Every engine indexes ``title + "\\n" + body`` of every record (the question
+  field). cqa_search additionally stores the whole record (answers included) as its
+  document store (``archive.jsonl`` in the index); it is built twice, with
+  ``fields=("question",)`` (comparable with the others) and with the default
+  ``fields=("question", "answers")``, and both are reported.
+* Same analysis as far as each engine allows. cqa_search: its default ``Analyzer()``
+  (NFKC + lowercase, ``(?u)\\w{2,}``, scikit-learn's English stopwords, Snowball
+  "english"). bm25s: ``bm25s.tokenize(texts, stopwords=<the same scikit-learn list>,
+  stemmer=Stemmer.Stemmer("english"))`` (its pattern ``(?u)\\b\\w\\w+\\b`` gives the same
+  tokens; no NFKC), ``BM25(method="lucene", k1=1.2, b=0.75)``. tantivy: a custom text
+  analyzer with the closest filters, ``Tokenizer.regex(r"(?u)\\w{2,}")`` + lowercase +
+  ``custom_stopword(<the same list>)`` + ``stemmer("english")`` (engine ``tantivy``), and
+  its built-in ``en_stem`` (simple tokenizer, remove_long(40), lowercase, Snowball
+  english; no stopwords) as engine ``tantivy-en_stem``; tantivy's own BM25 (k1=1.2,
+  b=0.75). The text field is indexed with ``index_option="freq"`` (no positions: none of
+  the engines needs them for bag-of-words BM25); the id is stored.
+* Queries: the ``text`` field of each query line, top-10, one query at a time in one
+  thread, the clock running from the query string to the top-10 (query analysis
+  included). cqa_search: ``engine.search(text, k=10)`` with ``SearchConfig(features=())``
+  (pure BM25 top-10) and with the default config (BM25 plus the feature scores of each
+  hit), separate rows. bm25s: ``bm25s.tokenize`` of the one query then
+  ``retrieve(..., k=10, n_threads=1)`` per query (the fair number), and, as a second row,
+  all queries tokenized and retrieved in one batch call (still ``n_threads=1``).
+  tantivy: the query analysed by the field's analyzer (``TextAnalyzer.analyze``), an OR
+  of term queries (what its query parser builds for plain words, without turning words
+  such as "rock'n'roll" into phrase queries that need positions), then
+  ``searcher.search(query, 10, count=False)``. Doc ids for the sanity check are read
+  outside the timed loop.
+* Build time: from the JSONL file on disk to a searchable index saved on disk (bm25s:
+  json parse + tokenize + index + ``save``; tantivy: json parse + ``add_document`` +
+  ``commit`` + waiting for merges, one indexing thread, 256 MB writer heap; cqa_search:
+  ``build_index`` on the file). Index size: the bytes of the saved index directory.
+* Peak RSS: every engine builds in its own subprocess and is queried in another one
+  (this script run with ``--child ENGINE --phase build|query``), which reports its own
+  peak RSS (``VmHWM``: unlike ``ru_maxrss`` it excludes the parent's memory inherited
+  through fork + exec); the table gives the larger of the two (the build peak, in practice) and
+  the query process's peak separately. The query process also times opening the saved
+  index (cqa_search: ``SearchEngine.open``, memory-mapped; bm25s: ``BM25.load``;
+  tantivy: ``Index.open``) and the first query.
+* Sanity check (not a test): for the first 20 queries, the mean Jaccard overlap of each
+  engine's top-10 doc ids with bm25s's top-10.
+
+All figures come from one run on one machine; compare them as ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SYNTH = HERE.parent.parent / "shared" / "bench" / "synth_archive.py"
+ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem")
+K = 10
+TANTIVY_HEAP = 256 * 1024 * 1024
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers shared by the parent and the children
+# ---------------------------------------------------------------------------------------
+def _rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB.
+
+    Linux's ``VmHWM`` (the high-water mark of this process image); ``ru_maxrss`` is the
+    fallback elsewhere, but on Linux it would include the parent's RSS inherited through
+    fork + exec.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    scale = 1024 ** 2 if sys.platform == "darwin" else 1024  # bytes on macOS, KB elsewhere
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
+
+
+def _read_texts(archive):
+    """(question texts, ids) of the archive, as the bm25s and tantivy builds see them."""
+    texts, ids = [], []
+    with open(archive, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            texts.append(rec["title"] + "\n" + rec["body"])
+            ids.append(rec["id"])
+    return texts, ids
+
+
+def _read_queries(path, n=None):
+    with open(path, encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for line in f if line.strip()]
+    return texts if n is None else texts[:n]
+
+
+def _timed_loop(queries, run_one, n_check):
+    """Run ``run_one(text) -> top ids`` over ``queries``; per-query latencies and top ids."""
+    lat, tops = [], []
+    perf = time.perf_counter
+    t0 = perf()
+    for i, text in enumerate(queries):
+        t = perf()
+        top = run_one(text)
+        lat.append(perf() - t)
+        if i < n_check:
+            tops.append(top)
+    total = perf() - t0
+    lat.sort()
+    return {"n_queries": len(queries), "seconds": total, "qps": len(queries) / total,
+            "p50_ms": 1e3 * lat[len(lat) // 2], "p99_ms": 1e3 * lat[min(len(lat) - 1,
+                                                                        int(len(lat) * 0.99))],
+            "top": tops}
+
+
+def _dir_bytes(path) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+# ---------------------------------------------------------------------------------------
+# Children: one engine, one phase, in its own process
+# ---------------------------------------------------------------------------------------
+def _cqa_build(a):
+    import cqa_search
+
+    import_rss = _rss_mb()
+    t0 = time.perf_counter()
+    summary = cqa_search.build_index(a.archive, a.index, fields=tuple(a.fields.split(",")))
+    seconds = time.perf_counter() - t0
+    store = os.path.getsize(os.path.join(a.index, "archive.jsonl"))
+    return {"build_s": seconds, "import_rss_mb": import_rss, "n_docs": summary.n_questions,
+            "n_terms": summary.n_terms, "doc_store_bytes": store}
+
+
+def _cqa_query(a, queries):
+    import cqa_search
+    from cqa_search import SearchConfig, SearchEngine
+
+    import_rss = _rss_mb()
+    t0 = time.perf_counter()
+    engine = SearchEngine.open(a.index, config=SearchConfig(features=()))
+    open_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    engine.search(queries[0], k=K)
+    first_ms = 1e3 * (time.perf_counter() - t0)
+    modes = {"bm25": _timed_loop(queries, lambda q: list(engine.search(q, k=K).doc_ids),
+                                 a.check)}
+    full = engine.with_config(SearchConfig())
+    full.search(queries[0], k=K)
+    modes["default"] = _timed_loop(queries, lambda q: list(full.search(q, k=K).doc_ids),
+                                   a.check)
+    modes["default"]["n_features"] = len(full.config.features)
+    return {"open_s": open_s, "first_query_ms": first_ms, "import_rss_mb": import_rss,
+            "modes": modes, "version": cqa_search.__version__}
+
+
+def _bm25s_build(a, stopwords):
+    import bm25s
+    import Stemmer
+
+    import_rss = _rss_mb()
+    t0 = time.perf_counter()
+    texts, _ = _read_texts(a.archive)
+    tokens = bm25s.tokenize(texts, stopwords=stopwords, stemmer=Stemmer.Stemmer("english"),
+                            show_progress=False)
+    del texts
+    retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    retriever.index(tokens, show_progress=False)
+    retriever.save(a.index)
+    seconds = time.perf_counter() - t0
+    return {"build_s": seconds, "import_rss_mb": import_rss, "n_terms": len(tokens.vocab)}
+
+
+def _bm25s_query(a, queries, stopwords):
+    import bm25s
+    import Stemmer
+
+    import_rss = _rss_mb()
+    stemmer = Stemmer.Stemmer("english")
+    t0 = time.perf_counter()
+    retriever = bm25s.BM25.load(a.index)
+    open_s = time.perf_counter() - t0
+
+    def one(text):
+        qtok = bm25s.tokenize(text, stopwords=stopwords, stemmer=stemmer, return_ids=False,
+                              show_progress=False)
+        docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
+        return docs[0].tolist()
+
+    t0 = time.perf_counter()
+    one(queries[0])
+    first_ms = 1e3 * (time.perf_counter() - t0)
+    modes = {"per_query": _timed_loop(queries, one, a.check)}
+    t0 = time.perf_counter()
+    qtok = bm25s.tokenize(queries, stopwords=stopwords, stemmer=stemmer, return_ids=False,
+                          show_progress=False)
+    docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
+    seconds = time.perf_counter() - t0
+    modes["batch"] = {"n_queries": len(queries), "seconds": seconds,
+                      "qps": len(queries) / seconds, "top": docs[:a.check].tolist()}
+    return {"open_s": open_s, "first_query_ms": first_ms, "import_rss_mb": import_rss,
+            "modes": modes}
+
+
+def _tantivy_analyzers(tantivy, stopwords):
+    """name -> (analyzer registered for the field or None for a built-in, query analyzer)."""
+    F = tantivy.Filter
+    same = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(r"(?u)\w{2,}"))
+            .filter(F.lowercase()).filter(F.custom_stopword(stopwords))
+            .filter(F.stemmer("english")).build())
+    # tantivy's en_stem, rebuilt to analyse queries with the same chain.
+    en_stem = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(F.remove_long(40))
+               .filter(F.lowercase()).filter(F.stemmer("english")).build())
+    return {"tantivy": ("cqa_like", same, same), "tantivy-en_stem": ("en_stem", None, en_stem)}
+
+
+def _tantivy_build(a, stopwords):
+    import tantivy
+
+    import_rss = _rss_mb()
+    name, registered, _ = _tantivy_analyzers(tantivy, stopwords)[a.engine]
+    t0 = time.perf_counter()
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("text", stored=False, tokenizer_name=name, index_option="freq")
+    schema = sb.build()
+    index = tantivy.Index(schema, path=a.index)
+    if registered is not None:
+        index.register_tokenizer(name, registered)
+    writer = index.writer(TANTIVY_HEAP, 1)
+    Document = tantivy.Document
+    with open(a.archive, encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            writer.add_document(Document(id=rec["id"], text=rec["title"] + "\n" + rec["body"]))
+    writer.commit()
+    writer.wait_merging_threads()
+    seconds = time.perf_counter() - t0
+    index.reload()
+    return {"build_s": seconds, "import_rss_mb": import_rss,
+            "segments": index.searcher().num_segments}
+
+
+def _tantivy_query(a, queries, stopwords):
+    import tantivy
+
+    import_rss = _rss_mb()
+    name, registered, query_analyzer = _tantivy_analyzers(tantivy, stopwords)[a.engine]
+    t0 = time.perf_counter()
+    index = tantivy.Index.open(a.index)
+    if registered is not None:
+        index.register_tokenizer(name, registered)
+    searcher = index.searcher()
+    open_s = time.perf_counter() - t0
+    schema = index.schema
+    Query, Occur = tantivy.Query, tantivy.Occur
+    analyze, term_query, search = query_analyzer.analyze, Query.term_query, searcher.search
+
+    def one(text):
+        terms = analyze(text)
+        if not terms:
+            return []
+        query = Query.boolean_query([(Occur.Should, term_query(schema, "text", t, "freq"))
+                                     for t in terms])
+        return search(query, K, count=False).hits
+
+    t0 = time.perf_counter()
+    one(queries[0])
+    first_ms = 1e3 * (time.perf_counter() - t0)
+    loop = _timed_loop(queries, one, a.check)
+    loop["top"] = [[searcher.doc(addr)["id"][0] for _, addr in hits] for hits in loop["top"]]
+    return {"open_s": open_s, "first_query_ms": first_ms, "import_rss_mb": import_rss,
+            "modes": {"per_query": loop}, "segments": searcher.num_segments}
+
+
+def child_main(a) -> int:
+    stopwords = json.loads(Path(a.stopwords).read_text()) if a.stopwords else None
+    engine = "tantivy" if a.engine.startswith("tantivy") else a.engine
+    if a.phase == "build":
+        out = {"cqa": lambda: _cqa_build(a), "bm25s": lambda: _bm25s_build(a, stopwords),
+               "tantivy": lambda: _tantivy_build(a, stopwords)}[engine]()
+    else:
+        queries = _read_queries(a.queries, a.n_queries)
+        out = {"cqa": lambda: _cqa_query(a, queries),
+               "bm25s": lambda: _bm25s_query(a, queries, stopwords),
+               "tantivy": lambda: _tantivy_query(a, queries, stopwords)}[engine]()
+    out["peak_rss_mb"] = _rss_mb()
+    Path(a.result).write_text(json.dumps(out))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Parent: runs the children one after the other and prints the report
+# ---------------------------------------------------------------------------------------
+def _log(msg):
+    print(f"[bench_search {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _run_child(work, engine, phase, tag, archive, queries, index, extra=()):
+    result = work / f"{tag}.{phase}.json"
+    cmd = [sys.executable, os.fspath(Path(__file__).resolve()), "--child", engine,
+           "--phase", phase, "--archive", os.fspath(archive), "--queries", os.fspath(queries),
+           "--index", os.fspath(index), "--result", os.fspath(result),
+           "--stopwords", os.fspath(work / "stopwords.json"), *extra]
+    _log(f"{tag}: {phase} ...")
+    subprocess.run(cmd, check=True)
+    out = json.loads(result.read_text())
+    _log(f"{tag}: {phase} done " + ", ".join(
+        f"{k}={v:.3g}" for k, v in out.items() if isinstance(v, float)))
+    return out
+
+
+def _jaccard(a, b):
+    a, b = set(a), set(b)
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _machine():
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        mem = next(line for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal"))
+        mem_gb = int(mem.split()[1]) / 1024 ** 2
+    except (OSError, StopIteration, ValueError):
+        mem_gb = float("nan")
+    versions = []
+    for dist in ("cqa-search", "numpy", "scipy", "scikit-learn", "PyStemmer", "bm25s",
+                 "tantivy"):
+        try:
+            versions.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{dist} (not installed)")
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{os.cpu_count()} CPUs ({usable} usable) {model}, {mem_gb:.0f} GB RAM, "
+            f"{platform.system()} {platform.release()}, Python {platform.python_version()}; "
+            + ", ".join(versions))
+
+
+def _ratio(x, ref):
+    return f"{x / ref:.2f}" if ref else "n/a"
+
+
+def report(rows, base, check, args, machine, n_docs, n_queries, extra_notes):
+    """The Markdown report (a list of lines)."""
+    out = ["## Search benchmark", "",
+           f"- command: `{' '.join(shlex.quote(a) for a in args)}`",
+           f"- machine: {machine}",
+           f"- data: {n_docs:,} archive records, {n_queries:,} queries, top-{K}, one thread", "",
+           "| engine | build s | index MB | peak RSS MB | query RSS MB | q/s | p50 ms "
+           "| q/s ÷ bm25s per-query (higher is better) | q/s ÷ bm25s batch "
+           "| build s ÷ bm25s (lower is better) | peak RSS ÷ bm25s (lower is better) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        p50 = f"{r['p50_ms']:.2f}" if r.get("p50_ms") is not None else "–"
+        out.append(f"| {r['label']} | {r['build_s']:.1f} | {r['index_mb']:.0f} | "
+                   f"{r['peak_rss_mb']:.0f} | {r['query_rss_mb']:.0f} | {r['qps']:.0f} | {p50} | "
+                   f"{_ratio(r['qps'], base['qps'])} | {_ratio(r['qps'], base['batch_qps'])} | "
+                   f"{_ratio(r['build_s'], base['build_s'])} | "
+                   f"{_ratio(r['peak_rss_mb'], base['peak_rss_mb'])} |")
+    out += ["", "Ratios are against the bm25s rows (per-query loop, the like-for-like "
+            "number, and one batch call). peak RSS = the larger of the "
+            "build process's and the query process's peaks; query RSS = the peak of the "
+            "process that opens the saved index and runs the queries.", "",
+            "| engine | open ms | first query ms | RSS after imports MB (build / query) |",
+            "|---|---:|---:|---:|"]
+    seen = set()
+    for r in rows:
+        if r["open_key"] in seen:
+            continue
+        seen.add(r["open_key"])
+        out.append(f"| {r['open_label']} | {1e3 * r['open_s']:.1f} | {r['first_query_ms']:.1f} | "
+                   f"{r['import_rss'][0]:.0f} / {r['import_rss'][1]:.0f} |")
+    out += ["", f"Sanity check, mean Jaccard overlap of the top-{K} with bm25s's on the first "
+            f"{check['n']} queries: " + ", ".join(f"{k} {v:.3f}" for k, v in check["jaccard"].items())]
+    out += [""] + [f"- {n}" for n in extra_notes]
+    return out
+
+
+def parent_main(a, argv) -> int:
+    engines = [e.strip() for e in a.engines.split(",") if e.strip()]
+    bad = [e for e in engines if e not in ENGINES]
+    if bad:
+        raise SystemExit(f"bench_search: unknown engine {bad[0]!r} (choose from "
+                         f"{', '.join(ENGINES)})")
+    tmp = None
+    if a.work_dir is None:
+        tmp = tempfile.mkdtemp(prefix="bench_search_")
+        work = Path(tmp)
+    else:
+        work = Path(a.work_dir)
+        work.mkdir(parents=True, exist_ok=True)
+    try:
+        if a.generate:
+            archive = work / f"synth{a.generate}.jsonl"
+            queries = work / f"synth{a.generate}_queries.jsonl"
+            if not (archive.exists() and queries.exists()):
+                _log(f"generating {archive} with {SYNTH}")
+                subprocess.run([sys.executable, os.fspath(SYNTH), str(a.generate),
+                                os.fspath(archive), "--queries", str(a.n_queries or 1000),
+                                os.fspath(queries)], check=True)
+        elif a.archive and a.queries:
+            archive, queries = Path(a.archive), Path(a.queries)
+        else:
+            raise SystemExit("bench_search: give ARCHIVE and QUERIES, or --generate N")
+        if a.limit:
+            limited = work / f"archive_first{a.limit}.jsonl"
+            with open(archive, encoding="utf-8") as src, open(limited, "w", encoding="utf-8") as dst:
+                for i, line in enumerate(src):
+                    if i >= a.limit:
+                        break
+                    dst.write(line)
+            archive = limited
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        # Given to the bm25s and tantivy children as data, so that they need not import
+        # scikit-learn (whose import would inflate their RSS).
+        (work / "stopwords.json").write_text(json.dumps(sorted(ENGLISH_STOP_WORDS)))
+        query_texts = _read_queries(queries, a.n_queries)
+        _, doc_ids = _read_texts(archive)
+        common = ["--check", str(a.check)] + (["--n-queries", str(a.n_queries)]
+                                              if a.n_queries else [])
+        jobs = []  # (engine, tag, extra args)
+        for e in engines:
+            if e == "cqa":
+                jobs += [("cqa", "cqa-question", ["--fields", "question"]),
+                         ("cqa", "cqa-question+answers", ["--fields", "question,answers"])]
+            else:
+                jobs.append((e, e, []))
+        results = {}
+        for engine, tag, extra in jobs:
+            index = work / f"index-{tag}"
+            shutil.rmtree(index, ignore_errors=True)
+            if not engine.startswith("cqa"):
+                index.mkdir()
+            build = _run_child(work, engine, "build", tag, archive, queries, index, extra + common)
+            build["index_bytes"] = _dir_bytes(index)
+            query = _run_child(work, engine, "query", tag, archive, queries, index, extra + common)
+            results[tag] = {"build": build, "query": query}
+            if not a.keep_indexes:
+                shutil.rmtree(index, ignore_errors=True)
+        rows, base, notes = [], None, []
+        top_lists = {}
+        for engine, tag, _ in jobs:
+            b, q = results[tag]["build"], results[tag]["query"]
+            common_row = {"build_s": b["build_s"], "index_mb": b["index_bytes"] / 1e6,
+                          "peak_rss_mb": max(b["peak_rss_mb"], q["peak_rss_mb"]),
+                          "query_rss_mb": q["peak_rss_mb"], "open_key": tag,
+                          "open_s": q["open_s"], "first_query_ms": q["first_query_ms"],
+                          "import_rss": (b["import_rss_mb"], q["import_rss_mb"])}
+            for mode, m in q["modes"].items():
+                if engine == "cqa":
+                    fields = tag.split("-", 1)[1].replace("+", ",")
+                    what = ("BM25 top-10, `features=()`" if mode == "bm25" else
+                            f"default config ({m['n_features']} feature scores per hit)")
+                    label = f"cqa_search `fields=({fields})`, {what}"
+                    open_label = f"cqa_search `fields=({fields})`"
+                elif engine == "bm25s":
+                    label = ("bm25s, per-query loop" if mode == "per_query" else
+                             "bm25s, one batch call (tokenize + retrieve)")
+                    open_label = "bm25s"
+                else:
+                    label = open_label = ("tantivy, custom analyzer as ours" if engine == "tantivy"
+                                          else "tantivy, built-in en_stem")
+                row = dict(common_row, label=label, open_label=open_label, qps=m["qps"],
+                           p50_ms=m.get("p50_ms"))
+                rows.append(row)
+                if engine == "bm25s":
+                    tops = [[doc_ids[i] for i in t] for t in m["top"]]
+                    if mode == "per_query":
+                        base = dict(row, batch_qps=q["modes"]["batch"]["qps"])
+                        top_lists["bm25s"] = tops
+                else:
+                    tops = m["top"]
+                    short = {"cqa": f"{tag} {mode}", "tantivy": "tantivy (same analysis)",
+                             "tantivy-en_stem": "tantivy en_stem"}[engine]
+                    top_lists[short] = tops
+            if engine == "cqa":
+                notes.append(f"{tag}: {b['n_terms']:,} terms; its index includes the document "
+                             f"store archive.jsonl, {b['doc_store_bytes'] / 1e6:.0f} MB of the "
+                             f"{b['index_bytes'] / 1e6:.0f} MB")
+            elif engine.startswith("tantivy"):
+                notes.append(f"{tag}: {b['segments']} segment(s) after commit and merges")
+            elif engine == "bm25s":
+                notes.append(f"bm25s: {b['n_terms']:,} terms")
+        if base is None:  # no bm25s in this run: ratios against nothing
+            base = {"qps": 0, "batch_qps": 0, "build_s": 0, "peak_rss_mb": 0}
+        jac = {}
+        ref = top_lists.get("bm25s")
+        if ref is not None:
+            for name, tops in top_lists.items():
+                if name != "bm25s":
+                    jac[name] = statistics.fmean(_jaccard(x, y) for x, y in zip(tops, ref))
+        lines = report(rows, base, {"n": min(a.check, len(query_texts)), "jaccard": jac},
+                       argv, _machine(), len(doc_ids), len(query_texts), notes)
+        print("\n".join(lines))
+        if a.json_out:
+            Path(a.json_out).write_text(json.dumps({"argv": argv, "results": results,
+                                                    "rows": rows}, indent=1))
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("archive", nargs="?", help="archive JSONL (id, title, body, ...)")
+    ap.add_argument("queries", nargs="?", help="queries JSONL (a 'text' field per line)")
+    ap.add_argument("--generate", type=int, metavar="N",
+                    help=f"write an N-question archive and its queries with {SYNTH.name} "
+                         "into the work dir (reused when present)")
+    ap.add_argument("--work-dir", help="where indexes go (default: a temporary directory, "
+                                       "deleted at the end)")
+    ap.add_argument("--engines", default=",".join(ENGINES),
+                    help=f"comma-separated, among {', '.join(ENGINES)} (default: all)")
+    ap.add_argument("--limit", type=int, metavar="N", help="use the first N archive records")
+    ap.add_argument("--n-queries", type=int, metavar="Q",
+                    help="use the first Q queries (default all; --generate writes 1000)")
+    ap.add_argument("--check", type=int, default=20,
+                    help="queries compared with bm25s's top-10 (default 20)")
+    ap.add_argument("--keep-indexes", action="store_true", help="keep the built indexes")
+    ap.add_argument("--json-out", help="also write the raw measurements here")
+    # Internal: one engine and phase in a child process.
+    ap.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
+    ap.add_argument("--phase", choices=("build", "query"), help=argparse.SUPPRESS)
+    ap.add_argument("--archive", dest="child_archive", help=argparse.SUPPRESS)
+    ap.add_argument("--queries", dest="child_queries", help=argparse.SUPPRESS)
+    ap.add_argument("--index", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    ap.add_argument("--stopwords", help=argparse.SUPPRESS)
+    ap.add_argument("--fields", default="question,answers", help=argparse.SUPPRESS)
+    raw = sys.argv[1:] if argv is None else list(argv)
+    a = ap.parse_args(raw)
+    if a.child:
+        a.engine, a.archive, a.queries = a.child, a.child_archive, a.child_queries
+        return child_main(a)
+    return parent_main(a, ["python", "scripts/bench_search.py", *raw])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

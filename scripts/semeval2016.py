@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""SemEval-2016 Task 3 subtask B: rerank the 10 related questions of each original question.
+
+Builds the archive from train-part2 + dev + test (+ the derived part-1 CSV, deduplicated by
+text), indexes it, and prints a table like the papers' Table 2 for dev and test: the
+search-engine order and every term model, with its default parameters and tuned on dev
+(the tuned setting is then run on test once). Official conventions (semeval): top 10, a
+question without relevant candidates scores 0 and counts. Significance: paired t-test and
+randomization test of test MAP against the search-engine order.
+
+Usage: scripts/semeval2016.py [--data ../shared/data] [--work DIR] [--out FILE.md]
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import tempfile
+import time
+
+from cqa_search import SearchConfig, SearchEngine, build_index
+from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, read_run, summarize
+from cqa_search.evaluation.datasets import convert_semeval
+from cqa_search.readers import read_questions
+from cqa_search.retrieval import make_model
+
+SPLITS = ("dev", "test")
+METRICS = ["map", "mrr", "p@1", "p@5"]
+XML = "SemEval2016-Task3-CQA-QL-{}.xml"
+# Term models: (name, default parameters, grid searched on dev).
+MODELS = [
+    ("bm25", {}, {"k1": [0.6, 0.9, 1.2, 1.5, 2.0], "b": [0.3, 0.5, 0.75, 0.9]}),
+    ("lm-jm", {}, {"lam": [0.1, 0.2, 0.3, 0.5, 0.7, 0.9]}),
+    ("lm-dir", {}, {"mu": [5, 10, 20, 50, 100, 200, 500, 2000]}),
+    ("vsm", {}, {"sublinear_tf": [False, True]}),
+    ("answers-bm25", {}, {"k1": [0.9, 1.2, 1.5], "b": [0.5, 0.75, 0.9]}),
+    ("answers-lm-jm", {}, {"lam": [0.2, 0.5, 0.8]}),
+]
+
+
+def prepare(data, work):
+    """Convert the splits and build the shared archive index (cached in ``work``)."""
+    folder = os.path.join(data, "semeval2016-task3-cqa-ql")
+    splits = {}
+    for split in SPLITS:
+        out = os.path.join(work, split)
+        if not os.path.exists(os.path.join(out, "qrels.txt")):
+            convert_semeval([os.path.join(folder, XML.format(split))], out)
+        splits[split] = (read_queries(os.path.join(out, "queries.jsonl")),
+                         read_qrels(os.path.join(out, "qrels.txt")),
+                         read_run(os.path.join(out, "candidates.run")))
+    index = os.path.join(work, "index")
+    if not os.path.exists(os.path.join(index, "manifest.json")):
+        csv = os.path.join(folder, "train-part1-derived", "TRAIN-BASE.csv")
+        part1 = read_questions(csv, columns={"body": "rel_question"}, auto_id=True)
+        unique = {q.body: q for q in part1}.values()
+        collection = convert_semeval(
+            [os.path.join(folder, XML.format(s)) for s in ("train-part2", *SPLITS)],
+            os.path.join(work, "all"), extra_questions=unique)
+        print(f"archive: {collection}", file=sys.stderr)
+        build_index(collection.file("archive.jsonl"), index)
+    return SearchEngine.open(index), splits
+
+
+def score(engine, model, split_data):
+    queries, qrels, candidates = split_data
+    run = engine.with_config(SearchConfig(retrieval=model, features=())).run(
+        queries, candidates=candidates)
+    return evaluate(run, qrels, metrics=METRICS)
+
+
+def grid(name, space):
+    keys = list(space)
+    for values in itertools.product(*(space[k] for k in keys)):
+        yield make_model(name, **dict(zip(keys, values)))
+
+
+def bm25s_rows(engine, splits):
+    """bm25s (lucene, English stopwords, Snowball) over the same archive questions."""
+    try:
+        import bm25s
+        import Stemmer
+    except ImportError:
+        return None
+    texts = [q.text for q in engine.archive]
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25(method="lucene")
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+    out = {}
+    for split, (queries, qrels, candidates) in splits.items():
+        run = {}
+        for q in queries:
+            rows = engine.archive.rows(list(candidates[q["id"]]))
+            tokens = bm25s.tokenize([q["text"]], stopwords="en", stemmer=stemmer,
+                                    show_progress=False, return_ids=False)[0]
+            scores = retriever.get_scores(tokens) if tokens else [0.0] * engine.n_docs
+            ranked = sorted(range(len(rows)), key=lambda i: -scores[rows[i]])  # stable
+            run[q["id"]] = {engine.archive.doc_ids[rows[i]]: float(scores[rows[i]]) for i in ranked}
+        out[split] = evaluate(run, qrels, metrics=METRICS)
+    return out
+
+
+def main(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"))
+    ap.add_argument("--out", help="also write the Markdown table to this file")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    engine, splits = prepare(args.data, args.work)
+
+    rows = []  # (name, {split: per-query DataFrame})
+    rows.append(("search-engine order (IR baseline)",
+                 {s: evaluate(d[2], d[1], metrics=METRICS) for s, d in splits.items()}))
+    for name, defaults, space in MODELS:
+        model = make_model(name, **defaults)
+        rows.append((f"{name} (default {model.cache_key()})",
+                     {s: score(engine, model, d) for s, d in splits.items()}))
+        best = max(grid(name, space), key=lambda m: score(engine, m, splits["dev"])["map"].mean())
+        rows.append((f"{name} tuned on dev: {best.cache_key()}",
+                     {s: score(engine, best, d) for s, d in splits.items()}))
+    reference = bm25s_rows(engine, splits)
+    if reference is not None:
+        import bm25s
+        rows.append((f"bm25s {bm25s.__version__} lucene k1=1.5 b=0.75 (reference, same archive)",
+                     reference))
+
+    baseline = rows[0][1]["test"]
+    header = ("| system | dev MAP | dev MRR | dev P@1 | dev P@5 | test MAP | test MRR | test P@1 "
+              "| test P@5 | test MAP vs IR: p (t-test) | p (rand.) |")
+    lines = [header, "|---|" + "---:|" * (header.count("|") - 2)]
+    for name, per_split in rows:
+        dev = summarize(per_split["dev"], percent=True)
+        test = summarize(per_split["test"], percent=True)
+        sig = compare(per_split["test"], baseline, metrics=["map"]).loc["map"]
+        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in (*dev, *test))
+                     + f" | {sig['p_ttest']:.3f} | {sig['p_randomization']:.3f} |")
+    table = "\n".join(lines)
+    print(table)
+    print(f"\n({len(splits['dev'][0])} dev and {len(splits['test'][0])} test queries, "
+          f"{engine.n_docs} archive questions, {time.time() - t0:.0f} s)")
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+import json
+
+import pytest
+
+from cqa_search.evaluation import read_qrels, read_queries, read_run
+from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
+                                            convert_stackfaq)
+from cqa_search.exceptions import ArchiveError
+
+
+def test_convert_semeval_fixture(fixtures, tmp_path):
+    summary = convert_semeval([fixtures / "semeval" / "sample-2016.xml"], tmp_path)
+    queries = read_queries(tmp_path / "queries.jsonl")
+    run = read_run(tmp_path / "candidates.run")
+    qrels = read_qrels(tmp_path / "qrels.txt")
+    archive = [json.loads(line)["id"] for line in open(tmp_path / "archive.jsonl")]
+    assert summary.n_questions == len(archive) == 3 and summary.candidates
+    assert [q["id"] for q in queries] == list(run) and set(qrels) <= set(run)
+    for qid, docs in run.items():  # candidates in search-engine order, all in the archive
+        assert set(docs) <= set(archive)
+        assert list(docs.values()) == sorted(docs.values(), reverse=True)
+
+
+def test_convert_semeval_real_test_with_relevancy(shared_data, tmp_path):
+    folder = shared_data("semeval2016-task3-cqa-ql")
+    summary = convert_semeval(
+        [folder / "SemEval2016-Task3-CQA-QL-test-input.xml"], tmp_path,
+        relevancy=[folder / "SemEval2016-Task3-CQA-QL-test.xml.subtaskB.relevancy"])
+    assert (summary.n_questions, summary.n_queries, summary.n_judged, summary.n_relevant) == \
+        (700, 70, 700, 233)
+
+
+def test_convert_stackexchange_fixture(fixtures, tmp_path):
+    summary = convert_stackexchange([fixtures / "stackexchange" / "tinysite"], tmp_path)
+    qrels = read_qrels(tmp_path / "qrels.txt")
+    archive = {json.loads(line)["id"] for line in open(tmp_path / "archive.jsonl")}
+    assert summary.n_queries == len(qrels) >= 1
+    for qid, docs in qrels.items():  # duplicates are queries and stay in the archive
+        assert qid in archive and set(docs) <= archive
+
+
+def test_convert_stackexchange_real(shared_data, tmp_path):
+    folder = shared_data("stackexchange")
+    dumps = sorted(p for p in folder.iterdir() if p.is_dir())
+    summary = convert_stackexchange(dumps, tmp_path)
+    # 51 duplicate links with both ends present (README), from 50 duplicate questions
+    assert (summary.n_questions, summary.n_queries, summary.n_relevant) == (4634, 50, 51)
+
+
+def test_convert_stackfaq(tmp_path):
+    xml = tmp_path / "faq.xml"
+    xml.write_text("<root><qapair><rephr>how do i a</rephr><rephr>*</rephr><rephr> </rephr>"
+                   "<rephr>doing a</rephr><question>How to do A?</question><answer>Like this."
+                   "</answer></qapair><qapair><rephr>b?</rephr><question>B</question></qapair>"
+                   "</root>")
+    summary = convert_stackfaq(xml, tmp_path / "out")
+    assert (summary.n_questions, summary.n_queries) == (2, 3)
+    assert read_qrels(tmp_path / "out" / "qrels.txt") == {
+        "faq-1-p1": {"faq-1": 1}, "faq-1-p2": {"faq-1": 1}, "faq-2-p1": {"faq-2": 1}}
+    with pytest.raises(ArchiveError, match="no such file"):
+        convert_stackfaq(tmp_path / "none.xml", tmp_path / "x")
+
+
+def test_convert_stackfaq_real(shared_data, tmp_path):
+    summary = convert_stackfaq(shared_data("stackfaq/stackExchange-FAQ.xml"), tmp_path)
+    assert (summary.n_questions, summary.n_queries) == (125, 1249)

@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+from scipy import stats
+
+from cqa_search.evaluation import (compare, evaluate, paired_ttest, randomization_test, read_qrels,
+                                   read_queries, read_run, write_qrels, write_run, write_svmrank)
+from cqa_search.exceptions import ArchiveError
+
+
+def test_run_and_qrels_round_trip_keep_order(tmp_path):
+    run = {"q2": {"b": 0.5, "a": 0.5, "c": 0.9}, "q1": {"x": 1.0}}
+    write_run(run, tmp_path / "r.run", tag="t")
+    lines = (tmp_path / "r.run").read_text().splitlines()
+    assert lines[:3] == ["q2 Q0 c 1 0.900000 t", "q2 Q0 b 2 0.500000 t", "q2 Q0 a 3 0.500000 t"]
+    assert list(read_run(tmp_path / "r.run")["q2"]) == ["c", "b", "a"]
+    qrels = {"q1": {"x": 2, "y": 0}}
+    write_qrels(qrels, tmp_path / "q.txt")
+    assert read_qrels(tmp_path / "q.txt") == qrels
+
+
+@pytest.mark.parametrize("reader, content, message", [
+    (read_run, "q Q0 d 1 0.5\n", r"r.txt:1: a run line has 6 columns"),
+    (read_run, "q Q0 d 1 high t\n", r"r.txt:1: score must be a number"),
+    (read_run, "q Q0 d 1 1 t\nq Q0 d 2 0 t\n", r"r.txt:2: document 'd' is listed twice"),
+    (read_qrels, "q 0 d\n", r"r.txt:1: a qrels line has 4 columns"),
+    (read_qrels, "q 0 d yes\n", r"r.txt:1: relevance must be an integer"),
+    (read_queries, "q1 no tab\n", r"r.txt:1: a TSV query line is 'qid<TAB>text'"),
+    (read_queries, '{"text": "x"}\n', r"r.txt:1: a query needs an 'id'"),
+    (read_queries, "a\tx\na\ty\n", r"r.txt:2: duplicate query id 'a'"),
+])
+def test_malformed_files(tmp_path, reader, content, message):
+    (tmp_path / "r.txt").write_text(content)
+    with pytest.raises(ArchiveError, match=message):
+        reader(tmp_path / "r.txt")
+    with pytest.raises(ArchiveError, match="no such"):
+        reader(tmp_path / "absent.txt")
+
+
+def test_read_queries_formats(tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"id": 1, "title": "T", "body": "B", "category": "C"}\n'
+                                      '{"id": "2", "text": "plain"}\n')
+    assert read_queries(tmp_path / "q.jsonl") == [
+        {"id": "1", "text": "T\nB", "category": "C"}, {"id": "2", "text": "plain", "category": None}]
+    (tmp_path / "q.tsv").write_text("# comment\nq1\thow to renew\n")
+    assert read_queries(tmp_path / "q.tsv") == [{"id": "q1", "text": "how to renew", "category": None}]
+
+
+def test_svmrank_file(tmp_path):
+    write_svmrank(tmp_path / "f.txt", [[1.0, 0.5], [0.25, 2.0], [3, 4]], [1, 0, 1],
+                  ["Q9", "Q9", "Q3"], doc_ids=["a", "b", "c"], feature_names=["bm25", "vsm"])
+    assert (tmp_path / "f.txt").read_text().splitlines() == [
+        "# 1:bm25 2:vsm", "1 qid:1 1:1 2:0.5 # Q9 a", "0 qid:1 1:0.25 2:2 # Q9 b",
+        "1 qid:2 1:3 2:4 # Q3 c"]
+
+
+def test_significance_tests():
+    rng = np.random.default_rng(1)
+    a = rng.random(40)
+    b = a - 0.05 + rng.normal(0, 0.05, 40)
+    assert paired_ttest(a, b) == pytest.approx(stats.ttest_rel(a, b).pvalue)
+    p1 = randomization_test(a, b, random_state=3)
+    assert p1 == randomization_test(a, b, random_state=3) and p1 < 0.01
+    assert paired_ttest(a, a) == 1.0 and randomization_test(a, a) == 1.0
+    c = a + rng.normal(0, 0.2, 40)
+    assert randomization_test(a, c, n_resamples=20000) == pytest.approx(paired_ttest(a, c), abs=0.05)
+    with pytest.raises(ValueError, match="two 1-d arrays of the same length"):
+        paired_ttest(a, b[:3])
+
+
+def test_compare_aligns_queries():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
+    good = evaluate({"q1": {"a": 1.0}, "q2": {"b": 1.0}, "q3": {"c": 1.0}}, qrels)
+    bad = evaluate({"q1": {"x": 1.0, "a": 0.5}, "q2": {"b": 1.0}, "q3": {}}, qrels)
+    table = compare(good, bad, metrics=["map"])
+    assert table.loc["map", "diff"] == pytest.approx((0.5 + 1) / 3)
+    assert table.loc["map", "n_queries"] == 3 and 0 < table.loc["map", "p_ttest"] < 1
