@@ -37,17 +37,19 @@ class VSM(TermModel):
         self.smooth_idf = smooth_idf
         validate_params(self)
 
-    def transformer(self, field) -> TfidfTransformer:
-        """The fitted scikit-learn transformer of ``field`` (cached with the weights)."""
-        key = ("tfidf", self.cache_key())
-        tfidf = field.weights.get(key)
-        if tfidf is None:
-            tfidf = TfidfTransformer(norm="l2", smooth_idf=self.smooth_idf,
-                                     sublinear_tf=self.sublinear_tf)
-            # The fit reads only the document frequencies, i.e. the postings' structure.
-            tfidf.fit(field.matrix(np.ones(field.nnz, dtype=np.float32)))
-            field.weights[key] = tfidf
-        return tfidf
+    def idf(self, field) -> np.ndarray:
+        """idf of every term of ``field``, fitted by scikit-learn's ``TfidfTransformer`` (cached)."""
+        key = ("idf", self.cache_key())
+        idf = field.weights.get(key)
+        if idf is None:
+            if field.n_terms == 0:  # an archive without a single term
+                idf = np.zeros(0)
+            else:
+                tfidf = TfidfTransformer(smooth_idf=self.smooth_idf, sublinear_tf=self.sublinear_tf)
+                # The fit reads only the document frequencies, i.e. the postings' structure.
+                idf = tfidf.fit(field.matrix(np.ones(field.nnz, dtype=np.float32))).idf_
+            field.weights[key] = idf
+        return idf
 
     def _tf(self, counts):
         counts = np.asarray(counts, dtype=np.float64)
@@ -58,7 +60,7 @@ class VSM(TermModel):
         key = ("norms", self.cache_key())
         norms = field.weights.get(key)
         if norms is None:
-            idf = self.transformer(field).idf_
+            idf = self.idf(field)
             sq = np.zeros(field.n_docs)
             for start in range(0, field.nnz, _CHUNK):
                 stop = min(start + _CHUNK, field.nnz)
@@ -68,13 +70,13 @@ class VSM(TermModel):
         return norms
 
     def _weight(self, field, tf, rows, terms):
-        return self._tf(tf) * self.transformer(field).idf_[terms] / self._doc_norms(field)[rows]
+        return self._tf(tf) * self.idf(field)[terms] / self._doc_norms(field)[rows]
 
     def _usable(self, field, term_ids, qtf):
         # The query vector spans every vocabulary term, as scikit-learn's transform would.
         return term_ids, qtf
 
     def _query_weights(self, field, term_ids, qtf):
-        w = self._tf(qtf) * self.transformer(field).idf_[term_ids]
+        w = self._tf(qtf) * self.idf(field)[term_ids]
         norm = np.sqrt(w @ w)
         return w / norm if norm > 0 else w

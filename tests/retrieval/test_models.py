@@ -4,7 +4,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cqa_search.analysis import Analyzer
@@ -188,6 +188,7 @@ words = st.sampled_from("abcdefgh")
 
 
 @settings(max_examples=60, deadline=None)
+@example(docs=[[]], query=["a"], name="vsm")  # an index without a single term
 @given(docs=st.lists(st.lists(words, max_size=8), min_size=1, max_size=8),
        query=st.lists(words, min_size=1, max_size=5),
        name=st.sampled_from(["bm25", "lm_jm", "lm_dir", "vsm"]))
