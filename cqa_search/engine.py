@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import os
@@ -22,14 +23,16 @@ import numpy as np
 from .analysis import Analyzer
 from .archive import Archive, Question
 from .exceptions import ArchiveError, IndexFormatError, QueryError
-from .index.store import IndexWriter, open_index
+from .features import ContextFeatures, IndexView, QueryContext, TermFeatures
+from .index.store import IndexWriter, open_index, save_model
 from .index.term_index import FIELDS, FieldIndex, TermIndex, TermIndexBuilder
 from .index.vocab import Vocabulary
 from .query import Suggester, highlight
 from .readers import ReadReport, read_questions
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
 
-__all__ = ["build_index", "BuildSummary", "SearchConfig", "SearchEngine", "Results", "Hit"]
+__all__ = ["build_index", "BuildSummary", "SearchConfig", "SearchEngine", "Results", "Hit",
+           "add_model", "MODEL_KINDS"]
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +186,7 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
             writer.array(f"{base}/indices.npy", fi.indices)
             writer.array(f"{base}/counts.npy", fi.counts)
             writer.array(f"{base}/doc_len.npy", fi.doc_len)
+            writer.array(f"{base}/sequence.npy", fi.sequence)
             stats = {"nnz": fi.nnz, "total_terms": fi.total_terms, "weights": {}}
             if name == "question":  # precomputed BM25 weights: the hot path of search
                 bm25 = BM25()
@@ -227,6 +231,40 @@ def _progress(enabled, desc, unit):
 
 
 # ---------------------------------------------------------------------------------------
+# Trained models stored in an index
+# ---------------------------------------------------------------------------------------
+#: Model kind -> estimator class (with ``from_state``); see :mod:`cqa_search.features`.
+MODEL_KINDS = {}
+
+
+def add_model(path, name, model) -> None:
+    """Store a fitted model in the index at ``path`` under ``name`` (atomically).
+
+    The engine opened afterwards computes its features (or, for a ranker, ranks with it).
+    """
+    if MODEL_KINDS.get(getattr(model, "kind", None)) is not type(model):
+        raise ValueError(f"cannot store {type(model).__name__}: not a registered model kind")
+    meta, arrays = model.state()
+    save_model(path, name, kind=model.kind, params=model.get_params(), meta=meta, arrays=arrays)
+
+
+def _load_models(stored) -> dict:
+    models = {}
+    for name in stored.models:
+        entry = stored.model(name)
+        cls = MODEL_KINDS.get(entry.kind)
+        if cls is None:
+            raise IndexFormatError(f"{stored.path}: model {name!r} is of kind {entry.kind!r}, "
+                                   f"which this cqa_search cannot read")
+        try:
+            models[name] = cls.from_state(entry.params, entry.meta, entry.arrays())
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
+                                   f"loaded ({exc})") from None
+    return models
+
+
+# ---------------------------------------------------------------------------------------
 # Searching
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -238,22 +276,38 @@ class SearchConfig:
     retrieval : TermModel, default BM25()
         Selects and scores the candidates over the whole archive.
     features : tuple of TermModel
-        Models whose scores are reported for every hit (and, later, fed to the ranker);
-        models on fields the index lacks are left out.
+        Term models whose scores are features of every candidate; models on fields the
+        index lacks are left out.
+    models : tuple of str or None, default None
+        Names of the stored models (translation, topics, ...) whose features are
+        computed; None for all of them.
+    ranker : str or None, default "ranker"
+        Name of the stored ranker that orders the candidates; None (or no such model)
+        keeps the retrieval model's order.
+    n_candidates : int, default 100
+        How many candidates of the retrieval model the ranker reorders.
     """
 
     retrieval: TermModel = field(default_factory=BM25)
     features: tuple = field(default_factory=_default_features)
+    models: tuple | None = None
+    ranker: str | None = "ranker"
+    n_candidates: int = 100
 
     def __post_init__(self):
         if not isinstance(self.retrieval, TermModel):
             raise ValueError(f"retrieval must be a TermModel; got {self.retrieval!r}")
         object.__setattr__(self, "features", tuple(self.features))
+        if self.models is not None:
+            object.__setattr__(self, "models", tuple(self.models))
         names = [m.feature_name for m in self.features]
         if not all(isinstance(m, TermModel) for m in self.features):
             raise ValueError("features must be TermModel instances")
         if len(set(names)) != len(names):
             raise ValueError(f"feature names must be distinct; got {names}")
+        if isinstance(self.n_candidates, bool) or not isinstance(self.n_candidates, int) \
+                or self.n_candidates < 1:
+            raise ValueError(f"n_candidates must be a positive integer; got {self.n_candidates!r}")
 
 
 @dataclass(frozen=True)
@@ -355,15 +409,6 @@ class Results:
         return df
 
 
-@dataclass(frozen=True)
-class _Query:
-    text: str
-    terms: tuple
-    term_ids: np.ndarray
-    qtf: np.ndarray
-    unknown_words: tuple
-
-
 class SearchEngine:
     """Searches a stored index. Create with :meth:`open`.
 
@@ -382,26 +427,58 @@ class SearchEngine:
     (('a',), 'At the office.')
     """
 
-    def __init__(self, index: TermIndex, archive: Archive, analyzer: Analyzer, *, categories,
-                 doc_category, doc_id_rank, surface, config=None, manifest=None, path=None):
-        self.index = index
-        self.archive = archive
-        self.analyzer = analyzer
-        self.categories = list(categories)
-        self._doc_category = doc_category
+    def __init__(self, view: IndexView, *, doc_id_rank, surface, models=None, config=None,
+                 manifest=None, path=None):
+        self.view = view
+        self.index, self.archive, self.analyzer = view.index, view.archive, view.analyzer
+        self.categories = view.categories
         self._doc_id_rank = doc_id_rank
         self._surface = surface
         self._suggester = None
+        self.models = dict(models or {})
         self.manifest = manifest or {}
         self.path = path
         self.config = self._checked_config(config or SearchConfig())
+        self._scorers = self._make_scorers()
+        self.ranker = self._make_ranker()
 
     def _checked_config(self, config):
         if config.retrieval.field not in self.index.fields:
             raise QueryError(f"the retrieval model uses field {config.retrieval.field!r}, which "
                              f"this index lacks (fields: {', '.join(self.index.fields)})")
+        unknown = [n for n in config.models or () if n not in self.models]
+        if unknown:
+            raise QueryError(f"this index has no model {unknown[0]!r} "
+                             f"(models: {', '.join(self.models) or 'none'})")
         kept = tuple(m for m in config.features if m.field in self.index.fields)
-        return SearchConfig(retrieval=config.retrieval, features=kept)
+        return dataclasses.replace(config, features=kept)
+
+    def _make_scorers(self):
+        scorers = [TermFeatures(self.config.features, self.index), ContextFeatures(self.view)]
+        names = self.config.models
+        for name, model in self.models.items():
+            if (names is None or name in names) and hasattr(model, "scorer"):
+                scorers.append(model.scorer(self.view))
+        return scorers
+
+    def _make_ranker(self):
+        name = self.config.ranker
+        if name is None or name not in self.models:
+            return None
+        ranker = self.models[name]
+        if not hasattr(ranker, "predict"):
+            raise QueryError(f"model {name!r} is not a ranker (it is of kind {ranker.kind!r})")
+        missing = [f for f in ranker.feature_names_in_ if f not in self.feature_names]
+        if missing:
+            raise QueryError(f"ranker {name!r} uses features this engine does not compute: "
+                             f"{', '.join(missing)} (add the models or term features it was "
+                             "trained with, or search with SearchConfig(ranker=None))")
+        return ranker
+
+    @property
+    def feature_names(self) -> tuple:
+        """Names of the feature columns, in order."""
+        return tuple(n for s in self._scorers for n in s.names)
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -439,13 +516,13 @@ class SearchEngine:
             base = f"fields/{name}"
             fi = FieldIndex(name, stored.array(f"{base}/indptr.npy"),
                             stored.array(f"{base}/indices.npy"), stored.array(f"{base}/counts.npy"),
-                            stored.array(f"{base}/doc_len.npy"))
+                            stored.array(f"{base}/doc_len.npy"), stored.array(f"{base}/sequence.npy"))
             stored.check(fi.n_terms == n_terms and fi.n_docs == n_docs,
                          f"field {name} has shape ({fi.n_docs}, {fi.n_terms}), expected "
                          f"({n_docs}, {n_terms})")
             stored.check(fi.nnz == meta["nnz"] == len(fi.indices) == len(fi.counts),
                          f"field {name} postings do not match the manifest")
-            stored.check(fi.total_terms == meta["total_terms"],
+            stored.check(fi.total_terms == meta["total_terms"] == len(fi.sequence),
                          f"field {name} document lengths do not match the manifest")
             for key, rel in meta.get("weights", {}).items():
                 weights = stored.array(rel)
@@ -466,16 +543,15 @@ class SearchEngine:
             archive = Archive._lazy(stored.file("archive.jsonl"), offsets, doc_ids)
         except ArchiveError as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: {exc}") from None
-        return cls(TermIndex(Vocabulary(terms), fields), archive, analyzer,
-                   categories=categories, doc_category=doc_category, doc_id_rank=doc_id_rank,
-                   surface=lambda: stored.json("surface.json"), config=config,
-                   manifest=m, path=stored.path)
+        view = IndexView(TermIndex(Vocabulary(terms), fields), archive, analyzer, categories,
+                         doc_category)
+        return cls(view, doc_id_rank=doc_id_rank, surface=lambda: stored.json("surface.json"),
+                   models=_load_models(stored), config=config, manifest=m, path=stored.path)
 
     def with_config(self, config: SearchConfig) -> "SearchEngine":
-        """A new engine over the same (shared) index with another configuration."""
-        return SearchEngine(self.index, self.archive, self.analyzer, categories=self.categories,
-                            doc_category=self._doc_category, doc_id_rank=self._doc_id_rank,
-                            surface=self._surface, config=config, manifest=self.manifest,
+        """A new engine over the same (shared) index and models with another configuration."""
+        return SearchEngine(self.view, doc_id_rank=self._doc_id_rank, surface=self._surface,
+                            models=self.models, config=config, manifest=self.manifest,
                             path=self.path)
 
     @property
@@ -483,7 +559,7 @@ class SearchEngine:
         return self.index.n_docs
 
     # -- queries ---------------------------------------------------------------------
-    def _query(self, text) -> _Query:
+    def _query(self, text, category=None, given=None) -> QueryContext:
         if not isinstance(text, str):
             raise QueryError(f"a query must be a string; got {type(text).__name__}")
         if not text.strip():
@@ -492,9 +568,10 @@ class SearchEngine:
         terms, unknown = [], []
         for token, term in self.analyzer.pairs(text):
             (terms if term in vocab else unknown).append(term if term in vocab else token)
-        ids, qtf = np.unique(vocab.ids(terms), return_counts=True)
-        return _Query(text, tuple(dict.fromkeys(terms)), ids.astype(np.int64),
-                      qtf.astype(np.float64), tuple(dict.fromkeys(unknown)))
+        sequence = vocab.ids(terms).astype(np.int64)
+        ids, qtf = np.unique(sequence, return_counts=True)
+        return QueryContext(text, tuple(dict.fromkeys(terms)), ids, qtf.astype(np.float64),
+                            sequence, tuple(dict.fromkeys(unknown)), category, given)
 
     def category_id(self, category) -> int | None:
         """Index of a category name (case-insensitive); QueryError with suggestions if unknown."""
@@ -542,33 +619,46 @@ class SearchEngine:
             Empty query, unknown category, bad ``k``.
         """
         self._check_k(k)
-        return self._search(self._query(text), k, self.category_id(category))
+        cid = self.category_id(category)
+        return self._search(self._query(text, self._name(cid)), k, cid)
 
-    def _search(self, q: _Query, k, category_id) -> Results:
+    def _name(self, category_id):
+        return None if category_id is None else self.categories[category_id]
+
+    def _search(self, q: QueryContext, k, category_id) -> Results:
         model = self.config.retrieval
         if len(q.term_ids) == 0:
-            rows, scores = np.zeros(0, np.int64), np.zeros(0)
+            empty = np.zeros(0, np.int64)
+            return self._ranked(q, empty, np.zeros(0), empty, k)
+        all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
+        if category_id is not None:
+            matched &= self.view.doc_category == category_id
+        depth = k if self.ranker is None else self.config.n_candidates
+        if k is None and self.ranker is not None:
+            depth = None
+        rows = top_k(all_scores, depth, allowed=matched, tie_rank=self._doc_id_rank)
+        return self._ranked(q, rows, all_scores[rows], self._doc_id_rank[rows], k)
+
+    def feature_scores(self, q: QueryContext, rows) -> np.ndarray:
+        """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return np.hstack([s.score(q, rows) for s in self._scorers]) if len(self._scorers) else \
+            np.zeros((len(rows), 0))
+
+    def _ranked(self, q, rows, base_scores, tie, k) -> Results:
+        """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``."""
+        features = self.feature_scores(q, rows)
+        if self.ranker is None:
+            scores = np.asarray(base_scores, dtype=np.float64)
         else:
-            all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
-            if category_id is not None:
-                matched &= self._doc_category == category_id
-            rows = top_k(all_scores, k, allowed=matched, tie_rank=self._doc_id_rank)
-            scores = all_scores[rows]
-        return self._results(q, rows, scores)
-
-    def feature_scores(self, q: _Query, rows):
-        """(names, matrix of shape (len(rows), n_features)) of the configured features."""
-        models = self.config.features
-        out = np.zeros((len(rows), len(models)))
-        for j, m in enumerate(models):
-            out[:, j] = m.score_rows(self.index[m.field], q.term_ids, q.qtf, rows)
-        return [m.feature_name for m in models], out
-
-    def _results(self, q, rows, scores) -> Results:
-        names, features = self.feature_scores(q, rows)
+            names = self.feature_names
+            columns = [names.index(f) for f in self.ranker.feature_names_in_]
+            scores = np.asarray(self.ranker.predict(features[:, columns]), dtype=np.float64)
+        order = np.lexsort((tie, -scores))[:k]
         doc_ids = self.archive.doc_ids
-        return Results(q.text, rows, [doc_ids[r] for r in rows], scores, names, features,
-                       q.terms, q.unknown_words, self.archive)
+        return Results(q.text, rows[order], [doc_ids[r] for r in rows[order]], scores[order],
+                       self.feature_names, features[order], q.terms, q.unknown_words,
+                       self.archive)
 
     def batch_search(self, queries, qids=None, *, k=100, categories=None,
                      progress=False) -> dict:
@@ -597,30 +687,42 @@ class SearchEngine:
         out = {}
         bar = _progress(progress, "searching", "queries")
         for qid, text, cat in zip(qids, queries, categories):
-            out[qid] = self._search(self._query(text), k, self.category_id(cat))
+            cid = self.category_id(cat)
+            out[qid] = self._search(self._query(text, self._name(cid)), k, cid)
             bar.update()
         bar.close()
         return out
 
-    def rerank(self, text: str, doc_ids, *, category=None) -> Results:
-        """Score only the given candidates (the rerank protocol).
+    def rerank(self, text: str, doc_ids, *, scores=None, category=None) -> Results:
+        """Order only the given candidates (the rerank protocol).
 
-        Ties keep the order of ``doc_ids`` (the SemEval convention breaks ties by the
-        given order). ``category`` is the query's category when known; term models do not
-        use it.
+        Parameters
+        ----------
+        text : str
+        doc_ids : sequence of str
+            The candidates, in their given order (ties keep it, as the SemEval scorer does).
+        scores : sequence of float, optional
+            Their initial scores (e.g. a search engine's), the features ``given_score``
+            and ``given_rrank``.
+        category : str, optional
+            The query's category when known (a feature; not a filter).
 
         Raises
         ------
         QueryError
-            Empty query or a candidate id that is not in the archive.
+            Empty query, unknown category, or a candidate id that is not in the archive.
         """
-        q = self._query(text)
-        self.category_id(category)
+        cid = self.category_id(category)
         rows = self.archive.rows(doc_ids).astype(np.int64)
+        given = None
+        if scores is not None:
+            if len(scores) != len(rows):
+                raise QueryError(f"got {len(rows)} candidates but {len(scores)} scores")
+            given = dict(zip(rows.tolist(), map(float, scores)))
+        q = self._query(text, self._name(cid), given)
         model = self.config.retrieval
-        scores = model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
-        order = np.lexsort((np.arange(len(rows)), -scores))
-        return self._results(q, rows[order], scores[order])
+        base = model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
+        return self._ranked(q, rows, base, np.arange(len(rows)), None)
 
     def run(self, queries, *, candidates=None, k=100, progress=False) -> dict:
         """A run ``{qid: {doc_id: score}}`` for evaluation.
@@ -628,13 +730,14 @@ class SearchEngine:
         Parameters
         ----------
         queries : list of dict
-            ``{"id", "text", "category"?}`` (see :func:`cqa_search.evaluation.read_queries`).
+            ``{"id", "text", "category"?}`` (see :func:`cqa_search.evaluation.read_queries`);
+            the category is the query's (a feature), not a filter.
         candidates : dict, optional
-            ``{qid: {doc_id: score}}`` (a run): rerank these candidates only; a query
-            without candidates gets an empty ranking. Without candidates, the whole archive
-            is searched (full retrieval, top ``k``); a query whose id is also an
-            archived question's (e.g. a duplicate question used as a query) never
-            retrieves itself.
+            ``{qid: {doc_id: score}}`` (a run): rerank these candidates only (their scores
+            are the ``given_*`` features); a query without candidates gets an empty
+            ranking. Without candidates, the whole archive is searched (full retrieval,
+            top ``k``); a query whose id is also an archived question's (e.g. a duplicate
+            question used as a query) never retrieves itself.
         k : int or None
             Depth of full retrieval.
         """
@@ -643,12 +746,15 @@ class SearchEngine:
         out = {}
         bar = _progress(progress, "evaluating", "queries")
         for query in queries:
-            qid, text = query["id"], query["text"]
+            qid, text, category = query["id"], query["text"], query.get("category")
             if candidates is not None:
-                given = list(candidates.get(qid, {}))
-                res = self.rerank(text, given) if given else None
+                given = candidates.get(qid, {})
+                res = self.rerank(text, list(given), scores=list(given.values()),
+                                  category=category) if given else None
             else:
-                res = self._search(self._query(text), None if k is None else k + 1, None)
+                cid = self.category_id(category)
+                res = self._search(self._query(text, self._name(cid)),
+                                   None if k is None else k + 1, None)
             ranked = [] if res is None else [
                 (d, s) for d, s in zip(res.doc_ids, res.scores.tolist()) if d != qid]
             out[qid] = dict(ranked[:k] if candidates is None else ranked)

@@ -15,7 +15,8 @@ def test_search_returns_ranked_hits_with_answers_and_features(toy_engine):
     assert (top.rank, top.doc_id, top.category) == (2, "t01", "Visas")
     assert top.title == "How do I renew my residence visa?"
     assert top.best_answer.startswith("Go to the immigration office")
-    assert set(top.features) == {"bm25", "lm_jm", "lm_dir", "vsm", "answers_bm25", "answers_lm_jm"}
+    assert set(top.features) == {"bm25", "lm_jm", "lm_dir", "vsm", "answers_bm25", "answers_lm_jm",
+                                 "given_score", "given_rrank", "category_match", "log_length"}
     assert top.features["bm25"] == pytest.approx(top.score)
     assert res.query_terms == ("renew", "visa")
     assert [h.doc_id for h in res] == list(res.doc_ids)
@@ -92,7 +93,8 @@ def test_config_selects_retrieval_model_and_features(toy_index):
     engine = SearchEngine.open(toy_index, config=config)
     assert engine.config.features == (VSM(),)  # the index has no title field
     res = engine.search("renew visa")
-    assert res.feature_names == ("vsm",)
+    assert res.feature_names == ("vsm", "given_score", "given_rrank", "category_match",
+                                 "log_length")
     assert res[0].score == pytest.approx(
         LMDirichlet(mu=100).score_rows(engine.index["question"], *_q(engine, "renew visa"),
                                        [engine.archive.row(res.doc_ids[0])])[0])

@@ -5,11 +5,11 @@ import argparse
 import sys
 
 from .._version import __version__
-from . import build_index, convert, demo, evaluate, query
+from . import build_index, convert, demo, evaluate, fit, query
 from ._common import PROG, run_command
 
 #: Subcommand name -> module with HELP, configure(parser) and run(args).
-COMMANDS = {"build-index": build_index, "query": query, "evaluate": evaluate,
+COMMANDS = {"build-index": build_index, "query": query, "fit": fit, "evaluate": evaluate,
             "convert": convert, "demo": demo}
 
 

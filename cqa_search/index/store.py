@@ -5,12 +5,14 @@ Layout (paths relative to the index directory)::
     manifest.json            format_version, package version, analyzer, stats, files + sha256
     vocab.json  doc_ids.json  categories.json  surface.json
     archive.jsonl  archive_offsets.npy  doc_category.npy  doc_id_rank.npy
-    fields/<field>/{indptr,indices,counts,doc_len}.npy  fields/<field>/<model>.npy
-    models/<name>/...        trained models, added later by ``cqa-search fit``
+    fields/<field>/{indptr,indices,counts,doc_len,sequence}.npy  fields/<field>/<model>.npy
+    models/<name>.<id>/      a trained model (model.json + arrays), added by save_model
 
 Only ``.npy`` (loaded with ``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so
 opening an index never runs code. A build writes into a temporary sibling directory,
-writes the manifest last and then renames: a crash leaves no half index behind.
+writes the manifest last and then renames: a crash leaves no half index behind. A model
+added later goes into a new directory first; the manifest, replaced atomically, then
+points at it, so a crash leaves either the old model or the new one in use.
 """
 from __future__ import annotations
 
@@ -26,11 +28,11 @@ import numpy as np
 from .._version import __version__
 from ..exceptions import IndexFormatError
 
-__all__ = ["FORMAT_VERSION", "MANIFEST", "IndexWriter", "StoredIndex", "open_index",
-           "is_compatible", "verify_index"]
+__all__ = ["FORMAT_VERSION", "MANIFEST", "IndexWriter", "StoredIndex", "StoredModel",
+           "open_index", "is_compatible", "verify_index", "save_model", "remove_model"]
 
 #: Version of the on-disk layout; bumped whenever an older reader would misread it.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 _FORMAT_NAME = "cqa_search-index"
 _REBUILD = "rebuild it with `cqa-search build-index`"
@@ -111,10 +113,43 @@ class StoredIndex:
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
                                    f"({exc}); {_REBUILD}") from None
 
+    @property
+    def models(self) -> dict:
+        """Model name -> its manifest entry (``kind``, ``dir``, ``created``)."""
+        return self.manifest.get("models", {})
+
+    def model(self, name) -> "StoredModel":
+        """A stored model's kind, parameters, learned metadata and (lazy) arrays."""
+        entry = self.models.get(name)
+        if entry is None:
+            raise IndexFormatError(f"{self.path} has no model {name!r} (models: "
+                                   f"{', '.join(self.models) or 'none'})")
+        doc = self.json(f"{entry['dir']}/model.json")
+        return StoredModel(self, name, entry["kind"], doc.get("params", {}), doc.get("meta", {}),
+                           entry["dir"], tuple(doc.get("arrays", ())))
+
     def check(self, condition, what) -> None:
         """Raise IndexFormatError unless ``condition`` (a consistency check on open)."""
         if not condition:
             raise IndexFormatError(f"corrupted index {self.path}: {what}; {_REBUILD}")
+
+
+class StoredModel:
+    """A model stored in an index: JSON parameters and metadata, arrays by name."""
+
+    def __init__(self, stored, name, kind, params, meta, directory, array_names):
+        self.stored, self.name, self.kind = stored, name, kind
+        self.params, self.meta = params, meta
+        self._dir, self.array_names = directory, array_names
+
+    def array(self, key) -> np.ndarray:
+        if key not in self.array_names:
+            raise IndexFormatError(f"corrupted index {self.stored.path}: model {self.name!r} "
+                                   f"has no array {key!r}; {_REBUILD}")
+        return self.stored.array(f"{self._dir}/{key}.npy")
+
+    def arrays(self) -> dict:
+        return {key: self.array(key) for key in self.array_names}
 
 
 def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
@@ -241,3 +276,82 @@ class IndexWriter:
         os.rename(self.tmp, self.path)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_manifest(path, manifest) -> None:
+    tmp = os.path.join(path, f".{MANIFEST}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1, ensure_ascii=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(path, MANIFEST))
+
+
+def save_model(path, name, *, kind, params, meta, arrays) -> None:
+    """Add a trained model to an existing index (replacing a model of the same name).
+
+    Parameters
+    ----------
+    path : path
+        The index directory (must open without error).
+    name : str
+        Model name (letters, digits, ``-`` and ``_``), unique in the index.
+    kind : str
+        What reads it back (e.g. ``"ibm1"``, ``"topics"``, ``"ranker"``).
+    params, meta : dict
+        JSON-serialisable hyperparameters and learned scalars/lists.
+    arrays : dict of str -> ndarray
+        Learned arrays (numeric or fixed-width unicode; never objects).
+    """
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise ValueError(f"model name must use letters, digits, '-' and '_'; got {name!r}")
+    stored = open_index(path)
+    manifest = dict(stored.manifest)
+    models_dir = os.path.join(stored.path, "models")
+    os.makedirs(models_dir, exist_ok=True)
+    full = tempfile.mkdtemp(prefix=f"{name}.", dir=models_dir)
+    relative = f"models/{os.path.basename(full)}"
+    try:
+        for key, arr in arrays.items():
+            arr = np.asarray(arr)
+            if arr.dtype.hasobject:
+                raise ValueError(f"array {key!r} of model {name!r} holds Python objects")
+            np.save(os.path.join(full, f"{key}.npy"), np.ascontiguousarray(arr),
+                    allow_pickle=False)
+        with open(os.path.join(full, "model.json"), "w", encoding="utf-8") as f:
+            json.dump({"kind": kind, "params": params, "meta": meta, "arrays": list(arrays)},
+                      f, ensure_ascii=False)
+        files = {rel: info for rel, info in manifest["files"].items()}
+        old = manifest.get("models", {}).get(name)
+        if old is not None:
+            files = {rel: info for rel, info in files.items()
+                     if not rel.startswith(old["dir"] + "/")}
+        for entry in sorted(os.listdir(full)):
+            rel = f"{relative}/{entry}"
+            files[rel] = {"bytes": os.path.getsize(os.path.join(full, entry)),
+                          "sha256": _sha256(os.path.join(full, entry))}
+        models = dict(manifest.get("models", {}))
+        models[name] = {"kind": kind, "dir": relative,
+                        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+        manifest.update(files=files, models=models)
+        _write_manifest(stored.path, manifest)
+    except BaseException:
+        shutil.rmtree(full, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(os.path.join(stored.path, old["dir"]), ignore_errors=True)
+
+
+def remove_model(path, name) -> None:
+    """Remove a model from an index (the manifest first, then its files)."""
+    stored = open_index(path)
+    manifest = dict(stored.manifest)
+    models = dict(manifest.get("models", {}))
+    old = models.pop(name, None)
+    if old is None:
+        raise IndexFormatError(f"{stored.path} has no model {name!r}")
+    manifest["files"] = {rel: info for rel, info in manifest["files"].items()
+                         if not rel.startswith(old["dir"] + "/")}
+    manifest["models"] = models
+    _write_manifest(stored.path, manifest)
+    shutil.rmtree(os.path.join(stored.path, old["dir"]), ignore_errors=True)

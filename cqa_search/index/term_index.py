@@ -46,6 +46,9 @@ class FieldIndex:
         Term counts aligned with ``indices``.
     doc_len : ndarray of int32, shape (n_docs,)
         Number of terms of each document in this field.
+    sequence : ndarray of int32, shape (total_terms,)
+        The term ids of every document in text order (stopwords removed), documents
+        one after the other: what order-aware models (phrase translation) read.
 
     Attributes
     ----------
@@ -57,12 +60,15 @@ class FieldIndex:
         ``term_freq / total_terms``: the background model P(t|C).
     """
 
-    def __init__(self, name, indptr, indices, counts, doc_len):
+    def __init__(self, name, indptr, indices, counts, doc_len, sequence):
         self.name = name
         self.indptr = indptr
         self.indices = indices
         self.counts = counts
         self.doc_len = doc_len
+        self.sequence = sequence
+        self._offsets = None
+        self._rows = None
         # Posting-aligned weights of scoring models, keyed by their cache key; filled
         # lazily or from weights stored in the index.
         self.weights = {}
@@ -111,6 +117,18 @@ class FieldIndex:
         """(rows, counts) of one term."""
         lo, hi = self.indptr[term_id], self.indptr[term_id + 1]
         return self.indices[lo:hi], self.counts[lo:hi]
+
+    def terms_of(self, row) -> np.ndarray:
+        """Term ids of document ``row`` in text order."""
+        if self._offsets is None:
+            self._offsets = np.concatenate(([0], np.cumsum(self.doc_len, dtype=np.int64)))
+        return self.sequence[self._offsets[row]:self._offsets[row + 1]]
+
+    def rows_matrix(self) -> sp.csr_matrix:
+        """Counts as a CSR matrix (document-major), built once from the postings."""
+        if self._rows is None:
+            self._rows = self.matrix().tocsr()
+        return self._rows
 
     def matrix(self, data=None) -> sp.csc_matrix:
         """The postings as a scipy CSC matrix (n_docs, n_terms) of ``data`` (counts)."""
@@ -164,6 +182,7 @@ class TermIndexBuilder:
         self._buffers = {f: (array("q"), array("q")) for f in fields}  # (token ids, n tokens)
         self._chunks = {f: [] for f in fields}                         # (rows, terms, counts)
         self._doc_len = {f: [] for f in fields}
+        self._sequences = {f: [] for f in fields}
         self._batch_start = 0
 
     def _ids(self, tokens):
@@ -200,6 +219,7 @@ class TermIndexBuilder:
             ids = np.frombuffer(ids, dtype=np.int64)
             keep = ids >= 0  # stopwords are -1
             rows, ids = rows[keep], ids[keep]
+            self._sequences[name].append(ids.astype(np.int32))
             self._doc_len[name].append(
                 np.bincount(rows - self._batch_start, minlength=n).astype(np.int32))
             keys, counts = np.unique((rows << 32) | ids, return_counts=True)
@@ -225,7 +245,8 @@ class TermIndexBuilder:
             del rows, terms, counts
             postings.sort_indices()
             doc_len = np.concatenate(self._doc_len.pop(name) or [np.zeros(0, np.int32)])
+            sequence = np.concatenate(self._sequences.pop(name) or [np.zeros(0, np.int32)])
             fields[name] = FieldIndex(
                 name, postings.indptr.astype(np.int64), postings.indices.astype(np.int32),
-                postings.data.astype(np.int32), doc_len)
+                postings.data.astype(np.int32), doc_len, sequence)
         return TermIndex(self.vocab, fields)

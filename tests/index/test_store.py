@@ -52,8 +52,8 @@ def test_bumped_format_version_raises(index_copy):
     manifest["format_version"] = FORMAT_VERSION + 1
     mpath.write_text(json.dumps(manifest))
     assert not is_compatible(index_copy)
-    with pytest.raises(IndexFormatError, match=r"format version 2, but this cqa_search .* reads "
-                                               r"version 1: rebuild it with `cqa-search build-index`"):
+    with pytest.raises(IndexFormatError, match=r"format version 3, but this cqa_search .* reads "
+                                               r"version 2: rebuild it with `cqa-search build-index`"):
         SearchEngine.open(index_copy)
 
 

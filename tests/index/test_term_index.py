@@ -36,3 +36,16 @@ def test_empty_answers_field_has_zero_length(toy_archive):
         builder.add(q)
     fi = builder.build()["answers"]
     assert fi.doc_len[toy_archive.row("t10")] == 0
+
+
+def test_sequences_keep_text_order_without_stopwords(toy_archive):
+    analyzer = Analyzer()
+    builder = TermIndexBuilder(analyzer, batch_size=3)
+    for q in toy_archive:
+        builder.add(q)
+    index = builder.build()
+    for name, fi in index.fields.items():
+        for row, q in enumerate(toy_archive):
+            assert [index.vocab.term(t) for t in fi.terms_of(row)] == \
+                analyzer.analyze(FIELDS[name](q))
+        np.testing.assert_array_equal(fi.rows_matrix().toarray(), fi.matrix().toarray())

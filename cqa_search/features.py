@@ -1,0 +1,160 @@
+"""Feature scorers: every model's score of (query, candidate) pairs, as named columns.
+
+A :class:`FeatureScorer` has ``names`` (its columns) and ``score(query, rows)``, which
+returns an array of shape ``(len(rows), len(names))`` for the candidate rows of one query.
+The engine concatenates the columns of all its scorers into the feature matrix the ranker
+reads; a model that is not in the index simply contributes no columns.
+
+A :class:`QueryContext` carries what scorers need about the query, analysed once: its
+distinct term ids with frequencies, its term sequence in text order, its category, and a
+scratch ``cache`` where a scorer may keep per-query work (e.g. a folded-in topic vector).
+
+Trained models (translation tables, topic models, rankers) are scikit-learn style
+estimators that also implement the storage contract used by
+:func:`cqa_search.engine.add_model`::
+
+    kind: str                                   # class attribute, e.g. "ibm1"
+    get_params() -> dict                        # JSON hyperparameters (BaseEstimator)
+    state() -> (meta: dict, arrays: dict)       # learned state: JSON scalars + ndarrays
+    from_state(params, meta, arrays) -> model   # classmethod, the inverse
+    scorer(view) -> FeatureScorer               # feature models: the features they give
+    feature_names_in_, predict(X) -> scores     # rankers instead: order the candidates
+
+Models see the index through an :class:`IndexView` (term index, archive, analyzer,
+categories), both to train and to score.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["IndexView", "QueryContext", "FeatureScorer", "TermFeatures", "ContextFeatures"]
+
+
+@dataclass(frozen=True)
+class IndexView:
+    """What a model may read of an index, to train or to score.
+
+    Attributes
+    ----------
+    index : TermIndex
+        Vocabulary and fields (postings, document lengths, term sequences).
+    archive : Archive
+        The questions (lazy: read from the index on access).
+    analyzer : Analyzer
+        The index's text analysis.
+    categories : list of str
+        Category names; ``doc_category[row]`` indexes it (-1: no category).
+    doc_category : ndarray of int32, shape (n_docs,)
+    """
+
+    index: object
+    archive: object
+    analyzer: object
+    categories: list
+    doc_category: np.ndarray
+
+    @property
+    def n_docs(self) -> int:
+        return self.index.n_docs
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """One analysed query.
+
+    Attributes
+    ----------
+    text : str
+    terms : tuple of str
+        Distinct index terms of the query (in first-occurrence order).
+    term_ids : ndarray of int64
+        Distinct term ids, sorted.
+    qtf : ndarray of float64
+        Frequency in the query of each of ``term_ids``.
+    sequence : ndarray of int64
+        Term ids of the query in text order (repeats kept, unknown words left out).
+    unknown_words : tuple of str
+        Query words whose term is not in the index.
+    category : str or None
+        The query's category when known.
+    given : dict or None
+        Initial scores of reranked candidates, ``{row: score}`` in their given order.
+    cache : dict
+        Per-query scratch space for scorers.
+    """
+
+    text: str
+    terms: tuple
+    term_ids: np.ndarray
+    qtf: np.ndarray
+    sequence: np.ndarray
+    unknown_words: tuple = ()
+    category: str | None = None
+    given: dict | None = None
+    cache: dict = field(default_factory=dict, compare=False)
+
+
+@runtime_checkable
+class FeatureScorer(Protocol):
+    """Named feature columns for the candidates of a query."""
+
+    names: tuple
+
+    def score(self, query: QueryContext, rows: np.ndarray) -> np.ndarray:
+        """Features of ``rows``: shape ``(len(rows), len(self.names))``."""
+
+
+class TermFeatures:
+    """Term-model scores (BM25, LM, VSM on any field) as features.
+
+    Parameters
+    ----------
+    models : sequence of TermModel
+    index : TermIndex
+    """
+
+    def __init__(self, models, index):
+        self.models = tuple(models)
+        self.index = index
+        self.names = tuple(m.feature_name for m in self.models)
+
+    def score(self, query: QueryContext, rows) -> np.ndarray:
+        out = np.zeros((len(rows), len(self.models)))
+        for j, m in enumerate(self.models):
+            out[:, j] = m.score_rows(self.index[m.field], query.term_ids, query.qtf, rows)
+        return out
+
+
+class ContextFeatures:
+    """Features of a candidate's context: given initial score/rank, category match, length.
+
+    ``given_score`` and ``given_rrank`` (1/rank in the given order) come with reranked
+    candidates (e.g. the search-engine order of SemEval) and are 0 when none are given;
+    ``category_match`` is 1 when the candidate's category is the query's (0 when either
+    is unknown); ``log_length`` is ``log(1 + |question|)`` in index terms.
+    """
+
+    names = ("given_score", "given_rrank", "category_match", "log_length")
+
+    def __init__(self, view: IndexView):
+        self.view = view
+        self._doc_len = view.index["question"].doc_len
+
+    def score(self, query: QueryContext, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros((len(rows), len(self.names)))
+        if query.given:
+            rank = query.cache.get("given_rank")
+            if rank is None:
+                ordered = sorted(query.given, key=lambda r: -query.given[r])  # stable
+                rank = query.cache["given_rank"] = {r: i + 1 for i, r in enumerate(ordered)}
+            out[:, 0] = [query.given.get(r, 0.0) for r in rows.tolist()]
+            out[:, 1] = [1.0 / rank[r] if r in rank else 0.0 for r in rows.tolist()]
+        categories = self.view.categories
+        if query.category is not None and query.category in categories:
+            out[:, 2] = self.view.doc_category[rows] == categories.index(query.category)
+        out[:, 3] = np.log1p(self._doc_len[rows])
+        return out
