@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import factorization, ranking, translation
 from .analysis import Analyzer
 from .archive import Archive, Question
 from .exceptions import ArchiveError, IndexFormatError, QueryError
@@ -234,7 +235,7 @@ def _progress(enabled, desc, unit):
 # Trained models stored in an index
 # ---------------------------------------------------------------------------------------
 #: Model kind -> estimator class (with ``from_state``); see :mod:`cqa_search.features`.
-MODEL_KINDS = {}
+MODEL_KINDS = {**translation.MODEL_KINDS, **factorization.MODEL_KINDS, **ranking.MODEL_KINDS}
 
 
 def add_model(path, name, model) -> None:

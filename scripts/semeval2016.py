@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """SemEval-2016 Task 3 subtask B: rerank the 10 related questions of each original question.
 
-Builds the archive from train-part2 + dev + test (+ the derived part-1 CSV, deduplicated by
-text), indexes it, and prints a table like the papers' Table 2 for dev and test: the
+Builds the archive from train-part2 + dev + test, the derived part-1 CSV (deduplicated by
+text) and the 2015 threads (minus the five that are 2016 test questions: their README),
+indexes it, and prints a table like the papers' Table 2 for dev and test: the
 search-engine order and every term model, with its default parameters and tuned on dev
 (the tuned setting is then run on test once). Official conventions (semeval): top 10, a
 question without relevant candidates scores 0 and counts. Significance: paired t-test and
 randomization test of test MAP against the search-engine order.
 
 Usage: scripts/semeval2016.py [--data ../shared/data] [--work DIR] [--out FILE.md]
+
+Other scripts (scripts/semeval2016_*.py) reuse prepare(), score() and table() to add the
+rows of their models to the same setting.
 """
 from __future__ import annotations
 
@@ -28,6 +32,10 @@ from cqa_search.retrieval import make_model
 SPLITS = ("dev", "test")
 METRICS = ["map", "mrr", "p@1", "p@5"]
 XML = "SemEval2016-Task3-CQA-QL-{}.xml"
+SEMEVAL2015 = ("SemEval2015-Task3-CQA-QL-dev-reformatted-excluding-2016-questions-cleansed.xml",
+               "SemEval2015-Task3-CQA-QL-test-reformatted-excluding-2016-questions-multiline.xml")
+# 2015 threads that are 2016 test questions (../shared/data/semeval2015-task3-reformatted/README.md)
+LEAKED_2015 = {"Q2630", "Q2656", "Q2828", "Q2938", "Q2956"}
 # Term models: (name, default parameters, grid searched on dev).
 MODELS = [
     ("bm25", {}, {"k1": [0.6, 0.9, 1.2, 1.5, 2.0], "b": [0.3, 0.5, 0.75, 0.9]}),
@@ -55,17 +63,21 @@ def prepare(data, work):
         csv = os.path.join(folder, "train-part1-derived", "TRAIN-BASE.csv")
         part1 = read_questions(csv, columns={"body": "rel_question"}, auto_id=True)
         unique = {q.body: q for q in part1}.values()
+        threads2015 = read_questions([os.path.join(data, "semeval2015-task3-reformatted", name)
+                                      for name in SEMEVAL2015])
+        extra = itertools.chain(unique, (q for q in threads2015 if q.id not in LEAKED_2015))
         collection = convert_semeval(
             [os.path.join(folder, XML.format(s)) for s in ("train-part2", *SPLITS)],
-            os.path.join(work, "all"), extra_questions=unique)
+            os.path.join(work, "all"), extra_questions=extra)
         print(f"archive: {collection}", file=sys.stderr)
         build_index(collection.file("archive.jsonl"), index)
     return SearchEngine.open(index), splits
 
 
 def score(engine, model, split_data):
+    """Per-query metrics of reranking a split's candidates by one term model."""
     queries, qrels, candidates = split_data
-    run = engine.with_config(SearchConfig(retrieval=model, features=())).run(
+    run = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None)).run(
         queries, candidates=candidates)
     return evaluate(run, qrels, metrics=METRICS)
 
@@ -102,6 +114,21 @@ def bm25s_rows(engine, splits):
     return out
 
 
+def table(rows, baseline, baseline_name) -> str:
+    """Markdown table of ``[(name, {split: per-query DataFrame})]`` with test-MAP p-values
+    against ``baseline`` (a per-query test DataFrame)."""
+    header = ("| system | dev MAP | dev MRR | dev P@1 | dev P@5 | test MAP | test MRR | test P@1 "
+              f"| test P@5 | test MAP vs {baseline_name}: p (t-test) | p (rand.) |")
+    lines = [header, "|---|" + "---:|" * (header.count("|") - 2)]
+    for name, per_split in rows:
+        dev = summarize(per_split["dev"], percent=True)
+        test = summarize(per_split["test"], percent=True)
+        sig = compare(per_split["test"], baseline, metrics=["map"]).loc["map"]
+        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in (*dev, *test))
+                     + f" | {sig['p_ttest']:.3f} | {sig['p_randomization']:.3f} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -128,23 +155,13 @@ def main(argv=None):
         rows.append((f"bm25s {bm25s.__version__} lucene k1=1.5 b=0.75 (reference, same archive)",
                      reference))
 
-    baseline = rows[0][1]["test"]
-    header = ("| system | dev MAP | dev MRR | dev P@1 | dev P@5 | test MAP | test MRR | test P@1 "
-              "| test P@5 | test MAP vs IR: p (t-test) | p (rand.) |")
-    lines = [header, "|---|" + "---:|" * (header.count("|") - 2)]
-    for name, per_split in rows:
-        dev = summarize(per_split["dev"], percent=True)
-        test = summarize(per_split["test"], percent=True)
-        sig = compare(per_split["test"], baseline, metrics=["map"]).loc["map"]
-        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in (*dev, *test))
-                     + f" | {sig['p_ttest']:.3f} | {sig['p_randomization']:.3f} |")
-    table = "\n".join(lines)
-    print(table)
+    table_text = table(rows, rows[0][1]["test"], "IR")
+    print(table_text)
     print(f"\n({len(splits['dev'][0])} dev and {len(splits['test'][0])} test queries, "
           f"{engine.n_docs} archive questions, {time.time() - t0:.0f} s)")
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            f.write(table + "\n")
+            f.write(table_text + "\n")
 
 
 if __name__ == "__main__":

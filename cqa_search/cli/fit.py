@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
+import pkgutil
 
 from ._common import add_common_options, run_command
 
 HELP = "train a model (translation, topics, ...) from the index's archive and store it there"
 
-#: Family name -> CLI module with HELP, configure(parser) and run(args); each module trains
-#: through the public API and stores the model with cqa_search.engine.add_model.
-FAMILIES = {}
+#: Family name -> CLI module ``cli/fit_<family>.py`` with HELP, configure(parser) and
+#: run(args); each trains through the public API and stores its model in the index.
+FAMILIES = {info.name[len("fit_"):]: importlib.import_module(f"{__package__}.{info.name}")
+            for info in sorted(pkgutil.iter_modules([os.path.dirname(__file__)]),
+                               key=lambda info: info.name)
+            if info.name.startswith("fit_")}
 
 
 def configure(parser) -> None:
