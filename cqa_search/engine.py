@@ -763,6 +763,39 @@ class SearchEngine:
         bar.close()
         return out
 
+    def feature_table(self, queries, *, candidates=None, k=100, progress=False):
+        """Features of (query, candidate) pairs, for training and analysing rankers.
+
+        Candidates are the given ones (``candidates``, a run) or the top ``k`` of the
+        retrieval model (full retrieval; a query never gets itself). The active ranker is
+        not applied.
+
+        Returns
+        -------
+        X : ndarray of shape (n_pairs, n_features)
+        qid : ndarray of str, shape (n_pairs,)
+        doc_ids : ndarray of str, shape (n_pairs,)
+        feature_names : tuple of str
+        """
+        unranked = self if self.ranker is None else self.with_config(
+            dataclasses.replace(self.config, ranker=None))
+        run = unranked.run(queries, candidates=candidates, k=k, progress=progress)
+        blocks, qids, docs = [], [], []
+        for query in queries:
+            ranked = list(run[query["id"]])
+            if not ranked:
+                continue
+            given = candidates.get(query["id"], {}) if candidates is not None else None
+            rows = self.archive.rows(ranked).astype(np.int64)
+            cid = self.category_id(query.get("category"))
+            q = self._query(query["text"], self._name(cid), None if given is None else {
+                self.archive.row(d): float(v) for d, v in given.items()})
+            blocks.append(self.feature_scores(q, rows))
+            qids.extend([query["id"]] * len(ranked))
+            docs.extend(ranked)
+        X = np.vstack(blocks) if blocks else np.zeros((0, len(self.feature_names)))
+        return X, np.array(qids, dtype=str), np.array(docs, dtype=str), self.feature_names
+
     # -- presentation helpers ----------------------------------------------------------
     def suggest(self, word: str, limit: int = 3) -> list:
         """Archive words close to ``word`` (for "did you mean")."""

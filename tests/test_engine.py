@@ -125,3 +125,16 @@ def test_run_full_retrieval_never_returns_the_query_itself(toy_engine):
     assert list(run["x"])[0] == "t07"
     reranked = toy_engine.run(queries, candidates={"x": {"t09": 1.0, "t07": 0.5}})
     assert list(reranked["x"]) == ["t07", "t09"] and reranked["t07"] == {}
+
+
+def test_feature_table_matches_the_features_of_each_result(toy_engine):
+    queries = [{"id": "a", "text": "renew visa"}, {"id": "b", "text": "cheap sofa"}]
+    X, qid, docs, names = toy_engine.feature_table(queries, k=3)
+    assert X.shape == (len(qid), len(names)) and list(dict.fromkeys(qid)) == ["a", "b"]
+    res = toy_engine.search("renew visa", k=3)
+    np.testing.assert_allclose(X[qid == "a"], res.features)
+    assert list(docs[qid == "a"]) == list(res.doc_ids)
+    given = {"a": {"t03": 2.0, "t01": 1.0}}
+    X, qid, docs, names = toy_engine.feature_table(queries[:1], candidates=given)
+    assert list(docs) == ["t01", "t03"]  # ordered by the retrieval model
+    assert X[:, names.index("given_rrank")].tolist() == [0.5, 1.0]
