@@ -30,6 +30,7 @@ from .index.term_index import FIELDS, FieldIndex, TermIndex, TermIndexBuilder
 from .index.vocab import Vocabulary
 from .query import Suggester, highlight
 from .readers import ReadReport, read_questions
+from .results import Hit, Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
 
 __all__ = ["build_index", "BuildSummary", "SearchConfig", "SearchEngine", "Results", "Hit",
@@ -309,105 +310,6 @@ class SearchConfig:
         if isinstance(self.n_candidates, bool) or not isinstance(self.n_candidates, int) \
                 or self.n_candidates < 1:
             raise ValueError(f"n_candidates must be a positive integer; got {self.n_candidates!r}")
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One result: an archived question, its score and its feature scores."""
-
-    rank: int
-    doc_id: str
-    score: float
-    question: Question
-    features: Mapping
-
-    @property
-    def title(self) -> str:
-        return self.question.title
-
-    @property
-    def category(self):
-        return self.question.category
-
-    @property
-    def best_answer(self):
-        """The best answer's text, or None when the archive does not mark one."""
-        return self.question.best_answer_text
-
-
-def _frozen(a, dtype):
-    a = np.array(a, dtype=dtype)
-    a.setflags(write=False)
-    return a
-
-
-class Results:
-    """Ranked results of one query, sorted by ``(-score, doc_id)``; immutable.
-
-    Attributes
-    ----------
-    query : str
-    doc_ids : tuple of str
-    scores : ndarray of float64, shape (n,)
-    feature_names : tuple of str
-    features : ndarray of float64, shape (n, n_features)
-    query_terms : tuple of str
-        The analysed query terms found in the index (what matched).
-    unknown_words : tuple of str
-        Query words whose term the index does not have.
-
-    Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
-    """
-
-    __slots__ = ("query", "doc_ids", "scores", "feature_names", "features", "query_terms",
-                 "unknown_words", "_archive", "_rows")
-
-    def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
-                 unknown_words, archive):
-        set_ = object.__setattr__
-        set_(self, "query", query)
-        set_(self, "doc_ids", tuple(doc_ids))
-        set_(self, "scores", _frozen(scores, np.float64))
-        set_(self, "feature_names", tuple(feature_names))
-        set_(self, "features", _frozen(np.reshape(features, (len(self.doc_ids),
-                                                             len(self.feature_names))),
-                                       np.float64))
-        set_(self, "query_terms", tuple(query_terms))
-        set_(self, "unknown_words", tuple(unknown_words))
-        set_(self, "_archive", archive)
-        set_(self, "_rows", _frozen(rows, np.int64))
-
-    def __setattr__(self, name, value):
-        raise AttributeError("Results is immutable")
-
-    def __len__(self):
-        return len(self.doc_ids)
-
-    def __getitem__(self, i) -> Hit:
-        if not -len(self) <= i < len(self):
-            raise IndexError(f"result {i} out of range for {len(self)} results")
-        i %= len(self)
-        return Hit(rank=i + 1, doc_id=self.doc_ids[i], score=float(self.scores[i]),
-                   question=self._archive[int(self._rows[i])],
-                   features=dict(zip(self.feature_names, self.features[i].tolist())))
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    def __repr__(self):
-        top = ", ".join(f"{d!r}: {s:.3f}" for d, s in zip(self.doc_ids[:3], self.scores[:3]))
-        more = ", ..." if len(self) > 3 else ""
-        return f"Results({self.query!r}, {len(self)} hits: {{{top}{more}}})"
-
-    def to_dataframe(self):
-        """The hits as a pandas DataFrame: rank, doc_id, score, one column per feature."""
-        import pandas as pd
-
-        df = pd.DataFrame(self.features, columns=list(self.feature_names))
-        df.insert(0, "score", self.scores)
-        df.insert(0, "doc_id", list(self.doc_ids))
-        df.insert(0, "rank", np.arange(1, len(self) + 1))
-        return df
 
 
 class SearchEngine:
