@@ -5,12 +5,12 @@ import argparse
 import sys
 
 from .._version import __version__
-from . import build_index, convert, demo, evaluate, fit, query
+from . import build_index, convert, demo, evaluate, fit, query, train
 from ._common import PROG, run_command
 
 #: Subcommand name -> module with HELP, configure(parser) and run(args).
-COMMANDS = {"build-index": build_index, "query": query, "fit": fit, "evaluate": evaluate,
-            "convert": convert, "demo": demo}
+COMMANDS = {"build-index": build_index, "query": query, "fit": fit, "train": train,
+            "evaluate": evaluate, "convert": convert, "demo": demo}
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,8 @@ import textwrap
 
 from ..exceptions import CQASearchError
 
-__all__ = ["run_command", "Style", "format_hit", "hits_json", "add_common_options"]
+__all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
+           "hits_json", "add_common_options"]
 
 PROG = "cqa-search"
 
@@ -92,6 +93,23 @@ def format_hit(hit, engine, terms, style, *, answer=True, width=100) -> str:
     return "\n".join(lines)
 
 
+def format_explanation(hit, engine, style, top=6) -> str:
+    """Why a hit ranks where it does: the ranker's largest feature contributions, or the
+    feature scores when no ranker is active."""
+    if engine.ranker is None:
+        items = sorted(hit.features.items(), key=lambda kv: -abs(kv[1]))[:top]
+        return "    " + style.dim("features: ") + ", ".join(f"{k} {v:.3g}" for k, v in items)
+    contributions = engine.ranker.explain(hit.features)
+    shown = list(contributions.items())[:top]
+    rest = sum(v for _, v in list(contributions.items())[top:])
+    text = ", ".join(f"{k} {v:+.3g}" for k, v in shown)
+    if len(contributions) > top:
+        text += f", {len(contributions) - top} more {rest:+.3g}"
+    intercept = float(getattr(engine.ranker, "intercept_", 0.0))
+    return "    " + style.dim("score = ") + text + (f", intercept {intercept:+.3g}"
+                                                     if intercept else "")
+
+
 def format_question(question, style, width=100) -> str:
     """A whole question with all its answers (for the REPL's :show)."""
     wrap = lambda text, indent: textwrap.fill(" ".join(text.split()), width,  # noqa: E731
@@ -111,11 +129,14 @@ def format_question(question, style, width=100) -> str:
     return "\n".join(out)
 
 
-def hits_json(results, *, category=None, suggestions=None) -> str:
-    """Results as one JSON document."""
+def hits_json(results, *, category=None, suggestions=None, ranker=None) -> str:
+    """Results as one JSON document (with each hit's contributions when a ranker is given)."""
     hits = [{"rank": h.rank, "doc_id": h.doc_id, "score": h.score, "title": h.title,
              "category": h.category, "best_answer": h.best_answer, "features": h.features}
             for h in results]
+    if ranker is not None:
+        for hit, h in zip(hits, results):
+            hit["contributions"] = ranker.explain(h.features)
     return json.dumps({"query": results.query, "category": category,
                        "query_terms": list(results.query_terms),
                        "unknown_words": list(results.unknown_words),

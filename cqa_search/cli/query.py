@@ -8,7 +8,8 @@ import sys
 from ..engine import SearchEngine
 from ..exceptions import QueryError
 from ..query import parse_query
-from ._common import Style, add_common_options, format_hit, format_question, hits_json, run_command
+from ._common import (Style, add_common_options, format_explanation, format_hit, format_question,
+                      hits_json, run_command)
 
 HELP = "search an index once, or interactively when no query text is given"
 
@@ -19,6 +20,7 @@ Type a question to search. Commands:
   :categories       list the categories of the index
   :show N           show result N of the last search in full, with all its answers
   :answers on|off   show the best answer under each result (now {answers})
+  :explain on|off   show why each result ranks there (now {explain})
   :help             this help
   :quit             leave (also Ctrl-D)
 In a query, category:NAME (or category:"Two words") filters that query only,
@@ -35,6 +37,10 @@ def configure(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--no-answers", dest="answers", action="store_false",
                         help="do not show the best answer of each result")
+    parser.add_argument("--explain", action="store_true",
+                        help="show each feature's contribution to a result's score (the "
+                             "ranker's weights times the features; the feature scores when the "
+                             "index has no ranker)")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                         help="highlight matched words (default: on terminals)")
     add_common_options(parser)
@@ -44,11 +50,13 @@ def _suggestions(engine, results) -> dict:
     return {w: engine.suggest(w) for w in results.unknown_words}
 
 
-def _print_results(engine, results, style, *, answers, out) -> None:
+def _print_results(engine, results, style, *, answers, explain=False, out) -> None:
     if not len(results):
         print("no matching questions", file=out)
     for hit in results:
         print(format_hit(hit, engine, results.query_terms, style, answer=answers), file=out)
+        if explain:
+            print(format_explanation(hit, engine, style), file=out)
     for word, options in _suggestions(engine, results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
         print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
@@ -61,6 +69,7 @@ class _Session:
         self.engine, self.style = engine, style
         self.out = sys.stdout if out is None else out
         self.k, self.category, self.answers = args.k, args.category, args.answers
+        self.explain = args.explain
         self.last = None
 
     def say(self, text=""):
@@ -74,7 +83,8 @@ class _Session:
             return False
         if name in ("h", "help", "?"):
             self.say(REPL_HELP.format(k=self.k, category=self.category or "all",
-                                      answers="on" if self.answers else "off"))
+                                      answers="on" if self.answers else "off",
+                                      explain="on" if self.explain else "off"))
         elif name == "k":
             if not arg.isdigit() or int(arg) < 1:
                 self.say("usage: :k N (a positive number)")
@@ -95,11 +105,11 @@ class _Session:
                 self.say("usage: :show N, with N a result number of the last search")
             else:
                 self.say(format_question(self.last[int(arg) - 1].question, self.style))
-        elif name == "answers":
+        elif name in ("answers", "explain"):
             if arg not in ("on", "off"):
-                self.say("usage: :answers on|off")
+                self.say(f"usage: :{name} on|off")
             else:
-                self.answers = arg == "on"
+                setattr(self, name, arg == "on")
         else:
             self.say(f"unknown command :{name}; type :help")
         return True
@@ -111,7 +121,8 @@ class _Session:
             self.say("type some words to search for (or :help)")
             return
         self.last = self.engine.search(parsed.text, k=self.k, category=category)
-        _print_results(self.engine, self.last, self.style, answers=self.answers, out=self.out)
+        _print_results(self.engine, self.last, self.style, answers=self.answers,
+                       explain=self.explain, out=self.out)
 
     def loop(self, stdin) -> None:
         interactive = stdin.isatty()
@@ -181,9 +192,11 @@ def run(args) -> int:
         raise QueryError("empty query: type some words to search for")
     results = engine.search(parsed.text, k=args.k, category=category)
     if args.json:
-        print(hits_json(results, category=category, suggestions=_suggestions(engine, results)))
+        print(hits_json(results, category=category, suggestions=_suggestions(engine, results),
+                        ranker=engine.ranker if args.explain else None))
     else:
-        _print_results(engine, results, style, answers=args.answers, out=sys.stdout)
+        _print_results(engine, results, style, answers=args.answers, explain=args.explain,
+                       out=sys.stdout)
     return 0
 
 

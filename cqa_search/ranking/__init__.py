@@ -1,4 +1,13 @@
-"""(ranking models: under construction.)"""
+"""Learned rankers: one weight vector over the engine's named feature scores.
+
+:class:`LinearRanker` learns it with one of the learners of the reranking papers
+(``powell``, ``coordinate-ascent``, ``ranksvm``, ``perceptron``, ``boosting``,
+``lambdarank``, ``stacking``); stored in an index under the name ``"ranker"``
+(:func:`cqa_search.engine.add_model`), it orders the engine's candidates.
+"""
+from .linear import LEARNERS, LinearRanker, cross_validate
+
+__all__ = ["LinearRanker", "LEARNERS", "cross_validate", "MODEL_KINDS"]
 
 #: Model kind -> estimator class stored in an index (see cqa_search.features).
-MODEL_KINDS = {}
+MODEL_KINDS = {"ranker": LinearRanker}

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from cqa_search import SearchEngine
 from cqa_search.cli.__main__ import main
 
 
@@ -167,3 +168,22 @@ def test_evaluate_and_convert_errors(capsys, tmp_path, toy_index, argv, message)
     argv = [a.format(tmp=tmp_path, index=toy_index) for a in argv]
     code, out, err = run(capsys, *argv)
     assert code == 1 and re.search(message, err), err
+
+
+def test_train_then_query_explains_the_ranking(capsys, tmp_path, fixtures):
+    index = tmp_path / "idx"
+    run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o", index, "-q")
+    queries = write(tmp_path / "q.jsonl", '{"id": "a", "text": "renew visa"}\n'
+                                          '{"id": "b", "text": "car does not start"}\n'
+                                          '{"id": "c", "text": "cheap furniture"}\n')
+    qrels = write(tmp_path / "qrels.txt", "a 0 t01 1\na 0 t02 1\nb 0 t08 1\nb 0 t07 1\n"
+                                          "c 0 t04 1\nc 0 t06 1\n")
+    code, out, _ = run(capsys, "train", index, "--queries", queries, "--qrels", qrels,
+                       "--learner", "coordinate-ascent", "-q")
+    assert code == 0
+    code, out, _ = run(capsys, "query", index, "visa renewal", "--explain", "--color", "never")
+    assert code == 0 and "score = " in out
+    code, out, _ = run(capsys, "query", index, "visa renewal", "--explain", "--json")
+    hit = json.loads(out)["hits"][0]
+    intercept = SearchEngine.open(index).ranker.intercept_
+    assert sum(hit["contributions"].values()) + intercept == pytest.approx(hit["score"])

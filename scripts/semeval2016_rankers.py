@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""SemEval-2016 Task 3 subtask B with learned rankers: every learner, with and without the
+search-engine rank, on the feature columns the index provides.
+
+Setting (scripts/semeval2016.py's prepare(): one archive of train-part2 + dev + test + the
+derived part-1 CSV + the 2015 threads). Training queries: the 67 original questions of
+train-part2 and (``--part1 extra``, the default) the 200 original questions of the
+derived part-1 CSV, reranking their related questions inside the archive:
+
+- the CSV has no ids, but prepare() put every distinct ``rel_question`` text into the
+  archive (``<csv stem>:<line>`` ids, the last row of each text), so each row's related
+  question is found by its text;
+- the original question's subject is not a column: ``feature`` is its subject and the
+  related question's subject joined by a space, so the subject is taken as the words
+  that all ``feature`` values of the original question share at the start;
+- the rows of an original question come in the search-engine order (relevance falls
+  with the row position as it does with the official rank on dev), so the row position
+  gives the ``given_*`` features (score 1/position); 41 of the official 1,999 rows are
+  missing, so a few positions are shifted.
+  The part-1 related questions have no subject and no comments in the CSV: their
+  ``answers_*`` features are 0, constant within each part-1 query, so they do not move
+  the pairwise or per-query MAP objectives.
+
+For every learner and both feature variants (the groups' columns plus the search-engine
+rank features ``given_score`` and ``given_rrank``, or without them), a small grid of
+hyperparameters is trained on the training queries, the configuration with the best dev
+MAP is kept, and that one configuration is evaluated on test once. Stacking uses each
+base learner's dev-selected configuration (Tomeh et al.'s "best model for each ranking
+approach"). Official conventions (semeval): top 10, ties in the given order, a question
+without relevant candidates scores 0 and counts.
+Significance of test MAP: paired t-test and randomization test against the search-engine
+order (IR) and against BM25.
+
+Feature groups are chosen by column-name prefix (``--feature-set``), so the script can be
+rerun once translation, topic or multiview models are stored in the index:
+term (bm25, lm_*, vsm, answers_*), translation (wt, translm, ptrans_*), topics (topic_*),
+multiview (mv_*), context (given_*, category_match, log_length), or all.
+
+Usage: scripts/semeval2016_rankers.py [--feature-set term context] [--part1 extra|none]
+       [--learners ...] [--data ../shared/data] [--work DIR] [--out FILE.md]
+       [--details FILE.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from semeval2016 import METRICS, prepare, score  # noqa: E402
+
+from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, read_run, \
+    summarize  # noqa: E402
+from cqa_search.evaluation.datasets import convert_semeval  # noqa: E402
+from cqa_search.exceptions import ConvergenceWarning  # noqa: E402
+from cqa_search.readers import read_questions  # noqa: E402
+from cqa_search.ranking import LinearRanker  # noqa: E402
+from cqa_search.retrieval import make_model  # noqa: E402
+
+GROUPS = {"term": ("bm25", "lm_", "vsm", "answers_"),
+          "translation": ("wt", "translm", "ptrans_"),
+          "topics": ("topic_",),
+          "multiview": ("mv_",),
+          "context": ("given_", "category_match", "log_length")}
+SE_RANK = ("given_score", "given_rrank")
+LABELS = {"PerfectMatch": 2, "Relevant": 1, "Irrelevant": 0}
+# learner -> list of (params, other LinearRanker arguments): the dev grid
+GRIDS = {
+    "powell": [({"n_restarts": r}, {}) for r in (5, 20)],
+    "coordinate-ascent": [({"n_restarts": r, "init": i}, {})
+                          for r in (1, 5) for i in ("best-feature", "uniform")],
+    "ranksvm": [({"C": c, "loss": loss, "pair_weight": pw}, {})
+                for c in (0.01, 0.1, 1.0, 10.0) for loss in ("squared_hinge", "hinge")
+                for pw in ("query", "uniform")],
+    "perceptron": [({"algorithm": a, "margin": m, "tau": t}, {})
+                   for a in ("fast", "full") for m in ("uneven", "even") for t in (0.1, 1.0)],
+    "boosting": [({"epsilon": e, "n_thresholds": n}, {"max_iter": r})
+                 for e in (0.0025, 0.01, 0.05) for n in (8, 16) for r in (10, 30, 100, 300)],
+    "lambdarank": [({"learning_rate": lr, "alpha": a}, {})
+                   for lr in (0.01, 0.05) for a in (1e-4, 1e-2)],
+    "stacking": [({"meta": m}, {}) for m in ("ranksvm", "coordinate-ascent")],
+}
+
+
+def part1_queries(folder):
+    """The derived part-1 CSV as queries, qrels and a candidates run (see the docstring)."""
+    csv = os.path.join(folder, "train-part1-derived", "TRAIN-BASE.csv")
+    rows = list(read_questions(csv, columns={"body": "rel_question"}, auto_id=True))
+    doc_of = {q.body: q.id for q in rows}  # the id prepare() kept for each text
+    by_question = {}
+    for q in rows:
+        by_question.setdefault(q.extra["question"], []).append(q)
+    queries, qrels, run = [], {}, {}
+    for n, (body, group) in enumerate(by_question.items(), 1):
+        subject = []
+        for words in zip(*(q.extra["feature"].split() for q in group)):
+            if len(set(words)) > 1:
+                break
+            subject.append(words[0])
+        qid = f"P1-{n:03d}"
+        queries.append({"id": qid, "text": "\n".join(t for t in (" ".join(subject), body) if t),
+                        "category": None})
+        run[qid], qrels[qid] = {}, {}
+        for position, q in enumerate(group, 1):
+            doc = doc_of[q.body]
+            if doc not in run[qid]:
+                run[qid][doc] = 1.0 / position
+                qrels[qid][doc] = LABELS[q.extra["labels"]]
+    return queries, qrels, run
+
+
+def load_split(out):
+    return (read_queries(os.path.join(out, "queries.jsonl")),
+            read_qrels(os.path.join(out, "qrels.txt")),
+            read_run(os.path.join(out, "candidates.run")))
+
+
+def columns(names, feature_sets, with_se_rank):
+    """Columns of the feature groups, plus (``with_se_rank``) or minus the search-engine
+    rank features."""
+    prefixes = tuple(p for s in feature_sets for p in GROUPS[s]) if "all" not in feature_sets \
+        else ("",)
+    return [j for j, n in enumerate(names)
+            if (n.startswith(prefixes) and n not in SE_RANK) or (with_se_rank and n in SE_RANK)]
+
+
+def run_of(model, table, cols, candidates):
+    """``{qid: {doc: score}}`` in the given candidate order (the scorer keeps it on ties)."""
+    X, qid, docs, _ = table
+    scores = {}
+    for q, d, s in zip(qid, docs, model.predict(X[:, cols]).tolist()):
+        scores.setdefault(q, {})[d] = s
+    return {q: {d: scores[q][d] for d in candidates[q] if d in scores.get(q, {})}
+            for q in scores}
+
+
+def fit(learner, params, extra, train, cols, names, seed):
+    X, qid, _, y = train
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return LinearRanker(learner, params=params, random_state=seed, **extra).fit(
+            X[:, cols], (y >= 1).astype(float), qid=qid, feature_names=[names[j] for j in cols])
+
+
+def select(learner, grid, tables, qrels, candidates, cols, names, seed, log):
+    """The grid configuration of best dev MAP (first on ties), with every dev score."""
+    best, best_map, scores = None, -1.0, []
+    for params, extra in grid:
+        t0 = time.time()
+        model = fit(learner, params, extra, tables["train"], cols, names, seed)
+        dev_map = float(evaluate(run_of(model, tables["dev"], cols, candidates["dev"]),
+                                 qrels["dev"],
+                                 metrics=["map"])["map"].mean())
+        scores.append({"params": params, **extra, "dev_map": dev_map,
+                       "train_map": model.train_score_, "seconds": time.time() - t0})
+        log(f"  {learner} {params} {extra}: dev MAP {100 * dev_map:.2f}")
+        if dev_map > best_map + 1e-12:
+            best, best_map = (params, extra, model), dev_map
+    return best, scores
+
+
+def describe(params, extra):
+    items = {**params, **extra}
+    return ", ".join(f"{k}={v}" for k, v in items.items()) if items else "defaults"
+
+
+def markdown(rows, baselines) -> str:
+    """``rows``: (system, features, {split: per-query DataFrame}); p-values of test MAP
+    against each baseline (name -> per-query test DataFrame)."""
+    head = ("| system | features | dev MAP | dev MRR | dev P@1 | dev P@5 | test MAP | test MRR "
+            "| test P@1 | test P@5 | " + " | ".join(f"p vs {b} (t / rand.)" for b in baselines)
+            + " |")
+    lines = [head, "|---|---|" + "---:|" * (8 + len(baselines))]
+    for system, features, per_split in rows:
+        dev = summarize(per_split["dev"], percent=True)
+        test = summarize(per_split["test"], percent=True)
+        cells = [f"{v:.2f}" for v in (*dev, *test)]
+        for base in baselines.values():
+            sig = compare(per_split["test"], base, metrics=["map"]).loc["map"]
+            cells.append(f"{sig['p_ttest']:.3f} / {sig['p_randomization']:.3f}")
+        lines.append(f"| {system} | {features} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"))
+    ap.add_argument("--feature-set", nargs="+", default=["term", "context"],
+                    choices=[*GROUPS, "all"], help="feature groups (column-name prefixes)")
+    ap.add_argument("--part1", choices=["extra", "none"], default="extra",
+                    help="also train on the derived part-1 CSV (default: extra)")
+    ap.add_argument("--learners", nargs="+", default=list(GRIDS), choices=list(GRIDS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", help="also write the Markdown table to this file")
+    ap.add_argument("--details", help="write every configuration's dev MAP (JSON) here")
+    ap.add_argument("-q", "--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    log = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
+    t0 = time.time()
+    engine, splits = prepare(args.data, args.work)
+    folder = os.path.join(args.data, "semeval2016-task3-cqa-ql")
+    part2 = os.path.join(args.work, "train-part2")
+    if not os.path.exists(os.path.join(part2, "qrels.txt")):
+        convert_semeval([os.path.join(folder, "SemEval2016-Task3-CQA-QL-train-part2.xml")], part2)
+    train_sets = {"part2": load_split(part2)}
+    if args.part1 == "extra":
+        train_sets["part1"] = part1_queries(folder)
+
+    def table(queries, qrels, candidates):
+        X, qid, docs, names = engine.feature_table(queries, candidates=candidates)
+        y = np.array([qrels.get(q, {}).get(d, 0) for q, d in zip(qid, docs)], dtype=float)
+        return X, qid, docs, y, names
+
+    tables, qrels, candidates = {}, {}, {}
+    parts = [table(*data) for data in train_sets.values()]
+    names = list(parts[0][4])
+    tables["train"] = tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
+    for split in ("dev", "test"):
+        *t, _ = table(*splits[split])
+        tables[split], qrels[split], candidates[split] = tuple(t), splits[split][1], \
+            splits[split][2]
+    for group in args.feature_set:
+        if group != "all" and not any(n.startswith(GROUPS[group]) for n in names):
+            log(f"warning: feature group {group!r} has no column in this index "
+                f"({', '.join(GROUPS[group])}*): store its models first")
+    n_train_q = len(np.unique(tables["train"][1]))
+    log(f"features: {', '.join(names)}; training queries {n_train_q} "
+        f"({', '.join(train_sets)}), {len(tables['train'][0])} candidates")
+
+    ir = {s: evaluate(d[2], d[1], metrics=METRICS) for s, d in splits.items()}
+    bm25 = {s: score(engine, make_model("bm25"), d) for s, d in splits.items()}
+    rows = [("search-engine order (IR)", "given rank", ir),
+            ("BM25 (k1=1.2, b=0.75) on the candidates", "bm25", bm25)]
+    details = {}
+    for with_se in (True, False):
+        cols = columns(names, args.feature_set, with_se)
+        label = "+".join(args.feature_set) + (" + SE rank" if with_se else " (no SE rank)")
+        chosen = {}
+        log(f"{label}: {', '.join(names[j] for j in cols)}")
+        for learner in args.learners:
+            grid = GRIDS[learner]
+            if learner == "stacking":
+                base = [b for b in GRIDS if b != "stacking" and b in chosen]
+                if not base:
+                    continue
+                # each base learner with its dev-chosen options (and boosting's rounds)
+                base_params = {b: {**chosen[b][0], **chosen[b][1]} for b in base}
+                grid = [({**p, "base": base, "base_params": base_params}, {})
+                        for p, _ in GRIDS["stacking"]]
+            (params, extra, model), scores = select(learner, grid, tables, qrels, candidates,
+                                                    cols, names, args.seed, log)
+            chosen[learner] = (params, extra)
+            details[f"{label} | {learner}"] = scores
+            per_split = {s: evaluate(run_of(model, tables[s], cols, candidates[s]), qrels[s],
+                                     metrics=METRICS) for s in ("dev", "test")}
+            shown = {k: v for k, v in params.items() if k not in ("base", "base_params")}
+            rows.append((f"{learner} ({describe(shown, extra)})", label, per_split))
+    text = markdown(rows, {"IR": ir["test"], "BM25": bm25["test"]})
+    print(text)
+    print(f"\n({len(splits['dev'][0])} dev and {len(splits['test'][0])} test queries; "
+          f"{n_train_q} training queries ({' + '.join(train_sets)}); {engine.n_docs} archive "
+          f"questions; {time.time() - t0:.0f} s)")
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    if args.details:
+        with open(args.details, "w", encoding="utf-8") as f:
+            json.dump(details, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""A LinearRanker stored in a real index: search ranks with it, and the train command."""
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from cqa_search import SearchConfig, SearchEngine, build_index
+from cqa_search.cli import train
+from cqa_search.engine import MODEL_KINDS, add_model
+from cqa_search.exceptions import ConvergenceWarning
+from cqa_search.ranking import LinearRanker
+
+QUERIES = [
+    {"id": "v1", "text": "which office renews a residence visa"},
+    {"id": "v2", "text": "my wife has a family visa, can she work"},
+    {"id": "s1", "text": "cheap sofa and furniture shops"},
+    {"id": "s2", "text": "where to buy a laptop"},
+    {"id": "c1", "text": "the car engine will not start in the cold morning"},
+    {"id": "c2", "text": "how do I transfer my car to the buyer"},
+]
+QRELS = {"v1": {"t01": 2, "t02": 1}, "v2": {"t03": 1}, "s1": {"t04": 1, "t06": 1},
+         "s2": {"t05": 1}, "c1": {"t07": 1, "t08": 2}, "c2": {"t09": 1}}
+
+
+@pytest.fixture
+def index(tmp_path, fixtures):
+    path = tmp_path / "idx"
+    build_index(fixtures / "toy_archive.jsonl", path)
+    return path
+
+
+@pytest.fixture
+def judged(tmp_path):
+    q, r = tmp_path / "queries.jsonl", tmp_path / "qrels.txt"
+    q.write_text("".join(json.dumps(x) + "\n" for x in QUERIES))
+    r.write_text("".join(f"{qid} 0 {d} {g}\n" for qid, docs in QRELS.items()
+                         for d, g in docs.items()))
+    return q, r
+
+
+def table(engine):
+    X, qid, docs, names = engine.feature_table(QUERIES, k=None)
+    y = np.array([QRELS[q].get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
+    return X, y, qid, names
+
+
+def test_the_ranker_is_a_registered_model_kind():
+    assert MODEL_KINDS["ranker"] is LinearRanker
+
+
+@pytest.mark.parametrize("learner,params", [
+    ("ranksvm", None), ("boosting", {"n_thresholds": 4}),
+    ("stacking", {"base": ["ranksvm", "boosting", "coordinate-ascent"], "n_splits": 3})])
+@pytest.mark.parametrize("mmap", [True, False])
+def test_saved_ranker_orders_search_results_with_identical_scores(index, learner, params, mmap):
+    engine = SearchEngine.open(index)
+    X, y, qid, names = table(engine)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ranker = LinearRanker(learner, params=params, random_state=0).fit(
+            X, y, qid=qid, feature_names=names)
+    add_model(index, "ranker", ranker)
+    reopened = SearchEngine.open(index, mmap=mmap)
+    stored = reopened.models["ranker"]
+    assert isinstance(stored, LinearRanker) and stored.get_params() == ranker.get_params()
+    np.testing.assert_array_equal(stored.predict(X), ranker.predict(X))
+    res = reopened.search("car engine will not start", k=None)
+    expected = ranker.predict(res.features[:, [res.feature_names.index(f) for f in names]])
+    np.testing.assert_array_equal(res.scores, expected)
+    assert np.all(np.diff(res.scores) <= 0)
+    plain = SearchEngine.open(index, config=SearchConfig(ranker=None)).search(
+        "car engine will not start", k=None)
+    assert sorted(plain.doc_ids) == sorted(res.doc_ids)
+
+
+def test_a_ranker_on_a_subset_of_the_features(index):
+    engine = SearchEngine.open(index)
+    X, y, qid, names = table(engine)
+    cols = [names.index("bm25"), names.index("log_length")]
+    ranker = LinearRanker("ranksvm").fit(X[:, cols], y, qid=qid,
+                                         feature_names=["bm25", "log_length"])
+    add_model(index, "ranker", ranker)
+    res = SearchEngine.open(index).search("visa", k=None)
+    cols = [res.feature_names.index("bm25"), res.feature_names.index("log_length")]
+    np.testing.assert_array_equal(res.scores, ranker.predict(res.features[:, cols]))
+
+
+def test_train_command_stores_a_ranker(index, judged, capsys):
+    queries, qrels = judged
+    code = train.main([str(index), "--queries", str(queries), "--qrels", str(qrels),
+                       "--learner", "coordinate-ascent", "--param", "n_restarts=2",
+                       "--cv", "3", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "learner      coordinate-ascent (n_restarts=2)" in out
+    assert "queries      6 judged" in out and "3-fold MAP" in out and "training MAP" in out
+    for name in ("bm25", "lm_jm", "given_rrank", "log_length"):
+        assert name in out
+    assert "stored as model 'ranker'" in out
+    engine = SearchEngine.open(index)
+    ranker = engine.models["ranker"]
+    assert ranker.learner == "coordinate-ascent" and engine.ranker is ranker
+    assert ranker.random_state == 0 and ranker.params == {"n_restarts": 2}
+
+
+def test_train_command_options_and_errors(index, judged, capsys):
+    queries, qrels = judged
+    base = [str(index), "--queries", str(queries), "--qrels", str(qrels), "-q"]
+    assert train.main(base + ["--learner", "ranksvm", "--exclude", "given_", "lm_",
+                              "--name", "svm", "--graded"]) == 0
+    out, _ = capsys.readouterr()
+    features = [line.split()[0] for line in out.split("weight")[1].splitlines()[1:]
+                if line and not line.startswith("(")]
+    assert features == ["bm25", "vsm", "answers_bm25", "answers_lm_jm", "category_match",
+                        "log_length"]
+    assert "SearchConfig(ranker='svm')" in out
+    ranker = SearchEngine.open(index).models["svm"]
+    assert all(not f.startswith(("given_", "lm_")) for f in ranker.feature_names_in_)
+
+    with pytest.warns(ConvergenceWarning, match="boosting reached max_iter=5 rounds"):
+        assert train.main(base + ["--learner", "boosting", "--features", "bm25", "--max-iter",
+                                  "5", "--dry-run"]) == 0
+    out, _ = capsys.readouterr()
+    assert "dry run" in out and "base score   bm25" in out
+    assert "ranker" not in SearchEngine.open(index).models
+
+    assert train.main(base + ["--learner", "ranksvm", "--param", "gamma=1"]) == 1
+    _, err = capsys.readouterr()
+    assert "error: params has no option 'gamma' for learner 'ranksvm'" in err
+    assert train.main(base + ["--features", "nope"]) == 1
+    _, err = capsys.readouterr()
+    assert "no feature column is left" in err
+    with pytest.raises(SystemExit) as exc:
+        train.main(base + ["--learner", "svm"])
+    assert exc.value.code == 2
