@@ -12,7 +12,6 @@ accepted and taken as the text of the best answer. Keys outside the schema are k
 """
 from __future__ import annotations
 
-import json
 import mmap
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
+import orjson
 
 from .exceptions import ArchiveError, QueryError
 
@@ -28,7 +28,6 @@ __all__ = ["Question", "Archive", "SCHEMA_KEYS"]
 SCHEMA_KEYS = ("id", "title", "body", "category", "tags", "answers", "best_answer", "duplicate_of")
 _SCHEMA_KEYS = frozenset(SCHEMA_KEYS)
 _NO_EXTRA = MappingProxyType({})
-_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
 
 
 def _str_tuple(value, name):
@@ -37,7 +36,7 @@ def _str_tuple(value, name):
     if type(value) is not list and type(value) is not tuple and (
             isinstance(value, str) or not isinstance(value, Iterable)):
         raise ValueError(f"field '{name}' must be a list of strings; got {type(value).__name__}")
-    out = tuple(value)
+    out = value if type(value) is tuple else tuple(value)
     if not all(type(item) is str for item in out):
         bad = next(item for item in out if not isinstance(item, str))
         if not isinstance(bad, str):
@@ -89,29 +88,45 @@ class Question:
     extra: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
-        qid = self.id
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
-        if not isinstance(qid, str) or not qid.strip():
-            raise ValueError(f"field 'id' must be a non-empty string; got {self.id!r}")
+        # Attributes are only re-set when normalisation changed them: this runs once per
+        # archived question, so it is kept cheap.
         set_ = object.__setattr__
-        set_(self, "id", qid.strip())
-        for name, value in (("title", self.title), ("body", self.body)):
+        qid = self.id
+        if type(qid) is not str:
+            if isinstance(qid, int) and not isinstance(qid, bool):
+                qid = str(qid)
+            elif not isinstance(qid, str):
+                raise ValueError(f"field 'id' must be a non-empty string; got {qid!r}")
+        stripped = qid.strip()
+        if not stripped:
+            raise ValueError(f"field 'id' must be a non-empty string; got {self.id!r}")
+        if stripped is not self.id:
+            set_(self, "id", stripped)
+        for name in ("title", "body"):
+            value = getattr(self, name)
             if type(value) is not str:
                 if value is None:
                     value = ""
                 elif not isinstance(value, str):
                     raise ValueError(f"field '{name}' must be a string; got {type(value).__name__}")
-            set_(self, name, value.strip())
+            stripped = value.strip()
+            if stripped is not getattr(self, name):
+                set_(self, name, stripped)
         if not self.title and not self.body:
             raise ValueError(f"question {self.id!r} has neither a title nor a body")
         category = self.category
-        if category is not None and not isinstance(category, str):
-            raise ValueError(f"field 'category' must be a string or null; got {type(category).__name__}")
-        set_(self, "category", (category.strip() or None) if category is not None else None)
-        set_(self, "tags", _str_tuple(self.tags, "tags"))
-        set_(self, "answers", _str_tuple(self.answers, "answers"))
-        set_(self, "duplicate_of", _str_tuple(self.duplicate_of, "duplicate_of"))
+        if category is not None:
+            if not isinstance(category, str):
+                raise ValueError(f"field 'category' must be a string or null; got "
+                                 f"{type(category).__name__}")
+            stripped = category.strip() or None
+            if stripped is not category:
+                set_(self, "category", stripped)
+        for name in ("tags", "answers", "duplicate_of"):
+            value = getattr(self, name)
+            checked = _str_tuple(value, name)
+            if checked is not value:
+                set_(self, name, checked)
         best = self.best_answer
         if best is not None:
             if isinstance(best, bool) or not isinstance(best, (int, np.integer)):
@@ -120,10 +135,13 @@ class Question:
                 raise ValueError(
                     f"field 'best_answer' is {best} but question {self.id!r} has "
                     f"{len(self.answers)} answer(s)")
-            set_(self, "best_answer", int(best))
-        if type(self.extra) is not dict and not isinstance(self.extra, Mapping):
-            raise ValueError("field 'extra' must be a mapping")
-        set_(self, "extra", MappingProxyType(dict(self.extra)) if self.extra else _NO_EXTRA)
+            if type(best) is not int:
+                set_(self, "best_answer", int(best))
+        extra = self.extra
+        if extra is not _NO_EXTRA:
+            if type(extra) is not dict and not isinstance(extra, Mapping):
+                raise ValueError("field 'extra' must be a mapping")
+            set_(self, "extra", MappingProxyType(dict(extra)) if extra else _NO_EXTRA)
 
     @property
     def text(self) -> str:
@@ -170,11 +188,12 @@ class Question:
             duplicate_of = (str(duplicate_of),)
         elif duplicate_of:
             duplicate_of = tuple(str(d) if isinstance(d, int) else d for d in duplicate_of)
-        extra = {k: v for k, v in record.items() if k not in _SCHEMA_KEYS}
+        extra = {k: v for k, v in record.items() if k not in _SCHEMA_KEYS} \
+            if len(record.keys() - _SCHEMA_KEYS) else _NO_EXTRA
         return cls(
             id=record["id"], title=record.get("title") or "", body=record.get("body") or "",
             category=record.get("category"), tags=tags, answers=answers, best_answer=best,
-            duplicate_of=duplicate_of, extra=extra or _NO_EXTRA)
+            duplicate_of=duplicate_of, extra=extra)
 
     def to_dict(self) -> dict:
         """The canonical-schema mapping (inverse of :meth:`from_dict`)."""
@@ -188,7 +207,11 @@ class Question:
 
     def to_json(self) -> str:
         """One canonical JSONL line (without the newline)."""
-        return _ENCODER.encode(self.to_dict())
+        return self.to_json_bytes().decode("utf-8")
+
+    def to_json_bytes(self) -> bytes:
+        """:meth:`to_json` as UTF-8 bytes (what archive files store)."""
+        return orjson.dumps(self.to_dict())
 
 
 class _JsonlRecords(Sequence):
@@ -221,7 +244,7 @@ class _JsonlRecords(Sequence):
         if not 0 <= row < n:
             raise IndexError(f"row {row} out of range for {n} questions")
         start, stop = int(self._offsets[row]), int(self._offsets[row + 1])
-        return Question.from_dict(json.loads(self._buf()[start:stop]))
+        return Question.from_dict(orjson.loads(self._buf()[start:stop]))
 
 
 class Archive(Sequence):
@@ -248,19 +271,26 @@ class Archive(Sequence):
     """
 
     def __init__(self, questions: Iterable[Question] = (), *, _doc_ids=None):
-        if _doc_ids is not None:  # lazy view built by the index store
+        self._row_map = None
+        if _doc_ids is not None:  # lazy view built by the index store (ids checked at build)
             self._questions = questions
             self._doc_ids = list(_doc_ids)
         else:
             self._questions = list(questions)
             self._doc_ids = [q.id for q in self._questions]
-        self._rows = {doc_id: row for row, doc_id in enumerate(self._doc_ids)}
-        if len(self._rows) != len(self._doc_ids):
-            seen = set()
-            dup = next(d for d in self._doc_ids if d in seen or seen.add(d))
-            raise ArchiveError(f"duplicate question id {dup!r}")
+            if len(self._rows) != len(self._doc_ids):
+                seen = set()
+                dup = next(d for d in self._doc_ids if d in seen or seen.add(d))
+                raise ArchiveError(f"duplicate question id {dup!r}")
         if not self._doc_ids:
             raise ArchiveError("the archive is empty: no question was read")
+
+    @property
+    def _rows(self) -> dict:
+        """doc_id -> row, built on first use (opening a large index stays fast)."""
+        if self._row_map is None:
+            self._row_map = {doc_id: row for row, doc_id in enumerate(self._doc_ids)}
+        return self._row_map
 
     @classmethod
     def read(cls, paths, *, format=None, skip_invalid=False, **options) -> "Archive":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import logging
 import os
 import sys
@@ -20,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import factorization, ranking, translation
 from .analysis import Analyzer
 from .archive import Archive, Question
 from .exceptions import ArchiveError, IndexFormatError, QueryError
@@ -163,7 +163,7 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
                 if question.id in seen:
                     raise ArchiveError(f"duplicate question id {question.id!r}")
                 seen.add(question.id)
-                line = (question.to_json() + "\n").encode("utf-8")
+                line = question.to_json_bytes() + b"\n"
                 out.write(line)
                 offsets.append(offsets[-1] + len(line))
                 doc_ids.append(question.id)
@@ -236,7 +236,23 @@ def _progress(enabled, desc, unit):
 # Trained models stored in an index
 # ---------------------------------------------------------------------------------------
 #: Model kind -> estimator class (with ``from_state``); see :mod:`cqa_search.features`.
-MODEL_KINDS = {**translation.MODEL_KINDS, **factorization.MODEL_KINDS, **ranking.MODEL_KINDS}
+#: Filled from the ``MODEL_KINDS`` of the model packages on first use, so that searching
+#: an index without trained models never imports them (nor scikit-learn).
+MODEL_KINDS = {}
+_MODEL_PACKAGES = ("translation", "factorization", "ranking")
+_packages_loaded = False
+
+
+def model_kinds() -> dict:
+    """:data:`MODEL_KINDS`, after importing the model packages once."""
+    global _packages_loaded
+    if not _packages_loaded:
+        for package in _MODEL_PACKAGES:
+            module = importlib.import_module(f"{__package__}.{package}")
+            for kind, cls in module.MODEL_KINDS.items():
+                MODEL_KINDS.setdefault(kind, cls)
+        _packages_loaded = True
+    return MODEL_KINDS
 
 
 def add_model(path, name, model) -> None:
@@ -244,7 +260,7 @@ def add_model(path, name, model) -> None:
 
     The engine opened afterwards computes its features (or, for a ranker, ranks with it).
     """
-    if MODEL_KINDS.get(getattr(model, "kind", None)) is not type(model):
+    if model_kinds().get(getattr(model, "kind", None)) is not type(model):
         raise ValueError(f"cannot store {type(model).__name__}: not a registered model kind")
     meta, arrays = model.state()
     save_model(path, name, kind=model.kind, params=model.get_params(), meta=meta, arrays=arrays)
@@ -254,7 +270,7 @@ def _load_models(stored) -> dict:
     models = {}
     for name in stored.models:
         entry = stored.model(name)
-        cls = MODEL_KINDS.get(entry.kind)
+        cls = model_kinds().get(entry.kind)
         if cls is None:
             raise IndexFormatError(f"{stored.path}: model {name!r} is of kind {entry.kind!r}, "
                                    f"which this cqa_search cannot read")

@@ -3,7 +3,6 @@
 Every error caused by user input derives from :class:`CQASearchError`; the command line
 prints its message and exits 1 instead of showing a traceback.
 """
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 __all__ = [
     "CQASearchError",
@@ -49,3 +48,13 @@ class IndexFormatError(CQASearchError):
 
 class QueryError(CQASearchError, ValueError):
     """A query cannot be run: empty text, unknown category, bad parameter."""
+
+
+def __getattr__(name):
+    # scikit-learn's own classes (so that its check_is_fitted and ours raise the same
+    # NotFittedError), imported on first use: importing scikit-learn is slow.
+    if name in ("NotFittedError", "ConvergenceWarning"):
+        from sklearn import exceptions
+
+        return getattr(exceptions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import argparse
 
-import pandas as pd
-
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
                           summarize, write_run)
@@ -42,6 +40,8 @@ def configure(parser) -> None:
 
 
 def _table(rows: dict) -> str:
+    import pandas as pd
+
     df = pd.DataFrame(rows).T
     df.columns = [c.upper() for c in df.columns]
     return df.to_string(float_format=lambda v: f"{v:.2f}")

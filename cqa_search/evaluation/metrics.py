@@ -25,7 +25,6 @@ log2 discount, as trec_eval's ``ndcg_cut``), for any positive integer ``k``.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 __all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric"]
 
@@ -93,7 +92,7 @@ def _query_metrics(ranked, judged, metrics, convention, threshold):
 
 
 def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@10"),
-             convention="semeval", relevance_threshold=1) -> pd.DataFrame:
+             convention="semeval", relevance_threshold=1):
     """Per-query metrics of a run.
 
     Parameters
@@ -120,6 +119,8 @@ def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@
     >>> evaluate(run, qrels, metrics=["map"], convention="trec").round(4).to_dict("index")
     {'q1': {'map': 0.5833}}
     """
+    import pandas as pd  # imported here: the rest of the package runs without pandas
+
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {{'semeval', 'trec'}}; got {convention!r}")
     parsed = {m: parse_metric(m) for m in metrics}
@@ -133,7 +134,7 @@ def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@
     return df
 
 
-def summarize(per_query: pd.DataFrame, *, percent=False) -> pd.Series:
+def summarize(per_query, *, percent=False):
     """Mean of every metric over the queries (times 100 when ``percent``)."""
     mean = per_query.mean(axis=0) if len(per_query) else per_query.sum(axis=0) * np.nan
     return mean * 100 if percent else mean

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 
 __all__ = ["paired_ttest", "randomization_test", "compare"]
 
@@ -22,6 +20,8 @@ def paired_ttest(a, b) -> float:
     a, b = _paired(a, b)
     if np.allclose(a, b):
         return 1.0
+    from scipy import stats
+
     return float(stats.ttest_rel(a, b).pvalue)
 
 
@@ -34,6 +34,8 @@ def randomization_test(a, b, *, n_resamples=10000, random_state=0) -> float:
     a, b = _paired(a, b)
     if np.allclose(a, b):
         return 1.0
+    from scipy import stats
+
     res = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis),
                                  permutation_type="samples", n_resamples=n_resamples,
                                  alternative="two-sided", vectorized=True,
@@ -41,13 +43,14 @@ def randomization_test(a, b, *, n_resamples=10000, random_state=0) -> float:
     return float(res.pvalue)
 
 
-def compare(per_query_a: pd.DataFrame, per_query_b: pd.DataFrame, *, metrics=None,
-            n_resamples=10000, random_state=0) -> pd.DataFrame:
+def compare(per_query_a, per_query_b, *, metrics=None, n_resamples=10000, random_state=0):
     """Means, difference and both p-values of system A vs B, per metric.
 
     The two per-query tables (from :func:`~cqa_search.evaluation.metrics.evaluate`) are
     aligned on their query ids; only shared queries are compared.
     """
+    import pandas as pd
+
     shared = per_query_a.index.intersection(per_query_b.index)
     metrics = list(per_query_a.columns) if metrics is None else list(metrics)
     rows = []

@@ -197,6 +197,29 @@ def verify_index(path) -> StoredIndex:
     return open_index(path, mmap=True, verify=True)
 
 
+class _HashingFile:
+    """A binary file that computes its SHA-256 as it is written."""
+
+    def __init__(self, f, digests, relpath):
+        self._f, self._digests, self._relpath = f, digests, relpath
+        self._hash = hashlib.sha256()
+
+    def write(self, data):
+        self._hash.update(data)
+        return self._f.write(data)
+
+    def close(self):
+        self._f.close()
+        self._digests[self._relpath] = self._hash.hexdigest()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
 class IndexWriter:
     """Writes an index directory atomically.
 
@@ -225,6 +248,7 @@ class IndexWriter:
         os.makedirs(parent, exist_ok=True)
         self.tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.tmp-", dir=parent)
         self._files = []
+        self._digests = {}
 
     def __enter__(self):
         return self
@@ -242,9 +266,15 @@ class IndexWriter:
         return full
 
     def open(self, relpath, mode="w"):
-        """Open a file of the index for writing (text files are UTF-8)."""
+        """Open a file of the index for writing (text files are UTF-8).
+
+        A binary file (``"wb"``) is hashed while it is written, so that :meth:`commit`
+        does not read it again.
+        """
         full = self._full(relpath)
-        return open(full, mode) if "b" in mode else open(full, mode, encoding="utf-8")
+        if "b" in mode:
+            return _HashingFile(open(full, mode), self._digests, relpath)
+        return open(full, mode, encoding="utf-8")
 
     def array(self, relpath, arr) -> None:
         np.save(self._full(relpath), np.ascontiguousarray(arr), allow_pickle=False)
@@ -258,7 +288,8 @@ class IndexWriter:
         files = {}
         for relpath in self._files:
             full = os.path.join(self.tmp, relpath)
-            files[relpath] = {"bytes": os.path.getsize(full), "sha256": _sha256(full)}
+            digest = self._digests.get(relpath) or _sha256(full)
+            files[relpath] = {"bytes": os.path.getsize(full), "sha256": digest}
         manifest = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
                     "package_version": __version__,
                     "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

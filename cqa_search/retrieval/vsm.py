@@ -8,7 +8,6 @@ score is their dot product, the cosine.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfTransformer
 
 from .._utils import validate_params
 from .base import _CHUNK, TermModel, posting_terms
@@ -45,6 +44,8 @@ class VSM(TermModel):
             if field.n_terms == 0:  # an archive without a single term
                 idf = np.zeros(0)
             else:
+                from sklearn.feature_extraction.text import TfidfTransformer
+
                 tfidf = TfidfTransformer(smooth_idf=self.smooth_idf, sublinear_tf=self.sublinear_tf)
                 # The fit reads only the document frequencies, i.e. the postings' structure.
                 idf = tfidf.fit(field.matrix(np.ones(field.nnz, dtype=np.float32))).idf_
