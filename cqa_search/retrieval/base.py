@@ -175,7 +175,10 @@ class TermModel:
         doc_part = self._doc_part(field, term_ids, qtf)
         if doc_part is not None:
             sparse += doc_part
-        return sparse + self._constant(field, term_ids, qtf), matched
+        constant = self._constant(field, term_ids, qtf)
+        if constant:
+            sparse += constant  # in place: a fresh array, and n_docs long
+        return sparse, matched
 
     def score_rows(self, field: FieldIndex, term_ids, qtf, rows) -> np.ndarray:
         """Scores of the documents ``rows`` only (same values as :meth:`score_all`)."""
