@@ -5,10 +5,11 @@ Usage::
 
     python scripts/bench_search.py ARCHIVE.jsonl QUERIES.jsonl [--work-dir DIR]
         [--engines cqa,bm25s,tantivy,tantivy-en_stem] [--limit N] [--n-queries Q]
+        [--repeat R] [--json-out FILE]
     python scripts/bench_search.py --generate 200000 --work-dir DIR    # synth_archive.py first
 
-Prints a Markdown report on stdout (machine, command, one table, sanity line); progress
-goes to stderr. ``--json-out`` also saves the raw measurements.
+Prints a Markdown report on stdout (command, machine, two tables, a sanity line, notes);
+progress goes to stderr. ``--json-out`` also saves the raw measurements.
 
 What is measured (the fairness rules)
 -------------------------------------
@@ -33,24 +34,29 @@ What is measured (the fairness rules)
   included). cqa_search: ``engine.search(text, k=10)`` with ``SearchConfig(features=())``
   (pure BM25 top-10) and with the default config (BM25 plus the feature scores of each
   hit), separate rows. bm25s: ``bm25s.tokenize`` of the one query then
-  ``retrieve(..., k=10, n_threads=1)`` per query (the fair number), and, as a second row,
-  all queries tokenized and retrieved in one batch call (still ``n_threads=1``).
+  ``retrieve(..., k=10, n_threads=1)`` per query (the like-for-like number), and, as a
+  second row, all queries tokenized and retrieved in one batch call (``n_threads=1``).
   tantivy: the query analysed by the field's analyzer (``TextAnalyzer.analyze``), an OR
   of term queries (what its query parser builds for plain words, without turning words
   such as "rock'n'roll" into phrase queries that need positions), then
   ``searcher.search(query, 10, count=False)``. Doc ids for the sanity check are read
-  outside the timed loop.
+  outside the timed loop. Each loop runs after one warm-up query.
 * Build time: from the JSONL file on disk to a searchable index saved on disk (bm25s:
   json parse + tokenize + index + ``save``; tantivy: json parse + ``add_document`` +
   ``commit`` + waiting for merges, one indexing thread, 256 MB writer heap; cqa_search:
   ``build_index`` on the file). Index size: the bytes of the saved index directory.
+* Wall-clock and CPU time are both recorded (CPU: ``time.process_time``, all threads of
+  the measuring process). Ratios are given for both: on a quiet machine they agree; on a
+  machine shared with other jobs the CPU-time ratio is the one to trust.
 * Peak RSS: every engine builds in its own subprocess and is queried in another one
   (this script run with ``--child ENGINE --phase build|query``), which reports its own
   peak RSS (``VmHWM``: unlike ``ru_maxrss`` it excludes the parent's memory inherited
-  through fork + exec); the table gives the larger of the two (the build peak, in practice) and
-  the query process's peak separately. The query process also times opening the saved
+  through fork + exec). "peak RSS" is the larger of the two (the build, in practice);
+  "query RSS" is the query process's. The query process also times opening the saved
   index (cqa_search: ``SearchEngine.open``, memory-mapped; bm25s: ``BM25.load``;
   tantivy: ``Index.open``) and the first query.
+* ``--repeat R`` runs every process R times, interleaved across engines, and keeps the
+  best time (and the largest RSS) of each; the spread is printed in the notes.
 * Sanity check (not a test): for the first 20 queries, the mean Jaccard overlap of each
   engine's top-10 doc ids with bm25s's top-10.
 
@@ -100,6 +106,19 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
 
 
+class _Clock:
+    """Wall-clock and CPU seconds of a ``with`` block."""
+
+    def __enter__(self):
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = time.process_time() - self._cpu
+        return False
+
+
 def _read_texts(archive):
     """(question texts, ids) of the archive, as the bm25s and tantivy builds see them."""
     texts, ids = [], []
@@ -117,27 +136,36 @@ def _read_queries(path, n=None):
     return texts if n is None else texts[:n]
 
 
+def _loop_result(n, clock, **extra):
+    return {"n_queries": n, "seconds": clock.wall, "cpu_seconds": clock.cpu,
+            "qps": n / clock.wall, "cpu_qps": n / max(clock.cpu, 1e-9), **extra}
+
+
 def _timed_loop(queries, run_one, n_check):
-    """Run ``run_one(text) -> top ids`` over ``queries``; per-query latencies and top ids."""
+    """Run ``run_one(text) -> top ids`` over ``queries`` (after one warm-up query)."""
+    run_one(queries[0])
     lat, tops = [], []
     perf = time.perf_counter
-    t0 = perf()
-    for i, text in enumerate(queries):
-        t = perf()
-        top = run_one(text)
-        lat.append(perf() - t)
-        if i < n_check:
-            tops.append(top)
-    total = perf() - t0
+    with _Clock() as clock:
+        for i, text in enumerate(queries):
+            t = perf()
+            top = run_one(text)
+            lat.append(perf() - t)
+            if i < n_check:
+                tops.append(top)
     lat.sort()
-    return {"n_queries": len(queries), "seconds": total, "qps": len(queries) / total,
-            "p50_ms": 1e3 * lat[len(lat) // 2], "p99_ms": 1e3 * lat[min(len(lat) - 1,
-                                                                        int(len(lat) * 0.99))],
-            "top": tops}
+    return _loop_result(len(queries), clock, top=tops, p50_ms=1e3 * lat[len(lat) // 2],
+                        p99_ms=1e3 * lat[min(len(lat) - 1, int(len(lat) * 0.99))])
 
 
 def _dir_bytes(path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
+
+
+def _first_query(run_one, text):
+    t0 = time.perf_counter()
+    run_one(text)
+    return 1e3 * (time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -147,34 +175,29 @@ def _cqa_build(a):
     import cqa_search
 
     import_rss = _rss_mb()
-    t0 = time.perf_counter()
-    summary = cqa_search.build_index(a.archive, a.index, fields=tuple(a.fields.split(",")))
-    seconds = time.perf_counter() - t0
+    with _Clock() as clock:
+        summary = cqa_search.build_index(a.archive, a.index, fields=tuple(a.fields.split(",")))
     store = os.path.getsize(os.path.join(a.index, "archive.jsonl"))
-    return {"build_s": seconds, "import_rss_mb": import_rss, "n_docs": summary.n_questions,
-            "n_terms": summary.n_terms, "doc_store_bytes": store}
+    return {"build_s": clock.wall, "build_cpu_s": clock.cpu, "import_rss_mb": import_rss,
+            "n_docs": summary.n_questions, "n_terms": summary.n_terms,
+            "doc_store_bytes": store}
 
 
 def _cqa_query(a, queries):
-    import cqa_search
     from cqa_search import SearchConfig, SearchEngine
 
     import_rss = _rss_mb()
-    t0 = time.perf_counter()
-    engine = SearchEngine.open(a.index, config=SearchConfig(features=()))
-    open_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    engine.search(queries[0], k=K)
-    first_ms = 1e3 * (time.perf_counter() - t0)
+    with _Clock() as clock:
+        engine = SearchEngine.open(a.index, config=SearchConfig(features=()))
+    first_ms = _first_query(lambda q: engine.search(q, k=K), queries[0])
     modes = {"bm25": _timed_loop(queries, lambda q: list(engine.search(q, k=K).doc_ids),
                                  a.check)}
     full = engine.with_config(SearchConfig())
-    full.search(queries[0], k=K)
     modes["default"] = _timed_loop(queries, lambda q: list(full.search(q, k=K).doc_ids),
                                    a.check)
     modes["default"]["n_features"] = len(full.config.features)
-    return {"open_s": open_s, "first_query_ms": first_ms, "import_rss_mb": import_rss,
-            "modes": modes, "version": cqa_search.__version__}
+    return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
+            "modes": modes}
 
 
 def _bm25s_build(a, stopwords):
@@ -182,16 +205,16 @@ def _bm25s_build(a, stopwords):
     import Stemmer
 
     import_rss = _rss_mb()
-    t0 = time.perf_counter()
-    texts, _ = _read_texts(a.archive)
-    tokens = bm25s.tokenize(texts, stopwords=stopwords, stemmer=Stemmer.Stemmer("english"),
-                            show_progress=False)
-    del texts
-    retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
-    retriever.index(tokens, show_progress=False)
-    retriever.save(a.index)
-    seconds = time.perf_counter() - t0
-    return {"build_s": seconds, "import_rss_mb": import_rss, "n_terms": len(tokens.vocab)}
+    with _Clock() as clock:
+        texts, _ = _read_texts(a.archive)
+        tokens = bm25s.tokenize(texts, stopwords=stopwords, stemmer=Stemmer.Stemmer("english"),
+                                show_progress=False)
+        del texts
+        retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+        retriever.index(tokens, show_progress=False)
+        retriever.save(a.index)
+    return {"build_s": clock.wall, "build_cpu_s": clock.cpu, "import_rss_mb": import_rss,
+            "n_terms": len(tokens.vocab)}
 
 
 def _bm25s_query(a, queries, stopwords):
@@ -200,9 +223,8 @@ def _bm25s_query(a, queries, stopwords):
 
     import_rss = _rss_mb()
     stemmer = Stemmer.Stemmer("english")
-    t0 = time.perf_counter()
-    retriever = bm25s.BM25.load(a.index)
-    open_s = time.perf_counter() - t0
+    with _Clock() as clock:
+        retriever = bm25s.BM25.load(a.index)
 
     def one(text):
         qtok = bm25s.tokenize(text, stopwords=stopwords, stemmer=stemmer, return_ids=False,
@@ -210,23 +232,19 @@ def _bm25s_query(a, queries, stopwords):
         docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
         return docs[0].tolist()
 
-    t0 = time.perf_counter()
-    one(queries[0])
-    first_ms = 1e3 * (time.perf_counter() - t0)
+    first_ms = _first_query(one, queries[0])
     modes = {"per_query": _timed_loop(queries, one, a.check)}
-    t0 = time.perf_counter()
-    qtok = bm25s.tokenize(queries, stopwords=stopwords, stemmer=stemmer, return_ids=False,
-                          show_progress=False)
-    docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
-    seconds = time.perf_counter() - t0
-    modes["batch"] = {"n_queries": len(queries), "seconds": seconds,
-                      "qps": len(queries) / seconds, "top": docs[:a.check].tolist()}
-    return {"open_s": open_s, "first_query_ms": first_ms, "import_rss_mb": import_rss,
+    with _Clock() as batch:
+        qtok = bm25s.tokenize(queries, stopwords=stopwords, stemmer=stemmer, return_ids=False,
+                              show_progress=False)
+        docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
+    modes["batch"] = _loop_result(len(queries), batch, top=docs[:a.check].tolist())
+    return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
             "modes": modes}
 
 
 def _tantivy_analyzers(tantivy, stopwords):
-    """name -> (analyzer registered for the field or None for a built-in, query analyzer)."""
+    """engine -> (tokenizer name, analyzer to register or None for a built-in, query analyzer)."""
     F = tantivy.Filter
     same = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(r"(?u)\w{2,}"))
             .filter(F.lowercase()).filter(F.custom_stopword(stopwords))
@@ -242,25 +260,24 @@ def _tantivy_build(a, stopwords):
 
     import_rss = _rss_mb()
     name, registered, _ = _tantivy_analyzers(tantivy, stopwords)[a.engine]
-    t0 = time.perf_counter()
-    sb = tantivy.SchemaBuilder()
-    sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
-    sb.add_text_field("text", stored=False, tokenizer_name=name, index_option="freq")
-    schema = sb.build()
-    index = tantivy.Index(schema, path=a.index)
-    if registered is not None:
-        index.register_tokenizer(name, registered)
-    writer = index.writer(TANTIVY_HEAP, 1)
-    Document = tantivy.Document
-    with open(a.archive, encoding="utf-8") as f:
-        for line in f:
-            rec = json.loads(line)
-            writer.add_document(Document(id=rec["id"], text=rec["title"] + "\n" + rec["body"]))
-    writer.commit()
-    writer.wait_merging_threads()
-    seconds = time.perf_counter() - t0
+    with _Clock() as clock:
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+        sb.add_text_field("text", stored=False, tokenizer_name=name, index_option="freq")
+        index = tantivy.Index(sb.build(), path=a.index)
+        if registered is not None:
+            index.register_tokenizer(name, registered)
+        writer = index.writer(TANTIVY_HEAP, 1)
+        Document = tantivy.Document
+        with open(a.archive, encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                writer.add_document(Document(id=rec["id"],
+                                             text=rec["title"] + "\n" + rec["body"]))
+        writer.commit()
+        writer.wait_merging_threads()
     index.reload()
-    return {"build_s": seconds, "import_rss_mb": import_rss,
+    return {"build_s": clock.wall, "build_cpu_s": clock.cpu, "import_rss_mb": import_rss,
             "segments": index.searcher().num_segments}
 
 
@@ -269,12 +286,11 @@ def _tantivy_query(a, queries, stopwords):
 
     import_rss = _rss_mb()
     name, registered, query_analyzer = _tantivy_analyzers(tantivy, stopwords)[a.engine]
-    t0 = time.perf_counter()
-    index = tantivy.Index.open(a.index)
-    if registered is not None:
-        index.register_tokenizer(name, registered)
-    searcher = index.searcher()
-    open_s = time.perf_counter() - t0
+    with _Clock() as clock:
+        index = tantivy.Index.open(a.index)
+        if registered is not None:
+            index.register_tokenizer(name, registered)
+        searcher = index.searcher()
     schema = index.schema
     Query, Occur = tantivy.Query, tantivy.Occur
     analyze, term_query, search = query_analyzer.analyze, Query.term_query, searcher.search
@@ -287,13 +303,11 @@ def _tantivy_query(a, queries, stopwords):
                                      for t in terms])
         return search(query, K, count=False).hits
 
-    t0 = time.perf_counter()
-    one(queries[0])
-    first_ms = 1e3 * (time.perf_counter() - t0)
+    first_ms = _first_query(one, queries[0])
     loop = _timed_loop(queries, one, a.check)
     loop["top"] = [[searcher.doc(addr)["id"][0] for _, addr in hits] for hits in loop["top"]]
-    return {"open_s": open_s, "first_query_ms": first_ms, "import_rss_mb": import_rss,
-            "modes": {"per_query": loop}, "segments": searcher.num_segments}
+    return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
+            "modes": {"per_query": loop}}
 
 
 def child_main(a) -> int:
@@ -319,18 +333,44 @@ def _log(msg):
     print(f"[bench_search {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def _run_child(work, engine, phase, tag, archive, queries, index, extra=()):
+def _run_child(work, engine, phase, tag, archive, queries, index, extra=(), label=None):
     result = work / f"{tag}.{phase}.json"
     cmd = [sys.executable, os.fspath(Path(__file__).resolve()), "--child", engine,
            "--phase", phase, "--archive", os.fspath(archive), "--queries", os.fspath(queries),
            "--index", os.fspath(index), "--result", os.fspath(result),
            "--stopwords", os.fspath(work / "stopwords.json"), *extra]
-    _log(f"{tag}: {phase} ...")
+    label = label or tag
+    _log(f"{label}: {phase} ...")
     subprocess.run(cmd, check=True)
     out = json.loads(result.read_text())
-    _log(f"{tag}: {phase} done " + ", ".join(
-        f"{k}={v:.3g}" for k, v in out.items() if isinstance(v, float)))
+    summary = {k: v for k, v in out.items() if isinstance(v, float)}
+    summary.update({f"{mode} q/s": m["qps"] for mode, m in out.get("modes", {}).items()})
+    _log(f"{label}: {phase} done " + ", ".join(f"{k}={v:.3g}" for k, v in summary.items()))
     return out
+
+
+def _best(builds, queries):
+    """Best of the repetitions: fastest build and loops, largest RSS; all values kept."""
+    build = dict(builds[0])
+    for key in ("build_s", "build_cpu_s"):
+        build[key] = min(b[key] for b in builds)
+        build[f"all_{key}"] = [b[key] for b in builds]
+    build["peak_rss_mb"] = max(b["peak_rss_mb"] for b in builds)
+    query = dict(queries[0])
+    query["peak_rss_mb"] = max(q["peak_rss_mb"] for q in queries)
+    query["open_s"] = min(q["open_s"] for q in queries)
+    query["first_query_ms"] = min(q["first_query_ms"] for q in queries)
+    query["modes"] = {}
+    for mode, first in queries[0]["modes"].items():
+        best = dict(first)
+        for key in ("qps", "cpu_qps"):
+            best[key] = max(q["modes"][mode][key] for q in queries)
+            best[f"all_{key}"] = [q["modes"][mode][key] for q in queries]
+        if "p50_ms" in first:
+            best["p50_ms"] = min(q["modes"][mode]["p50_ms"] for q in queries)
+            best["p99_ms"] = min(q["modes"][mode]["p99_ms"] for q in queries)
+        query["modes"][mode] = best
+    return {"build": build, "query": query}
 
 
 def _jaccard(a, b):
@@ -338,8 +378,23 @@ def _jaccard(a, b):
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def _machine():
-    model = ""
+def _git_state() -> str:
+    """``git abc1234`` of the measured package (``+ uncommitted changes`` when dirty)."""
+    repo = HERE.parent
+    try:
+        head = subprocess.run(["git", "-C", os.fspath(repo), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", os.fspath(repo), "status", "--porcelain",
+                                "--", "cqa_search"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"git {head}" + (" + uncommitted changes" if dirty else "")
+
+
+def _machine() -> str:
+    """CPU, memory, OS, Python and package versions."""
+    model, mem_gb = "", float("nan")
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -349,7 +404,7 @@ def _machine():
                    if line.startswith("MemTotal"))
         mem_gb = int(mem.split()[1]) / 1024 ** 2
     except (OSError, StopIteration, ValueError):
-        mem_gb = float("nan")
+        pass
     versions = []
     for dist in ("cqa-search", "numpy", "scipy", "scikit-learn", "PyStemmer", "bm25s",
                  "tantivy"):
@@ -363,44 +418,112 @@ def _machine():
             + ", ".join(versions))
 
 
+def _load() -> str:
+    try:
+        return "/".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
 def _ratio(x, ref):
     return f"{x / ref:.2f}" if ref else "n/a"
 
 
-def report(rows, base, check, args, machine, n_docs, n_queries, extra_notes):
+def report(rows, base, *, argv, info, jaccard, n_check, notes):
     """The Markdown report (a list of lines)."""
     out = ["## Search benchmark", "",
-           f"- command: `{' '.join(shlex.quote(a) for a in args)}`",
-           f"- machine: {machine}",
-           f"- data: {n_docs:,} archive records, {n_queries:,} queries, top-{K}, one thread", "",
-           "| engine | build s | index MB | peak RSS MB | query RSS MB | q/s | p50 ms "
-           "| q/s ÷ bm25s per-query (higher is better) | q/s ÷ bm25s batch "
-           "| build s ÷ bm25s (lower is better) | peak RSS ÷ bm25s (lower is better) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           f"- command: `{' '.join(shlex.quote(a) for a in argv)}`",
+           *[f"- {k}: {v}" for k, v in info.items()], "",
+           "| engine | build s | build CPU s | index MB | peak RSS MB | q/s | q/s per CPU s "
+           "| q/s ÷ bm25s, wall / CPU (higher is better) "
+           "| build ÷ bm25s, wall / CPU (lower is better) | peak RSS ÷ bm25s (lower is better) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        p50 = f"{r['p50_ms']:.2f}" if r.get("p50_ms") is not None else "–"
-        out.append(f"| {r['label']} | {r['build_s']:.1f} | {r['index_mb']:.0f} | "
-                   f"{r['peak_rss_mb']:.0f} | {r['query_rss_mb']:.0f} | {r['qps']:.0f} | {p50} | "
-                   f"{_ratio(r['qps'], base['qps'])} | {_ratio(r['qps'], base['batch_qps'])} | "
-                   f"{_ratio(r['build_s'], base['build_s'])} | "
-                   f"{_ratio(r['peak_rss_mb'], base['peak_rss_mb'])} |")
-    out += ["", "Ratios are against the bm25s rows (per-query loop, the like-for-like "
-            "number, and one batch call). peak RSS = the larger of the "
-            "build process's and the query process's peaks; query RSS = the peak of the "
-            "process that opens the saved index and runs the queries.", "",
-            "| engine | open ms | first query ms | RSS after imports MB (build / query) |",
-            "|---|---:|---:|---:|"]
-    seen = set()
+        out.append(
+            f"| {r['label']} | {r['build_s']:.1f} | {r['build_cpu_s']:.1f} | "
+            f"{r['index_mb']:.0f} | {r['peak_rss_mb']:.0f} | {r['qps']:.0f} | "
+            f"{r['cpu_qps']:.0f} | {_ratio(r['qps'], base['qps'])} / "
+            f"{_ratio(r['cpu_qps'], base['cpu_qps'])} | {_ratio(r['build_s'], base['build_s'])} / "
+            f"{_ratio(r['build_cpu_s'], base['build_cpu_s'])} | "
+            f"{_ratio(r['peak_rss_mb'], base['peak_rss_mb'])} |")
+    out += ["", "Ratios are against the bm25s per-query row. q/s per CPU s = queries per "
+            "second of CPU time. peak RSS = the larger of the build process's and the query "
+            "process's peaks.", "",
+            "| engine | p50 ms | p99 ms | query RSS MB | open ms | first query ms "
+            "| RSS after imports MB |", "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        if r["open_key"] in seen:
-            continue
-        seen.add(r["open_key"])
-        out.append(f"| {r['open_label']} | {1e3 * r['open_s']:.1f} | {r['first_query_ms']:.1f} | "
-                   f"{r['import_rss'][0]:.0f} / {r['import_rss'][1]:.0f} |")
+        p = ((f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f}") if r.get("p50_ms") is not None
+             else "– | –")
+        out.append(f"| {r['label']} | {p} | {r['query_rss_mb']:.0f} | "
+                   f"{1e3 * r['open_s']:.1f} | {r['first_query_ms']:.1f} | "
+                   f"{r['import_rss_mb']:.0f} |")
     out += ["", f"Sanity check, mean Jaccard overlap of the top-{K} with bm25s's on the first "
-            f"{check['n']} queries: " + ", ".join(f"{k} {v:.3f}" for k, v in check["jaccard"].items())]
-    out += [""] + [f"- {n}" for n in extra_notes]
+            f"{n_check} queries: " + (", ".join(f"{k} {v:.3f}" for k, v in jaccard.items())
+                                      or "n/a (needs bm25s and another engine in the run)")]
+    out += [""] + [f"- {n}" for n in notes]
     return out
+
+
+def _label(engine, tag, mode, m):
+    if engine == "cqa":
+        fields = tag.split("-", 1)[1].replace("+", ",")
+        what = ("BM25 top-10, `features=()`" if mode == "bm25" else
+                f"default config ({m['n_features']} feature scores per hit)")
+        return f"cqa_search `fields=({fields})`, {what}"
+    if engine == "bm25s":
+        return ("bm25s, per-query loop" if mode == "per_query" else
+                "bm25s, one batch call (tokenize + retrieve)")
+    return ("tantivy, custom analyzer as ours" if engine == "tantivy"
+            else "tantivy, built-in en_stem")
+
+
+def _run_all(a, work, archive, queries, jobs):
+    """{tag: best-of build and query results}, running every process ``a.repeat`` times."""
+    common = ["--check", str(a.check)] + (["--n-queries", str(a.n_queries)]
+                                          if a.n_queries else [])
+    runs = {tag: {"build": [], "query": []} for _, tag, _ in jobs}
+    for rep in range(a.repeat):  # repetitions interleaved, so load spikes hit all engines
+        for engine, tag, extra in jobs:
+            index = work / f"index-{tag}"
+            shutil.rmtree(index, ignore_errors=True)
+            if not engine.startswith("cqa"):
+                index.mkdir()
+            label = tag if a.repeat == 1 else f"{tag} (run {rep + 1}/{a.repeat})"
+            build = _run_child(work, engine, "build", tag, archive, queries, index,
+                               extra + common, label)
+            build["index_bytes"] = _dir_bytes(index)
+            query = _run_child(work, engine, "query", tag, archive, queries, index,
+                               extra + common, label)
+            runs[tag]["build"].append(build)
+            runs[tag]["query"].append(query)
+            if not a.keep_indexes or rep + 1 < a.repeat:
+                shutil.rmtree(index, ignore_errors=True)
+    return {tag: _best(r["build"], r["query"]) for tag, r in runs.items()}
+
+
+def _inputs(a, work):
+    """(archive, queries) paths: given, generated, or the first ``--limit`` records."""
+    if a.generate:
+        archive = work / f"synth{a.generate}.jsonl"
+        queries = work / f"synth{a.generate}_queries.jsonl"
+        if not (archive.exists() and queries.exists()):
+            _log(f"generating {archive} with {SYNTH}")
+            subprocess.run([sys.executable, os.fspath(SYNTH), str(a.generate),
+                            os.fspath(archive), "--queries", str(a.n_queries or 1000),
+                            os.fspath(queries)], check=True)
+    elif a.archive and a.queries:
+        archive, queries = Path(a.archive), Path(a.queries)
+    else:
+        raise SystemExit("bench_search: give ARCHIVE and QUERIES, or --generate N")
+    if a.limit:
+        limited = work / f"archive_first{a.limit}.jsonl"
+        with open(archive, encoding="utf-8") as src, open(limited, "w", encoding="utf-8") as dst:
+            for i, line in enumerate(src):
+                if i >= a.limit:
+                    break
+                dst.write(line)
+        archive = limited
+    return archive, queries
 
 
 def parent_main(a, argv) -> int:
@@ -409,34 +532,11 @@ def parent_main(a, argv) -> int:
     if bad:
         raise SystemExit(f"bench_search: unknown engine {bad[0]!r} (choose from "
                          f"{', '.join(ENGINES)})")
-    tmp = None
-    if a.work_dir is None:
-        tmp = tempfile.mkdtemp(prefix="bench_search_")
-        work = Path(tmp)
-    else:
-        work = Path(a.work_dir)
-        work.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="bench_search_") if a.work_dir is None else None
+    work = Path(tmp or a.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
     try:
-        if a.generate:
-            archive = work / f"synth{a.generate}.jsonl"
-            queries = work / f"synth{a.generate}_queries.jsonl"
-            if not (archive.exists() and queries.exists()):
-                _log(f"generating {archive} with {SYNTH}")
-                subprocess.run([sys.executable, os.fspath(SYNTH), str(a.generate),
-                                os.fspath(archive), "--queries", str(a.n_queries or 1000),
-                                os.fspath(queries)], check=True)
-        elif a.archive and a.queries:
-            archive, queries = Path(a.archive), Path(a.queries)
-        else:
-            raise SystemExit("bench_search: give ARCHIVE and QUERIES, or --generate N")
-        if a.limit:
-            limited = work / f"archive_first{a.limit}.jsonl"
-            with open(archive, encoding="utf-8") as src, open(limited, "w", encoding="utf-8") as dst:
-                for i, line in enumerate(src):
-                    if i >= a.limit:
-                        break
-                    dst.write(line)
-            archive = limited
+        archive, queries = _inputs(a, work)
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
         # Given to the bm25s and tantivy children as data, so that they need not import
@@ -444,63 +544,47 @@ def parent_main(a, argv) -> int:
         (work / "stopwords.json").write_text(json.dumps(sorted(ENGLISH_STOP_WORDS)))
         query_texts = _read_queries(queries, a.n_queries)
         _, doc_ids = _read_texts(archive)
-        common = ["--check", str(a.check)] + (["--n-queries", str(a.n_queries)]
-                                              if a.n_queries else [])
-        jobs = []  # (engine, tag, extra args)
+        jobs = []  # (engine, tag, extra child arguments)
         for e in engines:
             if e == "cqa":
                 jobs += [("cqa", "cqa-question", ["--fields", "question"]),
                          ("cqa", "cqa-question+answers", ["--fields", "question,answers"])]
             else:
                 jobs.append((e, e, []))
-        results = {}
-        for engine, tag, extra in jobs:
-            index = work / f"index-{tag}"
-            shutil.rmtree(index, ignore_errors=True)
-            if not engine.startswith("cqa"):
-                index.mkdir()
-            build = _run_child(work, engine, "build", tag, archive, queries, index, extra + common)
-            build["index_bytes"] = _dir_bytes(index)
-            query = _run_child(work, engine, "query", tag, archive, queries, index, extra + common)
-            results[tag] = {"build": build, "query": query}
-            if not a.keep_indexes:
-                shutil.rmtree(index, ignore_errors=True)
-        rows, base, notes = [], None, []
-        top_lists = {}
+        state, load_before = _git_state(), _load()
+        results = _run_all(a, work, archive, queries, jobs)
+        state_after = _git_state()
+        rows, notes, tops = [], [], {}
+        base = {"qps": 0, "cpu_qps": 0, "build_s": 0, "build_cpu_s": 0, "peak_rss_mb": 0}
         for engine, tag, _ in jobs:
             b, q = results[tag]["build"], results[tag]["query"]
-            common_row = {"build_s": b["build_s"], "index_mb": b["index_bytes"] / 1e6,
-                          "peak_rss_mb": max(b["peak_rss_mb"], q["peak_rss_mb"]),
-                          "query_rss_mb": q["peak_rss_mb"], "open_key": tag,
-                          "open_s": q["open_s"], "first_query_ms": q["first_query_ms"],
-                          "import_rss": (b["import_rss_mb"], q["import_rss_mb"])}
             for mode, m in q["modes"].items():
-                if engine == "cqa":
-                    fields = tag.split("-", 1)[1].replace("+", ",")
-                    what = ("BM25 top-10, `features=()`" if mode == "bm25" else
-                            f"default config ({m['n_features']} feature scores per hit)")
-                    label = f"cqa_search `fields=({fields})`, {what}"
-                    open_label = f"cqa_search `fields=({fields})`"
-                elif engine == "bm25s":
-                    label = ("bm25s, per-query loop" if mode == "per_query" else
-                             "bm25s, one batch call (tokenize + retrieve)")
-                    open_label = "bm25s"
-                else:
-                    label = open_label = ("tantivy, custom analyzer as ours" if engine == "tantivy"
-                                          else "tantivy, built-in en_stem")
-                row = dict(common_row, label=label, open_label=open_label, qps=m["qps"],
-                           p50_ms=m.get("p50_ms"))
+                row = {"label": _label(engine, tag, mode, m), "build_s": b["build_s"],
+                       "build_cpu_s": b["build_cpu_s"], "index_mb": b["index_bytes"] / 1e6,
+                       "peak_rss_mb": max(b["peak_rss_mb"], q["peak_rss_mb"]),
+                       "query_rss_mb": q["peak_rss_mb"], "open_s": q["open_s"],
+                       "first_query_ms": q["first_query_ms"],
+                       "import_rss_mb": q["import_rss_mb"], "qps": m["qps"],
+                       "cpu_qps": m["cpu_qps"], "p50_ms": m.get("p50_ms"),
+                       "p99_ms": m.get("p99_ms")}
                 rows.append(row)
                 if engine == "bm25s":
-                    tops = [[doc_ids[i] for i in t] for t in m["top"]]
                     if mode == "per_query":
-                        base = dict(row, batch_qps=q["modes"]["batch"]["qps"])
-                        top_lists["bm25s"] = tops
+                        base = row
+                        tops["bm25s"] = [[doc_ids[i] for i in t] for t in m["top"]]
                 else:
-                    tops = m["top"]
-                    short = {"cqa": f"{tag} {mode}", "tantivy": "tantivy (same analysis)",
-                             "tantivy-en_stem": "tantivy en_stem"}[engine]
-                    top_lists[short] = tops
+                    name = {"cqa": f"{tag} {mode}", "tantivy": "tantivy (same analysis)",
+                            "tantivy-en_stem": "tantivy en_stem"}[engine]
+                    tops[name] = m["top"]
+            if a.repeat > 1:
+                spread = "; ".join(f"{mode} q/s {min(m['all_qps']):.0f}–{max(m['all_qps']):.0f}"
+                                   f" (per CPU s {min(m['all_cpu_qps']):.0f}–"
+                                   f"{max(m['all_cpu_qps']):.0f})"
+                                   for mode, m in q["modes"].items())
+                notes.append(f"{tag} over the {a.repeat} runs: build "
+                             f"{min(b['all_build_s']):.1f}–{max(b['all_build_s']):.1f} s "
+                             f"(CPU {min(b['all_build_cpu_s']):.1f}–"
+                             f"{max(b['all_build_cpu_s']):.1f} s); {spread}")
             if engine == "cqa":
                 notes.append(f"{tag}: {b['n_terms']:,} terms; its index includes the document "
                              f"store archive.jsonl, {b['doc_store_bytes'] / 1e6:.0f} MB of the "
@@ -509,20 +593,25 @@ def parent_main(a, argv) -> int:
                 notes.append(f"{tag}: {b['segments']} segment(s) after commit and merges")
             elif engine == "bm25s":
                 notes.append(f"bm25s: {b['n_terms']:,} terms")
-        if base is None:  # no bm25s in this run: ratios against nothing
-            base = {"qps": 0, "batch_qps": 0, "build_s": 0, "peak_rss_mb": 0}
-        jac = {}
-        ref = top_lists.get("bm25s")
-        if ref is not None:
-            for name, tops in top_lists.items():
-                if name != "bm25s":
-                    jac[name] = statistics.fmean(_jaccard(x, y) for x, y in zip(tops, ref))
-        lines = report(rows, base, {"n": min(a.check, len(query_texts)), "jaccard": jac},
-                       argv, _machine(), len(doc_ids), len(query_texts), notes)
+        ref = tops.pop("bm25s", None)
+        jaccard = ({} if ref is None else
+                   {name: statistics.fmean(_jaccard(x, y) for x, y in zip(t, ref))
+                    for name, t in tops.items()})
+        info = {"machine": _machine(),
+                "cqa_search": state + ("" if state_after == state
+                                       else f" (changed during the run, now {state_after})"),
+                "data": f"{len(doc_ids):,} archive records, {len(query_texts):,} queries, "
+                        f"top-{K}, one thread"
+                        + (f"; best of {a.repeat} runs (fastest build and query loop, "
+                           "largest RSS)" if a.repeat > 1 else ""),
+                "load average (1/5/15 min) before / after": f"{load_before} / {_load()}"}
+        lines = report(rows, base, argv=argv, info=info, jaccard=jaccard,
+                       n_check=min(a.check, len(query_texts)), notes=notes)
         print("\n".join(lines))
         if a.json_out:
-            Path(a.json_out).write_text(json.dumps({"argv": argv, "results": results,
-                                                    "rows": rows}, indent=1))
+            Path(a.json_out).write_text(json.dumps({"argv": argv, "info": info,
+                                                    "results": results, "rows": rows},
+                                                   indent=1))
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -543,6 +632,9 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, metavar="N", help="use the first N archive records")
     ap.add_argument("--n-queries", type=int, metavar="Q",
                     help="use the first Q queries (default all; --generate writes 1000)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="R",
+                    help="run every build and query process R times (interleaved) and "
+                         "report the best time and the largest RSS (default 1)")
     ap.add_argument("--check", type=int, default=20,
                     help="queries compared with bm25s's top-10 (default 20)")
     ap.add_argument("--keep-indexes", action="store_true", help="keep the built indexes")
@@ -558,6 +650,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fields", default="question,answers", help=argparse.SUPPRESS)
     raw = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(raw)
+    if a.repeat < 1:
+        ap.error(f"--repeat must be at least 1; got {a.repeat}")
     if a.child:
         a.engine, a.archive, a.queries = a.child, a.child_archive, a.child_queries
         return child_main(a)
