@@ -19,10 +19,10 @@ FAMILIES = {info.name[len("fit_"):]: importlib.import_module(f"{__package__}.{in
 
 
 def configure(parser) -> None:
+    parser.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
     sub = parser.add_subparsers(dest="family", metavar="FAMILY", required=True)
     for name, module in FAMILIES.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        p.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
         module.configure(p)
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
         add_common_options(p)

@@ -1,0 +1,473 @@
+"""Bi-phrases: extraction from word-aligned pairs, phrase vocabulary, phrase table.
+
+zhou2011 §3.3.3, after Koehn et al. (2003) and Och (2002):
+
+1. every pair of the parallel corpus is word-aligned with IBM Model 1 (Viterbi, eq. 9):
+   each target word ``t_j`` gets one source position ``a_j`` (or NULL);
+2. **extraction** (Och's heuristic): a source span ``[i1, i2]`` and a target span
+   ``[j1, j2]`` (each at most ``max_length`` words) form a bi-phrase when they are
+   consistent with the alignment -- no link leaves the box: every link from a target word
+   in ``[j1, j2]`` lands in ``[i1, i2]`` and every link into ``[i1, i2]`` comes from
+   ``[j1, j2]`` -- and hold at least one link. With ``unaligned_edges`` (Och's
+   heuristic in full) unaligned words may sit at the edges of either phrase; without,
+   only *tight* bi-phrases are kept, whose edge words are all aligned;
+3. **phrase translation probabilities** by relative frequency (eq. 17) in both
+   directions: ``phi(w|t) = N(t, w) / N(t)`` and ``phi(t|w) = N(t, w) / N(w)``;
+4. **lexical weights** (eq. 18) in both directions, from the IBM 1 table ``p``::
+
+       lex(w|t, A) = prod_{i in w} 1/|{j : (i, j) in A}| sum_{(i, j) in A} p(w_i | t_j)
+
+   with ``p(w_i | NULL)`` for an unaligned ``w_i`` (and ``lex(t|w, A)`` the same way);
+   when a bi-phrase was extracted with several alignments, the highest weight is kept
+   (Koehn et al., 2003).
+
+Phrases are interned in a :class:`PhraseVocabulary`, a trie over term ids: a phrase of
+length 1 is its term id; a longer phrase is identified by (id of its prefix, last term).
+The trie maps every n-gram of a token sequence to its phrase id with one sorted search
+per length, which is how the scorer finds a document's phrases.
+
+Everything is computed with whole-array operations over the flat corpus (no loop over
+pairs or phrases).
+"""
+from __future__ import annotations
+
+import logging
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .._utils import Interval, validate_params
+from ..exceptions import NotFittedError
+from ._arrays import csr_lookup, group, search, segment_ids
+
+__all__ = ["extract_phrases", "PhraseVocabulary", "PhraseTable"]
+
+logger = logging.getLogger(__name__)
+
+
+def _exclusive_cumsum(values, dtype=np.int64):
+    out = np.zeros(len(values) + 1, dtype=dtype)
+    np.cumsum(values, out=out[1:])
+    return out
+
+
+def extract_phrases(corpus, positions, *, max_length=5, unaligned_edges=True):
+    """All bi-phrases consistent with a word alignment (Och's heuristic), as spans.
+
+    Parameters
+    ----------
+    corpus : ParallelCorpus
+    positions : ndarray of int, shape (n_target_tokens,)
+        Source position (within its pair) each target word is aligned to, -1 for NULL
+        (as returned by :meth:`IBMModel1.align`).
+    max_length : int, default 5
+        Longest phrase, on either side.
+    unaligned_edges : bool, default True
+        Och's heuristic in full: unaligned words may sit at the edges of either phrase
+        (target spans with unaligned edge words, source spans grown over unaligned
+        neighbours). False keeps only *tight* bi-phrases, whose first and last words
+        are aligned on both sides.
+
+    Returns
+    -------
+    source_start, source_length, target_start, target_length : ndarray of int64
+        One entry per extracted bi-phrase occurrence; starts index the flat
+        ``corpus.source`` and ``corpus.target`` arrays.
+
+    Examples
+    --------
+    Source ``a b c``, target ``x y z``, links x-a and z-c (y unaligned):
+
+    >>> from cqa_search.translation import ParallelCorpus
+    >>> c = ParallelCorpus.from_pairs([([0, 1, 2], [3, 4, 5])])
+    >>> ss, sl, ts, tl = extract_phrases(c, np.array([0, -1, 2]))
+    >>> sorted(zip(ss.tolist(), sl.tolist(), ts.tolist(), tl.tolist()))[:4]
+    [(0, 1, 0, 1), (0, 1, 0, 2), (0, 2, 0, 1), (0, 2, 0, 2)]
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    if len(positions) != len(corpus.target):
+        raise ValueError(f"positions has {len(positions)} entries; the corpus has "
+                         f"{len(corpus.target)} target words")
+    so, to = corpus.source_offsets, corpus.target_offsets
+    n_src, n_tgt = len(corpus.source), len(corpus.target)
+    tpair = segment_ids(to)
+    spair = segment_ids(so)
+    aligned = positions >= 0
+    link_src = so[tpair] + positions  # global source index of each link (valid if aligned)
+    links_per_src = np.bincount(link_src[aligned], minlength=n_src)
+    cum_src = _exclusive_cumsum(links_per_src)
+    cum_tgt = _exclusive_cumsum(aligned)
+    big = np.iinfo(np.int64).max
+    lo1 = np.where(aligned, positions, big)
+    hi1 = np.where(aligned, positions, -1)
+    lo, hi = lo1.copy(), hi1.copy()
+    out = ([], [], [], [])
+    for length in range(1, max_length + 1):
+        if length > 1:
+            lo = np.minimum(lo[:-1], lo1[length - 1:])
+            hi = np.maximum(hi[:-1], hi1[length - 1:])
+        g = np.arange(n_tgt - length + 1)
+        n_links = cum_tgt[g + length] - cum_tgt[g]
+        ok = (tpair[g] == tpair[g + length - 1]) & (n_links > 0)
+        ok &= hi - lo < max_length
+        if not unaligned_edges:
+            ok &= aligned[g] & aligned[g + length - 1]
+        g, i1, i2, n_links = g[ok], lo[ok], hi[ok], n_links[ok]
+        base = so[tpair[g]]
+        consistent = cum_src[base + i2 + 1] - cum_src[base + i1] == n_links
+        g, i1, i2 = g[consistent], i1[consistent], i2[consistent]
+        out[0].append(base[consistent] + i1)
+        out[1].append(i2 - i1 + 1)
+        out[2].append(g)
+        out[3].append(np.full(len(g), length))
+    src_start, src_len, tgt_start, tgt_len = (np.concatenate(x) for x in out)
+    if unaligned_edges and len(src_start):
+        # free (unaligned) source words right before / after each position, within a pair
+        linked = links_per_src > 0
+        idx = np.arange(n_src)
+        last_linked = np.maximum.accumulate(np.where(linked, idx, so[spair] - 1))
+        next_linked = np.minimum.accumulate(np.where(linked, idx, so[spair + 1])[::-1])[::-1]
+        h1, h2 = src_start, src_start + src_len - 1
+        prev = np.where(h1 > so[spair[h1]], last_linked[np.maximum(h1 - 1, 0)], h1 - 1)
+        prev = np.maximum(prev, so[spair[h1]] - 1)
+        left_free = h1 - 1 - prev
+        nxt = np.where(h2 + 1 < so[spair[h2] + 1], next_linked[np.minimum(h2 + 1, n_src - 1)],
+                       h2 + 1)
+        nxt = np.minimum(nxt, so[spair[h2] + 1])
+        right_free = nxt - h2 - 1
+        ext = ([src_start], [src_len], [tgt_start], [tgt_len])
+        for left in range(max_length):
+            for right in range(max_length - left):
+                if left == right == 0:
+                    continue
+                ok = (left_free >= left) & (right_free >= right) & (
+                    src_len + left + right <= max_length)
+                ext[0].append(src_start[ok] - left)
+                ext[1].append(src_len[ok] + left + right)
+                ext[2].append(tgt_start[ok])
+                ext[3].append(tgt_len[ok])
+        src_start, src_len, tgt_start, tgt_len = (np.concatenate(x) for x in ext)
+    return src_start, src_len, tgt_start, tgt_len
+
+
+class PhraseVocabulary:
+    """Phrase ids: a trie over term ids, one sorted key array per phrase length.
+
+    Ids ``0..n_terms-1`` are the one-word phrases (the term ids); the phrases of length
+    ``k >= 2`` come next, level by level. A length-``k`` phrase is stored as the key
+    ``(prefix id - first id of level k-1) * n_terms + last term`` in ``keys[level k]``
+    (sorted), its id being the first id of level ``k`` plus the key's rank.
+
+    Parameters
+    ----------
+    n_terms : int
+    level_keys : list of ndarray of int64
+        Sorted keys of the phrases of length 2, 3, ...
+    """
+
+    def __init__(self, n_terms, level_keys=()):
+        self.n_terms = int(n_terms)
+        self.level_keys = [np.asarray(k, dtype=np.int64) for k in level_keys]
+        sizes = [self.n_terms] + [len(k) for k in self.level_keys]
+        self.level_base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    @property
+    def max_length(self) -> int:
+        return len(self.level_keys) + 1
+
+    def __len__(self):
+        return int(self.level_base[-1])
+
+    @classmethod
+    def build(cls, n_terms, pieces):
+        """Intern phrases given as (flat tokens, starts, lengths) groups.
+
+        Returns
+        -------
+        vocabulary : PhraseVocabulary
+        ids : list of ndarray of int64
+            The phrase id of every phrase of every group.
+        """
+        V = int(n_terms)
+        pieces = [(np.asarray(f), np.asarray(s, np.int64), np.asarray(n, np.int64))
+                  for f, s, n in pieces]
+        starts = np.concatenate([s for _, s, _ in pieces])
+        lengths = np.concatenate([n for _, _, n in pieces])
+        sizes = [len(s) for _, s, _ in pieces]
+
+        def word(k, which):
+            parts, at = [], 0
+            for (flat, s, _), size in zip(pieces, sizes):
+                sel = which[(which >= at) & (which < at + size)] - at
+                parts.append(flat[s[sel] + k].astype(np.int64))
+                at += size
+            return np.concatenate(parts)
+
+        ids = word(0, np.arange(len(starts)))
+        level_keys, base, prev_base = [], V, 0
+        max_len = int(lengths.max(initial=1))
+        for k in range(1, max_len):
+            active = np.flatnonzero(lengths > k)
+            n_prev = (V if k == 1 else len(level_keys[-1]))
+            keys = (ids[active] - prev_base) * V + word(k, active)
+            uniq, inverse, _ = group(keys, n_prev * V)
+            level_keys.append(uniq)
+            ids[active] = base + inverse
+            prev_base, base = base, base + len(uniq)
+        vocab = cls(V, level_keys)
+        out, at = [], 0
+        for size in sizes:
+            out.append(ids[at:at + size])
+            at += size
+        return vocab, out
+
+    def ngram_ids(self, tokens, offsets, max_length=None) -> np.ndarray:
+        """Phrase id of the n-gram starting at each token, for n = 1..max_length.
+
+        Parameters
+        ----------
+        tokens : ndarray of int, flat sequences
+        offsets : ndarray of int64, sequence boundaries (n-grams never cross them)
+        max_length : int, optional (default: the longest phrase)
+
+        Returns
+        -------
+        ndarray of int64, shape (max_length, n_tokens)
+            ``[n - 1, p]`` is the id of ``tokens[p:p + n]``, -1 when that n-gram is not
+            a known phrase or crosses a sequence boundary.
+        """
+        tokens = np.asarray(tokens, dtype=np.int64)
+        L = self.max_length if max_length is None else max_length
+        n = len(tokens)
+        out = np.full((L, n), -1, dtype=np.int64)
+        if n == 0:
+            return out
+        out[0] = tokens
+        seq = segment_ids(np.asarray(offsets, dtype=np.int64))
+        V = self.n_terms
+        for k in range(1, min(L, self.max_length)):
+            keys_k = self.level_keys[k - 1]
+            pos = np.flatnonzero(out[k - 1][: n - k] >= 0)
+            pos = pos[seq[pos] == seq[pos + k]]
+            if len(pos) == 0 or len(keys_k) == 0:
+                break
+            keys = (out[k - 1][pos] - self.level_base[k - 1]) * V + tokens[pos + k]
+            at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
+            hit = keys_k[at] == keys
+            out[k][pos[hit]] = self.level_base[k] + at[hit]
+        return out
+
+    def span_ids(self, tokens, starts, lengths) -> np.ndarray:
+        """Phrase ids of the spans ``tokens[starts[k]:starts[k] + lengths[k]]`` (-1 when
+        unknown); the spans must lie inside ``tokens``."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        starts = np.asarray(starts, dtype=np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        ids = tokens[starts] if len(starts) else np.zeros(0, np.int64)
+        ids = np.where(lengths <= self.max_length, ids, -1)
+        V = self.n_terms
+        for k in range(1, min(int(lengths.max(initial=1)), self.max_length)):
+            active = np.flatnonzero((lengths > k) & (ids >= 0))
+            keys_k = self.level_keys[k - 1]
+            if len(active) == 0:
+                break
+            if len(keys_k) == 0:
+                ids[active] = -1
+                continue
+            keys = (ids[active] - self.level_base[k - 1]) * V + tokens[starts[active] + k]
+            at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
+            ids[active] = np.where(keys_k[at] == keys, self.level_base[k] + at, -1)
+        return ids
+
+    def phrase_id(self, terms) -> int:
+        """Id of one phrase given as term ids (-1 if unknown)."""
+        terms = np.asarray(terms, dtype=np.int64)
+        if len(terms) == 0 or len(terms) > self.max_length:
+            return -1
+        return int(self.ngram_ids(terms, np.array([0, len(terms)]), len(terms))[-1, 0])
+
+    def terms(self, phrase_id) -> list:
+        """Term ids of a phrase (inverse of :meth:`phrase_id`)."""
+        phrase_id = int(phrase_id)
+        out = []
+        while phrase_id >= self.n_terms:
+            k = int(np.searchsorted(self.level_base, phrase_id, side="right")) - 1
+            key = int(self.level_keys[k - 1][phrase_id - self.level_base[k]])
+            out.append(key % self.n_terms)
+            phrase_id = key // self.n_terms + int(self.level_base[k - 1])
+        out.append(phrase_id)
+        return out[::-1]
+
+
+class PhraseTable(BaseEstimator):
+    """Bi-phrase counts, translation probabilities (eq. 17) and lexical weights (eq. 18).
+
+    Source phrases are document phrases ``t`` and target phrases query phrases ``w``:
+    ``forward`` is ``phi(w|t)``, ``inverse`` is ``phi(t|w)``.
+
+    Parameters
+    ----------
+    max_length : int, default 5
+        Longest phrase (the paper's l = 5).
+    unaligned_edges : bool, default True
+        Och's heuristic in full (unaligned edge words allowed); False keeps only tight
+        bi-phrases (see :func:`extract_phrases`).
+
+    Attributes
+    ----------
+    vocabulary_ : PhraseVocabulary
+    pair_keys_ : ndarray of int64, shape (n_pairs,)
+        Sorted ``source phrase id * n_phrases + target phrase id``.
+    counts_ : ndarray of int32, shape (n_pairs,)
+        ``N(t, w)``: occurrences extracted from the corpus.
+    lex_forward_, lex_inverse_ : ndarray of float32, shape (n_pairs,)
+        ``lex(w|t)`` and ``lex(t|w)`` (the highest over the pair's occurrences).
+    source_totals_, target_totals_ : ndarray of int32, shape (n_phrases,)
+        ``N(t)`` and ``N(w)``.
+    n_occurrences_ : int
+    """
+
+    kind = "phrases"
+    _parameter_constraints = {"max_length": Interval(1, 8, kind=numbers.Integral),
+                              "unaligned_edges": (False, True)}
+
+    def __init__(self, *, max_length=5, unaligned_edges=True):
+        self.max_length = max_length
+        self.unaligned_edges = unaligned_edges
+
+    def fit(self, X, y=None, *, translation):
+        """Extract and count the bi-phrases of a parallel corpus.
+
+        Parameters
+        ----------
+        X : ParallelCorpus
+        y : ignored
+        translation : IBMModel1
+            A fitted word model (aligns the pairs, gives the lexical weights).
+
+        Returns
+        -------
+        self
+        """
+        validate_params(self)
+        corpus = X
+        positions, probs = translation.align(corpus)
+        table = translation.translation_probs_
+        floor = 1e-10
+        # lexical weight factors: per target word p(t_j | s_{a_j}) (or | NULL), per source
+        # word the mean of p(s_i | t_j) over its links (or p(s_i | NULL) if unaligned)
+        tpair = segment_ids(corpus.target_offsets)
+        aligned = positions >= 0
+        link_src = corpus.source_offsets[tpair[aligned]] + positions[aligned]
+        rev = csr_lookup(table, corpus.target[aligned].astype(np.int64) + 1,
+                         corpus.source[link_src])
+        n_src = len(corpus.source)
+        n_links = np.bincount(link_src, minlength=n_src)
+        rev_sum = np.bincount(link_src, weights=rev, minlength=n_src)
+        null_row = np.asarray(table[0].todense()).ravel()
+        src_factor = np.where(n_links > 0, rev_sum / np.maximum(n_links, 1),
+                              null_row[corpus.source])
+        log_t = _exclusive_cumsum(np.log(np.maximum(probs, floor)), np.float64)
+        log_s = _exclusive_cumsum(np.log(np.maximum(src_factor, floor)), np.float64)
+        ss, sl, ts, tl = extract_phrases(corpus, positions, max_length=self.max_length,
+                                         unaligned_edges=self.unaligned_edges)
+        lex_fwd = log_t[ts + tl] - log_t[ts]
+        lex_inv = log_s[ss + sl] - log_s[ss]
+        logger.info("extracted %d bi-phrase occurrences", len(ss))
+        vocab, (src_ids, tgt_ids) = PhraseVocabulary.build(
+            corpus.n_terms, [(corpus.source, ss, sl), (corpus.target, ts, tl)])
+        n_phrases = len(vocab)
+        keys, inverse, counts = group(src_ids * n_phrases + tgt_ids, n_phrases * n_phrases)
+        best_fwd = np.full(len(keys), -np.inf)
+        best_inv = np.full(len(keys), -np.inf)
+        np.maximum.at(best_fwd, inverse, lex_fwd)
+        np.maximum.at(best_inv, inverse, lex_inv)
+        self._set(vocab, keys, counts.astype(np.int32), np.exp(best_fwd).astype(np.float32),
+                  np.exp(best_inv).astype(np.float32))
+        self.n_occurrences_ = int(len(ss))
+        return self
+
+    def _set(self, vocab, keys, counts, lex_fwd, lex_inv):
+        self.vocabulary_ = vocab
+        self.pair_keys_ = keys
+        self.counts_ = counts
+        self.lex_forward_ = lex_fwd
+        self.lex_inverse_ = lex_inv
+        n = len(vocab)
+        src = keys // n
+        tgt = keys % n
+        self.source_totals_ = np.bincount(src, weights=counts, minlength=n).astype(np.int32)
+        self.target_totals_ = np.bincount(tgt, weights=counts, minlength=n).astype(np.int32)
+        c = counts.astype(np.float64)
+        self.forward_ = (c / np.maximum(self.source_totals_[src], 1)).astype(np.float32)
+        self.inverse_ = (c / np.maximum(self.target_totals_[tgt], 1)).astype(np.float32)
+
+    def _check_fitted(self):
+        if not hasattr(self, "pair_keys_"):
+            raise NotFittedError("this PhraseTable is not fitted yet; call fit first")
+
+    @property
+    def n_pairs(self) -> int:
+        self._check_fitted()
+        return len(self.pair_keys_)
+
+    def find(self, source_ids, target_ids) -> np.ndarray:
+        """Index of the bi-phrases (source phrase id, target phrase id) in the table, -1
+        when absent (or when an id is -1)."""
+        self._check_fitted()
+        s = np.asarray(source_ids, dtype=np.int64)
+        t = np.asarray(target_ids, dtype=np.int64)
+        n = len(self.vocabulary_)
+        keys = s * n + t
+        out = np.full(keys.shape, -1, dtype=np.int64)
+        if len(self.pair_keys_) == 0:
+            return out
+        at = np.minimum(search(self.pair_keys_, keys), len(self.pair_keys_) - 1)
+        hit = (self.pair_keys_[at] == keys) & (s >= 0) & (t >= 0)
+        out[hit] = at[hit]
+        return out
+
+    def translations(self, source_terms, k=5, *, direction="forward"):
+        """The ``k`` most probable target phrases of a source phrase (given as term ids).
+
+        Returns a list of (target term ids, phi(w|t)) -- or, with
+        ``direction="inverse"``, the source phrases of a target phrase with phi(t|w).
+        """
+        self._check_fitted()
+        pid = self.vocabulary_.phrase_id(source_terms)
+        if pid < 0:
+            return []
+        n = len(self.vocabulary_)
+        if direction == "forward":
+            lo, hi = np.searchsorted(self.pair_keys_, [pid * n, (pid + 1) * n])
+            idx = np.arange(lo, hi)
+            other, probs = self.pair_keys_[idx] % n, self.forward_[idx]
+        else:
+            idx = np.flatnonzero(self.pair_keys_ % n == pid)
+            other, probs = self.pair_keys_[idx] // n, self.inverse_[idx]
+        order = np.argsort(-probs, kind="stable")[:k]
+        return [(self.vocabulary_.terms(other[i]), float(probs[i])) for i in order]
+
+    # -- storage ---------------------------------------------------------------------------
+    def state(self):
+        self._check_fitted()
+        v = self.vocabulary_
+        meta = {"n_terms": v.n_terms, "level_sizes": [len(k) for k in v.level_keys],
+                "n_occurrences": self.n_occurrences_}
+        keys = np.concatenate(v.level_keys) if v.level_keys else np.zeros(0, np.int64)
+        return meta, {"phrase_keys": keys, "pair_keys": self.pair_keys_, "counts": self.counts_,
+                      "lex_forward": self.lex_forward_, "lex_inverse": self.lex_inverse_}
+
+    @classmethod
+    def from_state(cls, params, meta, arrays):
+        model = cls(**params)
+        sizes = np.asarray(meta["level_sizes"], dtype=np.int64)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        keys = arrays["phrase_keys"]
+        vocab = PhraseVocabulary(meta["n_terms"], [keys[a:b] for a, b in zip(bounds[:-1],
+                                                                            bounds[1:])])
+        model._set(vocab, np.asarray(arrays["pair_keys"]), np.asarray(arrays["counts"]),
+                   np.asarray(arrays["lex_forward"]), np.asarray(arrays["lex_inverse"]))
+        model.n_occurrences_ = int(meta["n_occurrences"])
+        return model

@@ -1,0 +1,90 @@
+"""The stored translation model: fit_translation, add_model/open, the engine's features, CLI."""
+import shutil
+
+import numpy as np
+import pytest
+
+from cqa_search import SearchConfig, SearchEngine, build_index
+from cqa_search.cli.__main__ import main
+from cqa_search.engine import add_model, model_kinds
+from cqa_search.exceptions import NotFittedError
+from cqa_search.index.store import verify_index
+from cqa_search.translation import (FEATURE_NAMES, IBMModel1, TranslationModel,
+                                    fit_translation)
+
+
+@pytest.fixture
+def index_copy(gap_index, tmp_path):
+    path = tmp_path / "idx"
+    shutil.copytree(gap_index, path)
+    return path
+
+
+def test_kinds_are_registered():
+    kinds = model_kinds()
+    assert kinds["translation"] is TranslationModel and kinds["ibm1"] is IBMModel1
+
+
+def test_fit_translation_defaults_store_and_reopen(index_copy):
+    engine = SearchEngine.open(index_copy)
+    model = fit_translation(engine.view)
+    assert model.get_params() == TranslationModel().get_params()
+    s = model.summary_
+    assert s.corpus["pooled"] and s.corpus["textrank"] and s.n_iter == model.ibm1_.n_iter_
+    text = str(s)
+    for word in ("pairs", "vocabulary", "textrank", "EM", "word table", "phrase table",
+                 "memory", "time"):
+        assert word in text
+    add_model(index_copy, "translation", model)
+    verify_index(index_copy)
+    before = model.scorer(engine.view).score(engine._query("visa office renewal"),
+                                             np.arange(engine.n_docs))
+    for mmap in (True, False):
+        reopened = SearchEngine.open(index_copy, mmap=mmap)
+        stored = reopened.models["translation"]
+        assert (stored.translation_probs_ != model.translation_probs_).nnz == 0
+        assert str(stored.summary_).splitlines()[:6] == text.splitlines()[:6]
+        res = reopened.with_config(SearchConfig(ranker=None)).search("visa office renewal",
+                                                                      k=None)
+        assert set(FEATURE_NAMES) <= set(res.feature_names)
+        cols = [res.feature_names.index(f) for f in FEATURE_NAMES]
+        rows = reopened.archive.rows(res.doc_ids)
+        np.testing.assert_allclose(res.features[:, cols], before[rows], rtol=1e-12)
+
+
+def test_ibm1_alone_can_be_stored(index_copy):
+    engine = SearchEngine.open(index_copy)
+    model = fit_translation(engine.view, textrank=False, tol=None)
+    add_model(index_copy, "words", model.ibm1_)
+    stored = SearchEngine.open(index_copy).models["words"]
+    assert isinstance(stored, IBMModel1)
+    assert (stored.translation_probs_ != model.translation_probs_).nnz == 0
+
+
+def test_errors(gap_engine, tmp_path):
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        TranslationModel().scorer(gap_engine.view)
+    with pytest.raises(ValueError, match=r"segmentation must be \{'sum', 'max'\}; "
+                                         r"got 'mean'"):
+        TranslationModel(segmentation="mean").fit(gap_engine.view)
+    with pytest.raises(ValueError, match=r"question_weight must be a number in \[0, 1\]"):
+        fit_translation(gap_engine.view, question_weight=2)
+    model = fit_translation(gap_engine.view, max_iter=2, tol=None)
+    other = tmp_path / "other"
+    from cqa_search import Question
+    build_index([Question("a", "a different archive"), Question("b", "tiny")], other)
+    with pytest.raises(ValueError, match="trained on a vocabulary of"):
+        model.scorer(SearchEngine.open(other).view)
+
+
+def test_cli_fit_translation(index_copy, capsys):
+    code = main(["fit", str(index_copy), "translation", "-q", "--no-textrank", "--iterations",
+                 "3", "--tol", "none", "--tight-phrases", "--title-body", "--name", "tm"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err
+    assert "model        tm (translation)" in out and "EM           3 iterations" in out
+    model = SearchEngine.open(index_copy).models["tm"]
+    assert not model.textrank and not model.unaligned_edges and model.title_body
+    code = main(["fit", str(index_copy), "translation", "-q", "--pairs", "none"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "error: no parallel pairs" in err and "Traceback" not in err

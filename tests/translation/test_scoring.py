@@ -1,0 +1,270 @@
+"""Translation features against plain-loop references: the DP against brute-force
+enumeration of segmentations, WT/TransLM against their formulas, and all eight features
+against a per-candidate reference that enumerates every segmentation."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cqa_search import SearchConfig, SearchEngine, build_index
+from cqa_search.translation import FEATURE_NAMES, TranslationModel, segment_dp
+
+
+def compositions(n, max_part):
+    """Every segmentation of n positions into parts of at most max_part."""
+    if n == 0:
+        yield ()
+        return
+    for first in range(1, min(n, max_part) + 1):
+        for rest in compositions(n - first, max_part):
+            yield (first,) + rest
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(1, 7), L=st.integers(1, 4))
+def test_dp_matches_brute_force_enumeration(data, n, L):
+    vals = data.draw(st.lists(st.one_of(st.just(-np.inf), st.floats(-5, 0)),
+                              min_size=n * L, max_size=n * L))
+    span = np.array(vals).reshape(1, n, L)
+    total, best, best_segs = -np.inf, -np.inf, []
+    for seg in compositions(n, L):
+        end, lp = 0, 0.0
+        for length in seg:
+            end += length
+            lp += span[0, end - 1, length - 1]
+        total = np.logaddexp(total, lp)
+        if lp > best + 1e-12:
+            best, best_segs = lp, [seg]
+        elif np.isfinite(lp) and abs(lp - best) <= 1e-12:
+            best_segs.append(seg)
+    alpha, _ = segment_dp(span, "sum")
+    assert alpha[0, n] == pytest.approx(total, rel=1e-9, abs=1e-12) or total == alpha[0, n]
+    vit, back = segment_dp(span, "max")
+    assert vit[0, n] == pytest.approx(best, rel=1e-9, abs=1e-12) or best == vit[0, n]
+    if np.isfinite(best):
+        seg, p = [], n
+        while p > 0:
+            seg.append(int(back[0, p]))
+            p -= seg[-1]
+        assert tuple(seg[::-1]) in best_segs
+
+
+def test_dp_example_and_mode_check():
+    lp = np.log(np.array([[[0.5, 1.0], [0.5, 0.5]]]))
+    lp[0, 0, 1] = -np.inf
+    assert math.exp(segment_dp(lp)[0][0, 2]) == pytest.approx(0.75)
+    assert math.exp(segment_dp(lp, "max")[0][0, 2]) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r"mode must be one of \{'sum', 'max'\}; got 'avg'"):
+        segment_dp(lp, "avg")
+
+
+# -- a per-candidate reference of the eight features --------------------------------------
+def reference(engine, model, text, row):
+    q = engine._query(text)
+    seq = q.sequence.tolist()
+    T = model.translation_probs_.toarray().astype(np.float64)
+    table, vocab = model.phrase_table_, model.phrase_table_.vocabulary_
+    L, tight = vocab.max_length, not table.unaligned_edges
+    qf = engine.index["question"]
+    bg_raw = qf.collection_prob
+    bg = lambda t: bg_raw[t] if bg_raw[t] > 0 else 0.5 / qf.total_terms  # noqa: E731
+    lam, beta = model.lam, model.beta
+    has_answers = "answers" in engine.index.fields
+    mu1 = model.question_weight if has_answers else 1.0
+    doc = qf.terms_of(row).tolist()
+    out = {}
+    wt = tlm = 0.0
+    for w in seq:
+        if bg_raw[w] == 0:
+            continue
+        ptr = sum(T[1 + t, w] for t in doc) / len(doc) if doc else 0.0
+        pml = doc.count(w) / len(doc) if doc else 0.0
+        wt += math.log((1 - lam) * ptr + lam * bg(w))
+        tlm += math.log((1 - lam) * (beta * ptr + (1 - beta) * pml) + lam * bg(w))
+    out["wt"], out["translm"] = wt, tlm
+
+    def align(X, Y, prob, null):          # eq. 9, NLTK's tie rule
+        a = []
+        for x in X:
+            best, best_p = -1, null(x)
+            for i, y in enumerate(Y):
+                if prob(y, x) > 0 and prob(y, x) >= best_p:
+                    best, best_p = i, prob(y, x)
+            a.append(best)
+        return a
+
+    def enumerate_dp(X, Y, a, forward):
+        """sum and max over segmentations of X; spans of the best one; PT and LW."""
+        sums = {"pt": 0.0, "lw": 0.0}
+        best, best_spans = -1.0, []
+        for seg in compositions(len(X), L):
+            p_pt = p_lw = 1.0
+            spans, x1, ok = [], 0, True
+            for length in seg:
+                x2 = x1 + length - 1
+                links = [a[x] for x in range(x1, x2 + 1) if a[x] >= 0]
+                idx = -1
+                if links and max(links) - min(links) < L and (
+                        not tight or (a[x1] >= 0 and a[x2] >= 0)):
+                    y1, y2 = min(links), max(links)
+                    xs, ys = tuple(X[x1:x2 + 1]), tuple(Y[y1:y2 + 1])
+                    t, w = (ys, xs) if forward else (xs, ys)
+                    idx = table.find([vocab.phrase_id(t)], [vocab.phrase_id(w)])[0]
+                if idx >= 0:
+                    p_pt *= float((table.forward_ if forward else table.inverse_)[idx])
+                    p_lw *= float((table.lex_forward_ if forward else table.lex_inverse_)[idx])
+                    spans.append((y1, y2))
+                elif length == 1:
+                    p_pt *= lam * bg(X[x1])
+                    p_lw *= lam * bg(X[x1])
+                    spans.append(None)
+                else:
+                    ok = False
+                    break
+                x1 = x2 + 1
+            if not ok:
+                continue
+            sums["pt"] += p_pt
+            sums["lw"] += p_lw
+            if p_pt > best * (1 + 1e-12):
+                best, best_spans = p_pt, [spans]
+            elif p_pt >= best * (1 - 1e-12):
+                best_spans.append(spans)
+        if model.segmentation == "max":
+            sums = {"pt": best, "lw": None}
+        return sums, best, best_spans
+
+    parts = [(doc, mu1)]
+    if mu1 < 1:
+        parts.append((engine.index["answers"].terms_of(row).tolist(), 1 - mu1))
+    values, viterbi = {"pt": 0.0, "lw": 0.0}, []
+    for D, mu in parts:
+        a = align(seq, D, lambda t, w: T[1 + t, w], lambda w: T[0, w])
+        sums, best, best_spans = enumerate_dp(seq, D, a, True)
+        if model.segmentation == "max":   # the LW rows are maximised on their own
+            lw = max(math.prod(x) for x in lw_products(seq, D, a, table, vocab, L, tight,
+                                                         lam, bg))
+            sums["lw"] = lw
+        values["pt"] += mu * sums["pt"]
+        values["lw"] += mu * sums["lw"]
+        viterbi.append((math.log(mu) + math.log(best), best_spans, a))
+    out["ptrans_pt"], out["ptrans_lw"] = math.log(values["pt"]), math.log(values["lw"])
+    a_inv = align(doc, seq, lambda w, t: T[1 + w, t], lambda t: T[0, t])
+    inv, _, _ = enumerate_dp(doc, seq, a_inv, False)
+    if model.segmentation == "max":
+        inv["lw"] = max(math.prod(x) for x in lw_products(doc, seq, a_inv, table, vocab, L,
+                                                            tight, lam, bg, forward=False))
+    out["ptrans_ipt"] = math.log(inv["pt"]) if doc else 0.0
+    out["ptrans_ilw"] = math.log(inv["lw"]) if doc else 0.0
+    choice = 0 if len(viterbi) == 1 or viterbi[0][0] >= viterbi[1][0] else 1
+    _, candidates, a = viterbi[choice]
+    pas = set()
+    for spans in candidates:
+        real = [s for s in spans if s is not None]
+        pas.add(sum(abs(real[k][0] - real[k - 1][1] - 1) for k in range(1, len(real))))
+    out["ptrans_pa"] = pas.pop() if len(pas) == 1 else None     # None: tied Viterbi paths
+    out["ptrans_uwp"] = sum(x < 0 for x in a) / len(seq)
+    return out
+
+
+def lw_products(X, Y, a, table, vocab, L, tight, lam, bg, forward=True):
+    """Per segmentation, the list of lexical-weight factors (for the max form)."""
+    for seg in compositions(len(X), L):
+        factors, x1 = [], 0
+        for length in seg:
+            x2 = x1 + length - 1
+            links = [a[x] for x in range(x1, x2 + 1) if a[x] >= 0]
+            idx = -1
+            if links and max(links) - min(links) < L and (
+                    not tight or (a[x1] >= 0 and a[x2] >= 0)):
+                y1, y2 = min(links), max(links)
+                xs, ys = tuple(X[x1:x2 + 1]), tuple(Y[y1:y2 + 1])
+                t, w = (ys, xs) if forward else (xs, ys)
+                idx = table.find([vocab.phrase_id(t)], [vocab.phrase_id(w)])[0]
+            if idx >= 0:
+                factors.append(float((table.lex_forward_ if forward
+                                      else table.lex_inverse_)[idx]))
+            elif length == 1:
+                factors.append(lam * bg(X[x1]))
+            else:
+                factors = None
+                break
+            x1 = x2 + 1
+        if factors is not None:
+            yield factors
+
+
+QUERIES = ["stuffy nose cold steam", "visa renewal immigration office passport",
+           "cheap sofa souq", "internet explorer browser download", "bank salary transfer",
+           "garage mechanic engine battery jump"]
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"unaligned_edges": False},
+    {"question_weight": 1.0},
+    {"segmentation": "max", "unaligned_edges": False},
+])
+def test_features_match_the_reference(gap_engine, gap_model, params):
+    model = gap_model if not params else TranslationModel(
+        textrank=False, max_iter=5, tol=None, min_prob=0.0, title_body=True,
+        **params).fit(gap_engine.view)
+    scorer = model.scorer(gap_engine.view)
+    assert scorer.names == FEATURE_NAMES
+    qfield = gap_engine.index["question"]
+    rows = np.flatnonzero(qfield.doc_len <= 9)[:25]
+    n_compared = 0
+    for text in QUERIES:
+        q = gap_engine._query(text)
+        got = scorer.score(q, rows)
+        assert np.all(np.isfinite(got))
+        for k, row in enumerate(rows):
+            ref = reference(gap_engine, model, text, int(row))
+            for j, name in enumerate(FEATURE_NAMES):
+                if ref[name] is None:
+                    continue
+                assert got[k, j] == pytest.approx(ref[name], rel=1e-9, abs=1e-9), (text, row, name)
+                n_compared += 1
+    assert n_compared > 0.95 * len(QUERIES) * len(rows) * len(FEATURE_NAMES)
+
+
+def test_translm_without_translation_is_the_lm_jm_feature(gap_index, gap_model, tmp_path):
+    engine = SearchEngine.open(gap_index)
+    model = TranslationModel(**{**gap_model.get_params(), "beta": 0.0})
+    model.ibm1_, model.phrase_table_ = gap_model.ibm1_, gap_model.phrase_table_
+    scorer = model.scorer(engine.view)
+    for text in QUERIES:
+        res = engine.with_config(SearchConfig(ranker=None)).search(text, k=None)
+        rows = engine.archive.rows(res.doc_ids)
+        q = engine._query(text)
+        np.testing.assert_allclose(scorer.score(q, rows)[:, 1],
+                                   res.features[:, res.feature_names.index("lm_jm")],
+                                   rtol=1e-10)
+
+
+def test_edge_cases(gap_engine, gap_model, tmp_path):
+    scorer = gap_model.scorer(gap_engine.view)
+    q = gap_engine._query("zzzz unknownword")           # no known term
+    assert np.all(scorer.score(q, np.arange(5)) == 0)
+    assert scorer.score(gap_engine._query("visa"), np.zeros(0, np.int64)).shape == (0, 8)
+
+
+def test_question_only_index(tmp_path):
+    """Without the answers field only the question part is scored (mu1 = 1)."""
+    from cqa_search import Question
+    qs = [Question(f"q{i}", f"visa renewal office {i % 3}",
+                   answers=("immigration passport letter", "office sponsor")) for i in range(8)]
+    path = tmp_path / "idx"
+    build_index(qs, path, fields=("question",))
+    engine = SearchEngine.open(path)
+    model = TranslationModel(textrank=False, tol=None, max_iter=3).fit(engine.view)
+    scorer = model.scorer(engine.view)
+    got = scorer.score(engine._query("visa immigration"), np.arange(8))
+    assert np.all(np.isfinite(got))
+    ref = reference(engine, model, "visa immigration", 0)
+    for j, name in enumerate(FEATURE_NAMES):
+        if ref[name] is not None:
+            assert got[0, j] == pytest.approx(ref[name], rel=1e-9)
