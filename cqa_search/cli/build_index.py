@@ -54,8 +54,18 @@ def configure(parser) -> None:
                          help="StackExchange: category = site name (default) or first tag")
     readers.add_argument("--category-level", choices=["maincat", "cat", "subcat"],
                          help="Yahoo! L6: which category level is the category (default maincat)")
+    parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
+                        help="after indexing, train these model families with their default "
+                             "options, in order (like `cqa-search fit DIR FAMILY`): "
+                             + ", ".join(_families()))
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
+
+
+def _families():
+    from .fit import FAMILIES
+
+    return list(FAMILIES)
 
 
 def _analyzer(args) -> Analyzer:
@@ -72,6 +82,10 @@ def _analyzer(args) -> Analyzer:
 
 
 def run(args) -> int:
+    unknown = [m for m in args.models if m not in _families()]
+    if unknown:
+        raise ValueError(f"--models: unknown family {unknown[0]!r}; families: "
+                         f"{', '.join(_families())}")
     options = {name: value for name, value in (
         ("columns", args.columns), ("auto_id", args.auto_id),
         ("category_from", args.category_from), ("category_level", args.category_level))
@@ -90,7 +104,21 @@ def run(args) -> int:
               file=sys.stderr)
         for error in summary.skipped_examples:
             print(f"  {error}", file=sys.stderr)
+    for family in args.models:
+        print(f"\ntraining {family} ...")
+        code = _fit(output, family, args.quiet)
+        if code:
+            return code
     return 0
+
+
+def _fit(index, family, quiet) -> int:
+    """``cqa-search fit INDEX FAMILY`` with the family's default options."""
+    from . import fit
+
+    parser = argparse.ArgumentParser(prog="cqa-search fit")
+    fit.configure(parser)
+    return fit.run(parser.parse_args([index, family] + (["-q"] if quiet else [])))
 
 
 def main(argv=None) -> int:

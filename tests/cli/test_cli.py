@@ -187,3 +187,13 @@ def test_train_then_query_explains_the_ranking(capsys, tmp_path, fixtures):
     hit = json.loads(out)["hits"][0]
     intercept = SearchEngine.open(index).ranker.intercept_
     assert sum(hit["contributions"].values()) + intercept == pytest.approx(hit["score"])
+
+
+def test_build_index_trains_models_after_indexing(capsys, tmp_path, fixtures):
+    code, out, _ = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                       tmp_path / "idx", "-q", "--models", "translation")
+    assert code == 0 and "training translation" in out and "phrase table" in out
+    assert "translation" in SearchEngine.open(tmp_path / "idx").models
+    code, out, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                         tmp_path / "idx2", "--models", "nonsense")
+    assert code == 1 and "--models: unknown family 'nonsense'" in err
