@@ -141,7 +141,7 @@ class Analyzer:
 
     def _terms(self, tokens: Iterable[str]) -> list:
         cache = self._cache
-        missing = [t for t in set(tokens) if t not in cache]
+        missing = [t for t in dict.fromkeys(tokens) if t not in cache]  # deterministic order
         if missing:
             keep = [t for t in missing if t not in self._stopwords]
             stems = self._stemmer.stemWords(keep) if self._stemmer else keep

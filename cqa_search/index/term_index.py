@@ -190,10 +190,13 @@ class TermIndexBuilder:
         try:
             return [token_ids[t] for t in tokens]
         except KeyError:
+            # New tokens in order of appearance: term ids must not depend on string
+            # hashing (a set's order), or two builds of one archive would differ.
             term, add = self.analyzer.term, self.vocab.add
-            for t in set(tokens).difference(token_ids):
-                stem = term(t)
-                token_ids[t] = add(stem) if stem else -1
+            for t in dict.fromkeys(tokens):
+                if t not in token_ids:
+                    stem = term(t)
+                    token_ids[t] = add(stem) if stem else -1
             return [token_ids[t] for t in tokens]
 
     def add(self, question: Question) -> None:

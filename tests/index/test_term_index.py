@@ -49,3 +49,20 @@ def test_sequences_keep_text_order_without_stopwords(toy_archive):
             assert [index.vocab.term(t) for t in fi.terms_of(row)] == \
                 analyzer.analyze(FIELDS[name](q))
         np.testing.assert_array_equal(fi.rows_matrix().toarray(), fi.matrix().toarray())
+
+
+def test_term_ids_do_not_depend_on_string_hashing(tmp_path, fixtures):
+    """Two builds in processes with different hash seeds give identical indexes."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cqa_search import build_index; "
+            "build_index(sys.argv[1], sys.argv[2])")
+    digests = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"idx{seed}"
+        subprocess.run([sys.executable, "-c", code, str(fixtures / "toy_archive.jsonl"), str(out)],
+                       check=True, env={"PYTHONHASHSEED": seed, "PATH": ""})
+        manifest = __import__("json").loads((out / "manifest.json").read_text())
+        digests.append({k: v["sha256"] for k, v in manifest["files"].items()})
+    assert digests[0] == digests[1]
