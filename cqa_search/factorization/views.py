@@ -1,0 +1,818 @@
+"""Views of the archive for SMT + MF: the questions in other "languages", all offline.
+
+Zhou et al. (2013) enrich every question with its machine translations into P - 1 other
+languages; each language is a *view*, a bag of words over its own vocabulary, and the
+views are factorized jointly (:mod:`cqa_search.factorization.multiview`). Google
+Translate is not reachable here, so the views come from what a user can have offline:
+
+* :class:`DictionaryTranslator` -- a bilingual dictionary in dictd format (read by
+  :class:`DictdDictionary`; Debian ships FreeDict's ``dict-freedict-eng-fra``, ``-deu``,
+  ``-ita``, ``-spa`` under ``/usr/share/dictd``), word by word, keeping the first
+  translations of each word (the paper's "Dict" variant, Table 6);
+* :class:`IBM1Translator` -- our own IBM Model 1 table as a monolingual "pseudo
+  language": each index term replaced by its most probable translations;
+* :class:`ArchiveTranslator` -- translations supplied with the archive, e.g. a JSONL key
+  ``"translations": {"fr": "...", "de": "..."}`` (kept in ``Question.extra``);
+* :class:`DummyTranslator` -- the paper's dummy translator (DT): a copy of view 1, the
+  ablation that adds no information.
+
+A translator maps one of three *sources* of a question to a bag of target words:
+
+``"terms"``
+    the question's index terms (the index's own analysis: tokenizer, stopwords,
+    stemmer); the IBM1 and dummy views, and view 1 itself.
+``"tokens"``
+    the question's surface tokens (lowercased words of the index's tokenizer, index
+    stopwords dropped): dictionary headwords are words, not stems. A token that is not a
+    headword is looked up by its stem among the headwords with the same stem (the
+    index's stemmer), so "houses" finds "house".
+``"texts"``
+    a whole text per question (archive-supplied translations).
+
+Foreign text (dictionary translations, supplied translations) is analysed by a simple
+lowercase tokenizer (the index's token pattern, NFKC, lowercase) *without* the index's
+English stopwords or stemmer: those would mangle French or German words, and tf-idf
+already gives foreign function words a low weight.
+
+:func:`build_view` turns a translator into the view's tf-idf matrix (scikit-learn's
+``TfidfTransformer``, questions as rows) and a :class:`ViewEncoder`, the stored part that
+encodes queries the same way (translation table + idf), so a stored model needs neither
+the dictionary files nor the translation model at search time.
+"""
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import re
+from abc import ABC
+from array import array
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import TfidfTransformer
+
+from ..analysis import Analyzer
+
+__all__ = ["DEFAULT_DICT_DIR", "DictdDictionary", "parse_dictd_entry", "Translator",
+           "DictionaryTranslator", "IBM1Translator", "ArchiveTranslator", "DummyTranslator",
+           "ViewEncoder", "SourceBags", "build_view", "make_translator", "parse_views",
+           "find_translation_table", "top_per_row"]
+
+logger = logging.getLogger(__name__)
+
+#: Where Debian's dict-freedict-* packages install their dictionaries.
+DEFAULT_DICT_DIR = "/usr/share/dictd"
+
+_B64 = {c: i for i, c in enumerate(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+_HEADER = re.compile(r"^00-?database", re.IGNORECASE)
+_SENSE_NUMBER = re.compile(r"^\d+\.\s*")
+_ANNOTATIONS = re.compile(r"<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\([^)]*\)")
+_SEPARATORS = re.compile(r"[,;]")
+_WORD = re.compile(r"\w")
+_PRONUNCIATION = re.compile(r"^/[^/]*/$")
+_B64_NUMBER = re.compile(r"^[A-Za-z0-9+/]+$")
+SOURCES = ("terms", "tokens", "texts")
+
+
+def _b64_number(text: str) -> int:
+    """A dictd offset/length: a base-64 *number* (most significant digit first)."""
+    n = 0
+    for c in text:
+        n = n * 64 + _B64[c]
+    return n
+
+
+def parse_dictd_entry(text: str, headword: str | None = None) -> list:
+    """The translations listed in one dictd entry, in order, without duplicates.
+
+    FreeDict entries start with a headword line (``house /haus/``), then one line per
+    sense (``1. acquérir``, ``Bank <fem>, Gruppe <fem>``); indented lines are examples,
+    notes, synonyms and cross-references. Grammar labels and glosses in ``<>``, ``[]``,
+    ``{}`` and ``()`` are dropped, and a sense line is split at commas and semicolons.
+
+    Parameters
+    ----------
+    text : str
+        The entry, as stored in the ``.dict`` file.
+    headword : str, optional
+        The entry's headword; the first line is dropped when it starts with it (without
+        a headword, the first line is dropped when it holds a ``/pronunciation/``).
+
+    Examples
+    --------
+    >>> parse_dictd_entry("get /get/\\n1. acquérir\\n2. arriver, parvenir\\n", "get")
+    ['acquérir', 'arriver', 'parvenir']
+    >>> parse_dictd_entry("bank /bæŋk/\\nBank <fem>, Gruppe <fem>\\n   Synonym: {x}\\n", "bank")
+    ['Bank', 'Gruppe']
+    """
+    lines = text.splitlines()
+    if lines:
+        first = lines[0].strip().casefold()
+        if (headword is not None and first.startswith(headword.strip().casefold())) or \
+                (headword is None and "/" in first):
+            lines = lines[1:]
+    out = {}
+    for line in lines:
+        if not line.strip() or line[0].isspace():
+            continue
+        line = _ANNOTATIONS.sub(" ", _SENSE_NUMBER.sub("", line.strip()))
+        for item in _SEPARATORS.split(line):
+            item = " ".join(item.split())
+            if item and _WORD.search(item) and not _PRONUNCIATION.match(item):
+                out.setdefault(item, None)
+    return list(out)
+
+
+class DictdDictionary:
+    """A dictionary in dictd format: ``NAME.index`` plus ``NAME.dict`` or ``NAME.dict.dz``.
+
+    The index has one line per entry, ``headword TAB offset TAB length``, where offset
+    and length (in bytes of the uncompressed ``.dict``) are numbers written in base 64
+    (``A``-``Z``, ``a``-``z``, ``0``-``9``, ``+``, ``/``). A headword may have several
+    entries (senses), kept in index order. Header entries (``00-database-info``,
+    ``00databaseshort``, ...) are skipped. A ``.dict.dz`` is dictzip, which is
+    gzip-compatible: it is decompressed once, when the first entry is read.
+
+    Files are read lazily, on first use.
+
+    Parameters
+    ----------
+    index_path : path
+        The ``.index`` file.
+    dict_path : path, optional
+        The ``.dict`` or ``.dict.dz`` file (default: next to the index, same name).
+
+    Raises
+    ------
+    FileNotFoundError
+        A file is missing.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> body = "house /haus/\\nmaison\\n"
+    >>> with open(os.path.join(d, "x.dict"), "w", encoding="utf-8") as f:
+    ...     _ = f.write(body)
+    >>> with open(os.path.join(d, "x.index"), "w", encoding="utf-8") as f:
+    ...     _ = f.write("house\\tA\\tV\\n")
+    >>> DictdDictionary(os.path.join(d, "x.index")).translations("house")
+    ['maison']
+    """
+
+    def __init__(self, index_path, dict_path=None):
+        self.index_path = os.fspath(index_path)
+        if not os.path.isfile(self.index_path):
+            raise FileNotFoundError(f"dictd index not found: {self.index_path}")
+        if dict_path is None:
+            base = self.index_path[:-len(".index")] if self.index_path.endswith(".index") \
+                else self.index_path
+            candidates = [base + ".dict.dz", base + ".dict"]
+            found = [c for c in candidates if os.path.isfile(c)]
+            if not found:
+                raise FileNotFoundError(f"dictd dictionary not found next to {self.index_path} "
+                                        f"(looked for {' and '.join(candidates)})")
+            dict_path = found[0]
+        self.dict_path = os.fspath(dict_path)
+        if not os.path.isfile(self.dict_path):
+            raise FileNotFoundError(f"dictd dictionary not found: {self.dict_path}")
+        self._entries = None  # casefolded headword -> [(headword, offset, length)]
+        self._data = None
+        self._stems = {}
+
+    @property
+    def name(self) -> str:
+        """The file name without ``.index`` (e.g. ``freedict-eng-fra``)."""
+        base = os.path.basename(self.index_path)
+        return base[:-len(".index")] if base.endswith(".index") else base
+
+    def _index(self) -> dict:
+        if self._entries is None:
+            entries = {}
+            with open(self.index_path, encoding="utf-8", errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    parts = line.rstrip("\r\n").split("\t")
+                    if len(parts) < 3:
+                        if line.strip():
+                            raise ValueError(f"{self.index_path}, line {lineno}: a dictd index "
+                                             "line is 'headword TAB offset TAB length'")
+                        continue
+                    word = parts[0].strip()
+                    if not word or _HEADER.match(word):
+                        continue
+                    if not _B64_NUMBER.match(parts[1]) or not _B64_NUMBER.match(parts[2]):
+                        raise ValueError(f"{self.index_path}, line {lineno}: offset and length "
+                                         "must be base-64 numbers")
+                    # decoded on lookup: most entries of a large dictionary are never read
+                    entries.setdefault(word.casefold(), []).append((word, parts[1], parts[2]))
+            self._entries = entries
+        return self._entries
+
+    def _bytes(self) -> bytes:
+        if self._data is None:
+            with open(self.dict_path, "rb") as f:
+                magic = f.read(2)
+            opener = gzip.open if magic == b"\x1f\x8b" else open
+            with opener(self.dict_path, "rb") as f:
+                self._data = f.read()
+        return self._data
+
+    def headwords(self) -> list:
+        """Every headword (casefolded), header entries excluded."""
+        return list(self._index())
+
+    def __contains__(self, word) -> bool:
+        return isinstance(word, str) and word.casefold() in self._index()
+
+    def __len__(self) -> int:
+        return len(self._index())
+
+    def entries(self, word) -> list:
+        """The raw entries of ``word`` (case-insensitive; exact-case entries first)."""
+        found = self._index().get(word.casefold(), [])
+        found = sorted(found, key=lambda e: e[0] != word)  # stable: index order otherwise
+        data = self._bytes()
+        out = []
+        for _, offset, length in found:
+            off, n = _b64_number(offset), _b64_number(length)
+            out.append(data[off:off + n].decode("utf-8", errors="replace"))
+        return out
+
+    def translations(self, word, n=None) -> list:
+        """The translations of ``word`` in dictionary order (all entries), at most ``n``."""
+        out = {}
+        for entry in self.entries(word):
+            for t in parse_dictd_entry(entry, word):
+                out.setdefault(t, None)
+        found = list(out)
+        return found if n is None else found[:n]
+
+    def resolve(self, token, stem=None) -> str | None:
+        """The headword to look ``token`` up by: itself, or a headword with the same stem.
+
+        Among single-word headwords whose stem (by ``stem``, a function) equals the
+        token's, the one sharing the longest prefix with the token wins (then the
+        shortest): "houses" -> "house".
+        """
+        index = self._index()
+        if token.casefold() in index:
+            return token
+        if stem is None:
+            return None
+        stems = self._stems.get(stem)
+        if stems is None:
+            stems = {}
+            for word in index:
+                if " " not in word and "-" not in word:
+                    stems.setdefault(stem(word), []).append(word)
+            self._stems[stem] = stems
+        same = stems.get(stem(token.casefold()))
+        if not same:
+            return None
+
+        def key(word):
+            common = len(os.path.commonprefix([word, token]))
+            return (-common, len(word), word)
+        return min(same, key=key)
+
+
+# ---------------------------------------------------------------------------------------
+# Translators
+# ---------------------------------------------------------------------------------------
+class Translator(ABC):
+    """How one view of the archive is made.
+
+    Subclasses set ``name`` (the view's name; its feature is ``mv_<name>``) and
+    ``source`` (one of ``"terms"``, ``"tokens"``, ``"texts"``; see the module
+    docstring), and implement the method of their source:
+
+    - ``terms``: :meth:`term_table`, a table from index terms to target words;
+    - ``tokens``: :meth:`token_table`, a table from surface tokens to target words;
+    - ``texts``: :meth:`texts`, one target-language text per question.
+
+    A table is a sparse matrix ``(n_sources, n_targets)`` of non-negative weights (how
+    much of a source word goes to each target word) with the list of target words
+    (None when the targets are the index's terms).
+    """
+
+    name: str = ""
+    source: str = "terms"
+
+    def term_table(self, view):
+        """``(table, vocabulary)`` over the index's terms (source ``"terms"``)."""
+        raise NotImplementedError
+
+    def token_table(self, tokens, analyzer):
+        """``(table, vocabulary)`` for the given surface tokens (source ``"tokens"``)."""
+        raise NotImplementedError
+
+    def texts(self, view) -> list:
+        """One text per archived question, in row order (source ``"texts"``)."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _foreign_analyzer(analyzer) -> Analyzer:
+    """Lowercase tokenizer with the index's token pattern; no stopwords, no stemming."""
+    pattern = getattr(analyzer, "token_pattern", None)
+    return Analyzer(stopwords=None, stem=None) if pattern is None else \
+        Analyzer(token_pattern=pattern, stopwords=None, stem=None)
+
+
+class DictionaryTranslator(Translator):
+    """Word-by-word translation with a bilingual dictionary (dictd format).
+
+    Each surface token of a question (index stopwords dropped) is looked up (exactly,
+    or by stem, see :meth:`DictdDictionary.resolve`); its first ``n_translations``
+    translations, in dictionary order, share the token's weight equally, and the words
+    of a multi-word translation each get that share. Tokens without an entry
+    contribute nothing to this view.
+
+    Parameters
+    ----------
+    dictionary : DictdDictionary or path
+        The dictionary, or the path of its ``.index`` file.
+    n_translations : int, default 3
+        Translations kept per word (dictionaries list the usual sense first).
+    name : str, optional
+        View name (default: the last ``-`` part of the file name, ``fra`` for
+        ``freedict-eng-fra``). :meth:`from_dir` finds a dictionary by language code.
+    """
+
+    source = "tokens"
+
+    def __init__(self, dictionary, *, n_translations=3, name=None):
+        if not isinstance(dictionary, DictdDictionary):
+            dictionary = DictdDictionary(dictionary)
+        if isinstance(n_translations, bool) or not isinstance(n_translations, int) \
+                or n_translations < 1:
+            raise ValueError(f"n_translations must be a positive integer; got {n_translations!r}")
+        self.dictionary = dictionary
+        self.n_translations = n_translations
+        self.name = name or dictionary.name.rsplit("-", 1)[-1]
+
+    @classmethod
+    def from_dir(cls, lang, dict_dir=DEFAULT_DICT_DIR, **kwargs) -> "DictionaryTranslator":
+        """The English-``lang`` dictionary of ``dict_dir`` (``freedict-eng-<lang>.index``).
+
+        Raises
+        ------
+        FileNotFoundError
+            No such directory or dictionary; the message names the Debian package.
+        """
+        package = f"dict-freedict-eng-{lang}"
+        hint = (f"install it with `apt-get install {package}` (FreeDict English-{lang}) "
+                "or give the directory that holds it (--dict-dir)")
+        dict_dir = os.fspath(dict_dir)
+        if not os.path.isdir(dict_dir):
+            raise FileNotFoundError(f"dictionary directory {dict_dir} does not exist: {hint}")
+        names = [f"freedict-eng-{lang}.index", f"eng-{lang}.index", f"{lang}.index"]
+        for name in names:
+            path = os.path.join(dict_dir, name)
+            if os.path.isfile(path):
+                kwargs.setdefault("name", lang)
+                return cls(DictdDictionary(path), **kwargs)
+        have = sorted(n[:-len(".index")] for n in os.listdir(dict_dir) if n.endswith(".index"))
+        raise FileNotFoundError(
+            f"no dictd dictionary for {lang!r} in {dict_dir} (looked for "
+            f"{', '.join(names)}; found: {', '.join(have) or 'none'}): {hint}")
+
+    def translate(self, token, stem=None) -> list:
+        """The kept translations of one token (empty when the dictionary lacks it)."""
+        headword = self.dictionary.resolve(token, stem)
+        if headword is None:
+            return []
+        return self.dictionary.translations(headword, self.n_translations)
+
+    def token_table(self, tokens, analyzer):
+        foreign = _foreign_analyzer(analyzer)
+        stem = getattr(analyzer, "stem_word", None) if getattr(analyzer, "stem", None) else None
+        vocab, rows, cols, vals = {}, array("q"), array("q"), array("d")
+        for i, token in enumerate(tokens):
+            translations = self.translate(token, stem)
+            share = 1.0 / len(translations) if translations else 0.0
+            for t in translations:
+                for word in foreign.analyze(t):
+                    rows.append(i)
+                    cols.append(vocab.setdefault(word, len(vocab)))
+                    vals.append(share)
+        table = sp.csr_matrix((np.frombuffer(vals, np.float64),
+                               (np.frombuffer(rows, np.int64), np.frombuffer(cols, np.int64))),
+                              shape=(len(tokens), len(vocab)))
+        table.sum_duplicates()
+        return table, list(vocab)
+
+
+class IBM1Translator(Translator):
+    """An IBM Model 1 table as a monolingual "pseudo language".
+
+    Each index term ``s`` of a question is replaced by its ``n_translations`` most
+    probable translations ``t`` (``p(t | s)``, renormalised to sum to 1 over the kept
+    ones, so a word keeps its weight), over the same vocabulary.
+
+    Parameters
+    ----------
+    translation_probs : sparse matrix or ndarray, shape (n_terms + 1, n_terms)
+        ``translation_probs[1 + s, t] = p(t | s)`` over the index's term ids; row 0 is the
+        NULL source and is not used (as ``IBMModel1.translation_probs_``).
+    n_translations : int, default 3
+    min_prob : float, default 0.0
+        Translations less probable than this are dropped first.
+    name : str, default "ibm1"
+    """
+
+    source = "terms"
+
+    def __init__(self, translation_probs, *, n_translations=3, min_prob=0.0, name="ibm1"):
+        if isinstance(n_translations, bool) or not isinstance(n_translations, int) \
+                or n_translations < 1:
+            raise ValueError(f"n_translations must be a positive integer; got {n_translations!r}")
+        if not 0.0 <= min_prob < 1.0:
+            raise ValueError(f"min_prob must be in [0, 1); got {min_prob!r}")
+        self.translation_probs = translation_probs
+        self.n_translations = n_translations
+        self.min_prob = min_prob
+        self.name = name
+
+    def term_table(self, view):
+        probs = sp.csr_matrix(self.translation_probs, dtype=np.float64)
+        n_terms = len(view.index.vocab)
+        if probs.shape != (n_terms + 1, n_terms):
+            raise ValueError(f"translation_probs must have shape (n_terms + 1, n_terms) = "
+                             f"({n_terms + 1}, {n_terms}) for this index; got {probs.shape}")
+        return top_per_row(probs[1:], self.n_translations, self.min_prob), None
+
+
+def top_per_row(matrix, n, min_value=0.0) -> sp.csr_matrix:
+    """The ``n`` largest entries of each row (above ``min_value``), rows renormalised to 1."""
+    m = sp.csr_matrix(matrix, dtype=np.float64, copy=True)
+    m.sum_duplicates()
+    m.data[m.data <= min_value] = 0.0
+    m.eliminate_zeros()
+    rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
+    order = np.lexsort((-m.data, rows))  # by row, largest first
+    rank = np.arange(m.nnz) - m.indptr[rows[order]]
+    keep = np.sort(order[rank < n])
+    top = sp.csr_matrix((m.data[keep], (rows[keep], m.indices[keep])), shape=m.shape)
+    sums = np.asarray(top.sum(axis=1)).ravel()
+    sums[sums == 0] = 1.0
+    return sp.csr_matrix(sp.diags(1.0 / sums) @ top)
+
+
+class ArchiveTranslator(Translator):
+    """Translations supplied with the archive (``question.extra[key][lang]``).
+
+    The JSONL record of a question may carry e.g. ``"translations": {"fr": "Comment
+    renouveler mon visa ?"}``; a value may also be a mapping of fields (``{"title":
+    ..., "body": ...}``), whose texts are joined. Questions without a translation
+    contribute an empty bag (and are counted in a log message).
+
+    Queries come without translations: their bag in this view is empty, so their
+    coordinates in it follow from the original language alone (eq. 19 with
+    ``q_p = 0``).
+
+    Parameters
+    ----------
+    lang : str
+        The key of the language (``fr``).
+    key : str, default "translations"
+    name : str, optional
+        View name (default ``lang``).
+    """
+
+    source = "texts"
+
+    def __init__(self, lang, *, key="translations", name=None):
+        if not isinstance(lang, str) or not lang:
+            raise ValueError(f"lang must be a non-empty string; got {lang!r}")
+        self.lang = lang
+        self.key = key
+        self.name = name or lang
+
+    def texts(self, view) -> list:
+        out, missing = [], 0
+        for q in view.archive:
+            value = (q.extra.get(self.key) or {})
+            value = value.get(self.lang) if hasattr(value, "get") else None
+            if hasattr(value, "values"):
+                value = "\n".join(str(v) for v in value.values() if v)
+            if not value:
+                missing += 1
+                value = ""
+            out.append(str(value))
+        if missing == len(out):
+            raise ValueError(f"no archived question has a translation {self.lang!r} "
+                             f"(looked for question.extra[{self.key!r}][{self.lang!r}], the "
+                             f"JSONL key \"{self.key}\": {{\"{self.lang}\": \"...\"}})")
+        if missing:
+            logger.info("view %s: %d of %d questions have no translation", self.name, missing,
+                        len(out))
+        return out
+
+
+class DummyTranslator(Translator):
+    """The dummy translator (DT): every term translates to itself, a copy of view 1."""
+
+    source = "terms"
+
+    def __init__(self, *, name="dummy"):
+        self.name = name
+
+    def term_table(self, view):
+        return sp.identity(len(view.index.vocab), format="csr", dtype=np.float64), None
+
+
+def parse_views(views) -> list:
+    """View specifications as a list: ``"dict:fra,ibm1"`` -> ``["dict:fra", "ibm1"]``."""
+    if isinstance(views, str):
+        views = [v.strip() for v in views.split(",")]
+    return [v for v in views if not isinstance(v, str) or v]
+
+
+def make_translator(spec, *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
+                    translation_probs=None) -> Translator:
+    """A translator from a specification.
+
+    ``dict:LANG`` (a dictd dictionary ``freedict-eng-LANG`` of ``dict_dir``), ``ibm1``
+    (needs ``translation_probs``), ``archive:LANG`` (``question.extra["translations"]
+    [LANG]``) or ``dummy``; a :class:`Translator` is returned as it is.
+
+    Raises
+    ------
+    ValueError
+        Unknown specification, or ``ibm1`` without a table.
+    FileNotFoundError
+        Missing dictionary directory or dictionary (naming the package to install).
+    """
+    if isinstance(spec, Translator):
+        return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"a view must be a Translator or a string; got {spec!r}")
+    kind, _, arg = spec.strip().partition(":")
+    if kind == "dict" and arg:
+        return DictionaryTranslator.from_dir(arg, dict_dir, n_translations=n_translations)
+    if kind == "archive" and arg:
+        return ArchiveTranslator(arg)
+    if kind == "ibm1" and not arg:
+        if translation_probs is None:
+            raise ValueError("view 'ibm1' needs an IBM Model 1 translation table: store an IBM "
+                             "Model 1 model in the index first (see `cqa-search fit --help`), "
+                             "or pass one")
+        return IBM1Translator(translation_probs, n_translations=n_translations)
+    if kind == "dummy" and not arg:
+        return DummyTranslator()
+    raise ValueError(f"unknown view {spec!r}: use dict:LANG, ibm1, archive:LANG or dummy")
+
+
+def find_translation_table(models, name=None):
+    """The IBM Model 1 table (``translation_probs_``) of a stored model.
+
+    Parameters
+    ----------
+    models : mapping of str -> model
+        E.g. ``SearchEngine.models``.
+    name : str, optional
+        The model to use; by default the only model with a ``translation_probs_``.
+
+    Returns
+    -------
+    sparse matrix or None
+        None when no model has a table (and no ``name`` was asked for).
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not a model with a table, or several models have one and no name was
+        given.
+    """
+    tables = {n: m for n, m in models.items() if getattr(m, "translation_probs_", None) is not None}
+    if name is not None:
+        if name not in tables:
+            raise ValueError(f"model {name!r} has no IBM Model 1 table (translation_probs_); "
+                             f"models with one: {', '.join(tables) or 'none'}")
+        return tables[name].translation_probs_
+    if len(tables) > 1:
+        raise ValueError(f"several models have a translation table ({', '.join(tables)}): "
+                         "choose one by name")
+    return next(iter(tables.values())).translation_probs_ if tables else None
+
+
+# ---------------------------------------------------------------------------------------
+# From translators to tf-idf views
+# ---------------------------------------------------------------------------------------
+class ViewEncoder:
+    """The stored part of a view: how a question or a query becomes its tf-idf vector.
+
+    counts = source bag @ ``table`` (for ``texts`` views, the tokens of the text), then
+    ``tf * idf`` and L2 normalisation, exactly as scikit-learn's ``TfidfTransformer``
+    (smooth idf) did for the archive.
+
+    Parameters
+    ----------
+    name : str
+    source : {"terms", "tokens", "texts"}
+    idf : ndarray of shape (n_features,)
+    table : sparse matrix of shape (n_sources, n_features), optional
+        None for ``texts`` views.
+    tokens : list of str, optional
+        The source tokens (rows of ``table``) of a ``tokens`` view.
+    vocabulary : list of str, optional
+        The target words (columns) of ``tokens`` and ``texts`` views.
+    terms : ndarray of int, optional
+        The index terms (columns) of a ``terms`` view whose targets are index terms.
+    """
+
+    def __init__(self, name, source, idf, table=None, *, tokens=None, vocabulary=None,
+                 terms=None):
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {{{', '.join(map(repr, SOURCES))}}}; "
+                             f"got {source!r}")
+        self.name = name
+        self.source = source
+        self.idf = np.asarray(idf, dtype=np.float64)
+        self.table = None if table is None else sp.csr_matrix(table)
+        self.tokens = None if tokens is None else list(tokens)
+        self.vocabulary = None if vocabulary is None else list(vocabulary)
+        self.terms = None if terms is None else np.asarray(terms)
+        self._token_rows = None
+        if self.table is not None and self.table.shape[1] != len(self.idf):
+            raise ValueError(f"view {name!r}: table has {self.table.shape[1]} columns but idf "
+                             f"{len(self.idf)} entries")
+
+    @property
+    def n_features(self) -> int:
+        return len(self.idf)
+
+    def tfidf(self, counts) -> sp.csr_matrix:
+        """Rows of counts ``(n, n_features)`` -> L2-normalised tf-idf rows."""
+        x = sp.csr_matrix(counts, dtype=np.float64) @ sp.diags(self.idf)
+        x = sp.csr_matrix(x)
+        norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+        norms[norms == 0] = 1.0
+        return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
+
+    def query_counts(self, query, analyzer, n_terms) -> sp.csr_matrix:
+        """The bag ``(1, n_features)`` of a query (a :class:`QueryContext`) in this view."""
+        if self.source == "texts":
+            return sp.csr_matrix((1, self.n_features))
+        if self.source == "terms":
+            ids = np.asarray(query.term_ids, dtype=np.int64)
+            bag = sp.csr_matrix((np.asarray(query.qtf, dtype=np.float64),
+                                 (np.zeros(len(ids), np.int64), ids)), shape=(1, n_terms))
+        else:
+            if self._token_rows is None:
+                self._token_rows = {t: i for i, t in enumerate(self.tokens)}
+            rows = [self._token_rows.get(t) for t in analyzer.tokenize(query.text)
+                    if not analyzer.is_stopword(t)]
+            rows = np.array([r for r in rows if r is not None], dtype=np.int64)
+            bag = sp.csr_matrix((np.ones(len(rows)), (np.zeros(len(rows), np.int64), rows)),
+                                shape=(1, len(self.tokens)))
+        return sp.csr_matrix(bag @ self.table)
+
+    def encode_query(self, query, analyzer, n_terms) -> sp.csr_matrix:
+        """The query's tf-idf row ``(1, n_features)`` (all zeros when it has no words here)."""
+        return self.tfidf(self.query_counts(query, analyzer, n_terms))
+
+    # -- storage ---------------------------------------------------------------------
+    def state(self, prefix):
+        """``(meta, arrays)``: JSON metadata and arrays named ``prefix + ...``."""
+        meta = {"name": self.name, "source": self.source}
+        if self.tokens is not None:
+            meta["tokens"] = self.tokens
+        if self.vocabulary is not None:
+            meta["vocabulary"] = self.vocabulary
+        arrays = {f"{prefix}idf": self.idf}
+        if self.table is not None:
+            t = self.table
+            arrays.update({f"{prefix}table_indptr": t.indptr.astype(np.int64),
+                           f"{prefix}table_indices": t.indices.astype(np.int32),
+                           f"{prefix}table_data": t.data.astype(np.float64)})
+            meta["table_shape"] = list(t.shape)
+        if self.terms is not None:
+            arrays[f"{prefix}terms"] = self.terms.astype(np.int32)
+        return meta, arrays
+
+    @classmethod
+    def from_state(cls, meta, arrays, prefix) -> "ViewEncoder":
+        table = None
+        if "table_shape" in meta:
+            table = sp.csr_matrix((arrays[f"{prefix}table_data"], arrays[f"{prefix}table_indices"],
+                                   arrays[f"{prefix}table_indptr"]), shape=tuple(meta["table_shape"]))
+        return cls(meta["name"], meta["source"], arrays[f"{prefix}idf"], table,
+                   tokens=meta.get("tokens"), vocabulary=meta.get("vocabulary"),
+                   terms=arrays.get(f"{prefix}terms"))
+
+
+class SourceBags:
+    """The source bags of the archive, computed once and shared by the views.
+
+    ``terms()``: the question field's term counts ``(n_docs, n_terms)``; ``tokens()``:
+    the surface-token counts (index stopwords dropped) with their token list.
+    """
+
+    def __init__(self, view, *, progress=False):
+        self.view = view
+        self.progress = progress
+        self._tokens = None
+
+    def terms(self) -> sp.csr_matrix:
+        return sp.csr_matrix(self.view.index["question"].rows_matrix(), dtype=np.float64)
+
+    def tokens(self):
+        if self._tokens is None:
+            from tqdm import tqdm
+
+            analyzer = self.view.analyzer
+            ids, token_id = array("q"), {}
+            lengths = array("q")
+            bar = tqdm(self.view.archive, desc="tokenizing", unit=" questions",
+                       disable=None if self.progress else True, mininterval=0.5)
+            for q in bar:
+                toks = [t for t in analyzer.tokenize(q.text) if not analyzer.is_stopword(t)]
+                ids.extend(token_id.setdefault(t, len(token_id)) for t in toks)
+                lengths.append(len(toks))
+            rows = np.repeat(np.arange(len(lengths)), np.frombuffer(lengths, np.int64))
+            counts = sp.csr_matrix((np.ones(len(rows)), (rows, np.frombuffer(ids, np.int64))),
+                                   shape=(len(lengths), len(token_id)))
+            counts.sum_duplicates()
+            self._tokens = (list(token_id), counts)
+        return self._tokens
+
+
+def build_view(translator, view, *, min_df=1, bags=None):
+    """The tf-idf matrix of one view of the archive, and its encoder.
+
+    Parameters
+    ----------
+    translator : Translator
+    view : IndexView
+    min_df : int, default 1
+        Target words in fewer questions are dropped (a word of a single question relates
+        no two questions).
+    bags : SourceBags, optional
+        Shared source bags (to tokenize the archive once for several views).
+
+    Returns
+    -------
+    X : csr_matrix of shape (n_docs, n_features)
+        L2-normalised tf-idf rows (``TfidfTransformer``, smooth idf).
+    encoder : ViewEncoder
+    """
+    bags = SourceBags(view) if bags is None else bags
+    tokens = vocabulary = terms = None
+    if translator.source == "terms":
+        table, vocabulary = translator.term_table(view)
+        table = sp.csr_matrix(table, dtype=np.float64)
+        counts = bags.terms() @ table
+        if vocabulary is None and table.shape[1] == len(view.index.vocab):
+            terms = np.arange(table.shape[1])
+    elif translator.source == "tokens":
+        tokens, token_counts = bags.tokens()
+        table, vocabulary = translator.token_table(tokens, view.analyzer)
+        table = sp.csr_matrix(table, dtype=np.float64)
+        used = np.flatnonzero(np.diff(table.indptr))  # tokens that have a translation
+        tokens = [tokens[i] for i in used]
+        table = table[used]
+        counts = token_counts[:, used] @ table
+    elif translator.source == "texts":
+        texts = translator.texts(view)
+        if len(texts) != view.n_docs:
+            raise ValueError(f"view {translator.name!r}: {len(texts)} texts for "
+                             f"{view.n_docs} questions")
+        foreign = _foreign_analyzer(view.analyzer)
+        word_id, ids, lengths = {}, array("q"), array("q")
+        for text in texts:
+            words = foreign.analyze(text)
+            ids.extend(word_id.setdefault(w, len(word_id)) for w in words)
+            lengths.append(len(words))
+        rows = np.repeat(np.arange(len(texts)), np.frombuffer(lengths, np.int64))
+        counts = sp.csr_matrix((np.ones(len(rows)), (rows, np.frombuffer(ids, np.int64))),
+                               shape=(len(texts), len(word_id)))
+        vocabulary, table = list(word_id), None
+    else:
+        raise ValueError(f"translator {translator!r} has source {translator.source!r}; "
+                         f"expected one of {SOURCES}")
+    counts = sp.csr_matrix(counts, dtype=np.float64)
+    counts.sum_duplicates()
+    counts.eliminate_zeros()
+    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    keep = np.flatnonzero(df >= max(min_df, 1))
+    counts = counts[:, keep]
+    if table is not None:
+        table = sp.csr_matrix(table[:, keep])
+    if vocabulary is not None:
+        vocabulary = [vocabulary[i] for i in keep]
+    if terms is not None:
+        terms = terms[keep]
+    if counts.shape[1] == 0:
+        raise ValueError(f"view {translator.name!r} is empty: no word of it occurs in "
+                         f"{max(min_df, 1)} or more questions")
+    tfidf = TfidfTransformer()
+    X = sp.csr_matrix(tfidf.fit_transform(counts), dtype=np.float64)
+    encoder = ViewEncoder(translator.name, translator.source, tfidf.idf_, table,
+                          tokens=tokens, vocabulary=vocabulary, terms=terms)
+    return X, encoder
