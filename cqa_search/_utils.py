@@ -4,7 +4,9 @@ from __future__ import annotations
 import inspect
 import numbers
 
-__all__ = ["Interval", "validate_params", "get_params"]
+import numpy as np
+
+__all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params"]
 
 
 class Interval:
@@ -37,6 +39,24 @@ class Interval:
         high = "inf" if self.high is None else self.high
         what = "an integer" if self.kind is numbers.Integral or self.kind is int else "a number"
         return f"{what} in {left}{low}, {high}{right}"
+
+
+class InstanceOf:
+    """A ``_parameter_constraints`` option: an instance of one of ``types`` (not a bool)."""
+
+    def __init__(self, *types, name):
+        self.types, self.name = types, name
+
+    def check(self, value) -> bool:
+        return isinstance(value, self.types) and not isinstance(value, bool)
+
+    def describe(self) -> str:
+        return self.name
+
+
+#: The ``random_state`` constraint: None, a non-negative int or a numpy Generator.
+RANDOM_STATE = [(None,), Interval(0, None, kind=numbers.Integral),
+                InstanceOf(np.random.Generator, name="a numpy Generator")]
 
 
 def validate_params(obj, constraints=None) -> None:

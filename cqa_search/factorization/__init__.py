@@ -8,7 +8,8 @@ the original text jointly with its translations (views, see views.py); the store
 """
 from .gnmf import CNMF, GNMF, GNMFNC
 from .multiview import MultiViewModel, MultiViewNMF, fit_multiview
-from .nmf import NMF, nnls_gram
+from .nmf import NMF
+from .nnls import nnls_gram
 from .topics import (VARIANTS, TopicInterpolation, TopicModel, TopicScorer, fit_topics,
                      interpolate, term_question_matrix)
 

@@ -21,8 +21,8 @@ import numbers
 
 import numpy as np  # noqa: F401  (the doctests use it)
 
-from .._utils import Interval
-from .nmf import _RANDOM_STATE, _check_matrix, _GroupFactorization
+from .._utils import RANDOM_STATE, Interval
+from .nmf import _check_matrix, _GroupFactorization
 
 __all__ = ["CNMF", "GNMF", "GNMFNC"]
 
@@ -30,7 +30,7 @@ _COMMON = {
     "init": ("random", "custom"),
     "max_iter": Interval(1, None, kind=numbers.Integral),
     "tol": Interval(0, None),
-    "random_state": _RANDOM_STATE,
+    "random_state": RANDOM_STATE,
 }
 
 

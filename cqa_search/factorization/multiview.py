@@ -49,14 +49,13 @@ import time
 import warnings
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.optimize as sopt
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import Interval, validate_params
+from .._utils import RANDOM_STATE, Interval, validate_params
+from .nnls import nnls_gram
 from .views import (DEFAULT_DICT_DIR, DummyTranslator, SourceBags, Translator, ViewEncoder,
                     build_view, find_translation_table, make_translator, parse_views)
 
@@ -94,24 +93,6 @@ def _cd_pass(X, G, B, chunk=_CHUNK) -> None:
             Xc[:, k] = step
 
 
-def _nnls_gram(G, B) -> np.ndarray:
-    """Rows ``x_i = argmin_{x >= 0} x^T G x - 2 b_i^T x`` for a positive-definite ``G``.
-
-    With ``G = L L^T`` (Cholesky) this is ``argmin ||L^T x - L^{-1} b_i||^2``, a K x K
-    non-negative least-squares problem (Lawson-Hanson, ``scipy.optimize.nnls``).
-    """
-    B = np.atleast_2d(B)
-    K = G.shape[0]
-    jitter = 1e-12 * max(np.trace(G) / max(K, 1), 1e-300)
-    L = np.linalg.cholesky(G + jitter * np.eye(K))
-    Y = sla.solve_triangular(L, B.T, lower=True)
-    A = np.ascontiguousarray(L.T)
-    out = np.zeros((B.shape[0], K))
-    for i in np.flatnonzero(B.max(axis=1) > 0):  # b <= 0 gives x = 0
-        out[i] = sopt.nnls(A, Y[:, i])[0]
-    return out
-
-
 def _fold_in(components, lambdas, Xs, grams=None) -> list:
     """Eqs. 17 and 19 for the rows of ``Xs`` (one matrix per view)."""
     grams = grams if grams is not None else _fold_grams(components, lambdas)
@@ -122,7 +103,7 @@ def _fold_in(components, lambdas, Xs, grams=None) -> list:
         B = np.asarray(X[:, cols] @ np.asarray(H[:, cols], dtype=np.float64).T)
         if p > 0:
             B = B + lambdas[p] * out[0]
-        out.append(_nnls_gram(grams[p], B))
+        out.append(nnls_gram(grams[p], B.T).T)
     return out
 
 
@@ -197,6 +178,7 @@ _CONSTRAINTS = {
     "lambdap": [Interval(0, None), _SequenceOf()],
     "max_iter": Interval(1, None, kind=numbers.Integral),
     "tol": Interval(0, None),
+    "random_state": RANDOM_STATE,
 }
 
 

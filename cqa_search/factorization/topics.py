@@ -50,12 +50,12 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 
-from .._utils import Interval, validate_params
+from .._utils import RANDOM_STATE, InstanceOf, Interval, validate_params
 from ..exceptions import IndexFormatError
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
-from .nmf import (_RANDOM_STATE, NMF, GramFactor, _best_groups, _fold, _InstanceOf,
-                  _projections, _topic_grams)
+from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
+from .nnls import GramFactor
 
 __all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "fit_topics", "interpolate",
            "term_question_matrix", "VARIANTS"]
@@ -170,9 +170,9 @@ class TopicModel(BaseEstimator):
         "a": Interval(0, None),
         "max_iter": Interval(1, None, kind=numbers.Integral),
         "tol": Interval(0, None),
-        "random_state": _RANDOM_STATE,
+        "random_state": RANDOM_STATE,
         "category_inference": ("all", "hits", "reconstruction"),
-        "feature_name": [(None,), _InstanceOf(str, name="a string")],
+        "feature_name": [(None,), InstanceOf(str, name="a string")],
     }
 
     def __init__(self, model="gnmfnc", *, n_shared=20, n_category=8, a=100.0, max_iter=100,
@@ -377,7 +377,7 @@ class TopicModel(BaseEstimator):
     def fold_query(self, query, view=None):
         """One analysed query (:class:`~cqa_search.features.QueryContext`) in topic space.
 
-        Single queries use :class:`~cqa_search.factorization.nmf.GramFactor` (scipy's
+        Single queries use :class:`~cqa_search.factorization.nnls.GramFactor` (scipy's
         NNLS on a factor of each group's Gram matrix, cached).
 
         Returns
@@ -589,8 +589,8 @@ class TopicInterpolation(BaseEstimator):
 
     kind = "topic-interpolation"
     _parameter_constraints = {"alpha": Interval(0, 1),
-                              "term_feature": _InstanceOf(str, name="a string"),
-                              "topic_feature": _InstanceOf(str, name="a string")}
+                              "term_feature": InstanceOf(str, name="a string"),
+                              "topic_feature": InstanceOf(str, name="a string")}
 
     def __init__(self, term_feature="bm25", topic_feature="topic_gnmfnc", alpha=0.6):
         self.term_feature = term_feature

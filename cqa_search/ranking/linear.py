@@ -50,7 +50,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import Interval, validate_params
+from .._utils import RANDOM_STATE, Interval, validate_params
 from ..exceptions import ConvergenceWarning
 from . import (boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm,
                stacking)
@@ -198,6 +198,7 @@ class LinearRanker(BaseEstimator):
         "tol": Interval(0, None),
         "early_stopping": (False, True),
         "validation_fraction": Interval(0, 1, closed="neither"),
+        "random_state": RANDOM_STATE,
     }
 
     def __init__(self, learner="powell", *, params=None, normalize="zscore", max_iter=None,
@@ -217,11 +218,6 @@ class LinearRanker(BaseEstimator):
         if self.params is not None and not isinstance(self.params, Mapping):
             raise ValueError(f"params must be a dict of learner options or None; got "
                              f"{self.params!r}")
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, np.random.Generator)
-                or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool) and rs >= 0)):
-            raise ValueError(f"random_state must be None, a non-negative int or a "
-                             f"numpy.random.Generator; got {rs!r}")
         if self.early_stopping and not LEARNERS[self.learner].EARLY_STOPPING:
             allowed = [n for n, m in LEARNERS.items() if m.EARLY_STOPPING]
             raise ValueError(f"early_stopping applies to the learners "

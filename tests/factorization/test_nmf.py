@@ -11,7 +11,7 @@ from sklearn.decomposition import NMF as SklearnNMF
 
 from cqa_search.exceptions import ConvergenceWarning, NotFittedError
 from cqa_search.factorization import NMF, nnls_gram
-from cqa_search.factorization.nmf import GramFactor
+from cqa_search.factorization.nnls import GramFactor
 
 
 def _quiet(fn, *args, **kwargs):

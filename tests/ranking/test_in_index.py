@@ -7,7 +7,7 @@ import pytest
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.cli import train
-from cqa_search.engine import MODEL_KINDS, add_model
+from cqa_search.engine import model_kinds, add_model
 from cqa_search.exceptions import ConvergenceWarning
 from cqa_search.ranking import LinearRanker
 
@@ -46,7 +46,7 @@ def table(engine):
 
 
 def test_the_ranker_is_a_registered_model_kind():
-    assert MODEL_KINDS["ranker"] is LinearRanker
+    assert model_kinds()["ranker"] is LinearRanker
 
 
 @pytest.mark.parametrize("learner,params", [

@@ -86,8 +86,8 @@ def test_not_fitted():
     ({"max_iter": 0}, r"max_iter must be \{None\} or an integer in \[1, inf\); got 0"),
     ({"tol": -1.0}, r"tol must be a number in \[0, inf\); got -1.0"),
     ({"validation_fraction": 1.0}, r"validation_fraction must be a number in \(0, 1\); got 1.0"),
-    ({"random_state": "seed"}, "random_state must be None, a non-negative int or a "
-                               "numpy.random.Generator; got 'seed'"),
+    ({"random_state": "seed"}, r"random_state must be \{None\} or an integer in \[0, inf\) or a "
+                               r"numpy Generator; got 'seed'"),
     ({"params": ["C", 1]}, r"params must be a dict of learner options or None; got \['C', 1\]"),
     ({"learner": "ranksvm", "params": {"C": -1}}, r"C must be a number in \(0, inf\); got -1"),
     ({"learner": "ranksvm", "params": {"c": 1}},
