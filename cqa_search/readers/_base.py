@@ -48,12 +48,6 @@ class ReadReport:
             self.errors.append(str(error))
         logger.debug("skipped invalid record: %s", error)
 
-    def summary(self) -> str:
-        """One line: how many were read and skipped."""
-        text = f"{self.n_read} questions read"
-        if self.n_skipped:
-            text += f", {self.n_skipped} invalid record(s) skipped"
-        return text
 
 
 def make_question(report: ReadReport, path, line, **fields):
