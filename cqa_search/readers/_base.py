@@ -49,7 +49,6 @@ class ReadReport:
         logger.debug("skipped invalid record: %s", error)
 
 
-
 def make_question(report: ReadReport, path, line, **fields):
     """``Question(**fields)``, or None after reporting a ``ValueError`` as invalid."""
     try:
