@@ -71,7 +71,7 @@ class BuildSummary:
                  f"categories {self.n_categories:,}",
                  f"vocabulary {self.n_terms:,} terms"]
         for name, stats in self.fields.items():
-            lines.append(f"field      {name}: {stats['total_terms']:,} terms, "
+            lines.append(f"field      {name}: {stats['total_terms']:,} tokens, "
                          f"{stats['nnz']:,} postings")
         lines.append(f"time       {self.seconds:.1f} s")
         return "\n".join(lines)
