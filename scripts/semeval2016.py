@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, read_run, summarize
 from cqa_search.evaluation.datasets import convert_semeval
@@ -88,14 +90,19 @@ def grid(name, space):
         yield make_model(name, **dict(zip(keys, values)))
 
 
-def bm25s_rows(engine, splits):
-    """bm25s (lucene, English stopwords, Snowball) over the same archive questions."""
+def bm25s_rows(engine, splits, doc_ids=None):
+    """bm25s (lucene, English stopwords, Snowball) over the archive questions, or over only
+    those of ``doc_ids``."""
     try:
         import bm25s
         import Stemmer
     except ImportError:
         return None
-    texts = [q.text for q in engine.archive]
+    rows = (np.arange(engine.n_docs) if doc_ids is None
+            else np.sort(engine.archive.rows(sorted(doc_ids))))
+    position = np.full(engine.n_docs, -1)
+    position[rows] = np.arange(len(rows))
+    texts = [engine.archive[int(r)].text for r in rows]
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25(method="lucene")
     retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
@@ -104,12 +111,13 @@ def bm25s_rows(engine, splits):
     for split, (queries, qrels, candidates) in splits.items():
         run = {}
         for q in queries:
-            rows = engine.archive.rows(list(candidates[q["id"]]))
+            cand = engine.archive.rows(list(candidates[q["id"]]))
             tokens = bm25s.tokenize([q["text"]], stopwords="en", stemmer=stemmer,
                                     show_progress=False, return_ids=False)[0]
-            scores = retriever.get_scores(tokens) if tokens else [0.0] * engine.n_docs
-            ranked = sorted(range(len(rows)), key=lambda i: -scores[rows[i]])  # stable
-            run[q["id"]] = {engine.archive.doc_ids[rows[i]]: float(scores[rows[i]]) for i in ranked}
+            scores = retriever.get_scores(tokens) if tokens else np.zeros(len(rows))
+            cand_scores = [float(scores[position[r]]) for r in cand]
+            ranked = sorted(range(len(cand)), key=lambda i: -cand_scores[i])  # stable
+            run[q["id"]] = {engine.archive.doc_ids[cand[i]]: cand_scores[i] for i in ranked}
         out[split] = evaluate(run, qrels, metrics=METRICS)
     return out
 
@@ -154,6 +162,12 @@ def main(argv=None):
         import bm25s
         rows.append((f"bm25s {bm25s.__version__} lucene k1=1.5 b=0.75 (reference, same archive)",
                      reference))
+        folder = os.path.join(args.data, "semeval2016-task3-cqa-ql")
+        related = {q.id for q in read_questions(
+            [os.path.join(folder, XML.format(s)) for s in ("train-part2", *SPLITS)])}
+        rows.append((f"bm25s {bm25s.__version__} lucene k1=1.5 b=0.75 (reference, index of the "
+                     f"{len(related):,} related questions of 2016 only)",
+                     bm25s_rows(engine, splits, related)))
 
     table_text = table(rows, rows[0][1]["test"], "IR")
     print(table_text)
