@@ -106,13 +106,13 @@ def run(args) -> int:
             print(f"  {error}", file=sys.stderr)
     for family in args.models:
         print(f"\ntraining {family} ...")
-        code = _fit(output, family, args.quiet)
+        code = fit_with_defaults(output, family, args.quiet)
         if code:
             return code
     return 0
 
 
-def _fit(index, family, quiet) -> int:
+def fit_with_defaults(index, family, quiet) -> int:
     """``cqa-search fit INDEX FAMILY`` with the family's default options."""
     from . import fit
 

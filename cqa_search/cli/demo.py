@@ -1,60 +1,117 @@
-"""``cqa-search demo``: index the embedded demo archive and show a few searches."""
+"""``cqa-search demo``: index the embedded demo archive, search it with BM25, then learn the
+models from the archive, train a ranker on half of the judged demo queries and search again."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
+import numpy as np
+
 from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
-from ..engine import SearchEngine, build_index
+from ..engine import SearchConfig, SearchEngine, add_model, build_index
 from ..evaluation import evaluate, read_qrels, read_queries, summarize
 from ._common import Style, add_common_options, format_hit, run_command
 
-HELP = "build indexes/demo from the demo archive shipped with cqa_search and show searches"
+HELP = ("build indexes/demo from the demo archive shipped with cqa_search, search it, then "
+        "learn its models and a ranker and search again")
 
 #: Demo queries shown: each shares few or no words with the questions that answer it.
 SHOWN = ("dq01", "dq02", "dq05", "dq03")
+#: Model families fitted on the archive (``cqa-search fit INDEX FAMILY`` with its defaults).
+FAMILIES = ("translation", "topics", "multiview")
+LEARNER = "ranksvm"
+METRICS = ["map", "p@5", "mrr"]
 
 
 def configure(parser) -> None:
     parser.add_argument("-o", "--output", default=os.path.join("indexes", "demo"), metavar="DIR",
                         help="where to build the demo index (default: %(default)s)")
     parser.add_argument("-k", type=int, default=3, help="results per query (default: 3)")
+    parser.add_argument("--bm25-only", action="store_true",
+                        help="stop after the BM25 searches (no models, no ranker)")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     add_common_options(parser)
 
 
-def run(args) -> int:
-    folder = demo_dir()
-    summary = build_index(folder / DEMO_ARCHIVE, args.output, progress=not args.quiet)
-    print(summary)
-    engine = SearchEngine.open(args.output)
-    with open(folder / DEMO_QUERIES, encoding="utf-8") as f:
-        queries = {q["id"]: q for q in map(json.loads, f)}
-    qrels = read_qrels(folder / DEMO_QRELS)
-    style = Style(args.color)
+def split(queries):
+    """(training, held-out) demo queries: every other query is held out, and so is every
+    query the demo shows, so that no query shown or scored was used to train the ranker."""
+    held_out = [q for i, q in enumerate(queries) if i % 2 or q["id"] in SHOWN]
+    ids = {q["id"] for q in held_out}
+    return [q for q in queries if q["id"] not in ids], held_out
+
+
+def _show(engine, queries, qrels, k, style) -> None:
     for qid in SHOWN:
         query = queries[qid]
         print()
         print(style.bold(f"query {qid}: {query['text']}"))
-        results = engine.search(query["text"], k=args.k)
+        results = engine.search(query["text"], k=k)
         relevant = {d for d, rel in qrels.get(qid, {}).items() if rel > 0}
         for hit in results:
             mark = "  " + style.match("<- judged relevant") if hit.doc_id in relevant else ""
             print(format_hit(hit, engine, results.query_terms, style) + mark)
         if not len(results):
             print("no matching questions")
-    queries_path, qrels_path = folder / DEMO_QUERIES, folder / DEMO_QRELS
-    scores = summarize(evaluate(engine.run(read_queries(queries_path), k=100), qrels,
-                                metrics=["map", "p@5", "mrr"], convention="trec"), percent=True)
-    print()
-    print(f"BM25 over all {len(queries)} judged demo queries: "
-          + ", ".join(f"{m.upper()} {v:.1f}" for m, v in scores.items()))
-    print(f"(the same: cqa-search evaluate {args.output} --queries {queries_path} "
-          f"--qrels {qrels_path} --convention trec)")
-    print()
-    print(f"Search it yourself:  cqa-search query {args.output}")
+
+
+def _scores(engine, queries, qrels):
+    return summarize(evaluate(engine.run(queries, k=100), qrels, metrics=METRICS,
+                              convention="trec"), percent=True)
+
+
+def _train_ranker(path, training, qrels, quiet):
+    """A ``LEARNER`` ranker over every feature of the index, stored as its ranker."""
+    from ..ranking import LinearRanker
+
+    engine = SearchEngine.open(path, config=SearchConfig(ranker=None))
+    X, qid, docs, names = engine.feature_table(training, k=100, progress=not quiet)
+    y = np.array([qrels.get(q, {}).get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
+    ranker = LinearRanker(LEARNER, random_state=0).fit(X, y, qid=qid, feature_names=names)
+    add_model(path, "ranker", ranker)
+    return names
+
+
+def run(args) -> int:
+    from .build_index import fit_with_defaults
+
+    folder = demo_dir()
+    print(build_index(folder / DEMO_ARCHIVE, args.output, progress=not args.quiet))
+    queries = read_queries(folder / DEMO_QUERIES)
+    by_id = {q["id"]: q for q in queries}
+    qrels = read_qrels(folder / DEMO_QRELS)
+    training, held_out = split(queries)
+    style = Style(args.color)
+
+    print("\n" + style.bold("== BM25, the words of the query only =="))
+    engine = SearchEngine.open(args.output)
+    _show(engine, by_id, qrels, args.k, style)
+    bm25 = _scores(engine, held_out, qrels)
+    if not args.bm25_only:
+        print("\n" + style.bold("== learning from the archive: " + ", ".join(FAMILIES)
+                                + " models (cqa-search fit) =="))
+        for family in FAMILIES:
+            print()
+            code = fit_with_defaults(args.output, family, quiet=True)
+            if code:
+                return code
+        names = _train_ranker(args.output, training, qrels, args.quiet)
+        print(f"\nranker     {LEARNER} over {len(names)} features, trained on {len(training)} "
+              f"judged demo queries (cqa-search train)")
+        print("\n" + style.bold("== the same searches, BM25 candidates reranked by the trained "
+                                "ranker =="))
+        engine = SearchEngine.open(args.output)
+        _show(engine, by_id, qrels, args.k, style)
+        pipeline = _scores(engine, held_out, qrels)
+
+    print(f"\nThe {len(held_out)} held-out demo queries (never used for training):")
+    rows = [("BM25", bm25)] + ([] if args.bm25_only else [("models + ranker", pipeline)])
+    print("  " + " " * 16 + "".join(f"{m.upper():>8}" for m in METRICS))
+    for name, scores in rows:
+        print(f"  {name:<16}" + "".join(f"{scores[m]:8.1f}" for m in METRICS))
+    print(f"\nSearch it yourself:  cqa-search query {args.output}"
+          + ("" if args.bm25_only else "   (add --explain to see why a hit ranks)"))
     return 0
 
 

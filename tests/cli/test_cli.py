@@ -55,10 +55,41 @@ def test_interactive_session(capsys, monkeypatch, toy_index):
     assert "never reached" not in out
 
 
+def held_out_scores(out):
+    """{row name: [MAP, P@5, MRR]} from the demo's closing table."""
+    table = out.split("held-out demo queries")[1].split("Search it yourself")[0]
+    rows = [line.rsplit(None, 3) for line in table.splitlines()[2:] if line.strip()]
+    return {name.strip(): [float(v) for v in values] for name, *values in rows}
+
+
 def test_demo(capsys, tmp_path):
     code, out, _ = run(capsys, "demo", "-o", tmp_path / "demo", "-q", "--color", "never")
     assert code == 0
     assert "questions  327" in out and "query dq01" in out and "judged relevant" in out
+    assert out.count("query dq01") == 2  # BM25, then the trained pipeline
+    assert "model        translation" in out and "topics-gnmfnc" in out and "mv_ibm1" in out
+    scores = held_out_scores(out)
+    # the models and the ranker close part of the lexical gap on queries they never saw
+    assert scores["models + ranker"][0] > scores["BM25"][0] + 5
+    engine = SearchEngine.open(tmp_path / "demo")
+    assert engine.ranker is not None and {"translation", "ranker"} <= set(engine.models)
+
+
+def test_demo_split_holds_out_every_shown_query():
+    from cqa_search.cli.demo import SHOWN, split
+
+    queries = [{"id": f"dq{i:02d}"} for i in range(1, 62)]
+    training, held_out = split(queries)
+    assert set(SHOWN) <= {q["id"] for q in held_out}
+    assert not {q["id"] for q in training} & {q["id"] for q in held_out}
+    assert len(training) + len(held_out) == 61
+
+
+def test_demo_bm25_only(capsys, tmp_path):
+    code, out, _ = run(capsys, "demo", "-o", tmp_path / "demo", "-q", "--color", "never",
+                       "--bm25-only")
+    assert code == 0 and out.count("query dq01") == 1 and "ranker" not in out
+    assert list(held_out_scores(out)) == ["BM25"]
 
 
 def test_module_entry_point_and_help():
