@@ -115,6 +115,8 @@ def bm25s_rows(engine, splits, doc_ids=None):
             tokens = bm25s.tokenize([q["text"]], stopwords="en", stemmer=stemmer,
                                     show_progress=False, return_ids=False)[0]
             scores = retriever.get_scores(tokens) if tokens else np.zeros(len(rows))
+            if (position[cand] < 0).any():
+                raise ValueError(f"query {q['id']}: a candidate is not in the bm25s index")
             cand_scores = [float(scores[position[r]]) for r in cand]
             ranked = sorted(range(len(cand)), key=lambda i: -cand_scores[i])  # stable
             run[q["id"]] = {engine.archive.doc_ids[cand[i]]: cand_scores[i] for i in ranked}
