@@ -39,7 +39,8 @@ from cqa_search import SearchConfig, SearchEngine  # noqa: E402
 from cqa_search import engine as engine_module  # noqa: E402
 from cqa_search.evaluation import compare, evaluate  # noqa: E402
 from cqa_search.factorization.multiview import fit_multiview  # noqa: E402
-from cqa_search.factorization.views import DEFAULT_DICT_DIR, find_translation_table  # noqa: E402
+from cqa_search.factorization.dictd import DEFAULT_DICT_DIR  # noqa: E402
+from cqa_search.factorization.views import find_translation_table  # noqa: E402
 from cqa_search.retrieval import VSM  # noqa: E402
 
 LANGS = ("fra", "deu", "ita", "spa")

@@ -204,7 +204,7 @@ def main(argv=None):
         f"the best term model on dev, {best_term})\n")
     say(table(rows, baseline, best_term))
     weights = choice[best_mu][1]
-    say(f"\nP-Trans weights (z-scored features, tuned on dev): " + ", ".join(
+    say("\nP-Trans weights (z-scored features, tuned on dev): " + ", ".join(
         f"{f} {w:+.2f}" for f, w in zip(weights.feature_names_in_, weights.coef_)))
     means = {label: (summarize(r["dev"])["map"], summarize(r["test"])["map"])
              for label, r in rows}

@@ -8,7 +8,7 @@ import warnings
 from ..engine import SearchEngine, add_model
 from ..exceptions import ConvergenceWarning
 from ..factorization.multiview import fit_multiview
-from ..factorization.views import DEFAULT_DICT_DIR
+from ..factorization.dictd import DEFAULT_DICT_DIR
 
 HELP = ("SMT + MF: factorize the questions jointly with their translations (dictionaries, "
         "IBM Model 1, supplied translations) and add one feature per view")

@@ -55,8 +55,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import RANDOM_STATE, Interval, validate_params
+from .dictd import DEFAULT_DICT_DIR
 from .nnls import nnls_gram
-from .views import (DEFAULT_DICT_DIR, DummyTranslator, SourceBags, Translator, ViewEncoder,
+from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder,
                     build_view, find_translation_table, make_translator, parse_views)
 
 __all__ = ["MultiViewNMF", "MultiViewModel", "MultiViewScorer", "fit_multiview"]

@@ -1,7 +1,6 @@
 """Translation features against plain-loop references: the DP against brute-force
 enumeration of segmentations, WT/TransLM against their formulas, and all eight features
 against a per-candidate reference that enumerates every segmentation."""
-import itertools
 import math
 
 import numpy as np
