@@ -26,7 +26,7 @@ from sklearn.model_selection import GroupKFold
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.engine import add_model
-from cqa_search.evaluation import evaluate, read_qrels, read_queries, summarize
+from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, summarize
 from cqa_search.evaluation.datasets import convert_stackexchange, convert_stackfaq
 from cqa_search.factorization import fit_multiview, fit_topics
 from cqa_search.ranking import LinearRanker
@@ -94,26 +94,40 @@ def main(argv=None):
         queries = read_queries(summary.file("queries.jsonl"))
         qrels = read_qrels(summary.file("qrels.txt"))
         print(f"\n### {title}: {summary}\n")
-        print("| model | " + " | ".join(m.upper() for m in METRICS) + " |")
-        print("|---|" + "---:|" * len(METRICS))
+        print("| model | " + " | ".join(m.upper() for m in METRICS)
+              + " | MAP vs BM25: p (t / rand.) | MAP vs the same learner on term features |")
+        print("|---|" + "---:|" * (len(METRICS) + 2))
+        bm25 = evaluate(engine.with_config(SearchConfig(features=())).run(queries, k=100),
+                        qrels, metrics=METRICS, convention="trec")
+
+        def row(name, per_query, against=None):
+            scores = summarize(per_query, percent=True)
+            cells = [f"{v:.2f}" for v in scores] + [_p(per_query, bm25)]
+            cells.append("–" if against is None else _p(per_query, against))
+            print(f"| {name} | " + " | ".join(cells) + " |")
+
         for spec in args.models:
             config = SearchConfig(retrieval=parse_model(spec), features=())
-            run = engine.with_config(config).run(queries, k=100)
-            scores = summarize(evaluate(run, qrels, metrics=METRICS, convention="trec"),
-                               percent=True)
-            print(f"| {spec} | " + " | ".join(f"{v:.2f}" for v in scores) + " |")
+            row(spec, evaluate(engine.with_config(config).run(queries, k=100), qrels,
+                               metrics=METRICS, convention="trec"))
         if not args.trained:
             continue
         engine = fit_models(os.path.join(out, "index")).with_config(SearchConfig(ranker=None))
         for learner in args.learners:
+            term = None
             for group, prefixes in GROUPS.items():
                 run = cross_validated_run(engine, queries, qrels, learner, prefixes)
                 # queries whose candidates hold no relevant question still count (AP 0)
-                scores = summarize(evaluate(run, qrels, metrics=METRICS, convention="trec"),
-                                   percent=True)
-                print(f"| BM25 top 100 + {learner} on {group} features (5-fold CV) | "
-                      + " | ".join(f"{v:.2f}" for v in scores) + " |")
+                per_query = evaluate(run, qrels, metrics=METRICS, convention="trec")
+                row(f"BM25 top 100 + {learner} on {group} features (5-fold CV)", per_query,
+                    term)
+                term = per_query if group == "term" else term
 
+
+def _p(a, b) -> str:
+    """p-values (paired t-test / randomization) of the MAP difference of two systems."""
+    c = compare(a, b, metrics=["map"]).loc["map"]
+    return f"{c['p_ttest']:.3f} / {c['p_randomization']:.3f}"
 
 if __name__ == "__main__":
     main()

@@ -592,7 +592,7 @@ class MultiViewScorer:
 
 
 def fit_multiview(source, views=(), *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
-                  translation_probs=None, ibm1_model=None, progress=False,
+                  translation_probs=None, ibm1_model=None, random_state=0, progress=False,
                   **params) -> MultiViewModel:
     """Fit SMT + MF on an index from view specifications.
 
@@ -614,6 +614,9 @@ def fit_multiview(source, views=(), *, dict_dir=DEFAULT_DICT_DIR, n_translations
         The IBM Model 1 table for ``ibm1`` (default: the one stored in the index).
     ibm1_model : str, optional
         Name of the stored model whose table to use when there are several.
+    random_state : None or int, default 0
+        Seed of the initialisation: by default two fits of one index give the same model
+        (as ``cqa-search fit INDEX multiview`` and :func:`fit_topics`).
     progress : bool, default False
     **params
         Hyperparameters of :class:`MultiViewModel` (``n_components``, ``lambda1``, ...).
@@ -638,4 +641,5 @@ def fit_multiview(source, views=(), *, dict_dir=DEFAULT_DICT_DIR, n_translations
         translation_probs = find_translation_table(models, ibm1_model)
     translators = [make_translator(s, dict_dir=dict_dir, n_translations=n_translations,
                                    translation_probs=translation_probs) for s in specs]
-    return MultiViewModel(**params).fit(view, translators, progress=progress)
+    return MultiViewModel(random_state=random_state, **params).fit(view, translators,
+                                                                   progress=progress)

@@ -199,6 +199,13 @@ def _fit(source, views=("dict:tst", "dummy"), **kw):
     return fit_multiview(source, views, **params)
 
 
+def test_fit_multiview_is_deterministic_by_default(index):
+    engine = SearchEngine.open(index)
+    a, b = (fit_multiview(engine, "dummy", n_components=3, max_iter=300) for _ in range(2))
+    for x, y in zip(a.doc_factors_ + a.components_, b.doc_factors_ + b.components_):
+        np.testing.assert_array_equal(x, y)
+
+
 def _naive_features(model, engine, text, rows):
     """Oracle: fold-in by NNLS on the stacked system of eqs. 17 / 19, then cosines."""
     q = engine._query(text)
