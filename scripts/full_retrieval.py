@@ -22,14 +22,13 @@ import os
 import tempfile
 
 import numpy as np
-from sklearn.model_selection import GroupKFold
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.engine import add_model
 from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, summarize
 from cqa_search.evaluation.datasets import convert_stackexchange, convert_stackfaq
 from cqa_search.factorization import fit_multiview, fit_topics
-from cqa_search.ranking import LinearRanker
+from cqa_search.ranking import LinearRanker, cross_val_predict
 from cqa_search.retrieval import parse_model
 from cqa_search.translation import fit_translation
 
@@ -57,18 +56,16 @@ def fit_models(path):
 
 
 def cross_validated_run(engine, queries, qrels, learner, groups, n_splits=5, k=100):
-    """Out-of-fold run: each fold's queries ranked by a ranker trained on the others."""
+    """Out-of-fold run: each query ranked by the ranker of the fold that held it out."""
     X, qid, docs, names = engine.feature_table(queries, k=k)
     columns = [i for i, n in enumerate(names) if any(n.startswith(g) for g in groups)]
-    X = X[:, columns]
     y = np.array([qrels.get(q, {}).get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
+    scores = cross_val_predict(LinearRanker(learner, random_state=0), X[:, columns], y,
+                               qid=qid, n_splits=n_splits, random_state=0,
+                               feature_names=[names[c] for c in columns])
     run = {q["id"]: {} for q in queries}
-    for train, test in GroupKFold(n_splits=n_splits).split(X, y, qid):
-        ranker = LinearRanker(learner=learner, random_state=0).fit(
-            X[train], y[train], qid=qid[train], feature_names=[names[c] for c in columns])
-        scores = ranker.predict(X[test])
-        for q, d, sc in zip(qid[test], docs[test], scores):
-            run[q][d] = float(sc)
+    for q, d, score in zip(qid, docs, scores):
+        run[q][d] = float(score)
     return run
 
 

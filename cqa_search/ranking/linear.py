@@ -56,7 +56,7 @@ from . import (boosting, coordinate_ascent, lambdarank, perceptron, powell, rank
                stacking)
 from ._utils import LearnerFit, QueryGroups, mean_average_precision, query_folds
 
-__all__ = ["LinearRanker", "LEARNERS", "cross_validate"]
+__all__ = ["LinearRanker", "LEARNERS", "cross_validate", "cross_val_predict"]
 
 logger = logging.getLogger(__name__)
 
@@ -502,6 +502,16 @@ class LinearRanker(BaseEstimator):
         return model
 
 
+def _fold_models(ranker, X, y, qid, n_splits, random_state, feature_names):
+    """``(model, held-out rows)`` of each fold of a query-grouped k-fold split."""
+    groups = QueryGroups(qid, X, y)
+    rng = np.random.default_rng(random_state)
+    for train_q, test_q in query_folds(groups.n_queries, n_splits, rng):
+        tr = groups.order[groups.subset(train_q)[0]]
+        te = groups.order[groups.subset(test_q)[0]]
+        yield clone(ranker).fit(X[tr], y[tr], qid=qid[tr], feature_names=feature_names), te
+
+
 def cross_validate(ranker, X, y, *, qid, n_splits=5, random_state=None, feature_names=None):
     """MAP of ``ranker`` on each fold of a query-grouped k-fold cross-validation.
 
@@ -521,15 +531,24 @@ def cross_validate(ranker, X, y, *, qid, n_splits=5, random_state=None, feature_
     ndarray of shape (n_splits,)
         Held-out MAP of every fold.
     """
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    qid = np.asarray(qid)
-    groups = QueryGroups(qid, X, y)
-    rng = np.random.default_rng(random_state)
-    out = []
-    for train_q, test_q in query_folds(groups.n_queries, n_splits, rng):
-        tr = groups.order[groups.subset(train_q)[0]]
-        te = groups.order[groups.subset(test_q)[0]]
-        model = clone(ranker).fit(X[tr], y[tr], qid=qid[tr], feature_names=feature_names)
-        out.append(model.score(X[te], y[te], qid=qid[te]))
-    return np.array(out)
+    X, y, qid = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(qid)
+    return np.array([model.score(X[te], y[te], qid=qid[te]) for model, te in _fold_models(
+        ranker, X, y, qid, n_splits, random_state, feature_names)])
+
+
+def cross_val_predict(ranker, X, y, *, qid, n_splits=5, random_state=None,
+                      feature_names=None):
+    """Out-of-fold scores: every row scored by the ranker of the fold that held its query out.
+
+    The folds are those of :func:`cross_validate` (same ``random_state``, same folds), so
+    the scores make a run that no query was trained on, for any metric.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    X, y, qid = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(qid)
+    scores = np.empty(len(X))
+    for model, te in _fold_models(ranker, X, y, qid, n_splits, random_state, feature_names):
+        scores[te] = model.predict(X[te])
+    return scores

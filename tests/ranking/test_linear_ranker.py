@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from cqa_search.exceptions import ConvergenceWarning, NotFittedError
-from cqa_search.ranking import LEARNERS, LinearRanker, cross_validate
+from cqa_search.ranking import LEARNERS, LinearRanker, cross_val_predict, cross_validate
+from cqa_search.ranking._utils import query_folds
 
 W = np.array([1.0, -0.6, 0.3, 0.0])
 FAST = {"stacking": {"base": ["ranksvm", "perceptron", "boosting"], "n_splits": 3},
@@ -177,3 +178,18 @@ def test_cross_validate_holds_out_whole_queries(rankings):
     assert maps.shape == (5,) and np.all((0 <= maps) & (maps <= 1))
     again = cross_validate(LinearRanker("ranksvm"), X, y, qid=qid, n_splits=5, random_state=0)
     np.testing.assert_array_equal(maps, again)
+
+
+def test_cross_val_predict_scores_each_query_with_the_ranker_that_held_it_out(rankings):
+    X, y, qid = noisy(rankings)
+    scores = cross_val_predict(LinearRanker("ranksvm"), X, y, qid=qid, n_splits=5,
+                               random_state=0)
+    maps = cross_validate(LinearRanker("ranksvm"), X, y, qid=qid, n_splits=5, random_state=0)
+    # oracle: the folds dealt by hand (queries in sorted-id order, shuffled by the seed)
+    queries = np.unique(qid)
+    for k, (train_q, test_q) in enumerate(query_folds(len(queries), 5,
+                                                      np.random.default_rng(0))):
+        train, test = np.isin(qid, queries[train_q]), np.isin(qid, queries[test_q])
+        ranker = LinearRanker("ranksvm").fit(X[train], y[train], qid=qid[train])
+        np.testing.assert_allclose(scores[test], ranker.predict(X[test]))
+        assert ranker.score(X[test], y[test], qid=qid[test]) == pytest.approx(maps[k])
