@@ -543,9 +543,15 @@ def cross_val_predict(ranker, X, y, *, qid, n_splits=5, random_state=None,
     The folds are those of :func:`cross_validate` (same ``random_state``, same folds), so
     the scores make a run that no query was trained on, for any metric.
 
+    Parameters
+    ----------
+    ranker, X, y, qid, n_splits, random_state, feature_names
+        As in :func:`cross_validate`.
+
     Returns
     -------
     ndarray of shape (n_samples,)
+        The held-out score of every row of ``X``.
     """
     X, y, qid = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(qid)
     scores = np.empty(len(X))
