@@ -94,8 +94,10 @@ def main(argv=None):
         print("| model | " + " | ".join(m.upper() for m in METRICS)
               + " | MAP vs BM25: p (t / rand.) | MAP vs the same learner on term features |")
         print("|---|" + "---:|" * (len(METRICS) + 2))
-        bm25 = evaluate(engine.with_config(SearchConfig(features=())).run(queries, k=100),
-                        qrels, metrics=METRICS, convention="trec")
+        term_models = {spec: evaluate(engine.with_config(SearchConfig(
+            retrieval=parse_model(spec), features=())).run(queries, k=100), qrels,
+            metrics=METRICS, convention="trec") for spec in dict.fromkeys(["bm25", *args.models])}
+        bm25 = term_models["bm25"]
 
         def row(name, per_query, against=None):
             scores = summarize(per_query, percent=True)
@@ -104,9 +106,7 @@ def main(argv=None):
             print(f"| {name} | " + " | ".join(cells) + " |")
 
         for spec in args.models:
-            config = SearchConfig(retrieval=parse_model(spec), features=())
-            row(spec, evaluate(engine.with_config(config).run(queries, k=100), qrels,
-                               metrics=METRICS, convention="trec"))
+            row(spec, term_models[spec])
         if not args.trained:
             continue
         engine = fit_models(os.path.join(out, "index")).with_config(SearchConfig(ranker=None))

@@ -27,12 +27,6 @@ def segment_ids(offsets) -> np.ndarray:
     return np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
 
 
-def local_positions(offsets, seg=None) -> np.ndarray:
-    """For each element, its position inside its segment (int64)."""
-    seg = segment_ids(offsets) if seg is None else seg
-    return np.arange(int(offsets[-1]), dtype=np.int64) - offsets[seg]
-
-
 def gather_segments(flat, offsets, which):
     """The segments ``which`` of ``(flat, offsets)``, concatenated: ``(flat, offsets)``."""
     which = np.asarray(which, dtype=np.int64)
