@@ -5,6 +5,7 @@ import inspect
 import numbers
 
 import numpy as np
+from .exceptions import ParameterError
 
 __all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params"]
 
@@ -77,7 +78,7 @@ def validate_params(obj, constraints=None) -> None:
                     parts.append("{" + ", ".join(repr(o) for o in opt) + "}")
                 else:
                     parts.append(opt.describe())
-            raise ValueError(f"{param} must be {' or '.join(parts)}; got {value!r}")
+            raise ParameterError(f"{param} must be {' or '.join(parts)}; got {value!r}")
 
 
 def get_params(obj) -> dict:

@@ -16,11 +16,16 @@ from collections.abc import Iterable
 import Stemmer
 
 from ._utils import validate_params
+from .exceptions import ParameterError
 
 __all__ = ["Analyzer", "STEMMERS", "english_stop_words"]
 
 #: ``stem`` value -> PyStemmer algorithm (Snowball "english" is Porter2).
 STEMMERS = {"porter": "porter", "snowball": "english"}
+
+# Entries of an analyzer's token cache before it is emptied: bounds its memory in a
+# long-running server, while analysing an archive still stems each word about once.
+_CACHE_SIZE = 1 << 18
 
 # Runs of two or more word characters: the same tokens as scikit-learn's r"(?u)\b\w\w+\b"
 # (a greedy run always spans a whole word), found about 1.5x faster.
@@ -91,22 +96,22 @@ class Analyzer:
         else:
             self._stopwords = frozenset(stopwords or ())
         self._stemmer = Stemmer.Stemmer(STEMMERS[stem]) if stem else None
-        # surface token -> term ("" for a stopword); grows with the vocabulary, which is
-        # what makes analysis of a large archive cheap (each distinct word stemmed once).
+        # surface token -> term ("" for a stopword), so that each distinct word is stemmed
+        # about once; emptied when it reaches _CACHE_SIZE entries.
         self._cache = {}
 
     def _validate(self):
         validate_params(self)
         if not isinstance(self.token_pattern, str):
-            raise ValueError(f"token_pattern must be a string; got {self.token_pattern!r}")
+            raise ParameterError(f"token_pattern must be a string; got {self.token_pattern!r}")
         try:
             re.compile(self.token_pattern)
         except re.error as exc:
-            raise ValueError(f"token_pattern is not a valid regular expression: {exc}") from None
+            raise ParameterError(f"token_pattern is not a valid regular expression: {exc}") from None
         sw = self.stopwords
         if not (sw is None or sw == "english" or
                 (not isinstance(sw, str) and all(isinstance(w, str) for w in sw))):
-            raise ValueError(f"stopwords must be 'english', a list of words or None; got {sw!r}")
+            raise ParameterError(f"stopwords must be 'english', a list of words or None; got {sw!r}")
 
     def get_params(self) -> dict:
         """Constructor parameters (the JSON configuration)."""
@@ -139,15 +144,21 @@ class Analyzer:
             text = text.lower()
         return self._regex.findall(text)
 
-    def _terms(self, tokens: Iterable[str]) -> list:
+    def _terms(self, tokens: Iterable[str], keep_empty=False) -> list:
         cache = self._cache
         missing = [t for t in dict.fromkeys(tokens) if t not in cache]  # deterministic order
         if missing:
+            if len(cache) + len(missing) > _CACHE_SIZE:
+                cache.clear()
             keep = [t for t in missing if t not in self._stopwords]
             stems = self._stemmer.stemWords(keep) if self._stemmer else keep
             cache.update(dict.fromkeys(missing, ""))
             cache.update(zip(keep, stems))
-        return [term for term in map(cache.__getitem__, tokens) if term]
+        try:
+            terms = list(map(cache.__getitem__, tokens))
+        except KeyError:  # emptied meanwhile (another thread, or a text of many words)
+            terms = [self.term(t) for t in tokens]
+        return terms if keep_empty else [t for t in terms if t]
 
     def analyze(self, text: str) -> list:
         """Index terms of ``text``, in order (repeats kept)."""
@@ -157,16 +168,20 @@ class Analyzer:
         """The term of one surface token from :meth:`tokenize`, "" for a stopword."""
         term = self._cache.get(token)
         if term is None:
-            self._terms([token])
-            term = self._cache[token]
+            if token in self._stopwords:
+                term = ""
+            else:
+                term = self._stemmer.stemWord(token) if self._stemmer else token
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            self._cache[token] = term
         return term
 
     def pairs(self, text: str) -> list:
         """(surface token, term) for every token of ``text`` that is not a stopword."""
         tokens = self.tokenize(text)
-        self._terms(tokens)  # fills the cache
-        cache = self._cache
-        return [(tok, cache[tok]) for tok in tokens if cache[tok]]
+        return [(tok, term) for tok, term in zip(tokens, self._terms(tokens, keep_empty=True))
+                if term]
 
     def stem_word(self, token: str) -> str:
         """The term of one surface token (stemmed; no stopword check, no lowercasing)."""
@@ -177,10 +192,6 @@ class Analyzer:
     def is_stopword(self, token: str) -> bool:
         """True when the (lowercased) token is dropped as a stopword."""
         return token in self._stopwords
-
-    def surface_forms(self) -> dict:
-        """Surface token -> term for every non-stopword token analysed so far."""
-        return {tok: term for tok, term in self._cache.items() if term}
 
     def whoosh_analyzer(self):
         """The same analysis as a whoosh analyzer (for highlighting with whoosh)."""

@@ -215,23 +215,23 @@ class Question:
 
 
 class _JsonlRecords(Sequence):
-    """Random access to the lines of a JSONL file through byte offsets (lazy, read-only)."""
+    """Random access to the lines of a JSONL file through byte offsets (read-only).
+
+    The file is memory-mapped at once, so the records stay readable if the file is
+    deleted afterwards (an index generation removed while a server still reads it).
+    """
 
     def __init__(self, path, offsets):
         self._path = os.fspath(path)
         self._offsets = offsets  # int64, n_records + 1 entries
-        self._buffer = None
+        with open(self._path, "rb") as f:
+            self._buffer = (b"" if os.fstat(f.fileno()).st_size == 0
+                            else mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
     def __len__(self):
         return len(self._offsets) - 1
 
     def _buf(self):
-        if self._buffer is None:
-            with open(self._path, "rb") as f:
-                if os.fstat(f.fileno()).st_size == 0:
-                    self._buffer = b""
-                else:
-                    self._buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         return self._buffer
 
     def __getitem__(self, row):
@@ -266,8 +266,8 @@ class Archive(Sequence):
     Examples
     --------
     >>> a = Archive([Question("a", "first"), Question("b", "second", category="x")])
-    >>> len(a), a.row("b"), a.get("a").title, a.categories
-    (2, 1, 'first', ['x'])
+    >>> len(a), a.row("b"), a.get("a").title
+    (2, 1, 'first')
     """
 
     def __init__(self, questions: Iterable[Question] = (), *, _doc_ids=None):
@@ -291,25 +291,6 @@ class Archive(Sequence):
         if self._row_map is None:
             self._row_map = {doc_id: row for row, doc_id in enumerate(self._doc_ids)}
         return self._row_map
-
-    @classmethod
-    def read(cls, paths, *, format=None, skip_invalid=False, **options) -> "Archive":
-        """Read one or more archive files into memory.
-
-        Parameters
-        ----------
-        paths : path or list of paths
-            Files (or StackExchange dump folders) to read, in order.
-        format : str or None
-            Reader name (see :data:`cqa_search.readers.FORMATS`); detected when None.
-        skip_invalid : bool
-            Skip malformed records (and report how many) instead of raising.
-        **options
-            Reader options (e.g. ``columns`` for CSV, ``category_from`` for StackExchange).
-        """
-        from .readers import read_questions
-
-        return cls(read_questions(paths, format=format, skip_invalid=skip_invalid, **options))
 
     @classmethod
     def _lazy(cls, jsonl_path, offsets, doc_ids) -> "Archive":
@@ -347,11 +328,6 @@ class Archive(Sequence):
     def get(self, doc_id: str) -> Question:
         """The question with external id ``doc_id``."""
         return self[self.row(doc_id)]
-
-    @property
-    def categories(self) -> list:
-        """Sorted distinct category names (questions without a category are not counted)."""
-        return sorted({q.category for q in self if q.category is not None})
 
     def to_jsonl(self, path) -> None:
         """Write the archive in the canonical JSONL schema."""

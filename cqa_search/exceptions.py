@@ -9,6 +9,7 @@ __all__ = [
     "ArchiveError",
     "IndexFormatError",
     "QueryError",
+    "ParameterError",
     "NotFittedError",
     "ConvergenceWarning",
 ]
@@ -48,6 +49,14 @@ class IndexFormatError(CQASearchError):
 
 class QueryError(CQASearchError, ValueError):
     """A query cannot be run: empty text, unknown category, bad parameter."""
+
+
+class ParameterError(CQASearchError, ValueError):
+    """A parameter given by the user is invalid (its name, its value, what is allowed).
+
+    Raised for bad option values of the API and the command line; a ``ValueError``, as
+    scikit-learn raises for bad estimator parameters.
+    """
 
 
 def __getattr__(name):

@@ -5,32 +5,31 @@ returns an array of shape ``(len(rows), len(names))`` for the candidate rows of 
 The engine concatenates the columns of all its scorers into the feature matrix the ranker
 reads; a model that is not in the index simply contributes no columns.
 
-A :class:`QueryContext` carries what scorers need about the query, analysed once: its
+An :class:`AnalyzedQuery` carries what scorers need about the query, analysed once: its
 distinct term ids with frequencies, its term sequence in text order, its category, and a
 scratch ``cache`` where a scorer may keep per-query work (e.g. a folded-in topic vector).
 
-Trained models (translation tables, topic models, rankers) are scikit-learn style
-estimators that also implement the storage contract used by
-:func:`cqa_search.engine.add_model`::
-
-    kind: str                                   # class attribute, e.g. "ibm1"
-    get_params() -> dict                        # JSON hyperparameters (BaseEstimator)
-    state() -> (meta: dict, arrays: dict)       # learned state: JSON scalars + ndarrays
-    from_state(params, meta, arrays) -> model   # classmethod, the inverse
-    scorer(view) -> FeatureScorer               # feature models: the features they give
-    feature_names_in_, predict(X) -> scores     # rankers instead: order the candidates
-
-Models see the index through an :class:`IndexView` (term index, archive, analyzer,
-categories), both to train and to score.
+Trained models (translation tables, topic models, rankers) give their features through
+``scorer(view)``; what else a stored model implements is the registry's contract
+(:mod:`cqa_search.index.models`). Models see the index through an :class:`IndexView`
+(term index, archive, analyzer, categories, the other stored models), both to train and
+to score.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["IndexView", "QueryContext", "FeatureScorer", "TermFeatures", "ContextFeatures"]
+from .analysis import Analyzer
+from .archive import Archive
+from .index.layout import Categories
+from .index.term_index import TermIndex
+
+__all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures"]
 
 
 @dataclass(frozen=True)
@@ -45,24 +44,31 @@ class IndexView:
         The questions (lazy: read from the index on access).
     analyzer : Analyzer
         The index's text analysis.
-    categories : list of str
-        Category names; ``doc_category[row]`` indexes it (-1: no category).
-    doc_category : ndarray of int32, shape (n_docs,)
+    categories : Categories
+        Category names (a sequence); ``doc_category[row]`` indexes it (-1: no category).
+    models : mapping of str to estimator
+        The other models stored in the index (e.g. a translation table a multiview
+        model translates with), by name.
     """
 
-    index: object
-    archive: object
-    analyzer: object
-    categories: list
-    doc_category: np.ndarray
+    index: TermIndex
+    archive: Archive
+    analyzer: Analyzer
+    categories: Categories
+    models: Mapping = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def n_docs(self) -> int:
         return self.index.n_docs
 
+    @property
+    def doc_category(self) -> np.ndarray:
+        """Category id of every row (-1: none), shape (n_docs,)."""
+        return self.categories.doc_category
+
 
 @dataclass(frozen=True)
-class QueryContext:
+class AnalyzedQuery:
     """One analysed query.
 
     Attributes
@@ -103,7 +109,7 @@ class FeatureScorer(Protocol):
 
     names: tuple
 
-    def score(self, query: QueryContext, rows: np.ndarray) -> np.ndarray:
+    def score(self, query: AnalyzedQuery, rows: np.ndarray) -> np.ndarray:
         """Features of ``rows``: shape ``(len(rows), len(self.names))``."""
 
 
@@ -121,7 +127,7 @@ class TermFeatures:
         self.index = index
         self.names = tuple(m.feature_name for m in self.models)
 
-    def score(self, query: QueryContext, rows) -> np.ndarray:
+    def score(self, query: AnalyzedQuery, rows) -> np.ndarray:
         out = np.zeros((len(rows), len(self.models)))
         for j, m in enumerate(self.models):
             out[:, j] = m.score_rows(self.index[m.field], query.term_ids, query.qtf, rows)
@@ -143,7 +149,7 @@ class ContextFeatures:
         self.view = view
         self._doc_len = view.index["question"].doc_len
 
-    def score(self, query: QueryContext, rows) -> np.ndarray:
+    def score(self, query: AnalyzedQuery, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         out = np.zeros((len(rows), len(self.names)))
         if query.given:

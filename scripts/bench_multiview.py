@@ -38,6 +38,7 @@ def one(args) -> dict:
     from threadpoolctl import threadpool_limits
 
     from cqa_search import SearchEngine, build_index
+    from cqa_search.index.store import is_compatible
     from cqa_search.exceptions import ConvergenceWarning
     from cqa_search.factorization.multiview import MultiViewNMF
     from cqa_search.factorization.views import (DummyTranslator, SourceBags, build_view,
@@ -49,7 +50,7 @@ def one(args) -> dict:
         subprocess.run([sys.executable, SYNTH, str(n), archive], check=True)
     index = os.path.join(args.work, f"mv_bench_index_{n}")
     t0 = time.perf_counter()
-    if not os.path.exists(os.path.join(index, "manifest.json")):
+    if not is_compatible(index):
         build_index(archive, index)
     t_index = time.perf_counter() - t0
     engine = SearchEngine.open(index)

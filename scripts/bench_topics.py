@@ -115,13 +115,13 @@ def child_sklearn(args):
 def child_foldin(args):
     from cqa_search import SearchConfig, SearchEngine
     from cqa_search.exceptions import ConvergenceWarning
-    from cqa_search.factorization import fit_topics
+    from cqa_search.factorization import TopicModel
 
     engine = SearchEngine.open(os.path.join(args.work_dir, "index"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = fit_topics(engine.view, "gnmfnc", n_shared=args.ks, n_category=args.kp,
-                           max_iter=args.iterations, tol=0, random_state=0)
+        model = TopicModel("gnmfnc", n_shared=args.ks, n_category=args.kp,
+                           max_iter=args.iterations, tol=0, random_state=0).fit(engine.view)
     texts, cats = _queries(args, engine)
     vocab, analyzer = engine.index.vocab, engine.analyzer
     rows, cols, vals = [], [], []
@@ -153,7 +153,7 @@ def child_foldin(args):
         groups = []
         t_fold = 0.0
         for text, cat in zip(texts, known):
-            q = eng._query(text, cat if inference == "given" else None)
+            q = eng.analyze(text, cat if inference == "given" else None)
             cand = np.arange(100)  # 100 candidates, as the engine reranks by default
             t0 = time.perf_counter()
             scorer.score(q, cand)
@@ -195,10 +195,11 @@ def run_child(name, args):
 def prepare(args):
     from cqa_search import SearchEngine, build_index
     from cqa_search.factorization import term_question_matrix
+    from cqa_search.index.store import is_compatible
 
     os.makedirs(args.work_dir, exist_ok=True)
     index = os.path.join(args.work_dir, "index")
-    if not os.path.exists(os.path.join(index, "manifest.json")):
+    if not is_compatible(index):
         print(f"[bench] indexing {args.archive}", file=sys.stderr, flush=True)
         build_index(args.archive, index, progress=True)
     engine = SearchEngine.open(index)

@@ -7,7 +7,7 @@
    n_iterations=(1, 0, 0), n_samplers=1)``, the whole ``align`` call) and NLTK's
    ``IBMModel1`` (one iteration on the first 5,000 pairs), all in the same run on the
    same term-id sentences.
-2. The full ``fit_translation`` with its defaults (pooling, TextRank, EM, phrases) on the
+2. The full ``TranslationModel().fit`` with its defaults (pooling, TextRank, EM, phrases) on the
    whole archive: time per stage, table sizes on disk and in memory, TextRank shrink.
 3. Scoring the eight translation features of the BM25 top-100 candidates of queries
    (archive titles), in milliseconds per query (wall clock and process CPU time).
@@ -31,9 +31,10 @@ from importlib import metadata
 import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine, build_index
-from cqa_search.engine import add_model
+from cqa_search.index.models import add_model
+from cqa_search.index.store import is_compatible
 from cqa_search.retrieval import top_k
-from cqa_search.translation import IBMModel1, build_parallel_corpus, fit_translation
+from cqa_search.translation import IBMModel1, TranslationModel, build_parallel_corpus
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SYNTH = os.path.join(HERE, "..", "..", "shared", "bench", "synth_archive.py")
@@ -128,7 +129,7 @@ def main(argv=None):
     if not os.path.exists(args.archive):
         subprocess.run([sys.executable, SYNTH, str(args.size), args.archive], check=True)
     index = os.path.join(args.work, "index")
-    if not os.path.exists(os.path.join(index, "manifest.json")):
+    if not is_compatible(index):
         build_index(args.archive, index)
     engine = SearchEngine.open(index)
     say(f"archive: {args.archive} ({engine.n_docs:,} questions, "
@@ -168,11 +169,12 @@ def main(argv=None):
         f"{total_wall:.1f} s wall, {total_cpu:.1f} s CPU)")
 
     # -- 2. the whole model ----------------------------------------------------------------
-    say("\n## fit_translation with defaults on the whole archive\n")
-    model = fit_translation(engine.view)
+    say("\n## TranslationModel().fit with defaults on the whole archive\n")
+    model = TranslationModel().fit(engine.view)
     s = model.summary_
     say("```\n" + str(s) + "\n```")
-    plain = fit_translation(engine.view, textrank=False, max_iter=model.ibm1_.n_iter_, tol=None)
+    plain = TranslationModel(textrank=False, max_iter=model.ibm1_.n_iter_, tol=None).fit(
+        engine.view)
     say(f"\nTextRank: translations per source word {plain.summary_.translations_per_word:.1f}"
         f" -> {s.translations_per_word:.1f} (entries >= min_prob); co-occurring words "
         f"{plain.summary_.cooccurrences_per_word:.1f} -> {s.cooccurrences_per_word:.1f}; "
@@ -188,7 +190,7 @@ def main(argv=None):
         f"memory {ram / 2**20:.1f} MiB for the loaded model (stored arrays + derived phrase "
         f"probabilities) and {ram_scorer / 2**20:.1f} MiB with its scorer (adds a column-major "
         f"copy of the word table)")
-    tight = fit_translation(engine.view, unaligned_edges=False)
+    tight = TranslationModel(unaligned_edges=False).fit(engine.view)
     say(f"\nWith tight bi-phrases (`unaligned_edges=False`, `--tight-phrases`): "
         f"{tight.summary_.phrase_pairs:,} bi-phrases, "
         f"{sum(tight.summary_.nbytes.values()) / 2**20:.1f} MiB of arrays "
@@ -202,7 +204,7 @@ def main(argv=None):
     work = []
     retrieval = engine.config.retrieval
     for text in texts:
-        q = engine._query(text)
+        q = engine.analyze(text)
         scores, matched = retrieval.score_all(engine.index["question"], q.term_ids, q.qtf)
         work.append((q, top_k(scores, args.candidates, allowed=matched)))
     scorer = engine.models["translation"].scorer(engine.view)

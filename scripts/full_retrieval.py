@@ -24,13 +24,14 @@ import tempfile
 import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine, build_index
-from cqa_search.engine import add_model
-from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, summarize
+from cqa_search.evaluation import (compare, evaluate, feature_table, read_qrels, read_queries,
+                                   run_queries, summarize)
 from cqa_search.evaluation.datasets import convert_stackexchange, convert_stackfaq
-from cqa_search.factorization import fit_multiview, fit_topics
+from cqa_search.factorization import MultiViewModel, TopicModel
+from cqa_search.index.models import add_model
 from cqa_search.ranking import LinearRanker, cross_val_predict
 from cqa_search.retrieval import parse_model
-from cqa_search.translation import fit_translation
+from cqa_search.translation import TranslationModel
 
 METRICS = ["map", "mrr", "p@1", "p@5", "r@10", "r@100"]
 DEFAULT_MODELS = ["bm25", "bm25:k1=2.0,b=0.9", "lm-jm", "lm-dir:mu=500", "vsm", "answers-bm25"]
@@ -48,16 +49,16 @@ def collections(data, work):
 def fit_models(path):
     """Translation, GNMFNC topics and the IBM1-view multiview model, with defaults."""
     engine = SearchEngine.open(path)
-    add_model(path, "translation", fit_translation(engine.view))
-    add_model(path, "topics-gnmfnc", fit_topics(engine.view))
+    add_model(path, "translation", TranslationModel().fit(engine.view))
+    add_model(path, "topics-gnmfnc", TopicModel().fit(engine.view))
     engine = SearchEngine.open(path)
-    add_model(path, "multiview", fit_multiview(engine, "ibm1"))
+    add_model(path, "multiview", MultiViewModel("ibm1").fit(engine.view))
     return SearchEngine.open(path)
 
 
 def cross_validated_run(engine, queries, qrels, learner, groups, n_splits=5, k=100):
     """Out-of-fold run: each query ranked by the ranker of the fold that held it out."""
-    X, qid, docs, names = engine.feature_table(queries, k=k)
+    X, qid, docs, names = feature_table(engine, queries, k=k)
     columns = [i for i, n in enumerate(names) if any(n.startswith(g) for g in groups)]
     y = np.array([qrels.get(q, {}).get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
     scores = cross_val_predict(LinearRanker(learner, random_state=0), X[:, columns], y,
@@ -94,8 +95,8 @@ def main(argv=None):
         print("| model | " + " | ".join(m.upper() for m in METRICS)
               + " | MAP vs BM25: p (t / rand.) | MAP vs the same learner on term features |")
         print("|---|" + "---:|" * (len(METRICS) + 2))
-        term_models = {spec: evaluate(engine.with_config(SearchConfig(
-            retrieval=parse_model(spec), features=())).run(queries, k=100), qrels,
+        term_models = {spec: evaluate(run_queries(engine.with_config(SearchConfig(
+            retrieval=parse_model(spec), features=())), queries, k=100), qrels,
             metrics=METRICS, convention="trec") for spec in dict.fromkeys(["bm25", *args.models])}
         bm25 = term_models["bm25"]
 

@@ -26,7 +26,9 @@ import time
 import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine, build_index
-from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, read_run, summarize
+from cqa_search.evaluation import (compare, evaluate, read_qrels, read_queries, read_run,
+                                   run_queries, summarize)
+from cqa_search.index.store import is_compatible
 from cqa_search.evaluation.datasets import convert_semeval
 from cqa_search.readers import read_questions
 from cqa_search.retrieval import make_model
@@ -61,7 +63,7 @@ def prepare(data, work):
                          read_qrels(os.path.join(out, "qrels.txt")),
                          read_run(os.path.join(out, "candidates.run")))
     index = os.path.join(work, "index")
-    if not os.path.exists(os.path.join(index, "manifest.json")):
+    if not is_compatible(index):
         csv = os.path.join(folder, "train-part1-derived", "TRAIN-BASE.csv")
         part1 = read_questions(csv, columns={"body": "rel_question"}, auto_id=True)
         unique = {q.body: q for q in part1}.values()
@@ -79,8 +81,8 @@ def prepare(data, work):
 def score(engine, model, split_data):
     """Per-query metrics of reranking a split's candidates by one term model."""
     queries, qrels, candidates = split_data
-    run = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None)).run(
-        queries, candidates=candidates)
+    run = run_queries(engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None)),
+                      queries, candidates=candidates)
     return evaluate(run, qrels, metrics=METRICS)
 
 

@@ -36,11 +36,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import semeval2016 as base  # noqa: E402  (prepare, score, table)
 
 from cqa_search import SearchConfig, SearchEngine  # noqa: E402
-from cqa_search import engine as engine_module  # noqa: E402
-from cqa_search.evaluation import compare, evaluate  # noqa: E402
-from cqa_search.factorization.multiview import fit_multiview  # noqa: E402
+from cqa_search.evaluation import compare, evaluate, feature_table  # noqa: E402
+from cqa_search.factorization.multiview import MultiViewModel  # noqa: E402
 from cqa_search.factorization.dictd import DEFAULT_DICT_DIR  # noqa: E402
-from cqa_search.factorization.views import find_translation_table  # noqa: E402
+from cqa_search.factorization.views import find_translation_table, make_translator  # noqa: E402,E501
+from cqa_search.index.models import add_model  # noqa: E402
 from cqa_search.retrieval import VSM  # noqa: E402
 
 LANGS = ("fra", "deu", "ita", "spa")
@@ -100,7 +100,7 @@ def features(index, name, splits):
     engine = SearchEngine.open(index, config=config)
     out = {}
     for split, (queries, qrels, candidates) in splits.items():
-        X, qid, docs, names = engine.feature_table(queries, candidates=candidates)
+        X, qid, docs, names = feature_table(engine, queries, candidates=candidates)
         cols = [i for i, n in enumerate(names) if n == "vsm" or n.startswith("mv_")]
         per_query = {}
         for q in queries:
@@ -192,10 +192,13 @@ def main(argv=None):
             name = "mv-" + ("-".join(v.replace(":", "") for v in views) or "orig")
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                model = fit_multiview(engine.view, views, translation_probs=table,
-                                      dict_dir=args.dict_dir, n_components=args.n_components,
-                                      max_iter=args.max_iter, random_state=args.random_state)
-            engine_module.add_model(index, name, model)
+                translators = [make_translator(v, dict_dir=args.dict_dir,
+                                               translation_probs=table) for v in views]
+                model = MultiViewModel(",".join(views), dict_dir=args.dict_dir,
+                                       n_components=args.n_components, max_iter=args.max_iter,
+                                       random_state=args.random_state).fit(
+                    engine.view, translators=translators)
+            add_model(index, name, model)
             fit_info = (f"{model.n_iter_} sweeps{' (max_iter)' if caught else ''}, "
                         f"{model.fit_seconds_:.0f} s, views "
                         + ", ".join(f"{n}:{e.n_features}" for n, e in

@@ -56,8 +56,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from semeval2016 import METRICS, prepare, score  # noqa: E402
 
-from cqa_search.evaluation import compare, evaluate, read_qrels, read_queries, read_run, \
-    summarize  # noqa: E402
+from cqa_search.evaluation import compare, evaluate, feature_table, read_qrels, read_queries, \
+    read_run, summarize  # noqa: E402
 from cqa_search.evaluation.datasets import convert_semeval  # noqa: E402
 from cqa_search.exceptions import ConvergenceWarning  # noqa: E402
 from cqa_search.readers import read_questions  # noqa: E402
@@ -216,7 +216,7 @@ def main(argv=None):
         train_sets["part1"] = part1_queries(folder)
 
     def table(queries, qrels, candidates):
-        X, qid, docs, names = engine.feature_table(queries, candidates=candidates)
+        X, qid, docs, names = feature_table(engine, queries, candidates=candidates)
         y = np.array([qrels.get(q, {}).get(d, 0) for q, d in zip(qid, docs)], dtype=float)
         return X, qid, docs, y, names
 

@@ -34,10 +34,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from semeval2016 import METRICS, prepare, table  # noqa: E402
 
-from cqa_search import SearchConfig  # noqa: E402
-from cqa_search.evaluation import evaluate  # noqa: E402
+from cqa_search import SearchConfig, SearchEngine  # noqa: E402
+from cqa_search.evaluation import evaluate, feature_table  # noqa: E402
 from cqa_search.exceptions import ConvergenceWarning  # noqa: E402
-from cqa_search.factorization import (VARIANTS, GNMFNC, fit_topics, interpolate,  # noqa: E402
+from cqa_search.factorization import (VARIANTS, GNMFNC, TopicModel, interpolate,  # noqa: E402
                                       term_question_matrix)
 from cqa_search.retrieval import BM25, LMJelinekMercer, top_k  # noqa: E402
 
@@ -56,9 +56,9 @@ def fit_all(view, seeds, inference, max_iter=100, tol=0.0):
         for seed in seeds:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                m = fit_topics(view, variant, random_state=seed, category_inference=inference,
+                m = TopicModel(variant, random_state=seed, category_inference=inference,
                                max_iter=max_iter, tol=tol,
-                               feature_name=f"topic_{variant}_{seed}")
+                               feature_name=f"topic_{variant}_{seed}").fit(view)
             models[variant, seed] = m
             lines.append(f"| {variant} | {seed} | {m.n_iter_} | {m.initial_loss_:.4g} -> "
                          f"{m.loss_curve_[-1]:.4g} | {m.n_partial_rescalings_} | "
@@ -68,13 +68,14 @@ def fit_all(view, seeds, inference, max_iter=100, tol=0.0):
 
 def features(engine, models, splits):
     """Per split: (X, qid, doc_ids, names) for the given candidates."""
-    engine.models.update({m.feature_name_: m for m in models})
-    eng = engine.with_config(SearchConfig(features=tuple(TERMS.values()),
-                                          models=tuple(m.feature_name_ for m in models),
-                                          ranker=None))
+    eng = SearchEngine(engine.data, models={**engine.models,
+                                            **{m.feature_name_: m for m in models}},
+                       config=SearchConfig(features=tuple(TERMS.values()),
+                                           models=tuple(m.feature_name_ for m in models),
+                                           ranker=None))
     out = {}
     for split, (queries, qrels, candidates) in splits.items():
-        out[split] = eng.feature_table(queries, candidates=candidates)
+        out[split] = feature_table(eng, queries, candidates=candidates)
     return out
 
 

@@ -35,14 +35,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from semeval2016 import METRICS, prepare, score, table  # noqa: E402
 
 from cqa_search import SearchConfig, SearchEngine  # noqa: E402
-from cqa_search.engine import add_model  # noqa: E402
-from cqa_search.evaluation import (evaluate, read_qrels, read_queries, read_run,  # noqa: E402
-                                   summarize)
+from cqa_search.evaluation import (evaluate, feature_table, read_qrels, read_queries,  # noqa: E402
+                                   read_run, summarize)
 from cqa_search.evaluation.datasets import convert_semeval  # noqa: E402
-from cqa_search.index.store import remove_model  # noqa: E402
+from cqa_search.index.models import add_model, remove_model  # noqa: E402
 from cqa_search.ranking import LinearRanker  # noqa: E402
 from cqa_search.retrieval import make_model  # noqa: E402
-from cqa_search.translation import fit_translation  # noqa: E402
+from cqa_search.translation import TranslationModel  # noqa: E402
 
 PTRANS = ["ptrans_pt", "ptrans_ipt", "ptrans_lw", "ptrans_ilw", "ptrans_pa", "ptrans_uwp",
           "lm_jm", "wt"]
@@ -70,7 +69,7 @@ def features(engine, model_name, splits, **scoring):
     eng = engine.with_config(SearchConfig(models=(model_name,), ranker=None))
     out = {}
     for split, (queries, qrels, candidates) in splits.items():
-        X, qid, docs, names = eng.feature_table(queries, candidates=candidates)
+        X, qid, docs, names = feature_table(eng, queries, candidates=candidates)
         y = np.array([qrels.get(q, {}).get(d, 0) > 0 for q, d in zip(qid, docs)], dtype=float)
         out[split] = (X, qid, docs, list(names), y, qrels)
     return out
@@ -131,7 +130,7 @@ def main(argv=None):
                          ("translation-tight", {"unaligned_edges": False})):
         if name in engine.models:
             remove_model(index, name)
-        model = fit_translation(engine.view, **params)
+        model = TranslationModel(**params).fit(engine.view)
         add_model(index, name, model)
         trained[name] = model
     engine = SearchEngine.open(index)

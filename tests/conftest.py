@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from cqa_search import Archive, SearchEngine, build_index
+from cqa_search.readers import read_archive
 
 FIXTURES = Path(__file__).resolve().parent / "data"
 # ../shared/data from the repository root.
@@ -39,7 +40,7 @@ def shared_data_session():
 
 @pytest.fixture
 def toy_archive() -> Archive:
-    return Archive.read(TOY_ARCHIVE)
+    return read_archive(TOY_ARCHIVE)
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,20 @@
 """The search API: results, filters, batch search, errors, presentation helpers."""
+import math
+from collections import Counter
+
 import numpy as np
 import pytest
 
-from cqa_search import SearchConfig, SearchEngine
+from cqa_search import Question, SearchConfig, SearchEngine, build_index
+from cqa_search.evaluation import feature_table, run_queries
 from cqa_search.exceptions import QueryError
+from cqa_search.presentation import Presenter
 from cqa_search.retrieval import BM25, LMDirichlet, VSM
 
 
 def test_search_returns_ranked_hits_with_answers_and_features(toy_engine):
     res = toy_engine.search("how can I renew my visa", k=3)
-    assert set(res.doc_ids[:2]) == {"t01", "t02"}  # t02 is shorter: BM25 puts it first
+    assert res.doc_ids[:2] == ("t02", "t01")  # both hold both terms; t02 is shorter
     assert list(res.scores) == sorted(res.scores, reverse=True)
     top = res[1]
     assert (top.rank, top.doc_id, top.category) == (2, "t01", "Visas")
@@ -64,14 +69,15 @@ def test_bad_k_is_an_error(toy_engine, k):
 def test_unknown_words_are_reported_with_suggestions(toy_engine):
     res = toy_engine.search("furnture for the the")
     assert len(res) == 0 and res.unknown_words == ("furnture",)
-    assert toy_engine.suggest("furnture")[0] == "furniture"
+    assert Presenter(toy_engine).suggest("furnture")[0] == "furniture"
     assert toy_engine.search("the of and").doc_ids == ()  # only stopwords: nothing, no error
 
 
 def test_highlight_marks_query_terms(toy_engine):
     res = toy_engine.search("renewing visas")
-    assert toy_engine.highlight(res[0].title, res.query_terms) == "[Visa] [renewal] documents"
-    assert toy_engine.highlight("How do I renew my residence visa?", res.query_terms) == \
+    show = Presenter(toy_engine)
+    assert show.highlight(res[0].title, res.query_terms) == "[Visa] [renewal] documents"
+    assert show.highlight("How do I renew my residence visa?", res.query_terms) == \
         "How do I [renew] my residence [visa]?"
 
 
@@ -105,7 +111,7 @@ def test_config_selects_retrieval_model_and_features(toy_index):
 
 
 def _q(engine, text):
-    q = engine._query(text)
+    q = engine.analyze(text)
     return q.term_ids, q.qtf
 
 
@@ -118,23 +124,80 @@ def test_rerank_scores_only_the_candidates_and_keeps_their_order_for_ties(toy_en
         toy_engine.rerank("sofa", ["t01", "nope"])
 
 
+def naive_bm25(engine, text, k1=1.2, b=0.75):
+    """Lucene BM25 of every archived question, by its definition (plain loops)."""
+    docs = [engine.analyzer.analyze(q.text) for q in engine.archive]
+    query = engine.analyzer.analyze(text)
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+    out = []
+    for d in docs:
+        tf, s = Counter(d), 0.0
+        for t in query:
+            df = sum(t in x for x in docs)
+            if tf[t]:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                s += idf * tf[t] / (tf[t] + k1 * (1 - b + b * len(d) / avgdl))
+        out.append(s)
+    return np.array(out)
+
+
+def test_query_syntax_is_understood_by_the_api(toy_engine):
+    assert toy_engine.search("category:shopping cheap").doc_ids == \
+        toy_engine.search("cheap", category="Shopping").doc_ids
+    assert toy_engine.search('category:"Visas" renew visa NOT work').doc_ids == \
+        toy_engine.search("renew visa", category="Visas").doc_ids
+    with pytest.raises(QueryError, match="unknown category 'Car'; did you mean 'Cars'"):
+        toy_engine.search("category:Car engine")
+
+
+def test_k_above_n_candidates_is_not_cut_to_n_candidates(tmp_path):
+    from cqa_search.index.models import add_model
+    from cqa_search.ranking import LinearRanker
+
+    path = tmp_path / "idx"
+    build_index([Question(f"q{i}", f"visa question {i}") for i in range(30)], path)
+    engine = SearchEngine.open(path)
+    X = np.random.default_rng(0).random((20, 1))
+    ranker = LinearRanker("ranksvm").fit(X, (X[:, 0] > 0.5).astype(float),
+                                         qid=np.repeat(["a", "b"], 10), feature_names=["bm25"])
+    add_model(path, "ranker", ranker)
+    engine = SearchEngine.open(path, config=SearchConfig(n_candidates=10))
+    assert len(engine.search("visa", k=25)) == 25 and len(engine.search("visa", k=5)) == 5
+    assert len(engine.search("visa", k=None)) == 30
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+def test_a_term_in_most_questions_still_matches(tmp_path, method):
+    """robertson clips the idf of a term in more than half of the questions at 0, and
+    atire's is 0 in all of them: the questions that hold it are still matches."""
+    path = tmp_path / "idx"
+    build_index([Question("a", "visa office"), Question("b", "visa fees"),
+                 Question("c", "visa rules"), Question("d", "cheap sofa")], path)
+    engine = SearchEngine.open(path, config=SearchConfig(retrieval=BM25(method=method)))
+    assert sorted(engine.search("visa", k=None).doc_ids) == ["a", "b", "c"]
+    assert engine.search("sofa", k=None).doc_ids == ("d",)
+
+
 def test_run_full_retrieval_never_returns_the_query_itself(toy_engine):
     queries = [{"id": "t07", "text": "car battery dying"}, {"id": "x", "text": "car battery"}]
-    run = toy_engine.run(queries, k=2)
+    run = run_queries(toy_engine, queries, k=2)
     assert "t07" not in run["t07"] and len(run["t07"]) == 2
     assert list(run["x"])[0] == "t07"
-    reranked = toy_engine.run(queries, candidates={"x": {"t09": 1.0, "t07": 0.5}})
+    reranked = run_queries(toy_engine, queries, candidates={"x": {"t09": 1.0, "t07": 0.5}})
     assert list(reranked["x"]) == ["t07", "t09"] and reranked["t07"] == {}
 
 
 def test_feature_table_matches_the_features_of_each_result(toy_engine):
     queries = [{"id": "a", "text": "renew visa"}, {"id": "b", "text": "cheap sofa"}]
-    X, qid, docs, names = toy_engine.feature_table(queries, k=3)
+    X, qid, docs, names = feature_table(toy_engine, queries, k=3)
     assert X.shape == (len(qid), len(names)) and list(dict.fromkeys(qid)) == ["a", "b"]
-    res = toy_engine.search("renew visa", k=3)
-    np.testing.assert_allclose(X[qid == "a"], res.features)
-    assert list(docs[qid == "a"]) == list(res.doc_ids)
+    naive = naive_bm25(toy_engine, "renew visa")
+    top3 = sorted(range(len(naive)), key=lambda r: (-naive[r], toy_engine.archive.doc_ids[r]))[:3]
+    assert list(docs[qid == "a"]) == [toy_engine.archive.doc_ids[r] for r in top3]
+    np.testing.assert_allclose(X[qid == "a", names.index("bm25")], naive[top3], rtol=1e-6)
+    lengths = [len(toy_engine.analyzer.analyze(toy_engine.archive[r].text)) for r in top3]
+    np.testing.assert_allclose(X[qid == "a", names.index("log_length")], np.log1p(lengths))
     given = {"a": {"t03": 2.0, "t01": 1.0}}
-    X, qid, docs, names = toy_engine.feature_table(queries[:1], candidates=given)
+    X, qid, docs, names = feature_table(toy_engine, queries[:1], candidates=given)
     assert list(docs) == ["t01", "t03"]  # ordered by the retrieval model
     assert X[:, names.index("given_rrank")].tolist() == [0.5, 1.0]

@@ -4,9 +4,9 @@ import pytest
 from sklearn.base import BaseEstimator
 
 from cqa_search import SearchConfig, SearchEngine, build_index
-from cqa_search.engine import MODEL_KINDS, add_model
 from cqa_search.exceptions import IndexFormatError, QueryError
-from cqa_search.index.store import remove_model, verify_index
+from cqa_search.index.models import MODEL_KINDS, add_model, remove_model
+from cqa_search.index.store import current_generation, verify_index
 
 
 class LengthModel(BaseEstimator):
@@ -88,10 +88,13 @@ def test_replacing_and_removing_a_model_cleans_up(index):
     add_model(index, "length", LengthModel(scale=1.0).fit(engine.view))
     add_model(index, "length", LengthModel(scale=3.0).fit(engine.view))
     assert SearchEngine.open(index).models["length"].scale == 3.0
-    assert len(list((index / "models").iterdir())) == 1
+    live = index / current_generation(index)
+    assert [p.name for p in (live / "models").iterdir()] == ["length"]
     remove_model(index, "length")
     assert SearchEngine.open(index).models == {}
-    assert list((index / "models").iterdir()) == []
+    assert not (index / current_generation(index) / "models").exists()
+    # the live generation and the one before it are kept, older ones removed
+    assert len([p for p in index.iterdir() if p.name.startswith("gen-")]) == 2
     with pytest.raises(IndexFormatError, match="has no model 'length'"):
         remove_model(index, "length")
 

@@ -1,5 +1,6 @@
 from cqa_search.analysis import Analyzer
-from cqa_search.query import ParsedQuery, Suggester, highlight, parse_query
+from cqa_search.presentation import Suggester, highlight
+from cqa_search.query_parser import ParsedQuery, parse_query
 
 
 def test_parse_query():

@@ -20,20 +20,28 @@ def add_common_options(parser) -> None:
                         help="log progress details to stderr (-vv for debug)")
 
 
+#: Exit status of a bug (sysexits' EX_SOFTWARE): distinct from a user's error (1) and a
+#: usage error (2).
+EXIT_BUG = 70
+
+
+def _user_error(exc) -> bool:
+    """True for errors the user caused and can fix: ours, and scikit-learn's check of an
+    estimator parameter given as an option."""
+    if isinstance(exc, CQASearchError):
+        return True
+    validation = sys.modules.get("sklearn.utils._param_validation")
+    return validation is not None and isinstance(exc, validation.InvalidParameterError)
+
+
 def run_command(run, args) -> int:
-    """Call ``run(args)``; turn user errors into a message and exit status 1."""
-    level = {0: logging.WARNING, 1: logging.INFO}.get(getattr(args, "verbose", 0), logging.DEBUG)
+    """Call ``run(args)``: a user's error prints one line and exits 1; a bug says it is one
+    and exits :data:`EXIT_BUG` (``-vv`` shows its traceback)."""
+    verbose = getattr(args, "verbose", 0)
+    level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         return run(args)
-    except CQASearchError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, TypeError) as exc:  # bad parameter values given on the command line
-        if getattr(args, "verbose", 0) >= 2:
-            raise
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -41,6 +49,16 @@ def run_command(run, args) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as exc:  # noqa: BLE001 - the one place that reports every failure
+        if _user_error(exc):
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return 1
+        if verbose >= 2:
+            raise
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc}\n"
+              f"This is a bug in cqa_search; run the command again with -vv to see where it "
+              f"happened, and please report it.", file=sys.stderr)
+        return EXIT_BUG
 
 
 class Style:
@@ -74,11 +92,11 @@ def _snippet(text, width):
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
-def format_hit(hit, engine, terms, style, *, answer=True, width=100) -> str:
+def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
     """A hit as a few indented lines: rank, score, id, category, title, best answer."""
     start, end = style.marks
-    title = engine.highlight(_snippet(hit.title or hit.question.body, width), terms,
-                             start=start, end=end) if start else _snippet(
+    title = presenter.highlight(_snippet(hit.title or hit.question.body, width), terms,
+                                start=start, end=end) if start else _snippet(
         hit.title or hit.question.body, width)
     head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(hit.doc_id)}"
     if hit.category:

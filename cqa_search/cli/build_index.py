@@ -6,10 +6,13 @@ import os
 import sys
 
 from ..analysis import STEMMERS, Analyzer
-from ..engine import DEFAULT_FIELDS, build_index
+from ..index.build import DEFAULT_FIELDS, build_index
+from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS
+from ..exceptions import ParameterError
 from ._common import add_common_options, run_command
+from .fit import fit_family
 
 HELP = "index an archive (JSONL, CSV/TSV, SemEval XML, StackExchange dump, Yahoo! L6)"
 
@@ -57,15 +60,9 @@ def configure(parser) -> None:
     parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
                         help="after indexing, train these model families with their default "
                              "options, in order (like `cqa-search fit DIR FAMILY`): "
-                             + ", ".join(_families()))
+                             + ", ".join(FAMILIES))
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
-
-
-def _families():
-    from .fit import FAMILIES
-
-    return list(FAMILIES)
 
 
 def _analyzer(args) -> Analyzer:
@@ -74,7 +71,7 @@ def _analyzer(args) -> Analyzer:
         stopwords = None
     elif stopwords != "english":
         if not os.path.isfile(stopwords):
-            raise ValueError(f"--stopwords must be 'english', 'none' or a file; no such file: "
+            raise ParameterError(f"--stopwords must be 'english', 'none' or a file; no such file: "
                              f"{stopwords}")
         with open(stopwords, encoding="utf-8") as f:
             stopwords = [w.strip().lower() for w in f if w.strip()]
@@ -82,10 +79,10 @@ def _analyzer(args) -> Analyzer:
 
 
 def run(args) -> int:
-    unknown = [m for m in args.models if m not in _families()]
+    unknown = [m for m in args.models if m not in FAMILIES]
     if unknown:
-        raise ValueError(f"--models: unknown family {unknown[0]!r}; families: "
-                         f"{', '.join(_families())}")
+        raise ParameterError(f"--models: unknown family {unknown[0]!r}; families: "
+                             f"{', '.join(FAMILIES)}")
     options = {name: value for name, value in (
         ("columns", args.columns), ("auto_id", args.auto_id),
         ("category_from", args.category_from), ("category_level", args.category_level))
@@ -106,19 +103,8 @@ def run(args) -> int:
             print(f"  {error}", file=sys.stderr)
     for family in args.models:
         print(f"\ntraining {family} ...")
-        code = fit_with_defaults(output, family, args.quiet)
-        if code:
-            return code
+        print(fit_family(output, family, progress=not args.quiet))
     return 0
-
-
-def fit_with_defaults(index, family, quiet) -> int:
-    """``cqa-search fit INDEX FAMILY`` with the family's default options."""
-    from . import fit
-
-    parser = argparse.ArgumentParser(prog="cqa-search fit")
-    fit.configure(parser)
-    return fit.run(parser.parse_args([index, family] + (["-q"] if quiet else [])))
 
 
 def main(argv=None) -> int:

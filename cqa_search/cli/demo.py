@@ -8,9 +8,13 @@ import os
 import numpy as np
 
 from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
-from ..engine import SearchConfig, SearchEngine, add_model, build_index
-from ..evaluation import evaluate, read_qrels, read_queries, summarize
+from ..engine import SearchConfig, SearchEngine
+from ..evaluation import evaluate, feature_table, read_qrels, read_queries, run_queries, summarize
+from ..index.build import build_index
+from ..index.models import add_model
+from ..presentation import Presenter
 from ._common import Style, add_common_options, format_hit, run_command
+from .fit import fit_family
 
 HELP = ("build indexes/demo from the demo archive shipped with cqa_search, search it, then "
         "learn its models and a ranker and search again")
@@ -43,6 +47,7 @@ def split(queries):
 
 
 def _show(engine, queries, qrels, k, style) -> None:
+    presenter = Presenter(engine)
     for qid in SHOWN:
         query = queries[qid]
         print()
@@ -51,13 +56,13 @@ def _show(engine, queries, qrels, k, style) -> None:
         relevant = {d for d, rel in qrels.get(qid, {}).items() if rel > 0}
         for hit in results:
             mark = "  " + style.match("<- judged relevant") if hit.doc_id in relevant else ""
-            print(format_hit(hit, engine, results.query_terms, style) + mark)
+            print(format_hit(hit, presenter, results.query_terms, style) + mark)
         if not len(results):
             print("no matching questions")
 
 
 def _scores(engine, queries, qrels):
-    return summarize(evaluate(engine.run(queries, k=100), qrels, metrics=METRICS,
+    return summarize(evaluate(run_queries(engine, queries, k=100), qrels, metrics=METRICS,
                               convention="trec"), percent=True)
 
 
@@ -66,16 +71,14 @@ def _train_ranker(path, training, qrels, quiet):
     from ..ranking import LinearRanker
 
     engine = SearchEngine.open(path, config=SearchConfig(ranker=None))
-    X, qid, docs, names = engine.feature_table(training, k=100, progress=not quiet)
+    X, qid, docs, names = feature_table(engine, training, k=100, progress=not quiet)
     y = np.array([qrels.get(q, {}).get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
     ranker = LinearRanker(LEARNER, random_state=0).fit(X, y, qid=qid, feature_names=names)
-    add_model(path, "ranker", ranker)
+    add_model(engine, "ranker", ranker)
     return names
 
 
 def run(args) -> int:
-    from .build_index import fit_with_defaults
-
     folder = demo_dir()
     print(build_index(folder / DEMO_ARCHIVE, args.output, progress=not args.quiet))
     queries = read_queries(folder / DEMO_QUERIES)
@@ -93,9 +96,7 @@ def run(args) -> int:
                                 + " models (cqa-search fit) =="))
         for family in FAMILIES:
             print()
-            code = fit_with_defaults(args.output, family, quiet=True)
-            if code:
-                return code
+            print(fit_family(args.output, family, progress=False))
         names = _train_ranker(args.output, training, qrels, args.quiet)
         print(f"\nranker     {LEARNER} over {len(names)} features, trained on {len(training)} "
               f"judged demo queries (cqa-search train)")

@@ -5,7 +5,7 @@ import argparse
 
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
-                          summarize, write_run)
+                          run_queries, summarize, write_run)
 from ..exceptions import QueryError
 from ..retrieval import parse_model
 from ._common import add_common_options, run_command
@@ -59,8 +59,8 @@ def run(args) -> int:
     else:
         engine = SearchEngine.open(args.index, config=SearchConfig(retrieval=model, features=()))
         candidates = read_run(args.candidates) if args.candidates else None
-        run_ = engine.run(read_queries(args.queries), candidates=candidates, k=args.k,
-                          progress=not args.quiet)
+        run_ = run_queries(engine, read_queries(args.queries), candidates=candidates, k=args.k,
+                           progress=not args.quiet)
         label = args.model
     if args.run_out:
         write_run(run_, args.run_out, tag=label.replace(" ", "_"))

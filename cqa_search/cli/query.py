@@ -7,7 +7,8 @@ import sys
 
 from ..engine import SearchEngine
 from ..exceptions import QueryError
-from ..query import parse_query
+from ..presentation import Presenter
+from ..query_parser import parse_query
 from ._common import (Style, add_common_options, format_explanation, format_hit, format_question,
                       hits_json, run_command)
 
@@ -46,18 +47,14 @@ def configure(parser) -> None:
     add_common_options(parser)
 
 
-def _suggestions(engine, results) -> dict:
-    return {w: engine.suggest(w) for w in results.unknown_words}
-
-
-def _print_results(engine, results, style, *, answers, explain=False, out) -> None:
+def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
     if not len(results):
         print("no matching questions", file=out)
     for hit in results:
-        print(format_hit(hit, engine, results.query_terms, style, answer=answers), file=out)
+        print(format_hit(hit, presenter, results.query_terms, style, answer=answers), file=out)
         if explain:
-            print(format_explanation(hit, engine, style), file=out)
-    for word, options in _suggestions(engine, results).items():
+            print(format_explanation(hit, presenter.engine, style), file=out)
+    for word, options in presenter.suggestions(results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
         print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
 
@@ -67,6 +64,7 @@ class _Session:
 
     def __init__(self, engine, args, style, out=None):
         self.engine, self.style = engine, style
+        self.presenter = Presenter(engine)
         self.out = sys.stdout if out is None else out
         self.k, self.category, self.answers = args.k, args.category, args.answers
         self.explain = args.explain
@@ -92,7 +90,7 @@ class _Session:
                 self.k = int(arg)
         elif name == "category":
             if arg:
-                cid = self.engine.category_id(arg.strip('"'))
+                cid = self.engine.categories.id(arg.strip('"'))
                 self.category = self.engine.categories[cid]
                 self.say(f"searching only category {self.category!r}")
             else:
@@ -120,8 +118,8 @@ class _Session:
         if not parsed.text.strip():
             self.say("type some words to search for (or :help)")
             return
-        self.last = self.engine.search(parsed.text, k=self.k, category=category)
-        _print_results(self.engine, self.last, self.style, answers=self.answers,
+        self.last = self.engine.search(parsed, k=self.k, category=category)
+        _print_results(self.presenter, self.last, self.style, answers=self.answers,
                        explain=self.explain, out=self.out)
 
     def loop(self, stdin) -> None:
@@ -182,7 +180,7 @@ def run(args) -> int:
     engine = SearchEngine.open(args.index)
     style = Style("never" if args.json else args.color)
     if args.category is not None:
-        engine.category_id(args.category)  # fail early, with suggestions
+        engine.categories.id(args.category)  # fail early, with suggestions
     if not args.text:
         _Session(engine, args, style).loop(sys.stdin)
         return 0
@@ -190,12 +188,13 @@ def run(args) -> int:
     category = parsed.category or args.category
     if not parsed.text.strip():
         raise QueryError("empty query: type some words to search for")
-    results = engine.search(parsed.text, k=args.k, category=category)
+    results = engine.search(parsed, k=args.k, category=category)
+    presenter = Presenter(engine)
     if args.json:
-        print(hits_json(results, category=category, suggestions=_suggestions(engine, results),
+        print(hits_json(results, category=category, suggestions=presenter.suggestions(results),
                         ranker=engine.ranker if args.explain else None))
     else:
-        _print_results(engine, results, style, answers=args.answers, explain=args.explain,
+        _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
                        out=sys.stdout)
     return 0
 

@@ -6,8 +6,9 @@ import json
 
 import numpy as np
 
-from ..engine import SearchConfig, SearchEngine, add_model
-from ..evaluation import read_qrels, read_queries, read_run
+from ..engine import SearchConfig, SearchEngine
+from ..evaluation import feature_table, read_qrels, read_queries, read_run
+from ..index.models import add_model
 from ..exceptions import QueryError
 from ..ranking import LEARNERS, LinearRanker, cross_validate
 from ._common import add_common_options, run_command
@@ -130,8 +131,8 @@ def run(args) -> int:
     if not queries:
         raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}")
     candidates = read_run(args.candidates) if args.candidates else None
-    X, qid, docs, names = engine.feature_table(queries, candidates=candidates, k=args.k,
-                                               progress=not args.quiet)
+    X, qid, docs, names = feature_table(engine, queries, candidates=candidates, k=args.k,
+                                        progress=not args.quiet)
     if len(X) == 0:
         raise QueryError("the queries have no candidates to learn from")
     cols = _columns(names, args.features, args.exclude)
@@ -156,7 +157,7 @@ def run(args) -> int:
     if args.dry_run:
         print("\n(dry run: nothing stored)")
     else:
-        add_model(args.index, args.name, ranker)
+        add_model(engine, args.name, ranker)
         print(f"\nstored as model {args.name!r} in {args.index}"
               + (": searches now rank with it" if args.name == "ranker" else
                  f" (search with SearchConfig(ranker={args.name!r}))"))

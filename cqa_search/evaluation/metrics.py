@@ -25,6 +25,7 @@ log2 discount, as trec_eval's ``ndcg_cut``), for any positive integer ``k``.
 from __future__ import annotations
 
 import numpy as np
+from ..exceptions import ParameterError
 
 __all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric"]
 
@@ -46,7 +47,7 @@ def parse_metric(name: str):
     kind, sep, k = key.partition("@")
     if sep and kind in ("p", "r", "ndcg") and k.isdigit() and int(k) >= 1:
         return kind, int(k)
-    raise ValueError(f"metric must be map, mrr, p@K, r@K or ndcg@K (K >= 1); got {name!r}")
+    raise ParameterError(f"metric must be map, mrr, p@K, r@K or ndcg@K (K >= 1); got {name!r}")
 
 
 def rank_documents(scored: dict, convention: str) -> list:
@@ -122,7 +123,7 @@ def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@
     import pandas as pd  # imported here: the rest of the package runs without pandas
 
     if convention not in CONVENTIONS:
-        raise ValueError(f"convention must be one of {{'semeval', 'trec'}}; got {convention!r}")
+        raise ParameterError(f"convention must be one of {{'semeval', 'trec'}}; got {convention!r}")
     parsed = {m: parse_metric(m) for m in metrics}
     if convention == "semeval":
         qids = sorted(qrels)

@@ -7,16 +7,12 @@ the original text jointly with its translations (views, see views.py); the store
 :class:`MultiViewModel` gives one cosine feature per view.
 """
 from .gnmf import CNMF, GNMF, GNMFNC
-from .multiview import MultiViewModel, MultiViewNMF, fit_multiview
+from .multiview import MultiViewModel, MultiViewNMF
 from .nmf import NMF
 from .nnls import nnls_gram
-from .topics import (VARIANTS, TopicInterpolation, TopicModel, TopicScorer, fit_topics,
-                     interpolate, term_question_matrix)
+from .topics import (VARIANTS, TopicInterpolation, TopicModel, TopicScorer, interpolate,
+                     term_question_matrix)
 
 __all__ = ["NMF", "CNMF", "GNMF", "GNMFNC", "nnls_gram", "TopicModel", "TopicScorer",
-           "TopicInterpolation", "fit_topics", "interpolate", "term_question_matrix",
-           "VARIANTS", "MultiViewNMF", "MultiViewModel", "fit_multiview", "MODEL_KINDS"]
-
-#: Model kind -> estimator class stored in an index (see cqa_search.features).
-MODEL_KINDS = {"topics": TopicModel, "topic-interpolation": TopicInterpolation,
-               "multiview": MultiViewModel}
+           "TopicInterpolation", "interpolate", "term_question_matrix", "VARIANTS",
+           "MultiViewNMF", "MultiViewModel"]

@@ -57,10 +57,11 @@ from sklearn.utils.validation import check_is_fitted
 from .._utils import RANDOM_STATE, Interval, validate_params
 from .dictd import DEFAULT_DICT_DIR
 from .nnls import nnls_gram
+from ..exceptions import ParameterError
 from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder,
                     build_view, find_translation_table, make_translator, parse_views)
 
-__all__ = ["MultiViewNMF", "MultiViewModel", "MultiViewScorer", "fit_multiview"]
+__all__ = ["MultiViewNMF", "MultiViewModel", "MultiViewScorer"]
 
 logger = logging.getLogger(__name__)
 
@@ -155,11 +156,11 @@ def _lambdas(lambda1, lambdap, n_views) -> np.ndarray:
     else:
         rest = [float(v) for v in lambdap]
         if len(rest) != n_views - 1:
-            raise ValueError(f"lambdap must be a number or one number per translated view "
+            raise ParameterError(f"lambdap must be a number or one number per translated view "
                              f"({n_views - 1}); got {len(rest)} values")
     lam = np.array([float(lambda1), *rest])
     if not np.isfinite(lam).all() or (lam[1:] < 0).any():
-        raise ValueError(f"lambdap must be non-negative; got {lambdap!r}")
+        raise ParameterError(f"lambdap must be non-negative; got {lambdap!r}")
     return lam
 
 
@@ -371,16 +372,41 @@ class MultiViewNMF(BaseEstimator):
 class MultiViewModel(BaseEstimator):
     """SMT + MF over an index: its views, their factorization and the ``mv_*`` features.
 
-    Fit with :meth:`fit` (or :func:`fit_multiview`, which makes the translators from
-    specifications such as ``"dict:fra"``), store with
-    :func:`cqa_search.engine.add_model`. The features, one per view, are named
-    ``<feature_prefix>_<view>`` (``mv_orig``, ``mv_fra``, ``mv_ibm1``, ...): the cosine of
-    eq. 18 between the folded-in query (eqs. 17 and 19) and the question's factors.
+    Fit with :meth:`fit` (the views are made from the ``views`` specifications, or given
+    as translators), store with :func:`cqa_search.index.models.add_model`. The features,
+    one per view, are named ``<feature_prefix>_<view>`` (``mv_orig``, ``mv_fra``,
+    ``mv_ibm1``, ...): the cosine of eq. 18 between the folded-in query (eqs. 17 and 19)
+    and the question's factors.
 
     Parameters
     ----------
-    n_components, lambda1, lambdap, max_iter, tol, random_state
-        As :class:`MultiViewNMF` (``random_state`` must be None or an int to be stored).
+    views : str, default "ibm1"
+        Translated views 2..P, comma-separated: ``dict:LANG`` (the FreeDict
+        English-LANG dictionary in ``dict_dir``), ``ibm1`` (the IBM Model 1 table of the
+        index's stored translation model), ``archive:LANG`` (the archive's
+        ``"translations": {LANG: text}``), ``dummy`` (a copy of the original: the DT
+        ablation); empty for the original view only (VSM + MF). ``ibm1`` was the most
+        useful view on SemEval-2016 (BENCHMARKS.md).
+    dict_dir : str, default "/usr/share/dictd"
+        Where ``dict:LANG`` dictionaries are (Debian's dict-freedict-eng-LANG packages).
+    n_translations : int, default 3
+        Translations kept per word by the dictionary and IBM Model 1 views.
+    translation_model : str or None, default None
+        The stored model whose IBM Model 1 table the ``ibm1`` view uses (None: the only
+        one).
+    n_components : int, default 100
+        Latent dimensions K (the paper's 100).
+    lambda1 : float, default 1.0
+        Ridge weight of the original view's question factors.
+    lambdap : float or sequence of float, default 0.25
+        Coupling weight of each translated view to the original (one number for all).
+    max_iter : int, default 100
+        ALS sweeps, at most.
+    tol : float, default 1e-4
+        Stop when a sweep improves the objective by less than this fraction.
+    random_state : None or int, default 0
+        Seed of the initialisation: seeded by default, so that two fits of one index
+        give the same model (None: a random start).
     min_df : int, default 1
         Words of a view found in fewer questions are left out of that view.
     feature_prefix : str, default "mv"
@@ -408,17 +434,22 @@ class MultiViewModel(BaseEstimator):
     >>> out = os.path.join(tempfile.mkdtemp(), "idx")
     >>> _ = build_index(qs, out)
     >>> view = SearchEngine.open(out).view
-    >>> model = MultiViewModel(n_components=2, random_state=0, tol=1e-3).fit(
-    ...     view, [DummyTranslator()])
+    >>> model = MultiViewModel(views="dummy", n_components=2, tol=1e-3).fit(view)
     >>> model.feature_names
     ('mv_orig', 'mv_dummy')
     """
 
     kind = "multiview"
-    _parameter_constraints = {**_CONSTRAINTS, "min_df": Interval(1, None, kind=numbers.Integral)}
+    _parameter_constraints = {**_CONSTRAINTS, "min_df": Interval(1, None, kind=numbers.Integral),
+                              "n_translations": Interval(1, None, kind=numbers.Integral)}
 
-    def __init__(self, n_components=100, *, lambda1=1.0, lambdap=0.25, max_iter=100, tol=1e-4,
-                 random_state=None, min_df=1, feature_prefix="mv"):
+    def __init__(self, views="ibm1", *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
+                 translation_model=None, n_components=100, lambda1=1.0, lambdap=0.25,
+                 max_iter=100, tol=1e-4, random_state=0, min_df=1, feature_prefix="mv"):
+        self.views = views
+        self.dict_dir = dict_dir
+        self.n_translations = n_translations
+        self.translation_model = translation_model
         self.n_components = n_components
         self.lambda1 = lambda1
         self.lambdap = lambdap
@@ -433,15 +464,27 @@ class MultiViewModel(BaseEstimator):
         check_is_fitted(self, "view_names_")
         return tuple(f"{self.feature_prefix}_{name}" for name in self.view_names_)
 
-    def fit(self, view, translators=(), *, progress=False) -> "MultiViewModel":
+    def _translators(self, view) -> list:
+        """The translators of the ``views`` specifications (``ibm1`` reads the table of a
+        translation model stored in the index: ``view.models``)."""
+        specs = parse_views(self.views)
+        table = None
+        if "ibm1" in specs:
+            table = find_translation_table(view.models, self.translation_model)
+        return [make_translator(s, dict_dir=self.dict_dir, n_translations=self.n_translations,
+                                translation_probs=table) for s in specs]
+
+    def fit(self, view, y=None, *, translators=None, progress=False) -> "MultiViewModel":
         """Build the views of the archive and factorize them.
 
         Parameters
         ----------
         view : IndexView
-            The index (its question field is view 1).
-        translators : sequence of Translator
-            Views 2..P (none: plain ridge NMF of the questions, "VSM + MF").
+            The index (its question field is view 1; its stored models give the ``ibm1``
+            view its table).
+        y : ignored
+        translators : sequence of Translator, optional
+            Views 2..P made in Python, instead of the ``views`` specifications.
         progress : bool, default False
             Progress bars on stderr.
 
@@ -452,20 +495,23 @@ class MultiViewModel(BaseEstimator):
         Raises
         ------
         ValueError
-            Bad parameters, two views with the same name, an empty view.
+            Bad parameters, an unknown view, ``ibm1`` without a stored translation
+            model, two views with the same name, an empty view.
+        FileNotFoundError
+            Missing dictionary directory or dictionary (naming the package to install).
         """
         validate_params(self)
         if not isinstance(self.feature_prefix, str) or not self.feature_prefix:
-            raise ValueError(f"feature_prefix must be a non-empty string; got "
+            raise ParameterError(f"feature_prefix must be a non-empty string; got "
                              f"{self.feature_prefix!r}")
-        translators = list(translators)
+        translators = self._translators(view) if translators is None else list(translators)
         for t in translators:
             if not isinstance(t, Translator):
                 raise ValueError(f"translators must be Translator objects; got {t!r}")
         names = ["orig"] + [t.name for t in translators]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise ValueError(f"two views are named {dup[0]!r} (view 1 is 'orig'); give "
+            raise ParameterError(f"two views are named {dup[0]!r} (view 1 is 'orig'); give "
                              "them distinct names")
         lam = _lambdas(self.lambda1, self.lambdap, len(names))
         bags = SourceBags(view, progress=progress)
@@ -492,6 +538,22 @@ class MultiViewModel(BaseEstimator):
         self._grams = None
         return self
 
+    def describe(self) -> str:
+        """What the fit did, for ``cqa-search fit``."""
+        check_is_fitted(self, "components_")
+        views = ", ".join(f"{n} ({e.n_features:,} words)"
+                          for n, e in zip(self.view_names_, self.encoders_))
+        converged = self.n_iter_ < self.max_iter
+        lines = [f"views      {views}",
+                 f"features   {', '.join(self.feature_names)}",
+                 f"K          {self.n_components}, lambda1 {self.lambda1:g}, lambdap "
+                 f"{self.lambdap}",
+                 f"sweeps     {self.n_iter_} ({'converged' if converged else 'max-iter reached'})"
+                 f", objective {self.loss_curve_[-1]:.6g}"]
+        if hasattr(self, "fit_seconds_"):
+            lines.append(f"time       {self.fit_seconds_:.1f} s (factorization)")
+        return "\n".join(lines)
+
     def _fold_systems(self):
         if getattr(self, "_grams", None) is None:
             self._grams = _fold_grams(self.components_, self.lambdas_)
@@ -502,7 +564,7 @@ class MultiViewModel(BaseEstimator):
 
         Parameters
         ----------
-        query : QueryContext
+        query : AnalyzedQuery
         view : IndexView
         """
         check_is_fitted(self, "components_")
@@ -589,57 +651,3 @@ class MultiViewScorer:
             num = D @ v
             out[:, p] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
         return out
-
-
-def fit_multiview(source, views=(), *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
-                  translation_probs=None, ibm1_model=None, random_state=0, progress=False,
-                  **params) -> MultiViewModel:
-    """Fit SMT + MF on an index from view specifications.
-
-    Parameters
-    ----------
-    source : IndexView or SearchEngine
-        The index; given a search engine, a stored IBM Model 1 (a model with
-        ``translation_probs_``) is found among its models for the ``ibm1`` view.
-    views : str or sequence of (str or Translator)
-        Views 2..P: ``"dict:fra,dict:deu,ibm1,archive:fr,dummy"`` or a list of such
-        specifications and :class:`~cqa_search.factorization.views.Translator` objects
-        (see :func:`~cqa_search.factorization.views.make_translator`). Empty: only the
-        original view.
-    dict_dir : path, default "/usr/share/dictd"
-        Where ``dict:LANG`` dictionaries are (Debian's dict-freedict-eng-LANG packages).
-    n_translations : int, default 3
-        Translations kept per word by dictionary and IBM1 views.
-    translation_probs : sparse matrix, optional
-        The IBM Model 1 table for ``ibm1`` (default: the one stored in the index).
-    ibm1_model : str, optional
-        Name of the stored model whose table to use when there are several.
-    random_state : None or int, default 0
-        Seed of the initialisation: by default two fits of one index give the same model
-        (as ``cqa-search fit INDEX multiview`` and :func:`fit_topics`).
-    progress : bool, default False
-    **params
-        Hyperparameters of :class:`MultiViewModel` (``n_components``, ``lambda1``, ...).
-
-    Returns
-    -------
-    MultiViewModel
-
-    Raises
-    ------
-    ValueError
-        Unknown view, ``ibm1`` without a table, bad parameters.
-    FileNotFoundError
-        Missing dictionary directory or dictionary (naming the package to install).
-    """
-    if hasattr(source, "view") and hasattr(source, "models"):
-        view, models = source.view, source.models
-    else:
-        view, models = source, {}
-    specs = parse_views(views)
-    if translation_probs is None and any(s == "ibm1" for s in specs if isinstance(s, str)):
-        translation_probs = find_translation_table(models, ibm1_model)
-    translators = [make_translator(s, dict_dir=dict_dir, n_translations=n_translations,
-                                   translation_probs=translation_probs) for s in specs]
-    return MultiViewModel(random_state=random_state, **params).fit(view, translators,
-                                                                   progress=progress)

@@ -51,13 +51,13 @@ from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 
 from .._utils import RANDOM_STATE, InstanceOf, Interval, validate_params
-from ..exceptions import IndexFormatError
+from ..exceptions import IndexFormatError, ParameterError
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
 from .nnls import GramFactor
 
-__all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "fit_topics", "interpolate",
+__all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "interpolate",
            "term_question_matrix", "VARIANTS"]
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def term_question_matrix(view, field="question"):
     """
     fi = view.index[field]
     if fi.n_terms == 0 or fi.nnz == 0:
-        raise ValueError(f"the {field!r} field of this index has no terms: nothing to factorize")
+        raise ParameterError(f"the {field!r} field of this index has no terms: nothing to factorize")
     tfidf = TfidfTransformer()
     X = tfidf.fit_transform(fi.matrix())
     return sp.csc_matrix(X.T), tfidf.idf_
@@ -123,8 +123,12 @@ class TopicModel(BaseEstimator):
     a : float, default 100
         Regularisation factor of GNMFNC (ignored by the others).
     max_iter : int, default 100
+        Sweeps of the multiplicative updates, at most (the paper's 100).
     tol : float, default 1e-4
-    random_state : None, int or numpy Generator
+        Stop when a sweep improves the objective by less than this fraction.
+    random_state : None, int or numpy Generator, default 0
+        Seed of the initial factors: seeded by default, so that two fits of one index
+        give the same model (None: a random start).
     category_inference : {"all", "hits", "reconstruction"}, default "all"
         How a query without a category is folded in (see the module docstring).
     feature_name : str or None, default None
@@ -176,7 +180,7 @@ class TopicModel(BaseEstimator):
     }
 
     def __init__(self, model="gnmfnc", *, n_shared=20, n_category=8, a=100.0, max_iter=100,
-                 tol=1e-4, random_state=None, category_inference="all",
+                 tol=1e-4, random_state=0, category_inference="all",
                  feature_name=None):
         self.model = model
         self.n_shared = n_shared
@@ -203,23 +207,48 @@ class TopicModel(BaseEstimator):
         return GNMFNC(self.n_shared, self.n_category, a=self.a, **common)
 
     # -- training --------------------------------------------------------------------
-    def fit(self, view, y=None, *, callback=None):
+    def fit(self, view, y=None, *, progress=False, callback=None):
         """Factorize the index's term–question matrix, grouped by category.
 
         Parameters
         ----------
         view : IndexView
+            E.g. ``SearchEngine.open(path).view``.
         y : ignored
+        progress : bool, default False
+            Show a progress bar (sweeps, objective) on stderr.
         callback : callable, optional
             ``callback(iteration, objective)`` after each sweep.
 
         Returns
         -------
         self
+            ``fit_seconds_`` holds the training time.
         """
+        from tqdm import tqdm
+
         validate_params(self)
+        bar = tqdm(total=self.max_iter, desc=f"fitting {self.model}", unit=" sweeps",
+                   file=sys.stderr, disable=None if progress else True, dynamic_ncols=True,
+                   mininterval=0.5)
+
+        def on_sweep(iteration, objective):
+            bar.update()
+            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+            if callback is not None:
+                callback(iteration, objective)
+
+        t0 = time.perf_counter()
+        try:
+            self._fit(view, on_sweep)
+        finally:
+            bar.close()
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _fit(self, view, callback):
         if isinstance(self.feature_name, str) and not self.feature_name.strip():
-            raise ValueError("feature_name must be a non-empty string or None; got ''")
+            raise ParameterError("feature_name must be a non-empty string or None; got ''")
         D, idf = term_question_matrix(view)
         # Term ids follow the order in which the index met the terms, which can change
         # between two builds of the same archive; fitting with the terms in their own
@@ -245,11 +274,30 @@ class TopicModel(BaseEstimator):
         self.n_iter_ = est.n_iter_
         self.n_partial_rescalings_ = est.n_partial_rescalings_
         self._grams = self._category_index = self._factors = None
-        return self
+
+    def describe(self) -> str:
+        """What the fit did, for ``cqa-search fit``."""
+        self._check_fitted()
+        groups = len(self.categories_)
+        n_topics = self.shared_topics_.shape[1] + self.category_topics_.shape[1]
+        converged = self.n_iter_ < self.max_iter
+        lines = [f"feature    {self.feature_name_}",
+                 f"data       {self.n_docs_:,} questions, {groups} group{'s' * (groups != 1)}, "
+                 f"vocabulary of {len(self.idf_):,} terms",
+                 f"topics     {n_topics} in all ({self.shared_topics_.shape[1]} shared, "
+                 f"{self.category_topics_.shape[1] // max(groups, 1)} per category)",
+                 f"iterations {self.n_iter_}" + ("" if converged else
+                                                 f" (max_iter reached before tol={self.tol})"),
+                 f"objective  {self.initial_loss_:.6g} -> {self.loss_curve_[-1]:.6g}"]
+        seconds = getattr(self, "fit_seconds_", None)
+        if seconds is not None:
+            lines.append(f"time       {seconds:.1f} s ({seconds / max(self.n_iter_, 1):.2f} s "
+                         "per iteration incl. set-up)")
+        return "\n".join(lines)
 
     # -- storage contract ------------------------------------------------------------
     def state(self):
-        """Learned state for :func:`cqa_search.engine.add_model`: (meta, arrays)."""
+        """Learned state for :func:`cqa_search.index.models.add_model`: (meta, arrays)."""
         self._check_fitted()
         U = self.category_topics_
         meta = {"categories": list(self.categories_), "n_iter": int(self.n_iter_),
@@ -375,7 +423,7 @@ class TopicModel(BaseEstimator):
         return int(np.argmax(votes))
 
     def fold_query(self, query, view=None):
-        """One analysed query (:class:`~cqa_search.features.QueryContext`) in topic space.
+        """One analysed query (:class:`~cqa_search.features.AnalyzedQuery`) in topic space.
 
         Single queries use :class:`~cqa_search.factorization.nnls.GramFactor` (scipy's
         NNLS on a factor of each group's Gram matrix, cached).
@@ -554,7 +602,7 @@ def interpolate(term_scores, topic_scores, alpha=0.6, *, qid=None):
         raise ValueError(f"term and topic scores must be 1-d of the same length; got "
                          f"{term.shape} and {topic.shape}")
     if not 0 <= alpha <= 1:
-        raise ValueError(f"alpha must be in [0, 1]; got {alpha!r}")
+        raise ParameterError(f"alpha must be in [0, 1]; got {alpha!r}")
     if qid is None:
         inverse, n_q = np.zeros(len(term), dtype=np.int64), 1
     else:
@@ -613,50 +661,3 @@ class TopicInterpolation(BaseEstimator):
     @classmethod
     def from_state(cls, params, meta, arrays):
         return cls(**params)
-
-
-# ---------------------------------------------------------------------------------------
-# Training entry point (CLI, build-index)
-# ---------------------------------------------------------------------------------------
-def fit_topics(view, model="gnmfnc", *, n_shared=20, n_category=8, a=100.0, max_iter=100,
-               tol=1e-4, random_state=0, category_inference="all",
-               feature_name=None, progress=False) -> TopicModel:
-    """Train a topic model on an index (what ``cqa-search fit INDEX topics`` runs).
-
-    Parameters
-    ----------
-    view : IndexView
-        E.g. ``SearchEngine.open(path).view``.
-    model : {"nmf", "cnmf", "gnmf", "gnmfnc"}, default "gnmfnc"
-    n_shared, n_category, a, max_iter, tol, category_inference, feature_name
-        See :class:`TopicModel` (defaults: the paper's K_s=20, K_p=8, a=100, 100 sweeps).
-    random_state : None, int or numpy Generator, default 0
-        Seeded by default, so that rebuilding an index gives the same model.
-    progress : bool, default False
-        Show a progress bar (sweeps, objective) on stderr.
-
-    Returns
-    -------
-    TopicModel
-        Fitted; store it with ``cqa_search.engine.add_model(path, name, model)`` (e.g.
-        under ``"topics-" + model``). ``fit_seconds_`` holds the training time.
-    """
-    est = TopicModel(model, n_shared=n_shared, n_category=n_category, a=a, max_iter=max_iter,
-                     tol=tol, random_state=random_state,
-                     category_inference=category_inference, feature_name=feature_name)
-    from tqdm import tqdm
-
-    bar = tqdm(total=max_iter, desc=f"fitting {model}", unit=" sweeps", file=sys.stderr,
-               disable=None if progress else True, dynamic_ncols=True, mininterval=0.5)
-
-    def callback(iteration, objective):
-        bar.update()
-        bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
-
-    t0 = time.perf_counter()
-    try:
-        est.fit(view, callback=callback)
-    finally:
-        bar.close()
-    est.fit_seconds_ = time.perf_counter() - t0
-    return est

@@ -53,6 +53,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 
 from ..analysis import Analyzer
 from .dictd import DEFAULT_DICT_DIR, DictdDictionary
+from ..exceptions import ParameterError
 
 __all__ = ["Translator", "DictionaryTranslator", "IBM1Translator", "ArchiveTranslator",
            "DummyTranslator", "ViewEncoder", "SourceBags", "build_view", "make_translator",
@@ -135,7 +136,7 @@ class DictionaryTranslator(Translator):
             dictionary = DictdDictionary(dictionary)
         if isinstance(n_translations, bool) or not isinstance(n_translations, int) \
                 or n_translations < 1:
-            raise ValueError(f"n_translations must be a positive integer; got {n_translations!r}")
+            raise ParameterError(f"n_translations must be a positive integer; got {n_translations!r}")
         self.dictionary = dictionary
         self.n_translations = n_translations
         self.name = name or dictionary.name.rsplit("-", 1)[-1]
@@ -146,7 +147,7 @@ class DictionaryTranslator(Translator):
 
         Raises
         ------
-        FileNotFoundError
+        ParameterError
             No such directory or dictionary; the message names the Debian package.
         """
         package = f"dict-freedict-eng-{lang}"
@@ -154,7 +155,7 @@ class DictionaryTranslator(Translator):
                 "or give the directory that holds it (--dict-dir)")
         dict_dir = os.fspath(dict_dir)
         if not os.path.isdir(dict_dir):
-            raise FileNotFoundError(f"dictionary directory {dict_dir} does not exist: {hint}")
+            raise ParameterError(f"dictionary directory {dict_dir} does not exist: {hint}")
         names = [f"freedict-eng-{lang}.index", f"eng-{lang}.index", f"{lang}.index"]
         for name in names:
             path = os.path.join(dict_dir, name)
@@ -162,7 +163,7 @@ class DictionaryTranslator(Translator):
                 kwargs.setdefault("name", lang)
                 return cls(DictdDictionary(path), **kwargs)
         have = sorted(n[:-len(".index")] for n in os.listdir(dict_dir) if n.endswith(".index"))
-        raise FileNotFoundError(
+        raise ParameterError(
             f"no dictd dictionary for {lang!r} in {dict_dir} (looked for "
             f"{', '.join(names)}; found: {', '.join(have) or 'none'}): {hint}")
 
@@ -215,9 +216,9 @@ class IBM1Translator(Translator):
     def __init__(self, translation_probs, *, n_translations=3, min_prob=0.0, name="ibm1"):
         if isinstance(n_translations, bool) or not isinstance(n_translations, int) \
                 or n_translations < 1:
-            raise ValueError(f"n_translations must be a positive integer; got {n_translations!r}")
+            raise ParameterError(f"n_translations must be a positive integer; got {n_translations!r}")
         if not 0.0 <= min_prob < 1.0:
-            raise ValueError(f"min_prob must be in [0, 1); got {min_prob!r}")
+            raise ParameterError(f"min_prob must be in [0, 1); got {min_prob!r}")
         self.translation_probs = translation_probs
         self.n_translations = n_translations
         self.min_prob = min_prob
@@ -273,7 +274,7 @@ class ArchiveTranslator(Translator):
 
     def __init__(self, lang, *, key="translations", name=None):
         if not isinstance(lang, str) or not lang:
-            raise ValueError(f"lang must be a non-empty string; got {lang!r}")
+            raise ParameterError(f"lang must be a non-empty string; got {lang!r}")
         self.lang = lang
         self.key = key
         self.name = name or lang
@@ -290,7 +291,7 @@ class ArchiveTranslator(Translator):
                 value = ""
             out.append(str(value))
         if missing == len(out):
-            raise ValueError(f"no archived question has a translation {self.lang!r} "
+            raise ParameterError(f"no archived question has a translation {self.lang!r} "
                              f"(looked for question.extra[{self.key!r}][{self.lang!r}], the "
                              f"JSONL key \"{self.key}\": {{\"{self.lang}\": \"...\"}})")
         if missing:
@@ -336,7 +337,7 @@ def make_translator(spec, *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
     if isinstance(spec, Translator):
         return spec
     if not isinstance(spec, str):
-        raise ValueError(f"a view must be a Translator or a string; got {spec!r}")
+        raise ParameterError(f"a view must be a Translator or a string; got {spec!r}")
     kind, _, arg = spec.strip().partition(":")
     if kind == "dict" and arg:
         return DictionaryTranslator.from_dir(arg, dict_dir, n_translations=n_translations)
@@ -344,13 +345,13 @@ def make_translator(spec, *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
         return ArchiveTranslator(arg)
     if kind == "ibm1" and not arg:
         if translation_probs is None:
-            raise ValueError("view 'ibm1' needs an IBM Model 1 translation table: store an IBM "
+            raise ParameterError("view 'ibm1' needs an IBM Model 1 translation table: store an IBM "
                              "Model 1 model in the index first (see `cqa-search fit --help`), "
                              "or pass one")
         return IBM1Translator(translation_probs, n_translations=n_translations)
     if kind == "dummy" and not arg:
         return DummyTranslator()
-    raise ValueError(f"unknown view {spec!r}: use dict:LANG, ibm1, archive:LANG or dummy")
+    raise ParameterError(f"unknown view {spec!r}: use dict:LANG, ibm1, archive:LANG or dummy")
 
 
 def find_translation_table(models, name=None):
@@ -377,11 +378,11 @@ def find_translation_table(models, name=None):
     tables = {n: m for n, m in models.items() if getattr(m, "translation_probs_", None) is not None}
     if name is not None:
         if name not in tables:
-            raise ValueError(f"model {name!r} has no IBM Model 1 table (translation_probs_); "
+            raise ParameterError(f"model {name!r} has no IBM Model 1 table (translation_probs_); "
                              f"models with one: {', '.join(tables) or 'none'}")
         return tables[name].translation_probs_
     if len(tables) > 1:
-        raise ValueError(f"several models have a translation table ({', '.join(tables)}): "
+        raise ParameterError(f"several models have a translation table ({', '.join(tables)}): "
                          "choose one by name")
     return next(iter(tables.values())).translation_probs_ if tables else None
 
@@ -441,7 +442,7 @@ class ViewEncoder:
         return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
 
     def query_counts(self, query, analyzer, n_terms) -> sp.csr_matrix:
-        """The bag ``(1, n_features)`` of a query (a :class:`QueryContext`) in this view."""
+        """The bag ``(1, n_features)`` of a query (a :class:`AnalyzedQuery`) in this view."""
         if self.source == "texts":
             return sp.csr_matrix((1, self.n_features))
         if self.source == "terms":
@@ -594,7 +595,7 @@ def build_view(translator, view, *, min_df=1, bags=None):
     if terms is not None:
         terms = terms[keep]
     if counts.shape[1] == 0:
-        raise ValueError(f"view {translator.name!r} is empty: no word of it occurs in "
+        raise ParameterError(f"view {translator.name!r} is empty: no word of it occurs in "
                          f"{max(min_df, 1)} or more questions")
     tfidf = TfidfTransformer()
     X = sp.csr_matrix(tfidf.fit_transform(counts), dtype=np.float64)

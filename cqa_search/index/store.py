@@ -1,41 +1,74 @@
-"""The index directory: versioned manifest, checksummed ``.npy``/JSON files, atomic writes.
+"""The index directory: generations, a versioned manifest, checksummed files, atomic commits.
 
-Layout (paths relative to the index directory)::
+An index is a directory of *generations*, each a complete, immutable snapshot::
 
-    manifest.json            format_version, package version, analyzer, stats, files + sha256
-    vocab.json  doc_ids.json  categories.json  surface.json
-    archive.jsonl  archive_offsets.npy  doc_category.npy  doc_id_rank.npy
-    fields/<field>/{indptr,indices,counts,doc_len,sequence}.npy  fields/<field>/<model>.npy
-    models/<name>.<id>/      a trained model (model.json + arrays), added by save_model
+    my_index/
+      CURRENT                  the name of the live generation, e.g. "gen-000007"
+      gen-000007/              the live generation
+        manifest.json          format_version, package version, analyzer, stats, models,
+                               files + sizes + sha256
+        vocab.json  doc_ids.json  categories.json  surface.json
+        archive.jsonl  archive_offsets.npy  doc_category.npy  doc_id_rank.npy
+        fields/<field>/{indptr,indices,counts,doc_len,sequence}.npy  fields/<field>/<model>.npy
+        models/<name>/         a trained model: model.json + its arrays (.npy)
+      gen-000006/              the previous generation, kept for readers still opening it
+      .lock                    taken by writers while they switch generations
+      .tmp-*/                  a generation being written (never read)
 
-Only ``.npy`` (loaded with ``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so
-opening an index never runs code. A build writes into a temporary sibling directory,
-writes the manifest last and then renames: a crash leaves no half index behind. A model
-added later goes into a new directory first; the manifest, replaced atomically, then
-points at it, so a crash leaves either the old model or the new one in use.
+(:mod:`cqa_search.index.layout` says what each file holds.) Only ``.npy`` (loaded with
+``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so opening an index never runs code.
+
+Writing (:class:`IndexWriter`): new files go into a ``.tmp-*`` directory; files kept from
+the live generation (an added model keeps the term index) are hard-linked into it, never
+modified; the manifest is written last, the directory renamed to the next generation and
+``CURRENT`` replaced by one ``rename``: the single atomic step that switches readers to it.
+A crash at any point leaves the previous generation live; the leftovers (a temporary
+directory, a generation never made current) are removed by the next writer. Writers
+serialise their switch on ``.lock`` and build on the generation that is live at that
+moment, so two concurrent writers (say, two ``cqa-search fit``) both land.
+
+Reading (:func:`open_index`): ``CURRENT`` is read once and every file comes from that
+generation, so a reader sees one consistent snapshot. Generations older than the previous
+one are deleted; a reader that raced two switches retries (:func:`read_consistent`).
+Files already opened (memory-mapped) stay readable after deletion.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
+import time
 
 import numpy as np
 
 from .._version import __version__
 from ..exceptions import IndexFormatError
 
-__all__ = ["FORMAT_VERSION", "MANIFEST", "IndexWriter", "StoredIndex", "StoredModel",
-           "open_index", "is_compatible", "verify_index", "save_model", "remove_model"]
+__all__ = ["FORMAT_VERSION", "MANIFEST", "CURRENT", "IndexWriter", "StoredIndex",
+           "StoredModel", "open_index", "is_compatible", "verify_index", "read_consistent",
+           "current_generation"]
 
 #: Version of the on-disk layout; bumped whenever an older reader would misread it.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
+CURRENT = "CURRENT"
+_LOCK = ".lock"
+_OWNER = ".owner"
 _FORMAT_NAME = "cqa_search-index"
 _REBUILD = "rebuild it with `cqa-search build-index`"
+_GENERATION = re.compile(r"gen-(\d{6,})\Z")
+_TMP_PREFIX = ".tmp-"
+# A temporary directory without an owner lock is a writer's that has not taken its lock
+# yet (a few microseconds) or a writer's that died: removed only when this old.
+_ORPHAN_SECONDS = 60.0
+# How often a reader re-reads CURRENT when the generation it chose vanished under it.
+_OPEN_ATTEMPTS = 5
 
 
 def _sha256(path) -> str:
@@ -46,42 +79,140 @@ def _sha256(path) -> str:
     return h.hexdigest()
 
 
-def _read_manifest(path) -> dict:
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _fsync_dir(path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _is_ours(name) -> bool:
+    """True for the entries a cqa_search index directory may hold."""
+    return (name in (CURRENT, _LOCK) or name.startswith(_TMP_PREFIX)
+            or name.startswith(CURRENT + ".") or _GENERATION.match(name) is not None)
+
+
+def current_generation(path) -> str | None:
+    """Name of the live generation of the index at ``path``, None when it has none.
+
+    Raises
+    ------
+    IndexFormatError
+        ``CURRENT`` is unreadable or names no generation.
+    """
+    try:
+        with open(os.path.join(os.fspath(path), CURRENT), "rb") as f:
+            raw = f.read(64)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} is a directory; "
+                               f"{_REBUILD}") from None
+    except OSError as exc:
+        raise IndexFormatError(f"cannot read the index {os.fspath(path)}: {exc.strerror}") \
+            from None
+    name = raw.decode("ascii", "replace").strip()
+    if not _GENERATION.match(name):
+        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} names no "
+                               f"generation ({raw[:20]!r}); {_REBUILD}")
+    return name
+
+
+def _locate(path) -> tuple:
+    """(index directory, live generation name), or IndexFormatError saying what is there."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise IndexFormatError(f"no index at {path} (build one with `cqa-search build-index`)")
     if not os.path.isdir(path):
         raise IndexFormatError(f"{path} is a file, not an index directory")
-    mpath = os.path.join(path, MANIFEST)
-    if not os.path.exists(mpath):
-        raise IndexFormatError(f"{path} is not a cqa_search index (it has no {MANIFEST})")
+    generation = current_generation(path)
+    if generation is not None:
+        return path, generation
+    if os.path.isfile(os.path.join(path, MANIFEST)):  # the layout of format versions 1-2
+        try:
+            with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            old = {}
+        if isinstance(old, dict) and old.get("format") == _FORMAT_NAME:
+            raise IndexFormatError(
+                f"{path} has index format version {old.get('format_version')}, but this "
+                f"cqa_search {__version__} reads version {FORMAT_VERSION}: {_REBUILD}")
+        raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     try:
-        with open(mpath, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IndexFormatError(f"corrupted index {path}: unreadable {MANIFEST} ({exc}); "
-                               f"{_REBUILD}") from None
+        entries = os.listdir(path)
+    except OSError as exc:
+        raise IndexFormatError(f"cannot read the index {path}: {exc.strerror}") from None
+    if entries and all(_is_ours(e) for e in entries):
+        raise IndexFormatError(f"no index at {path} yet: its first build did not finish "
+                               "(run `cqa-search build-index` again)")
+    raise IndexFormatError(f"{path} is not a cqa_search index (it has no {CURRENT})")
+
+
+def _read_manifest(path, generation) -> dict:
+    mpath = os.path.join(path, generation, MANIFEST)
+    try:
+        with open(mpath, "rb") as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise  # the generation vanished: the caller may retry with the new CURRENT
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise IndexFormatError(f"corrupted index {path}: unreadable {generation}/{MANIFEST} "
+                               f"({exc}); {_REBUILD}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT_NAME:
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        raise IndexFormatError(
+            f"{path} has index format version {version}, but this cqa_search {__version__} "
+            f"reads version {FORMAT_VERSION}: {_REBUILD}")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(
+            isinstance(info, dict) and isinstance(info.get("bytes"), int)
+            and isinstance(info.get("sha256"), str) for info in files.values()):
+        raise IndexFormatError(f"corrupted index {path}: the file list of its {MANIFEST} is "
+                               f"malformed; {_REBUILD}")
     return manifest
 
 
 def is_compatible(path) -> bool:
     """Cheap probe: True when ``path`` holds an index this version can open."""
     try:
-        return _read_manifest(path).get("format_version") == FORMAT_VERSION
-    except IndexFormatError:
+        path, generation = _locate(path)
+        _read_manifest(path, generation)
+        return True
+    except (IndexFormatError, OSError):
         return False
 
 
 class StoredIndex:
-    """An opened index directory: its manifest and typed access to its files.
+    """One generation of an index directory: its manifest and typed access to its files.
 
     Use :func:`open_index` to create one.
+
+    Attributes
+    ----------
+    path : str
+        The index directory.
+    generation : str
+        The generation read (e.g. ``"gen-000007"``); every file comes from it.
+    manifest : dict
     """
 
-    def __init__(self, path, manifest, mmap):
+    def __init__(self, path, generation, manifest, mmap):
         self.path = os.fspath(path)
+        self.generation = generation
+        self.root = os.path.join(self.path, generation)
         self.manifest = manifest
         self.mmap = mmap
 
@@ -90,7 +221,7 @@ class StoredIndex:
         if relpath not in self.manifest["files"]:
             raise IndexFormatError(f"corrupted index {self.path}: {relpath} is not in its "
                                    f"manifest; {_REBUILD}")
-        return os.path.join(self.path, relpath)
+        return os.path.join(self.root, relpath)
 
     def has(self, relpath) -> bool:
         return relpath in self.manifest["files"]
@@ -100,23 +231,32 @@ class StoredIndex:
         try:
             return np.load(self.file(relpath), mmap_mode="r" if self.mmap else None,
                            allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
+        except FileNotFoundError:
+            raise
+        except (ValueError, OSError, EOFError, MemoryError) as exc:
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
                                    f"({exc}); {_REBUILD}") from None
 
     def json(self, relpath):
         """A stored JSON document."""
         try:
-            with open(self.file(relpath), encoding="utf-8") as f:
-                return json.load(f)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            with open(self.file(relpath), "rb") as f:
+                return json.loads(f.read().decode("utf-8"))
+        except FileNotFoundError:
+            raise
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
                                    f"({exc}); {_REBUILD}") from None
 
     @property
     def models(self) -> dict:
-        """Model name -> its manifest entry (``kind``, ``dir``, ``created``)."""
-        return self.manifest.get("models", {})
+        """Model name -> its manifest entry (``kind``, ``dir``, ``created``, ...)."""
+        models = self.manifest.get("models", {})
+        self.check(isinstance(models, dict) and all(
+            isinstance(e, dict) and isinstance(e.get("kind"), str)
+            and isinstance(e.get("dir"), str) for e in models.values()),
+            f"the model list of its {MANIFEST} is malformed")
+        return models
 
     def model(self, name) -> "StoredModel":
         """A stored model's kind, parameters, learned metadata and (lazy) arrays."""
@@ -125,6 +265,10 @@ class StoredIndex:
             raise IndexFormatError(f"{self.path} has no model {name!r} (models: "
                                    f"{', '.join(self.models) or 'none'})")
         doc = self.json(f"{entry['dir']}/model.json")
+        self.check(isinstance(doc, dict) and isinstance(doc.get("params", {}), dict)
+                   and isinstance(doc.get("meta", {}), dict)
+                   and isinstance(doc.get("arrays", []), list),
+                   f"model {name!r} has a malformed model.json")
         return StoredModel(self, name, entry["kind"], doc.get("params", {}), doc.get("meta", {}),
                            entry["dir"], tuple(doc.get("arrays", ())))
 
@@ -153,7 +297,7 @@ class StoredModel:
 
 
 def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
-    """Open an index directory after checking its format version and files.
+    """Open the live generation of an index after checking its format version and files.
 
     Parameters
     ----------
@@ -170,26 +314,48 @@ def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
         Missing or foreign directory, other format version, missing, truncated or (with
         ``verify``) altered file.
     """
-    manifest = _read_manifest(path)
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        raise IndexFormatError(
-            f"{os.fspath(path)} has index format version {version}, but this cqa_search "
-            f"{__version__} reads version {FORMAT_VERSION}: {_REBUILD}")
-    for relpath, info in manifest.get("files", {}).items():
-        full = os.path.join(path, relpath)
+    return read_consistent(path, lambda stored: stored, mmap=mmap, verify=verify)
+
+
+def _open_generation(path, generation, mmap, verify) -> StoredIndex:
+    manifest = _read_manifest(path, generation)
+    root = os.path.join(path, generation)
+    for relpath, info in manifest["files"].items():
+        full = os.path.join(root, relpath)
         if not os.path.isfile(full):
-            raise IndexFormatError(f"corrupted index {os.fspath(path)}: {relpath} is missing; "
-                                   f"{_REBUILD}")
+            if not os.path.isdir(root):
+                raise FileNotFoundError(errno.ENOENT, "generation removed", root)
+            raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; {_REBUILD}")
         size = os.path.getsize(full)
         if size != info["bytes"]:
-            raise IndexFormatError(
-                f"corrupted index {os.fspath(path)}: {relpath} has {size} bytes, expected "
-                f"{info['bytes']}; {_REBUILD}")
+            raise IndexFormatError(f"corrupted index {path}: {relpath} has {size} bytes, "
+                                   f"expected {info['bytes']}; {_REBUILD}")
         if verify and _sha256(full) != info["sha256"]:
-            raise IndexFormatError(f"corrupted index {os.fspath(path)}: {relpath} does not "
-                                   f"match its checksum; {_REBUILD}")
-    return StoredIndex(path, manifest, mmap)
+            raise IndexFormatError(f"corrupted index {path}: {relpath} does not match its "
+                                   f"checksum; {_REBUILD}")
+    return StoredIndex(path, generation, manifest, mmap)
+
+
+def read_consistent(path, load, *, mmap=True, verify=False):
+    """``load(stored)`` on the live generation, retried if a writer removed it meanwhile.
+
+    A reader that chose a generation just before two writers switched past it finds its
+    files gone; it then starts again from the new ``CURRENT``. Errors that are not caused
+    by such a race (the generation is still live) are raised as they are.
+    """
+    path = os.fspath(path)
+    for attempt in range(_OPEN_ATTEMPTS):
+        directory, generation = _locate(path)
+        try:
+            return load(_open_generation(directory, generation, mmap, verify))
+        except (FileNotFoundError, IndexFormatError):
+            if attempt + 1 < _OPEN_ATTEMPTS and current_generation(directory) != generation:
+                continue
+            if not os.path.isdir(os.path.join(directory, generation)):
+                raise IndexFormatError(f"corrupted index {path}: its live generation "
+                                       f"{generation} is missing; {_REBUILD}") from None
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def verify_index(path) -> StoredIndex:
@@ -197,6 +363,9 @@ def verify_index(path) -> StoredIndex:
     return open_index(path, mmap=True, verify=True)
 
 
+# ---------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------
 class _HashingFile:
     """A binary file that computes its SHA-256 as it is written."""
 
@@ -220,45 +389,144 @@ class _HashingFile:
         return False
 
 
-class IndexWriter:
-    """Writes an index directory atomically.
+@contextlib.contextmanager
+def _locked(path):
+    """The writers' lock of an index directory (held while switching generations)."""
+    import fcntl
 
-    Files go into a temporary sibling directory; :meth:`commit` writes the manifest (with
-    sizes and SHA-256 of every file) last and renames the directory into place, replacing
-    an existing index. Without a commit (an exception, a crash) the temporary directory
-    is removed or, after a crash, left as ``.NAME.tmp-*`` and never taken for an index.
+    fd = os.open(os.path.join(path, _LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _owner_alive(tmp) -> bool:
+    """True while the writer that owns the temporary directory ``tmp`` runs."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(tmp, _OWNER), os.O_RDWR)
+    except FileNotFoundError:
+        try:
+            return time.time() - os.path.getmtime(tmp) < _ORPHAN_SECONDS
+        except OSError:
+            return False
+    except OSError:
+        return True  # cannot tell: leave it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _generation_number(name) -> int:
+    return int(_GENERATION.match(name).group(1))
+
+
+def _remove_leftovers(path, keep) -> None:
+    """Delete generations not in ``keep``, dead writers' temporary directories, and the
+    files of the version-2 layout an index was upgraded from."""
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if _GENERATION.match(name) and name not in keep:
+            shutil.rmtree(full, ignore_errors=True)
+        elif name.startswith(_TMP_PREFIX) and os.path.isdir(full) and not _owner_alive(full):
+            shutil.rmtree(full, ignore_errors=True)
+        elif name.startswith(CURRENT + ".tmp"):
+            with contextlib.suppress(OSError):
+                os.unlink(full)
+
+
+class IndexWriter:
+    """Writes the next generation of an index directory.
+
+    Files go into a temporary directory inside the index directory; :meth:`commit`
+    writes the manifest (with sizes and SHA-256 of every file) last and makes the
+    generation live in one atomic step. Without a commit (an exception, a crash) the
+    temporary directory is removed, or, after a crash, by the next writer.
 
     Parameters
     ----------
     path : path
-        Final index directory. If it exists it must be a cqa_search index (any version)
-        or empty: a directory with other content is never replaced.
+        The index directory. If it exists it must be a cqa_search index (of any format
+        version), the leftovers of an interrupted first build, or empty: a directory
+        with other content is never touched.
     """
+
+    _created = False
 
     def __init__(self, path):
         self.path = os.path.abspath(os.fspath(path))
-        if os.path.exists(self.path):
+        self._legacy = []
+        if os.path.lexists(self.path):
             if not os.path.isdir(self.path):
                 raise IndexFormatError(f"{path} exists and is not a directory")
-            if os.listdir(self.path) and not os.path.exists(os.path.join(self.path, MANIFEST)):
+            entries = os.listdir(self.path)
+            if os.path.isfile(os.path.join(self.path, MANIFEST)) and CURRENT not in entries:
+                self._legacy = self._legacy_entries(entries)
+            elif not all(_is_ours(e) for e in entries):
                 raise IndexFormatError(
                     f"{path} exists and is not a cqa_search index; refusing to replace it "
                     "(choose another output directory or empty it)")
-        parent = os.path.dirname(self.path)
-        os.makedirs(parent, exist_ok=True)
-        self.tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.tmp-", dir=parent)
+        else:
+            os.makedirs(self.path, exist_ok=True)  # mode 0o777 & ~umask, like any directory
+            self._created = True
+        self.tmp = self._make_tmp()
         self._files = []
         self._digests = {}
+
+    def _legacy_entries(self, entries):
+        """The entries of a version 1-2 index (manifest.json at the top), to be removed
+        once the new generation is live."""
+        try:
+            with open(os.path.join(self.path, MANIFEST), encoding="utf-8") as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            old = None
+        if not isinstance(old, dict) or old.get("format") != _FORMAT_NAME:
+            raise IndexFormatError(f"{self.path} exists and is not a cqa_search index; "
+                                   "refusing to replace it (choose another output directory "
+                                   "or empty it)")
+        listed = {rel.split("/", 1)[0] for rel in old.get("files", {})} | {MANIFEST, "models"}
+        return [e for e in entries if e in listed or e.startswith("." + MANIFEST)]
+
+    def _make_tmp(self) -> str:
+        import fcntl
+
+        tmp = os.path.join(self.path, f"{_TMP_PREFIX}{secrets.token_hex(6)}")
+        os.mkdir(tmp)  # not mkdtemp: its 0o700 would ignore the user's umask
+        self._owner = os.open(os.path.join(tmp, _OWNER), os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(self._owner, fcntl.LOCK_EX)
+        return tmp
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if os.path.isdir(self.tmp):
-            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.abort()
         return False
 
+    def abort(self) -> None:
+        """Remove the temporary directory (nothing was committed, or all was)."""
+        if self._owner is not None:
+            os.close(self._owner)
+            self._owner = None
+        if os.path.isdir(self.tmp):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        if self._created:  # a first build that failed: leave no empty index behind
+            with contextlib.suppress(OSError):
+                if set(os.listdir(self.path)) <= {_LOCK}:
+                    shutil.rmtree(self.path)
+            self._created = False
+
     def _full(self, relpath) -> str:
+        if relpath.startswith("/") or ".." in relpath.split("/") or relpath in (MANIFEST, _OWNER):
+            raise ValueError(f"not a relative index path: {relpath!r}")
         full = os.path.join(self.tmp, relpath)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         if relpath not in self._files:
@@ -277,112 +545,103 @@ class IndexWriter:
         return open(full, mode, encoding="utf-8")
 
     def array(self, relpath, arr) -> None:
+        arr = np.asarray(arr)
+        if arr.dtype.hasobject:
+            raise ValueError(f"{relpath}: an index never stores Python objects")
         np.save(self._full(relpath), np.ascontiguousarray(arr), allow_pickle=False)
 
     def json(self, relpath, obj) -> None:
         with self.open(relpath) as f:
             json.dump(obj, f, ensure_ascii=False)
 
-    def commit(self, manifest: dict) -> None:
-        """Write the manifest last and move the index into place."""
-        files = {}
+    def commit(self, manifest, *, keep=()) -> str:
+        """Write the manifest last and make this generation the live one.
+
+        Parameters
+        ----------
+        manifest : dict or callable
+            The manifest (without ``files``, which is made here), or
+            ``manifest(base) -> dict`` computed under the writers' lock from the live
+            generation ``base`` (a :class:`StoredIndex`, None when there is none): an
+            update of the index as it is at that moment.
+        keep : iterable of str or callable
+            Files of the live generation to carry over (hard-linked) into this one, or
+            ``keep(base) -> iterable`` likewise. A file written here wins.
+
+        Returns
+        -------
+        str
+            The new generation's name.
+        """
+        self._sync_written()
+        with _locked(self.path):
+            base = self._base()
+            if callable(manifest):
+                manifest = manifest(base)
+            kept = keep(base) if callable(keep) else keep
+            files = {}
+            for relpath in kept:
+                if relpath in self._files:
+                    continue
+                info = base.manifest["files"][relpath]
+                target = os.path.join(self.tmp, relpath)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                try:
+                    os.link(base.file(relpath), target)
+                except OSError:  # no hard links here (some file systems): copy
+                    shutil.copy2(base.file(relpath), target)
+                files[relpath] = info
+            for relpath in self._files:
+                full = os.path.join(self.tmp, relpath)
+                files[relpath] = {"bytes": os.path.getsize(full),
+                                  "sha256": self._digests.get(relpath) or _sha256(full)}
+            manifest = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
+                        "package_version": __version__, "created": _now(),
+                        **manifest, "files": dict(sorted(files.items()))}
+            with open(os.path.join(self.tmp, MANIFEST), "w", encoding="utf-8") as f:
+                json.dump(manifest, f, indent=1, ensure_ascii=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.unlink(os.path.join(self.tmp, _OWNER))
+            numbers = [_generation_number(n) for n in os.listdir(self.path)
+                       if _GENERATION.match(n)]
+            generation = f"gen-{max(numbers, default=0) + 1:06d}"
+            _fsync_dir(self.tmp)
+            os.rename(self.tmp, os.path.join(self.path, generation))
+            pointer = os.path.join(self.path, f"{CURRENT}.tmp-{secrets.token_hex(4)}")
+            with open(pointer, "w", encoding="ascii") as f:
+                f.write(generation + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(pointer, os.path.join(self.path, CURRENT))  # the switch
+            _fsync_dir(self.path)
+            os.close(self._owner)
+            self._owner = None
+            self._created = False
+            for name in self._legacy:
+                full = os.path.join(self.path, name)
+                if os.path.isdir(full) and not os.path.islink(full):
+                    shutil.rmtree(full, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(full)
+            _remove_leftovers(self.path, {generation, None if base is None else base.generation})
+        return generation
+
+    def _base(self):
+        generation = current_generation(self.path)
+        if generation is None:
+            return None
+        try:
+            return _open_generation(self.path, generation, True, False)
+        except IndexFormatError:
+            return None  # the live generation is unusable: a full rebuild replaces it
+
+    def _sync_written(self) -> None:
+        """fsync the written files: the manifest must never name data still in flight."""
         for relpath in self._files:
-            full = os.path.join(self.tmp, relpath)
-            digest = self._digests.get(relpath) or _sha256(full)
-            files[relpath] = {"bytes": os.path.getsize(full), "sha256": digest}
-        manifest = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
-                    "package_version": __version__,
-                    "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    **manifest, "files": files}
-        with open(os.path.join(self.tmp, MANIFEST), "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=1, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        old = None
-        if os.path.exists(self.path):
-            old = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.old-",
-                                   dir=os.path.dirname(self.path))
-            os.rmdir(old)
-            os.rename(self.path, old)
-        os.rename(self.tmp, self.path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _write_manifest(path, manifest) -> None:
-    tmp = os.path.join(path, f".{MANIFEST}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1, ensure_ascii=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, os.path.join(path, MANIFEST))
-
-
-def save_model(path, name, *, kind, params, meta, arrays) -> None:
-    """Add a trained model to an existing index (replacing a model of the same name).
-
-    Parameters
-    ----------
-    path : path
-        The index directory (must open without error).
-    name : str
-        Model name (letters, digits, ``-`` and ``_``), unique in the index.
-    kind : str
-        What reads it back (e.g. ``"ibm1"``, ``"topics"``, ``"ranker"``).
-    params, meta : dict
-        JSON-serialisable hyperparameters and learned scalars/lists.
-    arrays : dict of str -> ndarray
-        Learned arrays (numeric or fixed-width unicode; never objects).
-    """
-    if not name or not all(c.isalnum() or c in "-_" for c in name):
-        raise ValueError(f"model name must use letters, digits, '-' and '_'; got {name!r}")
-    stored = open_index(path)
-    manifest = dict(stored.manifest)
-    models_dir = os.path.join(stored.path, "models")
-    os.makedirs(models_dir, exist_ok=True)
-    full = tempfile.mkdtemp(prefix=f"{name}.", dir=models_dir)
-    relative = f"models/{os.path.basename(full)}"
-    try:
-        for key, arr in arrays.items():
-            arr = np.asarray(arr)
-            if arr.dtype.hasobject:
-                raise ValueError(f"array {key!r} of model {name!r} holds Python objects")
-            np.save(os.path.join(full, f"{key}.npy"), np.ascontiguousarray(arr),
-                    allow_pickle=False)
-        with open(os.path.join(full, "model.json"), "w", encoding="utf-8") as f:
-            json.dump({"kind": kind, "params": params, "meta": meta, "arrays": list(arrays)},
-                      f, ensure_ascii=False)
-        files = {rel: info for rel, info in manifest["files"].items()}
-        old = manifest.get("models", {}).get(name)
-        if old is not None:
-            files = {rel: info for rel, info in files.items()
-                     if not rel.startswith(old["dir"] + "/")}
-        for entry in sorted(os.listdir(full)):
-            rel = f"{relative}/{entry}"
-            files[rel] = {"bytes": os.path.getsize(os.path.join(full, entry)),
-                          "sha256": _sha256(os.path.join(full, entry))}
-        models = dict(manifest.get("models", {}))
-        models[name] = {"kind": kind, "dir": relative,
-                        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-        manifest.update(files=files, models=models)
-        _write_manifest(stored.path, manifest)
-    except BaseException:
-        shutil.rmtree(full, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(os.path.join(stored.path, old["dir"]), ignore_errors=True)
-
-
-def remove_model(path, name) -> None:
-    """Remove a model from an index (the manifest first, then its files)."""
-    stored = open_index(path)
-    manifest = dict(stored.manifest)
-    models = dict(manifest.get("models", {}))
-    old = models.pop(name, None)
-    if old is None:
-        raise IndexFormatError(f"{stored.path} has no model {name!r}")
-    manifest["files"] = {rel: info for rel, info in manifest["files"].items()
-                         if not rel.startswith(old["dir"] + "/")}
-    manifest["models"] = models
-    _write_manifest(stored.path, manifest)
-    shutil.rmtree(os.path.join(stored.path, old["dir"]), ignore_errors=True)
+            fd = os.open(os.path.join(self.tmp, relpath), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)

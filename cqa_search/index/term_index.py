@@ -16,6 +16,7 @@ import scipy.sparse as sp
 
 from ..archive import Question
 from .vocab import Vocabulary
+from ..exceptions import ParameterError
 
 __all__ = ["FIELDS", "FieldIndex", "TermIndex", "TermIndexBuilder"]
 
@@ -69,9 +70,7 @@ class FieldIndex:
         self.sequence = sequence
         self._offsets = None
         self._rows = None
-        # Posting-aligned weights of scoring models, keyed by their cache key; filled
-        # lazily or from weights stored in the index.
-        self.weights = {}
+        self._derived = {}
         self._stats = None
 
     @property
@@ -112,6 +111,27 @@ class FieldIndex:
     @property
     def collection_prob(self) -> np.ndarray:
         return self._collection()[1]
+
+    def derived(self, key: str, compute):
+        """An array derived from this field by a model (posting weights, idf, norms).
+
+        ``compute()`` runs on the first call for ``key`` (a model's
+        :meth:`~cqa_search.retrieval.TermModel.cache_key` plus what the array is); later
+        calls return the same array. Stored weights are registered with
+        :meth:`store_weights` when the index is opened.
+        """
+        value = self._derived.get(key)
+        if value is None:
+            value = self._derived[key] = compute()
+        return value
+
+    def stored_weights(self, key: str):
+        """The posting weights registered or computed under ``key``, or None."""
+        return self._derived.get(key)
+
+    def store_weights(self, key: str, weights) -> None:
+        """Register posting weights read from the index (keyed like :meth:`derived`)."""
+        self._derived[key] = weights
 
     def postings_of(self, term_id):
         """(rows, counts) of one term."""
@@ -171,7 +191,7 @@ class TermIndexBuilder:
     def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096):
         unknown = [f for f in fields if f not in FIELDS]
         if unknown:
-            raise ValueError(f"fields must be among {{{', '.join(map(repr, FIELDS))}}}; "
+            raise ParameterError(f"fields must be among {{{', '.join(map(repr, FIELDS))}}}; "
                              f"got {unknown[0]!r}")
         self.analyzer = analyzer
         self.field_names = tuple(fields)
@@ -232,6 +252,13 @@ class TermIndexBuilder:
             self._buffers[name] = (array("q"), array("q"))
         self._batch_start = self.n_docs
 
+    def surface_words(self) -> dict:
+        """Every surface word met that is not a stopword -> document frequency of its term
+        (summed over the fields): the candidates of "did you mean". Call after
+        :meth:`build`."""
+        df = sum(np.diff(c) for c in self._df_indptrs)
+        return {tok: int(df[tid]) for tok, tid in self._token_ids.items() if tid >= 0}
+
     def build(self) -> TermIndex:
         """The finished index (the builder should not be used afterwards)."""
         self._flush()
@@ -252,4 +279,5 @@ class TermIndexBuilder:
             fields[name] = FieldIndex(
                 name, postings.indptr.astype(np.int64), postings.indices.astype(np.int32),
                 postings.data.astype(np.int32), doc_len, sequence)
+        self._df_indptrs = [fi.indptr for fi in fields.values()]
         return TermIndex(self.vocab, fields)

@@ -3,11 +3,9 @@
 :class:`LinearRanker` learns it with one of the learners of the reranking papers
 (``powell``, ``coordinate-ascent``, ``ranksvm``, ``perceptron``, ``boosting``,
 ``lambdarank``, ``stacking``); stored in an index under the name ``"ranker"``
-(:func:`cqa_search.engine.add_model`), it orders the engine's candidates.
+(:func:`cqa_search.index.models.add_model`), it orders the engine's candidates.
 """
 from .linear import LEARNERS, LinearRanker, cross_val_predict, cross_validate
 
-__all__ = ["LinearRanker", "LEARNERS", "cross_validate", "cross_val_predict", "MODEL_KINDS"]
+__all__ = ["LinearRanker", "LEARNERS", "cross_validate", "cross_val_predict"]
 
-#: Model kind -> estimator class stored in an index (see cqa_search.features).
-MODEL_KINDS = {"ranker": LinearRanker}

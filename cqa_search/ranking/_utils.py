@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from ..exceptions import ParameterError
 
 __all__ = ["QueryGroups", "average_precision", "mean_average_precision", "query_folds",
            "LearnerFit", "relevant"]
@@ -174,7 +175,7 @@ def query_folds(n_queries, n_splits, rng):
     balances rows, not queries; the queries of a rerank task all have the same size.)
     """
     if n_splits < 2 or n_splits > n_queries:
-        raise ValueError(f"n_splits must be in [2, n_queries={n_queries}]; got {n_splits}")
+        raise ParameterError(f"n_splits must be in [2, n_queries={n_queries}]; got {n_splits}")
     perm = rng.permutation(n_queries)
     folds = np.array_split(perm, n_splits)
     out = []

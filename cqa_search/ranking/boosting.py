@@ -55,7 +55,7 @@ from scipy import sparse
 from scipy.optimize import minimize_scalar
 
 from .._utils import Interval
-from ..exceptions import ConvergenceWarning
+from ..exceptions import ConvergenceWarning, ParameterError
 from ._utils import LearnerFit, mean_average_precision
 
 logger = logging.getLogger(__name__)
@@ -250,7 +250,7 @@ def fit(Z, y, groups, *, rng, max_iter=MAX_ITER, tol=1e-4, callback=None, epsilo
     d = Z.shape[1]
     base = best_base_feature(Z, y, groups) if base_feature is None else int(base_feature)
     if not 0 <= base < d:
-        raise ValueError(f"base_feature must be a column index in [0, {d}); got {base}")
+        raise ParameterError(f"base_feature must be a column index in [0, {d}); got {base}")
     hi, lo = groups.pairs(y)
     if len(hi) == 0:
         raise ValueError("boosting needs at least one query with candidates of different "

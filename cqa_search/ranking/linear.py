@@ -51,7 +51,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import RANDOM_STATE, Interval, validate_params
-from ..exceptions import ConvergenceWarning
+from ..exceptions import ConvergenceWarning, ParameterError
 from . import (boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm,
                stacking)
 from ._utils import LearnerFit, QueryGroups, mean_average_precision, query_folds
@@ -73,13 +73,13 @@ def _options(learner, params, feature_names) -> dict:
     params = {} if params is None else dict(params)
     unknown = sorted(set(params) - set(module.DEFAULTS))
     if unknown:
-        raise ValueError(f"params has no option {unknown[0]!r} for learner {learner!r}; "
+        raise ParameterError(f"params has no option {unknown[0]!r} for learner {learner!r}; "
                          f"options: {{{', '.join(map(repr, module.DEFAULTS))}}}")
     opts = {**module.DEFAULTS, **params}
     if learner == "boosting" and isinstance(opts["base_feature"], str):
         names = list(feature_names)
         if opts["base_feature"] not in names:
-            raise ValueError(f"base_feature must be None, a column index or a feature name "
+            raise ParameterError(f"base_feature must be None, a column index or a feature name "
                              f"among {{{', '.join(map(repr, names))}}}; got "
                              f"{opts['base_feature']!r}")
         opts["base_feature"] = names.index(opts["base_feature"])
@@ -216,11 +216,11 @@ class LinearRanker(BaseEstimator):
     def _validate(self, feature_names):
         validate_params(self)
         if self.params is not None and not isinstance(self.params, Mapping):
-            raise ValueError(f"params must be a dict of learner options or None; got "
+            raise ParameterError(f"params must be a dict of learner options or None; got "
                              f"{self.params!r}")
         if self.early_stopping and not LEARNERS[self.learner].EARLY_STOPPING:
             allowed = [n for n, m in LEARNERS.items() if m.EARLY_STOPPING]
-            raise ValueError(f"early_stopping applies to the learners "
+            raise ParameterError(f"early_stopping applies to the learners "
                              f"{{{', '.join(map(repr, allowed))}}}; got learner "
                              f"{self.learner!r}")
         return _options(self.learner, self.params, feature_names)
@@ -273,7 +273,7 @@ class LinearRanker(BaseEstimator):
             feature_names = [f"x{j}" for j in range(d)]
         feature_names = [str(f) for f in feature_names]
         if len(feature_names) != d or len(set(feature_names)) != d:
-            raise ValueError(f"feature_names must be {d} distinct names; got {feature_names!r}")
+            raise ParameterError(f"feature_names must be {d} distinct names; got {feature_names!r}")
         y = np.asarray(y, dtype=np.float64).ravel()
         qid = np.asarray(qid).ravel()
         if len(y) != n or len(qid) != n:
@@ -333,7 +333,7 @@ class LinearRanker(BaseEstimator):
     def _fit_early_stopped(self, Z, y, groups, opts, rng, feature_names):
         n_q = groups.n_queries
         if n_q < 2:
-            raise ValueError("early_stopping needs at least 2 training queries")
+            raise ParameterError("early_stopping needs at least 2 training queries")
         n_val = min(max(1, int(round(self.validation_fraction * n_q))), n_q - 1)
         perm = rng.permutation(n_q)
         tr, g_tr = groups.subset(perm[n_val:])

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._utils import Interval
 from ._utils import LearnerFit, query_folds
+from ..exceptions import ParameterError
 
 logger = logging.getLogger(__name__)
 
@@ -55,26 +56,26 @@ EARLY_STOPPING = False
 def check_params(base, base_params, meta_params):
     """Validate the list-valued parameters (the tuple constraints cannot express them)."""
     if isinstance(base, str) or not isinstance(base, (list, tuple)) or not base:
-        raise ValueError(f"base must be a non-empty list of learner names among "
+        raise ParameterError(f"base must be a non-empty list of learner names among "
                          f"{{{', '.join(map(repr, BASE_LEARNERS))}}}; got {base!r}")
     for name in base:
         if name not in BASE_LEARNERS:
-            raise ValueError(f"base must list learners among "
+            raise ParameterError(f"base must list learners among "
                              f"{{{', '.join(map(repr, BASE_LEARNERS))}}}; got {name!r}")
     if len(set(base)) != len(base):
-        raise ValueError(f"base must not repeat a learner; got {list(base)!r}")
+        raise ParameterError(f"base must not repeat a learner; got {list(base)!r}")
     if base_params is not None:
         if not isinstance(base_params, dict) or any(k not in base for k in base_params) \
                 or not all(isinstance(p, dict) for p in base_params.values()):
-            raise ValueError(f"base_params must be a dict of dicts keyed by base learners "
+            raise ParameterError(f"base_params must be a dict of dicts keyed by base learners "
                              f"{list(base)!r}; got {base_params!r}")
         for name, p in base_params.items():
             it = p.get("max_iter")
             if it is not None and not Interval(1, None, kind=numbers.Integral).check(it):
-                raise ValueError(f"max_iter must be None or an integer in [1, inf); got "
+                raise ParameterError(f"max_iter must be None or an integer in [1, inf); got "
                                  f"{it!r} (base_params of {name!r})")
     if meta_params is not None and not isinstance(meta_params, dict):
-        raise ValueError(f"meta_params must be a dict or None; got {meta_params!r}")
+        raise ParameterError(f"meta_params must be a dict or None; got {meta_params!r}")
 
 
 def _own(base_params, name, max_iter):

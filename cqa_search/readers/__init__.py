@@ -10,10 +10,12 @@ import importlib
 import inspect
 import os
 
+from ..archive import Archive
 from ..exceptions import ArchiveError
 from ._base import ReadReport
 
-__all__ = ["FORMATS", "ReadReport", "detect_format", "read_questions", "reader_options"]
+__all__ = ["FORMATS", "ReadReport", "detect_format", "read_questions", "read_archive",
+           "reader_options"]
 
 #: Reader name -> (module, fixed keyword options).
 FORMATS = {
@@ -137,3 +139,19 @@ def read_questions(paths, *, format=None, skip_invalid=False, report=None, **opt
             seen.add(question.id)
             report.n_read += 1
             yield question
+
+
+def read_archive(paths, *, format=None, skip_invalid=False, **options) -> Archive:
+    """Read one or more archive files into an in-memory :class:`~cqa_search.archive.Archive`.
+
+    Parameters are those of :func:`read_questions`.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.jsonl")
+    >>> _ = open(path, "w").write('{"id": "q1", "title": "renew my visa"}\\n')
+    >>> read_archive(path).doc_ids
+    ['q1']
+    """
+    return Archive(read_questions(paths, format=format, skip_invalid=skip_invalid, **options))

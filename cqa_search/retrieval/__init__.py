@@ -6,6 +6,7 @@ from .bm25 import BM25
 from .candidates import top_k
 from .lm import LMDirichlet, LMJelinekMercer
 from .vsm import VSM
+from ..exceptions import ParameterError
 
 __all__ = ["MODELS", "TermModel", "BM25", "LMJelinekMercer", "LMDirichlet", "VSM", "top_k",
            "make_model", "parse_model"]
@@ -36,9 +37,11 @@ def make_model(name: str, **params) -> TermModel:
                 break
     if key not in MODELS:
         names = ", ".join(n.replace("_", "-") for n in MODELS)
-        raise ValueError(f"model must be one of {{{names}}} (optionally prefixed by a field, "
+        raise ParameterError(f"model must be one of {{{names}}} (optionally prefixed by a field, "
                          f"e.g. answers-bm25); got {name!r}")
-    return MODELS[key](field=field, **params)
+    model = MODELS[key](field=field, **params)
+    model.cache_key()  # checks the parameters now: they come from the user
+    return model
 
 
 def parse_model(spec: str) -> TermModel:
@@ -54,7 +57,7 @@ def parse_model(spec: str) -> TermModel:
     for item in filter(None, (p.strip() for p in params.split(","))):
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"model parameters are key=value; got {item!r} in {spec!r}")
+            raise ParameterError(f"model parameters are key=value; got {item!r} in {spec!r}")
         for convert in (int, float):
             try:
                 value = convert(value)
@@ -67,4 +70,4 @@ def parse_model(spec: str) -> TermModel:
     try:
         return make_model(name, **kwargs)
     except TypeError as exc:  # unknown parameter name
-        raise ValueError(f"bad parameters for model {name!r}: {exc}") from None
+        raise ParameterError(f"bad parameters for model {name!r}: {exc}") from None

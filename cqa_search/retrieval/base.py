@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import get_params
+from .._utils import get_params, validate_params
+from ..exceptions import ParameterError
 from ..index.term_index import FieldIndex
 
-__all__ = ["TermModel", "accumulate", "gather", "posting_terms"]
+__all__ = ["TermModel", "accumulate", "gather", "matching", "posting_terms"]
 
 # Postings processed at once when computing posting weights: bounds the float64
 # temporaries (a few arrays of this length) without slowing the vectorised arithmetic.
@@ -28,6 +29,15 @@ _CHUNK = 1 << 18
 def posting_terms(field: FieldIndex, start: int, stop: int) -> np.ndarray:
     """Term id of each posting in ``[start, stop)``."""
     return np.searchsorted(field.indptr, np.arange(start, stop), side="right") - 1
+
+
+def matching(field: FieldIndex, term_ids) -> np.ndarray:
+    """Mask of the documents holding at least one of ``term_ids`` (from the postings)."""
+    mask = np.zeros(field.n_docs, dtype=bool)
+    indptr, indices = field.indptr, field.indices
+    for t in term_ids.tolist():
+        mask[indices[indptr[t]:indptr[t + 1]]] = True
+    return mask
 
 
 def accumulate(field: FieldIndex, term_ids, coef, weights) -> np.ndarray:
@@ -79,8 +89,13 @@ class TermModel:
 
     Subclasses set ``name`` and implement :meth:`_weight`, the posting weight as an
     element-wise function of (tf, row, term); they may override :meth:`_query_weights`,
-    :meth:`_doc_part` and :meth:`_constant`. Parameters are stored
-    as given (keyword-only) and validated at construction.
+    :meth:`_doc_part` and :meth:`_constant`, and :meth:`_weights_can_be_zero` when a
+    posting may weigh 0. As scikit-learn's estimators, a model stores its parameters as
+    given (keyword-only) in ``__init__`` and checks them when it is first used (here:
+    :meth:`cache_key`, which every scoring method calls, and a :class:`SearchConfig`);
+    ``get_params``/``set_params`` read and change them. Term models do not import
+    scikit-learn (searching with the term index never needs it), so the check is
+    :func:`cqa_search._utils.validate_params`.
 
     Parameters
     ----------
@@ -95,8 +110,20 @@ class TermModel:
         self.field = field
 
     # -- parameters ------------------------------------------------------------------
-    def get_params(self) -> dict:
+    def get_params(self, deep=True) -> dict:
+        """The constructor parameters (scikit-learn's ``get_params``)."""
         return get_params(self)
+
+    def set_params(self, **params) -> "TermModel":
+        """Change parameters (scikit-learn's ``set_params``); checked on next use."""
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ParameterError(f"{type(self).__name__} has no parameter {key!r} "
+                                     f"(parameters: {', '.join(valid)})")
+            setattr(self, key, value)
+        self.__dict__.pop("_cache_key", None)
+        return self
 
     @property
     def feature_name(self) -> str:
@@ -104,9 +131,18 @@ class TermModel:
         return self.name if self.field == "question" else f"{self.field}_{self.name}"
 
     def cache_key(self) -> str:
-        """Identifies the posting weights (the model and the parameters they depend on)."""
+        """Identifies the posting weights (the model and the parameters they depend on).
+
+        Raises
+        ------
+        ParameterError
+            A parameter is invalid (checked here, on first use).
+        """
         key = self.__dict__.get("_cache_key")
-        if key is None:  # parameters never change after construction: compute once
+        if key is None:  # computed once per set of parameters (set_params resets it)
+            validate_params(self)
+            if not isinstance(self.field, str) or not self.field:
+                raise ParameterError(f"field must be a non-empty string; got {self.field!r}")
             params = {k: v for k, v in sorted(self.get_params().items()) if k != "field"}
             key = self._cache_key = (self.name + "(" + ",".join(f"{k}={v}" for k, v in
                                                                 params.items()) + ")")
@@ -124,18 +160,17 @@ class TermModel:
 
     # -- the model -------------------------------------------------------------------
     def posting_weights(self, field: FieldIndex) -> np.ndarray:
-        """float32 weight of every posting of ``field`` (computed once, then cached)."""
-        key = self.cache_key()
-        weights = field.weights.get(key)
-        if weights is None:
+        """float32 weight of every posting of ``field`` (computed once, then kept by the
+        field; see :meth:`FieldIndex.derived`)."""
+        def compute():
             weights = np.empty(field.nnz, dtype=np.float32)
             for start in range(0, field.nnz, _CHUNK):
                 stop = min(start + _CHUNK, field.nnz)
                 weights[start:stop] = self._weight(field, field.counts[start:stop],
                                                    field.indices[start:stop],
                                                    posting_terms(field, start, stop))
-            field.weights[key] = weights
-        return weights
+            return weights
+        return field.derived(self.cache_key(), compute)
 
     def _weight(self, field, tf, rows, terms):
         """Posting weight ``w(t, d)`` for arrays of counts, rows and term ids."""
@@ -154,6 +189,11 @@ class TermModel:
         keep = field.df[term_ids] > 0
         return term_ids[keep], qtf[keep]
 
+    def _weights_can_be_zero(self) -> bool:
+        """True when a posting may weigh 0 (e.g. an idf clipped at 0): a document's
+        score then does not tell whether it holds a query term."""
+        return False
+
     def score_all(self, field: FieldIndex, term_ids, qtf):
         """Scores of every document and the mask of documents matching a query term.
 
@@ -167,11 +207,14 @@ class TermModel:
         -------
         scores : ndarray of float64, shape (n_docs,)
         matched : ndarray of bool, shape (n_docs,)
+            Documents holding at least one query term (whatever their score).
         """
         term_ids, qtf = self._usable(field, term_ids, qtf)
         sparse = accumulate(field, term_ids, self._query_weights(field, term_ids, qtf),
                             self.posting_weights(field))
-        matched = sparse > 0
+        # Query and posting weights are positive, except where a model says a posting
+        # may weigh 0: the sum is then no test of holding a term, the postings are.
+        matched = matching(field, term_ids) if self._weights_can_be_zero() else sparse > 0
         doc_part = self._doc_part(field, term_ids, qtf)
         if doc_part is not None:
             sparse += doc_part
@@ -185,7 +228,7 @@ class TermModel:
         term_ids, qtf = self._usable(field, term_ids, qtf)
         rows = np.asarray(rows, dtype=np.int64)
         pos, i, j = gather(field, term_ids, rows)
-        cached = field.weights.get(self.cache_key())
+        cached = field.stored_weights(self.cache_key())
         if cached is not None:
             w = cached[pos].astype(np.float64)
         else:  # a few postings: cheaper to compute than to precompute the whole field

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import Interval, validate_params
+from .._utils import Interval
 from .base import TermModel
 
 __all__ = ["BM25", "bm25_idf"]
@@ -64,7 +64,9 @@ class BM25(TermModel):
         self.k1 = k1
         self.b = b
         self.method = method
-        validate_params(self)
+
+    def _weights_can_be_zero(self) -> bool:
+        return self.method != "lucene"  # robertson clips idf at 0; atire's is 0 at df = N
 
     def _weight(self, field, tf, rows, terms):
         tf = tf.astype(np.float64)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import Interval, validate_params
+from .._utils import Interval
 from .base import TermModel
 
 __all__ = ["LMJelinekMercer", "LMDirichlet"]
@@ -41,7 +41,6 @@ class LMJelinekMercer(TermModel):
     def __init__(self, *, field="question", lam=0.2):
         super().__init__(field=field)
         self.lam = lam
-        validate_params(self)
 
     def _weight(self, field, tf, rows, terms):
         p_c = field.collection_prob[terms]
@@ -67,7 +66,6 @@ class LMDirichlet(TermModel):
     def __init__(self, *, field="question", mu=2000.0):
         super().__init__(field=field)
         self.mu = mu
-        validate_params(self)
 
     def _weight(self, field, tf, rows, terms):
         return np.log1p(tf / (self.mu * field.collection_prob[terms]))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import validate_params
 from .base import _CHUNK, TermModel, posting_terms
 
 __all__ = ["VSM"]
@@ -34,23 +33,18 @@ class VSM(TermModel):
         super().__init__(field=field)
         self.sublinear_tf = sublinear_tf
         self.smooth_idf = smooth_idf
-        validate_params(self)
 
     def idf(self, field) -> np.ndarray:
         """idf of every term of ``field``, fitted by scikit-learn's ``TfidfTransformer`` (cached)."""
-        key = ("idf", self.cache_key())
-        idf = field.weights.get(key)
-        if idf is None:
+        def compute():
             if field.n_terms == 0:  # an archive without a single term
-                idf = np.zeros(0)
-            else:
-                from sklearn.feature_extraction.text import TfidfTransformer
+                return np.zeros(0)
+            from sklearn.feature_extraction.text import TfidfTransformer
 
-                tfidf = TfidfTransformer(smooth_idf=self.smooth_idf, sublinear_tf=self.sublinear_tf)
-                # The fit reads only the document frequencies, i.e. the postings' structure.
-                idf = tfidf.fit(field.matrix(np.ones(field.nnz, dtype=np.float32))).idf_
-            field.weights[key] = idf
-        return idf
+            tfidf = TfidfTransformer(smooth_idf=self.smooth_idf, sublinear_tf=self.sublinear_tf)
+            # The fit reads only the document frequencies, i.e. the postings' structure.
+            return tfidf.fit(field.matrix(np.ones(field.nnz, dtype=np.float32))).idf_
+        return field.derived(f"idf:{self.cache_key()}", compute)
 
     def _tf(self, counts):
         counts = np.asarray(counts, dtype=np.float64)
@@ -58,17 +52,15 @@ class VSM(TermModel):
 
     def _doc_norms(self, field) -> np.ndarray:
         """L2 norm of every document's tf-idf vector (cached)."""
-        key = ("norms", self.cache_key())
-        norms = field.weights.get(key)
-        if norms is None:
+        def compute():
             idf = self.idf(field)
             sq = np.zeros(field.n_docs)
             for start in range(0, field.nnz, _CHUNK):
                 stop = min(start + _CHUNK, field.nnz)
                 w = self._tf(field.counts[start:stop]) * idf[posting_terms(field, start, stop)]
                 sq += np.bincount(field.indices[start:stop], weights=w * w, minlength=field.n_docs)
-            norms = field.weights[key] = np.sqrt(sq)
-        return norms
+            return np.sqrt(sq)
+        return field.derived(f"norms:{self.cache_key()}", compute)
 
     def _weight(self, field, tf, rows, terms):
         return self._tf(tf) * self.idf(field)[terms] / self._doc_norms(field)[rows]

@@ -23,6 +23,7 @@ import numpy as np
 
 from ._arrays import gather_segments, offsets_from_lengths, progress
 from .textrank import textrank_filter
+from ..exceptions import ParameterError
 
 __all__ = ["ParallelCorpus", "CorpusStats", "build_parallel_corpus", "ANSWER_PAIRS"]
 
@@ -219,7 +220,7 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
         Bad parameter values, or no pair at all (e.g. an archive without answers).
     """
     if answers not in ANSWER_PAIRS:
-        raise ValueError(f"answers must be one of {{'all', 'best', None}}; got {answers!r}")
+        raise ParameterError(f"answers must be one of {{'all', 'best', None}}; got {answers!r}")
     index = view.index
     vocab = index.vocab
     n_terms = len(vocab)
@@ -255,7 +256,7 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
             bar.update()
         bar.close()
     if not pairs:
-        raise ValueError("no parallel pairs: the archive has no "
+        raise ParameterError("no parallel pairs: the archive has no "
                          + ("answers" if answers == "all" else "best answers" if answers == "best"
                             else "pairs of the requested kinds")
                          + "; use answers='all', title_body=True or duplicates=True")
@@ -276,7 +277,7 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
     if n_dropped:
         corpus = corpus.select(nonempty)
     if corpus.n_pairs == 0:
-        raise ValueError("no parallel pairs left: every pair has an empty side after analysis")
+        raise ParameterError("no parallel pairs left: every pair has an empty side after analysis")
     if pooling:
         corpus = corpus.pooled()
     kinds = np.bincount(pairs[:, 2], minlength=3)

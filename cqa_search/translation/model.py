@@ -2,7 +2,8 @@
 
 :class:`TranslationModel` (kind ``"translation"``) bundles everything the translation
 features need, so a single ``cqa-search fit INDEX translation`` (or
-:func:`fit_translation` + :func:`cqa_search.engine.add_model`) produces them all:
+``TranslationModel().fit(engine.view)`` + :func:`cqa_search.index.models.add_model`)
+produces them all:
 
 1. the parallel corpus of the index's archive (:func:`.corpus.build_parallel_corpus`:
    question-answer pairs, pooling, TextRank);
@@ -29,7 +30,7 @@ from .ibm1 import IBMModel1
 from .phrases import PhraseTable
 from .scoring import FEATURE_NAMES, TranslationScorer
 
-__all__ = ["TranslationModel", "TrainingSummary", "fit_translation"]
+__all__ = ["TranslationModel", "TrainingSummary"]
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +146,7 @@ class TranslationModel(BaseEstimator):
     --------
     >>> import os, tempfile
     >>> from cqa_search import Question, SearchEngine, build_index
-    >>> from cqa_search.engine import add_model
+    >>> from cqa_search.index.models import add_model
     >>> qs = [Question("a", "renew visa", answers=("go to immigration office",)),
     ...       Question("b", "visa renewal fee", answers=("immigration office takes the fee",)),
     ...       Question("c", "cheap sofa", answers=("try the furniture souq",))]
@@ -153,7 +154,7 @@ class TranslationModel(BaseEstimator):
     >>> _ = build_index(qs, path)
     >>> model = TranslationModel(textrank=False, tol=None, max_iter=3).fit(
     ...     SearchEngine.open(path).view)
-    >>> add_model(path, "translation", model)
+    >>> _ = add_model(path, "translation", model)
     >>> res = SearchEngine.open(path).search("immigration office", k=2)
     >>> "ptrans_pt" in res.feature_names
     True
@@ -207,7 +208,7 @@ class TranslationModel(BaseEstimator):
         return PhraseTable(max_length=self.max_phrase_length,
                            unaligned_edges=self.unaligned_edges)
 
-    def fit(self, X, y=None, *, progress_bar=False):
+    def fit(self, X, y=None, *, progress=False):
         """Build the parallel corpus of an index and train the word and phrase models.
 
         Parameters
@@ -215,7 +216,7 @@ class TranslationModel(BaseEstimator):
         X : IndexView
             The index (e.g. ``SearchEngine.open(path).view``).
         y : ignored
-        progress_bar : bool, default False
+        progress : bool, default False
             Progress bars on stderr.
 
         Returns
@@ -228,11 +229,11 @@ class TranslationModel(BaseEstimator):
         corpus, stats = build_parallel_corpus(
             X, answers=self.answers, title_body=self.title_body, duplicates=self.duplicates,
             pooling=self.pooling, textrank=self.textrank, window=self.window,
-            damping=self.damping, progress_bar=progress_bar)
+            damping=self.damping, progress_bar=progress)
         seconds["corpus"] = time.perf_counter() - t0
         logger.info("parallel corpus: %d pairs (%.1f s)", corpus.n_pairs, seconds["corpus"])
         t1 = time.perf_counter()
-        ibm1 = self._ibm1().fit(corpus, progress_bar=progress_bar)
+        ibm1 = self._ibm1().fit(corpus, progress_bar=progress)
         seconds["ibm1"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         phrases = self._phrases().fit(corpus, translation=ibm1)
@@ -273,6 +274,15 @@ class TranslationModel(BaseEstimator):
     def feature_names(self) -> tuple:
         return FEATURE_NAMES
 
+    def describe(self) -> str:
+        """What the fit did, for ``cqa-search fit`` (the features, then :attr:`summary_`)."""
+        self._check_fitted()
+        lines = [f"features     {', '.join(self.feature_names)}", str(self.summary_)]
+        if self.tol is not None and self.ibm1_.n_iter_ >= self.max_iter:
+            lines.append(f"note         EM stopped at max_iter={self.max_iter} before "
+                         f"tol={self.tol}")
+        return "\n".join(lines)
+
     def scorer(self, view) -> TranslationScorer:
         """The feature scorer of this model over an index (same vocabulary)."""
         self._check_fitted()
@@ -309,27 +319,3 @@ class TranslationModel(BaseEstimator):
         model.corpus_stats_ = dict(meta["corpus"])
         model.summary_ = model._summary(dict(meta.get("seconds", {})), arrays)
         return model
-
-
-def fit_translation(view, *, progress=False, **params) -> TranslationModel:
-    """Train the translation models of an index (what ``cqa-search fit INDEX translation``
-    and ``build-index --models translation`` run).
-
-    Parameters
-    ----------
-    view : IndexView
-        The index to learn from, e.g. ``SearchEngine.open(path).view``.
-    progress : bool, default False
-        Progress bars on stderr.
-    **params
-        :class:`TranslationModel` parameters; the defaults are the paper's setting
-        (all question-answer pairs, pooling, TextRank, IBM 1, phrases up to 5 words,
-        lambda = 0.2, beta = 0.8).
-
-    Returns
-    -------
-    TranslationModel
-        Fitted; ``model.summary_`` says what was done. Store it with
-        ``cqa_search.engine.add_model(path, "translation", model)``.
-    """
-    return TranslationModel(**params).fit(view, progress_bar=progress)

@@ -67,7 +67,7 @@ def test_demo(capsys, tmp_path):
     assert code == 0
     assert "questions  327" in out and "query dq01" in out and "judged relevant" in out
     assert out.count("query dq01") == 2  # BM25, then the trained pipeline
-    assert "model        translation" in out and "topics-gnmfnc" in out and "mv_ibm1" in out
+    assert "model      translation" in out and "topics-gnmfnc" in out and "mv_ibm1" in out
     scores = held_out_scores(out)
     # the models and the ranker close part of the lexical gap on queries they never saw
     assert scores["models + ranker"][0] > scores["BM25"][0] + 5
@@ -167,6 +167,23 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
                        "--run-out", tmp_path / "bm25.run", "-q")
     assert code == 0 and "2 queries evaluated (semeval convention)" in out
     assert out.splitlines()[1].split() == ["MAP", "MRR", "P@1", "P@5", "P@10"]
+    # the printed figures, recomputed by hand from the written run (TREC format)
+    ranked = {}
+    for line in (tmp_path / "bm25.run").read_text().splitlines():
+        qid, _, doc, rank, score, _ = line.split()
+        ranked.setdefault(qid, []).append((int(rank), doc))
+    relevant = {"a": {"t01", "t02"}, "b": {"t08"}}
+    aps, rrs, p1s = [], [], []
+    for qid, docs in ranked.items():
+        docs = [d for _, d in sorted(docs)][:10]
+        hits = [d in relevant[qid] for d in docs]
+        precisions = [sum(hits[:i + 1]) / (i + 1) for i, h in enumerate(hits) if h]
+        aps.append(sum(precisions) / max(sum(hits), 1))
+        rrs.append(next((1 / (i + 1) for i, h in enumerate(hits) if h), 0.0))
+        p1s.append(float(hits[0]))
+    printed = [float(v) for v in out.splitlines()[2].split()[1:4]]
+    expected = [100 * sum(v) / len(v) for v in (aps, rrs, p1s)]
+    assert printed == pytest.approx(expected, abs=0.006)
     code, out, _ = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
                        "--model", "lm-dir:mu=50", "--convention", "trec", "--metrics", "map",
                        "ndcg@5", "--compare", tmp_path / "bm25.run", "--per-query", "-q")
@@ -179,6 +196,7 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
     assert code == 0 and "candidates.run" in out
     code, out, _ = run(capsys, "build-index", tmp_path / "se" / "archive.jsonl", "-o",
                        tmp_path / "se-idx", "-q")
+    assert code == 0
     code, out, _ = run(capsys, "evaluate", tmp_path / "se-idx", "--queries",
                        tmp_path / "se" / "queries.jsonl", "--qrels", tmp_path / "se" / "qrels.txt",
                        "--candidates", tmp_path / "se" / "candidates.run", "-q")
@@ -228,3 +246,23 @@ def test_build_index_trains_models_after_indexing(capsys, tmp_path, fixtures):
     code, out, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
                          tmp_path / "idx2", "--models", "nonsense")
     assert code == 1 and "--models: unknown family 'nonsense'" in err
+
+
+def test_a_bug_says_it_is_one_and_exits_70(capsys, monkeypatch, toy_index):
+    from cqa_search.cli import query as query_cli
+
+    def broken(args):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(query_cli, "run", broken)
+    code, out, err = run(capsys, "query", toy_index, "visa")
+    assert code == 70
+    assert "internal error: KeyError: 'oops'" in err and "bug in cqa_search" in err
+    assert "-vv" in err
+    with pytest.raises(KeyError):  # -vv shows the traceback
+        main(["query", str(toy_index), "visa", "-vv"])
+
+
+def test_bad_option_values_are_user_errors(capsys, toy_index, tmp_path):
+    code, out, err = run(capsys, "fit", toy_index, "topics", "--n-shared", "-3")
+    assert code == 1 and "n_shared must be" in err and "internal error" not in err

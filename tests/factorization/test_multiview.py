@@ -7,13 +7,16 @@ import pytest
 import scipy.optimize as sopt
 import scipy.sparse as sp
 
-import cqa_search.engine
+import dataclasses
+
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
 from cqa_search.cli import fit as fit_cli
 from cqa_search.exceptions import ConvergenceWarning, NotFittedError
-from cqa_search.factorization.multiview import (MultiViewNMF, _cd_pass,
-                                                _fold_in, _init_factors, fit_multiview)
-from cqa_search.factorization.views import DummyTranslator
+from cqa_search.factorization.multiview import (MultiViewModel, MultiViewNMF, _cd_pass,
+                                                _fold_in, _init_factors)
+from cqa_search.factorization.views import (DummyTranslator, Translator, make_translator,
+                                            parse_views)
+from cqa_search.index.models import add_model
 from cqa_search.retrieval import VSM
 
 DICTD = os.path.join(os.path.dirname(__file__), "..", "data", "dictd")
@@ -196,19 +199,25 @@ def index(tmp_path):
 def _fit(source, views=("dict:tst", "dummy"), **kw):
     params = dict(n_components=3, max_iter=300, random_state=0, dict_dir=DICTD)
     params.update(kw)
-    return fit_multiview(source, views, **params)
+    view = getattr(source, "view", source)
+    specs = parse_views(views)
+    if any(isinstance(v, Translator) for v in specs):
+        translators = [make_translator(v, dict_dir=params["dict_dir"]) for v in specs]
+        return MultiViewModel(**params).fit(view, translators=translators)
+    return MultiViewModel(",".join(specs), **params).fit(view)
 
 
-def test_fit_multiview_is_deterministic_by_default(index):
+def test_fit_is_deterministic_by_default(index):
     engine = SearchEngine.open(index)
-    a, b = (fit_multiview(engine, "dummy", n_components=3, max_iter=300) for _ in range(2))
+    a, b = (MultiViewModel("dummy", n_components=3, max_iter=300).fit(engine.view)
+            for _ in range(2))
     for x, y in zip(a.doc_factors_ + a.components_, b.doc_factors_ + b.components_):
         np.testing.assert_array_equal(x, y)
 
 
 def _naive_features(model, engine, text, rows):
     """Oracle: fold-in by NNLS on the stacked system of eqs. 17 / 19, then cosines."""
-    q = engine._query(text)
+    q = engine.analyze(text)
     n_terms = len(engine.index.vocab)
     out = np.zeros((len(rows), len(model.view_names_)))
     v1 = None
@@ -234,7 +243,7 @@ def test_features_match_a_naive_oracle_and_survive_storage(index):
     model = _fit(engine)
     assert model.feature_names == ("mv_orig", "mv_tst", "mv_dummy")
     assert [e.source for e in model.encoders_] == ["terms", "tokens", "terms"]
-    cqa_search.engine.add_model(index, "mv", model)
+    add_model(index, "mv", model)
     for mmap in (True, False):
         stored = SearchEngine.open(index, mmap=mmap,
                                    config=SearchConfig(features=(VSM(),), ranker=None))
@@ -247,7 +256,7 @@ def test_features_match_a_naive_oracle_and_survive_storage(index):
                                    atol=1e-6)
     # rerank computes the same features for the given candidates only
     rr = stored.rerank("renew my work visa", ["g", "a", "e"])
-    direct = model.scorer(stored.view).score(stored._query("renew my work visa"),
+    direct = model.scorer(stored.view).score(stored.analyze("renew my work visa"),
                                              stored.archive.rows(rr.doc_ids))
     np.testing.assert_allclose(rr.features[:, cols], direct, atol=1e-12)
 
@@ -259,7 +268,7 @@ def test_query_is_folded_in_once(index, monkeypatch):
     original = model.transform_query
     monkeypatch.setattr(model, "transform_query", lambda *a: calls.append(1) or original(*a))
     scorer = model.scorer(engine.view)
-    q = engine._query("visa office")
+    q = engine.analyze("visa office")
     first = scorer.score(q, np.array([0, 1]))
     second = scorer.score(q, np.array([2, 3, 1]))
     assert len(calls) == 1 and first[1, 0] == second[2, 0]
@@ -272,7 +281,7 @@ def test_one_view_model_is_vsm_plus_mf_and_dt_ablation_runs(index):
     dt = _fit(engine, views=["dummy"])
     assert one.feature_names == ("mv_orig",) and dt.feature_names == ("mv_orig", "mv_dummy")
     np.testing.assert_allclose(np.diff(dt.loss_curve_) <= 1e-10 * dt.loss_curve_[0], True)
-    cqa_search.engine.add_model(index, "dt", dt)
+    add_model(index, "dt", dt)
     res = SearchEngine.open(index, config=SearchConfig(ranker=None)).search("visa", k=3)
     assert {"mv_orig", "mv_dummy", "vsm"} <= set(res.feature_names)
 
@@ -288,10 +297,10 @@ def test_archive_translations_and_an_ibm1_table_found_in_the_index(tmp_path):
 
     class StoredIBM1:  # what the stored translation model exposes
         translation_probs_ = probs.tocsr()
-    engine.models["ibm"] = StoredIBM1()
-    model = _fit(engine, views="archive:fr,ibm1")
+    with_table = dataclasses.replace(engine.view, models={"ibm": StoredIBM1()})
+    model = _fit(with_table, views="archive:fr,ibm1")
     assert model.view_names_ == ["orig", "fr", "ibm1"]
-    q = engine._query("visa office")
+    q = engine.analyze("visa office")
     feats = model.scorer(engine.view).score(q, np.arange(len(qs)))
     assert np.isfinite(feats).all() and feats.shape == (len(qs), 3)
     with pytest.raises(ValueError, match="view 'ibm1' needs an IBM Model 1 translation table"):
@@ -306,7 +315,7 @@ def test_model_errors(index):
         _fit(engine, views=[DummyTranslator(name="orig")])
     with pytest.raises(ValueError, match="min_df must be an integer in"):
         _fit(engine, views=[], min_df=0)
-    with pytest.raises(FileNotFoundError, match="apt-get install dict-freedict-eng-fra"):
+    with pytest.raises(ValueError, match="apt-get install dict-freedict-eng-fra"):
         _fit(engine, views=["dict:fra"], dict_dir=os.path.join(DICTD, "missing"))
     model = _fit(engine, views=[])
     other = tmp = os.path.join(os.path.dirname(index), "other")
@@ -318,7 +327,7 @@ def test_model_errors(index):
 # -- command line ----------------------------------------------------------------------------
 def test_cli_fits_and_stores_a_model(index, capsys):
     status = fit_cli.main([str(index), "multiview", "--views", "dict:tst,dummy", "--dict-dir",
-                           DICTD, "-k", "2", "--max-iter", "20", "--random-state", "0",
+                           DICTD, "--n-components", "2", "--max-iter", "20", "--random-state", "0",
                            "--name", "smt", "-q"])
     out = capsys.readouterr()
     assert status == 0, out.err

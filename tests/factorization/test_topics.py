@@ -12,10 +12,11 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.cli import fit as fit_cli
 from cqa_search.data import DEMO_ARCHIVE, demo_dir
-from cqa_search.engine import add_model
 from cqa_search.exceptions import ConvergenceWarning, IndexFormatError, NotFittedError
-from cqa_search.factorization import (TopicInterpolation, TopicModel, fit_topics, interpolate,
+from cqa_search.factorization import (TopicInterpolation, TopicModel, interpolate,
                                       term_question_matrix)
+from cqa_search.index.models import add_model
+from cqa_search.index.store import open_index
 from cqa_search.retrieval import BM25
 
 
@@ -43,7 +44,7 @@ def index_copy(demo_index, tmp_path):
 
 
 def _query(engine, text, category=None):
-    return engine._query(text, category)
+    return engine.analyze(text, category)
 
 
 def test_term_question_matrix_is_scikit_learn_tfidf(toy_engine):
@@ -73,15 +74,15 @@ def test_fit_attributes_and_uncategorised_group(toy_engine):
     cnmf = TopicModel("cnmf", n_category=2, max_iter=5, tol=0, random_state=0).fit(
         toy_engine.view)
     assert cnmf.doc_topics_.shape == (12, 2) and cnmf.shared_topics_.shape[1] == 0
-    q = toy_engine._query("renew my visa")
+    q = toy_engine.analyze("renew my visa")
     for m in (model, nmf, cnmf):  # every variant scores
         scores = m.scorer(toy_engine.view).score(q, np.arange(12))[:, 0]
         assert scores.shape == (12,) and np.all((scores >= 0) & (scores <= 1 + 1e-6))
 
 
 def test_random_state_gives_the_same_bits(toy_engine):
-    a = fit_topics(toy_engine.view, "gnmf", n_shared=2, n_category=2, max_iter=5, tol=0)
-    b = fit_topics(toy_engine.view, "gnmf", n_shared=2, n_category=2, max_iter=5, tol=0)
+    a = TopicModel("gnmf", n_shared=2, n_category=2, max_iter=5, tol=0).fit(toy_engine.view)
+    b = TopicModel("gnmf", n_shared=2, n_category=2, max_iter=5, tol=0).fit(toy_engine.view)
     np.testing.assert_array_equal(a.doc_topics_, b.doc_topics_)
     assert a.fit_seconds_ >= 0
 
@@ -250,12 +251,12 @@ def test_questions_added_later_are_folded_in(tmp_path):
     build_index(everything, tmp_path / "b")
     small, big = SearchEngine.open(tmp_path / "a"), SearchEngine.open(tmp_path / "b")
     assert big.index.vocab.terms[:len(small.index.vocab)] == small.index.vocab.terms
-    model = fit_topics(small.view, "gnmfnc", n_shared=4, n_category=2, max_iter=10, tol=0)
+    model = TopicModel("gnmfnc", n_shared=4, n_category=2, max_iter=10, tol=0).fit(small.view)
     scorer = model.scorer(big.view)  # folds the 27 new questions in
     q = _query(big, "renew my visa")
     assert scorer.score(q, np.arange(big.n_docs)).shape == (327, 1)
-    extended = fit_topics(small.view, "gnmfnc", n_shared=4, n_category=2, max_iter=10,
-                          tol=0).extend(big.view)
+    extended = TopicModel("gnmfnc", n_shared=4, n_category=2, max_iter=10,
+                          tol=0).fit(small.view).extend(big.view)
     assert extended.n_docs_ == 327
     counts = big.index["question"].rows_matrix()[300:]
     cats = [big.archive[r].category for r in range(300, 327)]
@@ -266,14 +267,16 @@ def test_questions_added_later_are_folded_in(tmp_path):
 
 
 def test_cli_fit_topics(index_copy, capsys):
-    assert fit_cli.main([str(index_copy), "topics", "--model", "cnmf", "--kp", "2",
-                         "--max-iter", "5", "--name", "topics-small", "-q"]) == 0
+    assert fit_cli.main([str(index_copy), "topics", "--model", "cnmf", "--n-category", "2",
+                         "--max-iter", "5", "--name", "topics-small", "--feature-name",
+                         "topic_small", "-q"]) == 0
     out = capsys.readouterr().out
-    assert "topics-small (cnmf), feature topic_small" in out and "iterations 5" in out
+    assert "topics-small (topics)" in out and "feature    topic_small" in out
+    assert "iterations 5" in out
     assert "objective" in out and "time" in out
     engine = SearchEngine.open(index_copy)
     assert "topic_small" in engine.feature_names
-    manifest = json.loads((index_copy / "manifest.json").read_text())
+    manifest = open_index(index_copy).manifest
     assert manifest["models"]["topics-small"]["kind"] == "topics"
     assert fit_cli.main([str(index_copy), "topics", "--model", "gnmf", "--max-iter", "0",
                          "-q"]) == 1
@@ -299,9 +302,8 @@ def test_fit_does_not_depend_on_the_order_of_term_ids(toy_engine):
                                   m.data.astype(np.int32), fi.doc_len,
                                   new_id[fi.sequence].astype(np.int32))
     vocab = Vocabulary([view.index.vocab.terms[i] for i in perm])
-    other = IndexView(TermIndex(vocab, fields), view.archive, view.analyzer, view.categories,
-                      view.doc_category)
-    a = fit_topics(view, "gnmfnc", n_shared=2, n_category=2, max_iter=10, tol=0)
-    b = fit_topics(other, "gnmfnc", n_shared=2, n_category=2, max_iter=10, tol=0)
+    other = IndexView(TermIndex(vocab, fields), view.archive, view.analyzer, view.categories)
+    a = TopicModel("gnmfnc", n_shared=2, n_category=2, max_iter=10, tol=0).fit(view)
+    b = TopicModel("gnmfnc", n_shared=2, n_category=2, max_iter=10, tol=0).fit(other)
     np.testing.assert_array_equal(a.doc_topics_, b.doc_topics_)
     np.testing.assert_array_equal(a.shared_topics_[perm], b.shared_topics_)

@@ -18,11 +18,11 @@ DZ = os.path.join(DICTD, "freedict-eng-tsz.index")
 
 # -- translators ------------------------------------------------------------------------
 def test_dictionary_translator_from_dir_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"dictionary directory .*nowhere does not exist: "
+    with pytest.raises(ValueError, match=r"dictionary directory .*nowhere does not exist: "
                                                 r"install it with `apt-get install "
                                                 r"dict-freedict-eng-fra`"):
         DictionaryTranslator.from_dir("fra", tmp_path / "nowhere")
-    with pytest.raises(FileNotFoundError, match=r"no dictd dictionary for 'fra' in .*found: "
+    with pytest.raises(ValueError, match=r"no dictd dictionary for 'fra' in .*found: "
                                                 r"freedict-eng-tst, freedict-eng-tsz\): install "
                                                 r"it with `apt-get install dict-freedict-eng-fra`"):
         DictionaryTranslator.from_dir("fra", DICTD)
@@ -94,12 +94,12 @@ def view(tmp_path_factory):
 
 
 def _query(view, text):
-    from cqa_search.features import QueryContext
+    from cqa_search.features import AnalyzedQuery
     vocab = view.index.vocab
     terms = view.analyzer.analyze(text)
     seq = np.array([vocab.id(t) for t in terms if vocab.id(t) >= 0], dtype=np.int64)
     ids, qtf = np.unique(seq, return_counts=True)
-    return QueryContext(text, tuple(terms), ids, qtf.astype(float), seq)
+    return AnalyzedQuery(text, tuple(terms), ids, qtf.astype(float), seq)
 
 
 def test_dummy_view_is_the_tfidf_of_the_question_field(view):
@@ -188,7 +188,7 @@ def test_make_translator_and_view_specs(tmp_path):
         make_translator("google:fr")
     with pytest.raises(ValueError, match="view 'ibm1' needs an IBM Model 1 translation table"):
         make_translator("ibm1")
-    with pytest.raises(FileNotFoundError, match="apt-get install dict-freedict-eng-deu"):
+    with pytest.raises(ValueError, match="apt-get install dict-freedict-eng-deu"):
         make_translator("dict:deu", dict_dir=tmp_path)
 
 

@@ -1,13 +1,18 @@
-"""The index directory: round trip, mmap, version and corruption checks, atomic writes."""
+"""The index directory: generations, round trip, mmap, version and corruption checks,
+atomic commits, leftovers of crashed writers, concurrent writers, permissions."""
 import json
+import multiprocessing
 import os
+import shutil
+import stat
 
 import numpy as np
 import pytest
 
 from cqa_search import Question, SearchEngine, build_index
 from cqa_search.exceptions import ArchiveError, IndexFormatError
-from cqa_search.index.store import FORMAT_VERSION, is_compatible, open_index, verify_index
+from cqa_search.index.store import (CURRENT, FORMAT_VERSION, IndexWriter, current_generation,
+                                    is_compatible, open_index, verify_index)
 
 QUERIES = ["renew visa", "cheap furniture sofa", "car will not start battery", "swimming"]
 
@@ -15,6 +20,15 @@ QUERIES = ["renew visa", "cheap furniture sofa", "car will not start battery", "
 def results(engine):
     return [(r.doc_ids, r.scores.tolist(), r.features.tolist())
             for r in (engine.search(q, k=5) for q in QUERIES)]
+
+
+def live(path):
+    """The directory of an index's live generation."""
+    return path / current_generation(path)
+
+
+def generations(path):
+    return sorted(p.name for p in path.iterdir() if p.name.startswith("gen-"))
 
 
 def test_open_with_and_without_mmap_gives_identical_results(toy_index):
@@ -28,37 +42,62 @@ def test_rebuild_gives_identical_results(toy_index, tmp_path, fixtures):
 
 
 def test_manifest_records_version_analyzer_stats_and_checksums(toy_index):
-    manifest = json.loads((toy_index / "manifest.json").read_text())
+    assert (toy_index / CURRENT).read_text() == "gen-000001\n"
+    manifest = json.loads((live(toy_index) / "manifest.json").read_text())
+    assert manifest == open_index(toy_index).manifest
     assert manifest["format_version"] == FORMAT_VERSION
     assert manifest["analyzer"]["stem"] == "snowball"
     assert manifest["stats"]["n_docs"] == 12 and manifest["stats"]["n_categories"] == 3
+    assert len(manifest["build_id"]) == 16
     for rel, info in manifest["files"].items():
-        assert os.path.getsize(toy_index / rel) == info["bytes"] and len(info["sha256"]) == 64
+        assert os.path.getsize(live(toy_index) / rel) == info["bytes"]
+        assert len(info["sha256"]) == 64
     assert is_compatible(toy_index)
     verify_index(toy_index)
 
 
 @pytest.fixture
 def index_copy(toy_index, tmp_path):
-    import shutil
     path = tmp_path / "copy"
     shutil.copytree(toy_index, path)
     return path
 
 
-def test_bumped_format_version_raises(index_copy):
-    mpath = index_copy / "manifest.json"
+def _rewrite_manifest(path, change):
+    mpath = live(path) / "manifest.json"
     manifest = json.loads(mpath.read_text())
-    manifest["format_version"] = FORMAT_VERSION + 1
+    change(manifest)
     mpath.write_text(json.dumps(manifest))
+
+
+def test_bumped_format_version_raises(index_copy):
+    _rewrite_manifest(index_copy, lambda m: m.update(format_version=FORMAT_VERSION + 1))
     assert not is_compatible(index_copy)
-    with pytest.raises(IndexFormatError, match=r"format version 3, but this cqa_search .* reads "
-                                               r"version 2: rebuild it with `cqa-search build-index`"):
+    with pytest.raises(IndexFormatError, match=rf"format version {FORMAT_VERSION + 1}, but this "
+                                               rf"cqa_search .* reads version {FORMAT_VERSION}: "
+                                               r"rebuild it with `cqa-search build-index`"):
         SearchEngine.open(index_copy)
 
 
+def test_an_index_of_the_old_layout_asks_for_a_rebuild_and_can_be_rebuilt(tmp_path):
+    old = tmp_path / "old"
+    (old / "fields" / "question").mkdir(parents=True)
+    (old / "fields" / "question" / "indptr.npy").write_bytes(b"")
+    (old / "vocab.json").write_text("[]")
+    (old / "manifest.json").write_text(json.dumps({
+        "format": "cqa_search-index", "format_version": 2,
+        "files": {"vocab.json": {"bytes": 2, "sha256": "0" * 64},
+                  "fields/question/indptr.npy": {"bytes": 0, "sha256": "0" * 64}}}))
+    with pytest.raises(IndexFormatError, match="format version 2, but this cqa_search .* reads "
+                                               f"version {FORMAT_VERSION}: rebuild it"):
+        SearchEngine.open(old)
+    build_index([Question("a", "renew visa")], old)
+    assert sorted(p.name for p in old.iterdir()) == [".lock", CURRENT, "gen-000001"]
+    assert SearchEngine.open(old).search("visa").doc_ids == ("a",)
+
+
 def test_truncated_file_raises(index_copy):
-    path = index_copy / "fields" / "question" / "indices.npy"
+    path = live(index_copy) / "fields" / "question" / "indices.npy"
     path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(IndexFormatError, match=r"corrupted index .*indices.npy has \d+ bytes, "
                                                r"expected \d+"):
@@ -66,23 +105,32 @@ def test_truncated_file_raises(index_copy):
 
 
 def test_missing_file_raises(index_copy):
-    (index_copy / "vocab.json").unlink()
+    (live(index_copy) / "vocab.json").unlink()
     with pytest.raises(IndexFormatError, match="vocab.json is missing"):
         SearchEngine.open(index_copy)
 
 
+def test_missing_live_generation_and_bad_pointer(index_copy):
+    shutil.rmtree(live(index_copy))
+    with pytest.raises(IndexFormatError, match="live generation gen-000001 is missing"):
+        SearchEngine.open(index_copy)
+    (index_copy / CURRENT).write_text("../../etc\n")
+    with pytest.raises(IndexFormatError, match="CURRENT names no generation"):
+        SearchEngine.open(index_copy)
+
+
 def test_altered_bytes_are_caught_by_verify(index_copy):
-    path = index_copy / "fields" / "question" / "counts.npy"
+    path = live(index_copy) / "fields" / "question" / "counts.npy"
     data = bytearray(path.read_bytes())
-    data[-1] ^= 0xFF
+    data[-4] ^= 0x02  # the last count's low byte: a count, still in range
     path.write_bytes(bytes(data))
-    SearchEngine.open(index_copy)  # same size: only the checksum can tell
+    SearchEngine.open(index_copy)  # same size, valid values: only the checksum can tell
     with pytest.raises(IndexFormatError, match="counts.npy does not match its checksum"):
         SearchEngine.open(index_copy, verify=True)
 
 
 def test_inconsistent_array_raises_on_open(index_copy):
-    path = index_copy / "fields" / "question" / "doc_len.npy"
+    path = live(index_copy) / "fields" / "question" / "doc_len.npy"
     arr = np.load(path)
     arr[0] += 1
     np.save(path, arr)  # same size, but the lengths no longer add up
@@ -91,11 +139,10 @@ def test_inconsistent_array_raises_on_open(index_copy):
 
 
 def test_pickled_array_is_refused(index_copy):
-    path = index_copy / "doc_category.npy"
+    path = live(index_copy) / "doc_category.npy"
     np.save(path, np.array([object()] * 12), allow_pickle=True)
-    manifest = json.loads((index_copy / "manifest.json").read_text())
-    manifest["files"]["doc_category.npy"]["bytes"] = path.stat().st_size
-    (index_copy / "manifest.json").write_text(json.dumps(manifest))
+    _rewrite_manifest(index_copy, lambda m: m["files"]["doc_category.npy"].update(
+        bytes=path.stat().st_size))
     with pytest.raises(IndexFormatError, match="cannot read doc_category.npy"):
         SearchEngine.open(index_copy)
 
@@ -117,7 +164,7 @@ def test_build_refuses_to_replace_a_foreign_directory(tmp_path):
     (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
     with pytest.raises(IndexFormatError, match="exists and is not a cqa_search index; refusing"):
         build_index([Question("a", "x y")], tmp_path / "photos")
-    assert (tmp_path / "photos" / "cat.jpg").exists()
+    assert sorted(os.listdir(tmp_path / "photos")) == ["cat.jpg"]
 
 
 def test_failed_build_leaves_no_index_and_keeps_the_old_one(tmp_path):
@@ -131,8 +178,91 @@ def test_failed_build_leaves_no_index_and_keeps_the_old_one(tmp_path):
     with pytest.raises(RuntimeError, match="crash mid-build"):
         build_index(questions(), out)
     assert SearchEngine.open(out).archive.doc_ids == ["a"]
-    assert sorted(os.listdir(tmp_path)) == ["idx"]  # no temporary directory left behind
+    assert sorted(os.listdir(out)) == [".lock", CURRENT, "gen-000001"]  # no temporary left
 
     with pytest.raises(ArchiveError, match="duplicate question id 'b'"):
         build_index([Question("b", "x"), Question("b", "y")], tmp_path / "new")
     assert not (tmp_path / "new").exists()
+
+
+def test_rebuilds_switch_generations_and_keep_only_the_previous_one(tmp_path):
+    out = tmp_path / "idx"
+    for i in range(4):
+        build_index([Question("a", f"question number {i}")], out)
+    assert current_generation(out) == "gen-000004"
+    assert generations(out) == ["gen-000003", "gen-000004"]
+    assert SearchEngine.open(out).archive[0].title == "question number 3"
+
+
+def test_a_crash_before_the_switch_leaves_the_old_generation_live(tmp_path, monkeypatch):
+    out = tmp_path / "idx"
+    build_index([Question("a", "old question")], out)
+    real_replace = os.replace
+
+    def crash(src, dst, *args, **kwargs):
+        if os.path.basename(dst) == CURRENT:
+            raise KeyboardInterrupt("killed just before the switch")
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        build_index([Question("b", "new question")], out)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert SearchEngine.open(out).archive.doc_ids == ["a"]
+    assert generations(out) == ["gen-000001", "gen-000002"]  # gen 2 never became live
+    build_index([Question("c", "newer question")], out)      # the next writer cleans up
+    assert SearchEngine.open(out).archive.doc_ids == ["c"]
+    assert generations(out) == ["gen-000001", "gen-000003"]
+    assert not [p for p in os.listdir(out) if p.startswith((".tmp-", "CURRENT.tmp"))]
+
+
+def test_a_dead_writers_temporary_directory_is_removed(tmp_path):
+    out = tmp_path / "idx"
+    build_index([Question("a", "old question")], out)
+    (out / ".tmp-deadbeef0000").mkdir()                      # a killed writer's, no owner
+    os.utime(out / ".tmp-deadbeef0000", (0, 0))
+    (out / ".tmp-deadbeef0000" / "archive.jsonl").write_bytes(b"x" * 1000)
+    os.utime(out / ".tmp-deadbeef0000", (0, 0))
+    alive = IndexWriter(out)                                  # a writer still at work
+    build_index([Question("b", "new question")], out)
+    names = os.listdir(out)
+    assert ".tmp-deadbeef0000" not in names and os.path.basename(alive.tmp) in names
+    alive.abort()
+    assert not os.path.exists(alive.tmp)
+
+
+def _add_questions(path, start, n):
+    for i in range(start, start + n):
+        build_index([Question(f"q{i}", f"question {i}")], path)
+
+
+def test_concurrent_writers_all_land_and_readers_always_open(tmp_path):
+    out = tmp_path / "idx"
+    build_index([Question("q", "opening question")], out)
+    ctx = multiprocessing.get_context("fork")
+    writers = [ctx.Process(target=_add_questions, args=(out, 100 * w, 8)) for w in range(2)]
+    for w in writers:
+        w.start()
+    opened = 0
+    while any(w.is_alive() for w in writers):
+        engine = SearchEngine.open(out)       # never fails while writers switch
+        assert len(engine.archive.doc_ids) == 1 and engine.search("question").doc_ids
+        opened += 1
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    assert opened > 0 and current_generation(out) == "gen-000017"
+    assert len(generations(out)) == 2
+
+
+def test_directories_and_files_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "idx"
+        build_index([Question("a", "renew visa")], out)
+        build_index([Question("a", "renew visa")], out)
+    finally:
+        os.umask(old)
+    for path in (out, live(out), live(out) / "fields", live(out) / "vocab.json"):
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o044 == 0o044, (path, oct(mode))

@@ -56,6 +56,8 @@ def test_term_ids_do_not_depend_on_string_hashing(tmp_path, fixtures):
     import subprocess
     import sys
 
+    from cqa_search.index.store import open_index
+
     code = ("import sys; from cqa_search import build_index; "
             "build_index(sys.argv[1], sys.argv[2])")
     digests = []
@@ -63,6 +65,6 @@ def test_term_ids_do_not_depend_on_string_hashing(tmp_path, fixtures):
         out = tmp_path / f"idx{seed}"
         subprocess.run([sys.executable, "-c", code, str(fixtures / "toy_archive.jsonl"), str(out)],
                        check=True, env={"PYTHONHASHSEED": seed, "PATH": ""})
-        manifest = __import__("json").loads((out / "manifest.json").read_text())
+        manifest = open_index(out).manifest
         digests.append({k: v["sha256"] for k, v in manifest["files"].items()})
     assert digests[0] == digests[1]

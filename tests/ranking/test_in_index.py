@@ -7,8 +7,9 @@ import pytest
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.cli import train
-from cqa_search.engine import model_kinds, add_model
+from cqa_search.evaluation import feature_table
 from cqa_search.exceptions import ConvergenceWarning
+from cqa_search.index.models import add_model, model_class
 from cqa_search.ranking import LinearRanker
 
 QUERIES = [
@@ -40,13 +41,13 @@ def judged(tmp_path):
 
 
 def table(engine):
-    X, qid, docs, names = engine.feature_table(QUERIES, k=None)
+    X, qid, docs, names = feature_table(engine, QUERIES, k=None)
     y = np.array([QRELS[q].get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
     return X, y, qid, names
 
 
 def test_the_ranker_is_a_registered_model_kind():
-    assert model_kinds()["ranker"] is LinearRanker
+    assert model_class("ranker") is LinearRanker
 
 
 @pytest.mark.parametrize("learner,params", [

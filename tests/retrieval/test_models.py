@@ -7,10 +7,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from cqa_search import SearchConfig
 from cqa_search.analysis import Analyzer
 from cqa_search.index.term_index import TermIndexBuilder
 from cqa_search.archive import Question
-from cqa_search.retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, make_model
+from cqa_search.retrieval import (BM25, VSM, LMDirichlet, LMJelinekMercer, make_model,
+                                  parse_model)
 
 
 def make_field(docs):
@@ -191,17 +193,22 @@ words = st.sampled_from("abcdefgh")
 @example(docs=[[]], query=["a"], name="vsm")  # an index without a single term
 @given(docs=st.lists(st.lists(words, max_size=8), min_size=1, max_size=8),
        query=st.lists(words, min_size=1, max_size=5),
-       name=st.sampled_from(["bm25", "lm_jm", "lm_dir", "vsm"]))
+       name=st.sampled_from(["bm25", "bm25:method=robertson", "bm25:method=atire", "lm_jm",
+                             "lm_dir", "vsm"]))
 def test_score_rows_equals_score_all_and_naive(docs, query, name):
-    """Property: candidate scoring (binary search in postings) == full scoring == naive."""
+    """Property: candidate scoring (binary search in postings) == full scoring == naive, and
+    "matched" means holding a query term, whatever the score (0 for a robertson or atire
+    idf of 0)."""
     index, field = make_field(docs)
-    model = make_model(name)
+    model = parse_model(name)
     ids, qtf = query_arrays(index, query)
     full, matched = model.score_all(field, ids, qtf)
     rows = np.arange(len(docs))[::-1]
     # full scores use the float32 posting weights, candidate scores float64: 1e-6 relative
     np.testing.assert_allclose(model.score_rows(field, ids, qtf, rows), full[rows], rtol=1e-6)
     naive = {"bm25": lambda: naive_bm25(docs, query, 1.2, 0.75, "lucene"),
+             "bm25:method=robertson": lambda: naive_bm25(docs, query, 1.2, 0.75, "robertson"),
+             "bm25:method=atire": lambda: naive_bm25(docs, query, 1.2, 0.75, "atire"),
              "lm_jm": lambda: naive_jm(docs, query, 0.2),
              "lm_dir": lambda: naive_dirichlet(docs, query, 2000.0),
              "vsm": lambda: naive_vsm(docs, query, False, True)}[name]()
@@ -225,8 +232,13 @@ def test_make_model_and_parameter_errors():
         make_model("bm26")
     with pytest.raises(ValueError, match=r"method must be \{'lucene', 'robertson', 'atire'\}; "
                                           r"got 'okapi'"):
-        BM25(method="okapi")
+        make_model("bm25", method="okapi")
+    # as scikit-learn's estimators: stored as given, checked on first use
+    model = BM25(k1=-1)
     with pytest.raises(ValueError, match=r"k1 must be a number in \(0, inf\); got -1"):
-        BM25(k1=-1)
+        model.cache_key()
+    assert model.set_params(k1=1.5).cache_key() == "bm25(b=0.75,k1=1.5,method=lucene)"
+    with pytest.raises(ValueError, match="BM25 has no parameter 'k3'"):
+        model.set_params(k3=1)
     with pytest.raises(ValueError, match=r"lam must be a number in \(0, 1\]; got 0"):
-        LMJelinekMercer(lam=0)
+        SearchConfig(features=(LMJelinekMercer(lam=0),))

@@ -1,4 +1,4 @@
-"""The stored translation model: fit_translation, add_model/open, the engine's features, CLI."""
+"""The stored translation model: fit, add_model/open, the engine's features, CLI."""
 import shutil
 
 import numpy as np
@@ -6,11 +6,10 @@ import pytest
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.cli.__main__ import main
-from cqa_search.engine import add_model, model_kinds
 from cqa_search.exceptions import NotFittedError
+from cqa_search.index.models import add_model, model_class
 from cqa_search.index.store import verify_index
-from cqa_search.translation import (FEATURE_NAMES, IBMModel1, TranslationModel,
-                                    fit_translation)
+from cqa_search.translation import FEATURE_NAMES, IBMModel1, TranslationModel
 
 
 @pytest.fixture
@@ -21,13 +20,12 @@ def index_copy(gap_index, tmp_path):
 
 
 def test_kinds_are_registered():
-    kinds = model_kinds()
-    assert kinds["translation"] is TranslationModel and kinds["ibm1"] is IBMModel1
+    assert model_class("translation") is TranslationModel and model_class("ibm1") is IBMModel1
 
 
-def test_fit_translation_defaults_store_and_reopen(index_copy):
+def test_fit_with_defaults_store_and_reopen(index_copy):
     engine = SearchEngine.open(index_copy)
-    model = fit_translation(engine.view)
+    model = TranslationModel().fit(engine.view)
     assert model.get_params() == TranslationModel().get_params()
     s = model.summary_
     assert s.corpus["pooled"] and s.corpus["textrank"] and s.n_iter == model.ibm1_.n_iter_
@@ -37,7 +35,7 @@ def test_fit_translation_defaults_store_and_reopen(index_copy):
         assert word in text
     add_model(index_copy, "translation", model)
     verify_index(index_copy)
-    before = model.scorer(engine.view).score(engine._query("visa office renewal"),
+    before = model.scorer(engine.view).score(engine.analyze("visa office renewal"),
                                              np.arange(engine.n_docs))
     for mmap in (True, False):
         reopened = SearchEngine.open(index_copy, mmap=mmap)
@@ -54,7 +52,7 @@ def test_fit_translation_defaults_store_and_reopen(index_copy):
 
 def test_ibm1_alone_can_be_stored(index_copy):
     engine = SearchEngine.open(index_copy)
-    model = fit_translation(engine.view, textrank=False, tol=None)
+    model = TranslationModel(textrank=False, tol=None).fit(engine.view)
     add_model(index_copy, "words", model.ibm1_)
     stored = SearchEngine.open(index_copy).models["words"]
     assert isinstance(stored, IBMModel1)
@@ -68,8 +66,8 @@ def test_errors(gap_engine, tmp_path):
                                          r"got 'mean'"):
         TranslationModel(segmentation="mean").fit(gap_engine.view)
     with pytest.raises(ValueError, match=r"question_weight must be a number in \[0, 1\]"):
-        fit_translation(gap_engine.view, question_weight=2)
-    model = fit_translation(gap_engine.view, max_iter=2, tol=None)
+        TranslationModel(question_weight=2).fit(gap_engine.view)
+    model = TranslationModel(max_iter=2, tol=None).fit(gap_engine.view)
     other = tmp_path / "other"
     from cqa_search import Question
     build_index([Question("a", "a different archive"), Question("b", "tiny")], other)
@@ -78,13 +76,13 @@ def test_errors(gap_engine, tmp_path):
 
 
 def test_cli_fit_translation(index_copy, capsys):
-    code = main(["fit", str(index_copy), "translation", "-q", "--no-textrank", "--iterations",
-                 "3", "--tol", "none", "--tight-phrases", "--title-body", "--name", "tm"])
+    code = main(["fit", str(index_copy), "translation", "-q", "--no-textrank", "--max-iter",
+                 "3", "--tol", "none", "--no-unaligned-edges", "--title-body", "--name", "tm"])
     out, err = capsys.readouterr()
     assert code == 0 and "Traceback" not in err
-    assert "model        tm (translation)" in out and "EM           3 iterations" in out
+    assert "model      tm (translation)" in out and "EM           3 iterations" in out
     model = SearchEngine.open(index_copy).models["tm"]
     assert not model.textrank and not model.unaligned_edges and model.title_body
-    code = main(["fit", str(index_copy), "translation", "-q", "--pairs", "none"])
+    code = main(["fit", str(index_copy), "translation", "-q", "--answers", "none"])
     out, err = capsys.readouterr()
     assert code == 1 and "error: no parallel pairs" in err and "Traceback" not in err

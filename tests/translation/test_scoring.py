@@ -62,7 +62,7 @@ def test_dp_example_and_mode_check():
 
 # -- a per-candidate reference of the eight features --------------------------------------
 def reference(engine, model, text, row):
-    q = engine._query(text)
+    q = engine.analyze(text)
     seq = q.sequence.tolist()
     T = model.translation_probs_.toarray().astype(np.float64)
     table, vocab = model.phrase_table_, model.phrase_table_.vocabulary_
@@ -217,7 +217,7 @@ def test_features_match_the_reference(gap_engine, gap_model, params):
     rows = np.flatnonzero(qfield.doc_len <= 9)[:25]
     n_compared = 0
     for text in QUERIES:
-        q = gap_engine._query(text)
+        q = gap_engine.analyze(text)
         got = scorer.score(q, rows)
         assert np.all(np.isfinite(got))
         for k, row in enumerate(rows):
@@ -238,7 +238,7 @@ def test_translm_without_translation_is_the_lm_jm_feature(gap_index, gap_model, 
     for text in QUERIES:
         res = engine.with_config(SearchConfig(ranker=None)).search(text, k=None)
         rows = engine.archive.rows(res.doc_ids)
-        q = engine._query(text)
+        q = engine.analyze(text)
         np.testing.assert_allclose(scorer.score(q, rows)[:, 1],
                                    res.features[:, res.feature_names.index("lm_jm")],
                                    rtol=1e-10)
@@ -246,9 +246,9 @@ def test_translm_without_translation_is_the_lm_jm_feature(gap_index, gap_model, 
 
 def test_edge_cases(gap_engine, gap_model, tmp_path):
     scorer = gap_model.scorer(gap_engine.view)
-    q = gap_engine._query("zzzz unknownword")           # no known term
+    q = gap_engine.analyze("zzzz unknownword")           # no known term
     assert np.all(scorer.score(q, np.arange(5)) == 0)
-    assert scorer.score(gap_engine._query("visa"), np.zeros(0, np.int64)).shape == (0, 8)
+    assert scorer.score(gap_engine.analyze("visa"), np.zeros(0, np.int64)).shape == (0, 8)
 
 
 def test_question_only_index(tmp_path):
@@ -261,7 +261,7 @@ def test_question_only_index(tmp_path):
     engine = SearchEngine.open(path)
     model = TranslationModel(textrank=False, tol=None, max_iter=3).fit(engine.view)
     scorer = model.scorer(engine.view)
-    got = scorer.score(engine._query("visa immigration"), np.arange(8))
+    got = scorer.score(engine.analyze("visa immigration"), np.arange(8))
     assert np.all(np.isfinite(got))
     ref = reference(engine, model, "visa immigration", 0)
     for j, name in enumerate(FEATURE_NAMES):

@@ -1,78 +1,26 @@
-"""The query side, built on whoosh: fielded query syntax, highlighting, "did you mean".
+"""What a person sees of results: matched words highlighted, "did you mean" suggestions.
 
-The hot scoring path does not use whoosh; these helpers shape what a person types and
-what they see.
+Built on whoosh's highlighter and spelling automata; the command line and the server
+share these helpers. The hot scoring path does not use whoosh.
 """
 from __future__ import annotations
 
 import warnings
 from bisect import bisect_left
-from dataclasses import dataclass
 
 with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
     warnings.simplefilter("ignore", SyntaxWarning)
     warnings.simplefilter("ignore", DeprecationWarning)
     from whoosh import highlight as _wh
-    from whoosh.analysis import RegexTokenizer
     from whoosh.automata.fsa import find_all_matches
     from whoosh.automata.lev import levenshtein_automaton
-    from whoosh.fields import ID, TEXT, Schema
-    from whoosh.qparser import OrGroup, QueryParser, WildcardPlugin
-    from whoosh.query import Not, Phrase
     from whoosh.spelling import Corrector
 
-__all__ = ["ParsedQuery", "parse_query", "highlight", "Suggester"]
+__all__ = ["highlight", "Suggester", "Presenter", "MAX_SUGGESTED_WORD"]
 
-
-@dataclass(frozen=True)
-class ParsedQuery:
-    """Free text and filters of a typed query."""
-
-    text: str
-    category: str | None = None
-
-
-_SCHEMA = Schema(text=TEXT(analyzer=RegexTokenizer(r"\S+")), category=ID)
-
-
-def parse_query(typed: str) -> ParsedQuery:
-    """Split a typed query into free text and a ``category:`` filter (whoosh syntax).
-
-    ``category:Travel lost passport`` and ``category:"Doha Shopping" cheap sofa`` set the
-    category; ``NOT word`` drops the word; quotes group words.
-
-    Examples
-    --------
-    >>> parse_query('category:"Doha Shopping" cheap sofa')
-    ParsedQuery(text='cheap sofa', category='Doha Shopping')
-    >>> parse_query("reset my router NOT wifi")
-    ParsedQuery(text='reset my router', category=None)
-    """
-    parser = QueryParser("text", _SCHEMA, group=OrGroup)
-    parser.remove_plugin_class(WildcardPlugin)
-    words, category = [], None
-
-    def walk(node, negated=False):
-        nonlocal category
-        if isinstance(node, Not):
-            walk(node.query, True)
-            return
-        if node.is_leaf():
-            if negated:
-                return
-            field = getattr(node, "fieldname", None)
-            if field == "category":
-                category = node.text
-            elif isinstance(node, Phrase):
-                words.extend(node.words)
-            elif field == "text":
-                words.append(node.text)
-            return
-        for child in node.children():
-            walk(child, negated)
-
-    walk(parser.parse(typed))
-    return ParsedQuery(" ".join(words), category)
+#: Longest word "did you mean" looks at: the edit automaton of a longer word costs
+#: seconds and memory (a 20,000-character word took 41 s), and no real word is longer.
+MAX_SUGGESTED_WORD = 40
 
 
 def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top=3) -> str:
@@ -151,7 +99,49 @@ class Suggester:
         self._corrector = _RankedCorrector(sorted(words), words)
 
     def suggest(self, word: str, limit: int = 3, maxdist: int = 2) -> list:
-        """Up to ``limit`` known words within ``maxdist`` edits of ``word``, best first."""
+        """Up to ``limit`` known words within ``maxdist`` edits of ``word``, best first
+        (none for a word longer than :data:`MAX_SUGGESTED_WORD`)."""
+        if len(word) > MAX_SUGGESTED_WORD:
+            return []
         if len(word) <= 3:
             maxdist = 1
         return self._corrector.suggest(word.lower(), limit=limit, maxdist=maxdist)
+
+
+class Presenter:
+    """What the command line and the server show of an engine's results.
+
+    Parameters
+    ----------
+    engine : SearchEngine
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from cqa_search import Question, SearchEngine, build_index
+    >>> out = os.path.join(tempfile.mkdtemp(), "idx")
+    >>> _ = build_index([Question("a", "Renewing my residence visa")], out)
+    >>> engine = SearchEngine.open(out)
+    >>> show = Presenter(engine)
+    >>> res = engine.search("visa renewal resdence")
+    >>> show.highlight(res[0].title, res.query_terms), show.suggestions(res)
+    ('[Renewing] my residence [visa]', {'resdence': ['residence']})
+    """
+
+    def __init__(self, engine):
+        self.engine = engine
+        self._suggester = None
+
+    def highlight(self, text: str, terms, **kwargs) -> str:
+        """``text`` with the words of ``terms`` (index terms) marked; see :func:`highlight`."""
+        return highlight(text, terms, self.engine.analyzer, **kwargs)
+
+    def suggest(self, word: str, limit: int = 3) -> list:
+        """Archive words close to ``word`` (for "did you mean")."""
+        if self._suggester is None:
+            self._suggester = Suggester(self.engine.data.surface_words())
+        return self._suggester.suggest(word, limit=limit)
+
+    def suggestions(self, results) -> dict:
+        """``{word: [suggestions]}`` for the query words the archive lacks."""
+        return {w: self.suggest(w) for w in results.unknown_words}

@@ -1,0 +1,187 @@
+"""Building an index: archive -> analysis -> term index -> a new generation on disk."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from array import array
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..analysis import Analyzer
+from ..archive import Question
+from ..exceptions import ArchiveError, ParameterError
+from ..readers import ReadReport, read_questions
+from ..retrieval.bm25 import BM25
+from .layout import write_index
+from .store import IndexWriter
+from .term_index import FIELDS, TermIndexBuilder
+
+__all__ = ["build_index", "BuildSummary", "DEFAULT_FIELDS", "progress_bar"]
+
+logger = logging.getLogger(__name__)
+
+#: Fields indexed by default: the question (title and body) and its answers.
+DEFAULT_FIELDS = ("question", "answers")
+
+
+def progress_bar(enabled, desc, unit, total=None):
+    """A tqdm progress bar on stderr (a silent one when not ``enabled``)."""
+    from tqdm import tqdm
+
+    return tqdm(desc=desc, unit=" " + unit, total=total, disable=None if enabled else True,
+                file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    """What :func:`build_index` did."""
+
+    path: str
+    n_questions: int
+    n_answers: int
+    n_categories: int
+    n_terms: int
+    n_skipped: int
+    seconds: float
+    fields: Mapping = field(default_factory=dict)
+    skipped_examples: tuple = ()
+
+    def __str__(self):
+        lines = [f"index      {self.path}",
+                 f"questions  {self.n_questions:,}" + (
+                     f" ({self.n_skipped:,} invalid records skipped)" if self.n_skipped else ""),
+                 f"answers    {self.n_answers:,}",
+                 f"categories {self.n_categories:,}",
+                 f"vocabulary {self.n_terms:,} terms"]
+        for name, stats in self.fields.items():
+            lines.append(f"field      {name}: {stats['total_terms']:,} tokens, "
+                         f"{stats['nnz']:,} postings")
+        lines.append(f"time       {self.seconds:.1f} s")
+        return "\n".join(lines)
+
+
+def _paths(archive):
+    """The list of paths when ``archive`` is a path or a list of paths, else None."""
+    if isinstance(archive, (str, os.PathLike)):
+        return [os.fspath(archive)]
+    if isinstance(archive, (list, tuple)) and archive and all(
+            isinstance(p, (str, os.PathLike)) for p in archive):
+        return [os.fspath(p) for p in archive]
+    return None
+
+
+def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=None,
+                skip_invalid=False, progress=False, **reader_options) -> BuildSummary:
+    """Index an archive into the directory ``path`` (atomically).
+
+    Parameters
+    ----------
+    archive : path, list of paths, Archive or iterable of Question
+        The questions; files are read streaming with :func:`cqa_search.readers.read_questions`.
+    path : path
+        Index directory to create. An index already there gets the new one as its next
+        generation (readers switch to it at once; its stored models are not carried
+        over); any other non-empty directory is refused.
+    analyzer : Analyzer, optional
+        Text analysis (default ``Analyzer()``); saved in the index.
+    fields : sequence of str, default ("question", "answers")
+        Fields to index, among :data:`cqa_search.index.term_index.FIELDS`.
+    format : str, optional
+        Reader for path input (detected when None).
+    skip_invalid : bool, default False
+        Skip invalid records (counted in the summary) instead of failing.
+    progress : bool, default False
+        Show a progress bar on stderr.
+    **reader_options
+        Options of the reader (e.g. ``columns`` for CSV).
+
+    Returns
+    -------
+    BuildSummary
+
+    Raises
+    ------
+    ArchiveError
+        Unreadable archive, invalid record (unless skipped), duplicate id, empty archive.
+    IndexFormatError
+        ``path`` is a non-index directory.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from cqa_search import Question
+    >>> qs = [Question("a", "renew my visa", category="Visas"), Question("b", "cheap sofa")]
+    >>> out = os.path.join(tempfile.mkdtemp(), "idx")
+    >>> build_index(qs, out).n_questions
+    2
+    """
+    t0 = time.perf_counter()
+    analyzer = Analyzer() if analyzer is None else analyzer
+    unknown = [f for f in fields if f not in FIELDS]
+    if unknown or not fields or "question" not in fields:
+        raise ParameterError(f"fields must include 'question' and be among "
+                             f"{{{', '.join(map(repr, FIELDS))}}}; got {tuple(fields)!r}")
+    report = ReadReport(skip_invalid=skip_invalid)
+    sources = _paths(archive)
+    if sources is not None:
+        questions = read_questions(sources, format=format, report=report, **reader_options)
+    elif format is not None or reader_options:
+        raise ParameterError("format and reader options apply only when archive is a path")
+    elif isinstance(archive, Iterable):
+        questions = iter(archive)
+    else:
+        raise TypeError(f"archive must be a path, a list of paths, an Archive or an iterable "
+                        f"of Question; got {type(archive).__name__}")
+    with IndexWriter(path) as writer:
+        builder = TermIndexBuilder(analyzer, fields)
+        offsets = array("q", [0])
+        doc_ids, seen = [], set()
+        categories, doc_category = {}, array("i")
+        n_answers = n_best = n_dup_links = 0
+        bar = progress_bar(progress, "indexing", "questions")
+        with writer.open("archive.jsonl", "wb") as out:
+            for question in questions:
+                if not isinstance(question, Question):
+                    raise TypeError(f"archive items must be Question; got "
+                                    f"{type(question).__name__}")
+                if question.id in seen:
+                    raise ArchiveError(f"duplicate question id {question.id!r}")
+                seen.add(question.id)
+                line = question.to_json_bytes() + b"\n"
+                out.write(line)
+                offsets.append(offsets[-1] + len(line))
+                doc_ids.append(question.id)
+                cat = question.category
+                doc_category.append(-1 if cat is None else categories.setdefault(cat, len(categories)))
+                n_answers += len(question.answers)
+                n_best += question.best_answer is not None
+                n_dup_links += len(question.duplicate_of)
+                builder.add(question)
+                bar.update()
+        bar.close()
+        if not doc_ids:
+            raise ArchiveError("the archive is empty: no question was read"
+                               + (f" ({report.n_skipped} invalid records skipped)"
+                                  if report.n_skipped else ""))
+        logger.info("building postings for %d questions", len(doc_ids))
+        index = builder.build()
+        stats = {"n_docs": len(doc_ids), "n_terms": len(index.vocab), "n_answers": n_answers,
+                 "n_with_best_answer": n_best, "n_categories": len(categories),
+                 "n_duplicate_links": n_dup_links, "n_skipped": report.n_skipped}
+        write_index(writer, index, analyzer=analyzer, doc_ids=doc_ids,
+                    archive_offsets=np.frombuffer(offsets, dtype=np.int64),
+                    categories=list(categories),
+                    doc_category=np.frombuffer(doc_category, dtype=np.int32),
+                    surface=builder.surface_words(), stats=stats, sources=sources or [],
+                    precomputed=[("question", BM25())])
+    return BuildSummary(
+        path=os.fspath(path), n_questions=len(doc_ids), n_answers=n_answers,
+        n_categories=len(categories), n_terms=len(index.vocab), n_skipped=report.n_skipped,
+        seconds=time.perf_counter() - t0,
+        fields={k: {"nnz": fi.nnz, "total_terms": fi.total_terms}
+                for k, fi in index.fields.items()},
+        skipped_examples=tuple(report.errors))

@@ -1,0 +1,223 @@
+"""The model registry: the trained models an index can store, and storing/loading them.
+
+A stored model is a scikit-learn style estimator (parameters in ``__init__``,
+``get_params``, learned state ending in ``_``) that also implements::
+
+    kind: str                                   # class attribute: its key in MODEL_KINDS
+    state() -> (meta: dict, arrays: dict)       # learned state: JSON values + ndarrays
+    from_state(params, meta, arrays) -> model   # classmethod, the inverse (checks arrays)
+
+and then either gives features or orders candidates::
+
+    scorer(view) -> FeatureScorer               # feature models (see cqa_search.features)
+    feature_names_in_, predict(X) -> scores     # rankers
+
+A *family* is a kind that ``cqa-search fit INDEX FAMILY`` trains from an index's own
+archive: its ``fit(view, *, progress=False)`` reads an :class:`~cqa_search.features.IndexView`,
+and the command's options are its constructor parameters (names, defaults and help
+from its signature and numpydoc docstring).
+
+Kinds are imported on first use, so searching an index without trained models never
+imports them (nor scikit-learn).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from ..exceptions import IndexFormatError, ParameterError
+from .store import IndexWriter, open_index
+from .validate import InvalidArray
+
+__all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
+           "load_models"]
+
+#: Model kind -> estimator class, or ``"module:Class"`` imported on first use.
+MODEL_KINDS = {
+    "translation": "cqa_search.translation.model:TranslationModel",
+    "ibm1": "cqa_search.translation.ibm1:IBMModel1",
+    "topics": "cqa_search.factorization.topics:TopicModel",
+    "topic-interpolation": "cqa_search.factorization.topics:TopicInterpolation",
+    "multiview": "cqa_search.factorization.multiview:MultiViewModel",
+    "ranker": "cqa_search.ranking.linear:LinearRanker",
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family trained from an index by ``cqa-search fit INDEX NAME``.
+
+    Attributes
+    ----------
+    kind : str
+        Its model kind.
+    summary : str
+        One line for ``--help``.
+    default_name : str
+        Name the model is stored under; ``{param}`` fields are filled from its parameters
+        (e.g. ``"topics-{model}"``).
+    """
+
+    kind: str
+    summary: str
+    default_name: str
+
+    def store_name(self, params) -> str:
+        return self.default_name.format(**params)
+
+
+#: ``cqa-search fit`` family name -> :class:`Family`, in the order they are best fitted
+#: (the multiview model's ``ibm1`` view reads the stored translation model).
+FAMILIES = {
+    "translation": Family("translation", "word and phrase translation models from the "
+                          "archive's question-answer pairs (IBM Model 1, TransLM, P-Trans; "
+                          "Zhou et al. 2011): features wt, translm, ptrans_*", "translation"),
+    "topics": Family("topics", "topic model of the term-question matrix grouped by category "
+                     "(NMF, CNMF, GNMF, GNMFNC; Zhou et al. 2014): feature topic_<model>",
+                     "topics-{model}"),
+    "multiview": Family("multiview", "SMT + MF: the questions factorized jointly with their "
+                        "translations (dictionaries, IBM Model 1, supplied translations; Zhou "
+                        "et al. 2013): one feature mv_<view> per view", "multiview"),
+}
+
+
+def model_class(kind) -> type:
+    """The estimator class of a model kind (imported on first use).
+
+    Raises
+    ------
+    KeyError
+        Unknown kind.
+    """
+    cls = MODEL_KINDS[kind]
+    if isinstance(cls, str):
+        module, _, name = cls.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def _check_name(name) -> None:
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise ParameterError(f"model name must use letters, digits, '-' and '_'; got {name!r}")
+
+
+def add_model(index, name, model) -> str:
+    """Store a fitted model in an index under ``name`` (a new generation, atomically).
+
+    A model of the same name is replaced; the index's other models are kept, including
+    any stored by another writer meanwhile. Engines opened afterwards compute its
+    features (or, for a ranker, rank with it).
+
+    Parameters
+    ----------
+    index : path or SearchEngine
+        The index. Given the engine the model was fitted on, the store is refused if the
+        index was rebuilt since (the model would not match its archive).
+    name : str
+        Letters, digits, ``-`` and ``_``.
+    model : estimator of a registered kind, fitted
+
+    Returns
+    -------
+    str
+        The new generation's name.
+
+    Raises
+    ------
+    ParameterError
+        Bad name, unregistered kind.
+    IndexFormatError
+        No index at the path, or it was rebuilt since ``index`` (an engine) was opened.
+    """
+    _check_name(name)
+    kind = getattr(model, "kind", None)
+    try:
+        registered = kind is not None and model_class(kind) is type(model)
+    except KeyError:
+        registered = False
+    if not registered:
+        raise ParameterError(f"cannot store {type(model).__name__}: not a registered model kind")
+    fitted_on = getattr(index, "manifest", None)
+    path = getattr(index, "path", index)
+    open_index(path)  # a clear error before anything is written
+    meta, arrays = model.state()
+    prefix = f"models/{name}/"
+
+    def manifest(base):
+        if base is None:
+            raise IndexFormatError(f"no index at {path} (build one with `cqa-search build-index`)")
+        if fitted_on is not None and base.manifest.get("build_id") != fitted_on.get("build_id"):
+            raise IndexFormatError(f"{path} was rebuilt while model {name!r} was being fitted; "
+                                   "fit it again on the new index")
+        out = {k: v for k, v in base.manifest.items()
+               if k not in ("format", "format_version", "package_version", "created", "files")}
+        models = dict(base.models)
+        models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created()}
+        out["models"] = models
+        return out
+
+    with IndexWriter(path) as writer:
+        for key, arr in arrays.items():
+            writer.array(f"{prefix}{key}.npy", arr)
+        writer.json(f"{prefix}model.json", {"kind": kind, "params": model.get_params(),
+                                             "meta": meta, "arrays": list(arrays)})
+        return writer.commit(manifest, keep=lambda base: [
+            rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
+
+
+def _created() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def remove_model(path, name) -> str:
+    """Remove a model from an index (a new generation without it).
+
+    Raises
+    ------
+    IndexFormatError
+        No such index or model.
+    """
+    if name not in open_index(path).models:
+        raise IndexFormatError(f"{path} has no model {name!r}")
+
+    def manifest(base):
+        models = dict(base.models)
+        if models.pop(name, None) is None:
+            raise IndexFormatError(f"{path} has no model {name!r}")
+        out = {k: v for k, v in base.manifest.items()
+               if k not in ("format", "format_version", "package_version", "created", "files")}
+        out["models"] = models
+        return out
+
+    prefix = f"models/{name}/"
+    with IndexWriter(path) as writer:
+        return writer.commit(manifest, keep=lambda base: [
+            rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
+
+
+def load_models(stored) -> dict:
+    """Every model of a generation: name -> fitted estimator.
+
+    Raises
+    ------
+    IndexFormatError
+        A model of an unknown kind, or one whose stored state is malformed.
+    """
+    models = {}
+    for name, entry in stored.models.items():
+        try:
+            cls = model_class(entry["kind"])
+        except KeyError:
+            raise IndexFormatError(f"{stored.path}: model {name!r} is of kind {entry['kind']!r}, "
+                                   f"which this cqa_search cannot read") from None
+        stored_model = stored.model(name)
+        try:
+            models[name] = cls.from_state(stored_model.params, stored_model.meta,
+                                          stored_model.arrays())
+        except (KeyError, TypeError, ValueError, IndexError, InvalidArray) as exc:
+            raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
+                                   f"loaded ({exc}); rebuild it with `cqa-search build-index` "
+                                   "or fit the model again") from None
+    return models
