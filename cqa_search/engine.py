@@ -24,9 +24,10 @@ from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
 from .index.store import read_consistent
-from .query_parser import ParsedQuery, parse_query
+from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
+from .retrieval.filters import apply_filters
 
 __all__ = ["SearchConfig", "SearchEngine"]
 
@@ -257,9 +258,10 @@ class SearchEngine:
         Parameters
         ----------
         query : str or ParsedQuery
-            The new question, in the query syntax of
-            :func:`~cqa_search.query_parser.parse_query` (``category:NAME`` filters;
-            plain text is taken as it is).
+            The new question, in the query syntax of :mod:`cqa_search.query_parser`
+            (``category:NAME``, ``+word``, ``-word``, ``"a phrase"``, ``title:word``, ...;
+            plain text is taken as it is), at most
+            :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters.
         k : int or None, default 10
             Number of results (None: every matching question).
         category : str, optional
@@ -273,23 +275,34 @@ class SearchEngine:
         Raises
         ------
         QueryError
-            Empty query, unknown category, bad ``k``.
+            Empty or too long query, unknown category, bad ``k``.
         """
         self._check_k(k)
         if not isinstance(query, (str, ParsedQuery)):
             raise QueryError(f"a query must be a string; got {type(query).__name__}")
-        parsed = parse_query(query) if isinstance(query, str) else query
-        cid = self.categories.id(parsed.category or category)
-        return self._search(self.analyze(parsed.text, self._name(cid)), k, cid)
+        if isinstance(query, str):
+            if len(query) > MAX_QUERY_CHARS:
+                raise QueryError(f"the query has {len(query):,} characters; at most "
+                                 f"{MAX_QUERY_CHARS:,} are taken")
+            query = parse_query(query)
+        cid = self.categories.id(query.category or category)
+        if not query.text.strip():
+            raise QueryError("empty query: type some words to search for (NOT and - only "
+                             "leave words out)")
+        return self._search(self.analyze(query.text, self._name(cid)), k, cid, query)
 
-    def _search(self, q: AnalyzedQuery, k, category_id) -> Results:
+    def _search(self, q: AnalyzedQuery, k, category_id, parsed=None) -> Results:
         model = self.config.retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
             return self._ranked(q, empty, np.zeros(0), empty, k)
         all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
+        if parsed is not None and parsed.must:  # required words decide, not the others
+            matched = np.ones(self.n_docs, dtype=bool)
         if category_id is not None:
             matched &= self.view.doc_category == category_id
+        if parsed is not None and parsed.has_filters:
+            matched = apply_filters(parsed, matched, self.index, self.archive, self.analyzer)
         if self.ranker is None:
             depth = k
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k

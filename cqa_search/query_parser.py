@@ -1,80 +1,211 @@
-"""The query syntax a person types, parsed with whoosh into free text and filters.
+"""The query syntax a person types, parsed with whoosh into words and filters.
 
 One parser serves the Python API (:meth:`cqa_search.SearchEngine.search`), the command
-line and the server: ``category:Travel lost passport`` and ``category:"Doha Shopping"
-cheap sofa`` filter by category; ``NOT word`` leaves a word out; quotes group words.
-Text without any syntax is taken as it is, without running the parser.
+line and the server. The syntax (what ``:help`` and the README list):
+
+======================================  ===============================================
+``renew work visa``                     any of the words (ranked by the retrieval model)
+``+visa renew``, ``visa AND renew``     ``visa`` required (both required)
+``-used``, ``NOT used``                 leave out questions with ``used``
+``"reset button"``                      the words next to each other (a phrase; required)
+``(visa OR permit) AND renew``          one of the words in brackets, and ``renew``
+``title:visa`` ``body:`` ``answers:``   the word in that part of the question (required);
+``tag:visa``                            ``tag:`` among the question's tags
+``category:Travel``                     only this category; ``category:"Doha Shopping"``
+======================================  ===============================================
+
+Words are analysed like the archive (stemmed, stopwords dropped), so a filter matches what
+a search matches. Text without any syntax is taken as it is, without running the parser;
+text the parser cannot read (``NOT NOT NOT``) falls back to its plain words.
 """
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 from dataclasses import dataclass
 
 with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
     warnings.simplefilter("ignore", SyntaxWarning)
     warnings.simplefilter("ignore", DeprecationWarning)
+    from whoosh import query as wq
     from whoosh.analysis import RegexTokenizer
     from whoosh.fields import ID, TEXT, Schema
-    from whoosh.qparser import OrGroup, QueryParser, WildcardPlugin
-    from whoosh.query import Not, Phrase
+    from whoosh.qparser import OrGroup, PlusMinusPlugin, QueryParser, WildcardPlugin
 
-__all__ = ["ParsedQuery", "parse_query"]
+__all__ = ["ParsedQuery", "Unit", "parse_query", "FIELDS", "MAX_QUERY_CHARS"]
+
+#: Field prefixes of the syntax; ``text`` is the default (the question: title and body).
+FIELDS = ("title", "body", "answers", "tag")
+#: Longest query text taken (a server takes queries from anyone).
+MAX_QUERY_CHARS = 10_000
 
 # Text with none of these is plain words: the parser would return it unchanged.
-_SYNTAX = re.compile(r'[:"()\[\]{}^]|(?:^|(?<=\W))\'|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
+_SYNTAX = re.compile(r'[:"()\[\]{}^]|(?:^|(?<=[\s(]))[-+\']|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
+_WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
+_TEXT = TEXT(analyzer=RegexTokenizer(r"\S+"))
+_SCHEMA = Schema(text=_TEXT, title=_TEXT, body=_TEXT, answers=_TEXT, tag=_TEXT, category=ID)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Words that must occur in one field of a question (next to each other if a phrase).
+
+    Attributes
+    ----------
+    field : str
+        ``"question"`` (title and body), ``"title"``, ``"body"``, ``"answers"`` or ``"tag"``.
+    words : tuple of str
+        As typed (analysed by the engine).
+    phrase : bool
+    """
+
+    field: str
+    words: tuple
+    phrase: bool = False
 
 
 @dataclass(frozen=True)
 class ParsedQuery:
-    """Free text and filters of a typed query."""
+    """A typed query: the words to rank by, and filters.
+
+    Attributes
+    ----------
+    text : str
+        The words that score (every word the query asks for, filters' words included).
+    category : str or None
+        ``category:`` filter.
+    must : tuple of tuple of Unit
+        Each a disjunction: a hit matches at least one of its units.
+    must_not : tuple of tuple of Unit
+        Each a conjunction: a hit never matches all of its units.
+    """
 
     text: str
     category: str | None = None
+    must: tuple = ()
+    must_not: tuple = ()
+
+    @property
+    def has_filters(self) -> bool:
+        return bool(self.must or self.must_not)
 
 
-_SCHEMA = Schema(text=TEXT(analyzer=RegexTokenizer(r"\S+")), category=ID)
+def _parser():
+    parser = QueryParser("text", _SCHEMA, group=OrGroup)
+    parser.remove_plugin_class(WildcardPlugin)
+    # + and - are operators only at the start of a word ("C++", "e-mail" stay words).
+    parser.add_plugin(PlusMinusPlugin(plusexpr=r"(?<![^\s(])\+", minusexpr=r"(?<![^\s(])-"))
+    return parser
+
+
+_LOCAL = threading.local()  # one parser per thread: whoosh's keeps state while it parses
+
+
+class _Walk:
+    """Collects the words and filters of a whoosh query tree."""
+
+    def __init__(self):
+        self.words, self.category = [], None
+        self.must, self.must_not = [], []
+
+    def unit(self, node):
+        """The Unit of a leaf, or None (not a word: a range, the category, ...)."""
+        field = getattr(node, "fieldname", "text")
+        if isinstance(node, wq.Phrase):
+            words = tuple(w for w in node.words if w)
+            return Unit("question" if field == "text" else field, words, len(words) > 1) \
+                if words else None
+        text = getattr(node, "text", None)
+        if not isinstance(text, str) or not text:
+            return None
+        if field == "category":
+            self.category = self.category or text
+            return None
+        return Unit("question" if field == "text" else field, (text,))
+
+    def leaves(self, node):
+        """Units under ``node`` (for an OR inside a requirement, or an AND inside a NOT)."""
+        if node.is_leaf():
+            u = self.unit(node)
+            return [u] if u is not None else []
+        return [u for child in node.children() for u in self.leaves(child)]
+
+    def exclude(self, node):
+        """``NOT node``: NOT (a OR b) leaves out a and b, NOT (a AND b) what has both."""
+        if isinstance(node, wq.Not):
+            return  # NOT NOT x: not a filter
+        if node.is_leaf():
+            unit = self.unit(node)
+            if unit is not None:
+                self.must_not.append((unit,))
+        elif isinstance(node, wq.And):
+            units = self.leaves(node)
+            if units:
+                self.must_not.append(tuple(units))
+        else:
+            for child in node.children():
+                self.exclude(child)
+
+    def walk(self, node, mode="should"):
+        if isinstance(node, wq.Not):
+            if mode != "not":
+                self.exclude(node.query)
+            return
+        if isinstance(node, wq.AndNot):
+            self.walk(node.a, mode)
+            self.walk(wq.Not(node.b), mode)
+            return
+        if isinstance(node, (wq.AndMaybe, wq.Require)):
+            self.walk(node.a, "must" if mode == "should" else mode)
+            self.walk(node.b, mode)
+            return
+        if node.is_leaf():
+            unit = self.unit(node)
+            if unit is None:
+                return
+            if mode != "not":
+                self.words.extend(unit.words)
+            if mode == "must" or unit.phrase or unit.field != "question":
+                self.must.append((unit,))
+            return
+        if isinstance(node, wq.Or) and mode == "must":
+            units = self.leaves(node)
+            self.words.extend(w for u in units for w in u.words)
+            if units:
+                self.must.append(tuple(units))
+            return
+        child_mode = "must" if isinstance(node, wq.And) and mode == "should" else mode
+        for child in node.children():
+            self.walk(child, child_mode)
 
 
 def parse_query(typed: str) -> ParsedQuery:
-    """Split a typed query into free text and a ``category:`` filter (whoosh syntax).
-
-    ``category:Travel lost passport`` and ``category:"Doha Shopping" cheap sofa`` set the
-    category; ``NOT word`` drops the word; quotes group words.
+    """Words and filters of a typed query (see the module docstring for the syntax).
 
     Examples
     --------
     >>> parse_query('category:"Doha Shopping" cheap sofa')
-    ParsedQuery(text='cheap sofa', category='Doha Shopping')
-    >>> parse_query("reset my router NOT wifi")
-    ParsedQuery(text='reset my router', category=None)
+    ParsedQuery(text='cheap sofa', category='Doha Shopping', must=(), must_not=())
+    >>> q = parse_query('router "reset button" -wifi')
+    >>> q.text
+    'router reset button'
+    >>> q.must
+    ((Unit(field='question', words=('reset', 'button'), phrase=True),),)
+    >>> q.must_not
+    ((Unit(field='question', words=('wifi',), phrase=False),),)
+    >>> parse_query("NOT NOT NOT").text   # unreadable: its plain words
+    'NOT NOT NOT'
     """
     if not _SYNTAX.search(typed):
         return ParsedQuery(" ".join(typed.split()))
-    parser = QueryParser("text", _SCHEMA, group=OrGroup)
-    parser.remove_plugin_class(WildcardPlugin)
-    words, category = [], None
-
-    def walk(node, negated=False):
-        nonlocal category
-        if isinstance(node, Not):
-            walk(node.query, True)
-            return
-        if node.is_leaf():
-            if negated:
-                return
-            field = getattr(node, "fieldname", None)
-            if field == "category":
-                category = node.text
-            elif isinstance(node, Phrase):
-                words.extend(node.words)
-            elif field == "text":
-                words.append(node.text)
-            return
-        for child in node.children():
-            walk(child, negated)
-
-    walk(parser.parse(typed))
-    return ParsedQuery(" ".join(words), category)
-
-
+    parser = getattr(_LOCAL, "parser", None)
+    if parser is None:
+        parser = _LOCAL.parser = _parser()
+    walk = _Walk()
+    try:
+        walk.walk(parser.parse(typed))
+    except Exception:  # noqa: BLE001 - whoosh fails on odd input in many ways
+        return ParsedQuery(" ".join(_WORD.findall(typed)))
+    return ParsedQuery(" ".join(walk.words), walk.category, tuple(walk.must),
+                       tuple(walk.must_not))

@@ -24,8 +24,14 @@ Type a question to search. Commands:
   :explain on|off   show why each result ranks there (now {explain})
   :help             this help
   :quit             leave (also Ctrl-D)
-In a query, category:NAME (or category:"Two words") filters that query only,
-and NOT word leaves a word out.\
+Query syntax (one query at a time):
+  renew work visa          any of the words, best matches first
+  +visa renew              visa required        visa AND renew    both required
+  -used  or  NOT used      leave out questions with "used"
+  "reset button"           the words next to each other
+  (visa OR permit) AND renew
+  title:visa  body:visa  answers:passport  tag:family    the word in that part
+  category:Travel  or  category:"Doha Shopping"           only that category\
 """
 
 

@@ -26,6 +26,7 @@ FIELDS = {
     "title": lambda q: q.title,
     "body": lambda q: q.body,
     "answers": lambda q: "\n".join(q.answers),
+    "tags": lambda q: " ".join(q.tags),
     "best_answer": lambda q: q.best_answer_text or "",
 }
 
