@@ -18,7 +18,7 @@ from ..archive import Question
 from .vocab import Vocabulary
 from ..exceptions import ParameterError
 
-__all__ = ["FIELDS", "FieldIndex", "TermIndex", "TermIndexBuilder"]
+__all__ = ["FIELDS", "CollectionStats", "FieldIndex", "TermIndex", "TermIndexBuilder"]
 
 #: Field name -> text of a question for that field.
 FIELDS = {
@@ -29,6 +29,67 @@ FIELDS = {
     "tags": lambda q: " ".join(q.tags),
     "best_answer": lambda q: q.best_answer_text or "",
 }
+
+
+class CollectionStats:
+    """The collection statistics of a field that the term models read.
+
+    By default those of the field's own documents; an index split in parts (shards,
+    segments) gives each part the statistics of the whole collection, so that every part
+    scores exactly as one index would.
+
+    Parameters
+    ----------
+    n_docs : int
+        Documents of the collection.
+    df : ndarray of int64, shape (n_terms,)
+        Documents holding each term.
+    term_freq : ndarray of int64, shape (n_terms,)
+        Occurrences of each term.
+    total_terms : int
+        Occurrences of every term (the collection's length).
+
+    Examples
+    --------
+    >>> a = CollectionStats(2, np.array([1, 2]), np.array([1, 3]), 4)
+    >>> b = a + CollectionStats(1, np.array([0, 1]), np.array([0, 1]), 1)
+    >>> b.n_docs, b.df.tolist(), b.avg_doc_len, b.collection_prob.tolist()
+    (3, [1, 3], 1.6666666666666667, [0.2, 0.8])
+    """
+
+    def __init__(self, n_docs, df, term_freq, total_terms):
+        self.n_docs, self.total_terms = int(n_docs), int(total_terms)
+        self.df, self.term_freq = df, term_freq
+        self._prob = None
+
+    @classmethod
+    def of(cls, field) -> "CollectionStats":
+        """The statistics of a field's own documents."""
+        cum = np.concatenate(([0], np.cumsum(field.counts, dtype=np.int64)))
+        tf = cum[field.indptr[1:]] - cum[field.indptr[:-1]]
+        return cls(field.n_docs, np.diff(field.indptr), tf, field.total_terms)
+
+    def __add__(self, other) -> "CollectionStats":
+        """The statistics of two disjoint collections over one vocabulary (``other``'s
+        vocabulary may be a prefix of this one's or the reverse)."""
+        n = max(len(self.df), len(other.df))
+
+        def pad(a):
+            return np.pad(np.asarray(a, dtype=np.int64), (0, n - len(a)))
+        return CollectionStats(self.n_docs + other.n_docs, pad(self.df) + pad(other.df),
+                               pad(self.term_freq) + pad(other.term_freq),
+                               self.total_terms + other.total_terms)
+
+    @property
+    def avg_doc_len(self) -> float:
+        return self.total_terms / max(self.n_docs, 1)
+
+    @property
+    def collection_prob(self) -> np.ndarray:
+        """``term_freq / total_terms``: the background model P(t|C)."""
+        if self._prob is None:
+            self._prob = self.term_freq / max(self.total_terms, 1)
+        return self._prob
 
 
 class FieldIndex:
@@ -51,18 +112,19 @@ class FieldIndex:
     sequence : ndarray of int32, shape (total_terms,)
         The term ids of every document in text order (stopwords removed), documents
         one after the other: what order-aware models (phrase translation) read.
+    stats : CollectionStats, optional
+        The collection statistics the models score with (default: this field's own).
 
     Attributes
     ----------
     df : ndarray of int64, shape (n_terms,)
-        Document frequency of each term in this field.
-    term_freq : ndarray of int64, shape (n_terms,)
-        Collection frequency (total occurrences) of each term.
-    collection_prob : ndarray of float64, shape (n_terms,)
-        ``term_freq / total_terms``: the background model P(t|C).
+        Document frequency of each term in this field's documents.
+    stats : CollectionStats
+        The collection statistics (document frequencies, P(t|C), average length) that
+        term models score with.
     """
 
-    def __init__(self, name, indptr, indices, counts, doc_len, sequence):
+    def __init__(self, name, indptr, indices, counts, doc_len, sequence, stats=None):
         self.name = name
         self.indptr = indptr
         self.indices = indices
@@ -72,7 +134,7 @@ class FieldIndex:
         self._offsets = None
         self._rows = None
         self._derived = {}
-        self._stats = None
+        self._stats = stats
 
     @property
     def n_docs(self) -> int:
@@ -91,27 +153,23 @@ class FieldIndex:
         return int(self.doc_len.sum(dtype=np.int64))
 
     @property
-    def avg_doc_len(self) -> float:
-        return self.total_terms / max(self.n_docs, 1)
-
-    @property
     def df(self) -> np.ndarray:
         return np.diff(self.indptr)
 
-    def _collection(self):
+    @property
+    def stats(self) -> CollectionStats:
         if self._stats is None:
-            cum = np.concatenate(([0], np.cumsum(self.counts, dtype=np.int64)))
-            tf = cum[self.indptr[1:]] - cum[self.indptr[:-1]]
-            self._stats = (tf, tf / max(self.total_terms, 1))
+            self._stats = CollectionStats.of(self)
         return self._stats
 
-    @property
-    def term_freq(self) -> np.ndarray:
-        return self._collection()[0]
-
-    @property
-    def collection_prob(self) -> np.ndarray:
-        return self._collection()[1]
+    def with_stats(self, stats: CollectionStats) -> "FieldIndex":
+        """The same postings scored with the statistics of a larger collection (a new
+        object: weights derived from other statistics are kept apart)."""
+        if len(stats.df) != self.n_terms:
+            raise ValueError(f"statistics over {len(stats.df)} terms for a field of "
+                             f"{self.n_terms}")
+        return FieldIndex(self.name, self.indptr, self.indices, self.counts, self.doc_len,
+                          self.sequence, stats=stats)
 
     def derived(self, key: str, compute):
         """An array derived from this field by a model (posting weights, idf, norms).

@@ -186,7 +186,7 @@ class TermModel:
         return 0.0
 
     def _usable(self, field, term_ids, qtf):
-        keep = field.df[term_ids] > 0
+        keep = field.stats.df[term_ids] > 0
         return term_ids[keep], qtf[keep]
 
     def _weights_can_be_zero(self) -> bool:

@@ -70,7 +70,8 @@ class BM25(TermModel):
 
     def _weight(self, field, tf, rows, terms):
         tf = tf.astype(np.float64)
-        idf = bm25_idf(self.method, field.df[terms], field.n_docs)
-        norm = self.k1 * (1 - self.b + self.b * field.doc_len[rows] / max(field.avg_doc_len, 1e-12))
+        stats = field.stats
+        idf = bm25_idf(self.method, stats.df[terms], stats.n_docs)
+        norm = self.k1 * (1 - self.b + self.b * field.doc_len[rows] / max(stats.avg_doc_len, 1e-12))
         tfc = tf * (self.k1 + 1) / (tf + norm) if self.method == "atire" else tf / (tf + norm)
         return idf * tfc

@@ -43,11 +43,11 @@ class LMJelinekMercer(TermModel):
         self.lam = lam
 
     def _weight(self, field, tf, rows, terms):
-        p_c = field.collection_prob[terms]
+        p_c = field.stats.collection_prob[terms]
         return np.log1p((1 - self.lam) * tf / (self.lam * field.doc_len[rows] * p_c))
 
     def _constant(self, field, term_ids, qtf):
-        return float(qtf @ np.log(self.lam * field.collection_prob[term_ids]))
+        return float(qtf @ np.log(self.lam * field.stats.collection_prob[term_ids]))
 
 
 class LMDirichlet(TermModel):
@@ -68,11 +68,11 @@ class LMDirichlet(TermModel):
         self.mu = mu
 
     def _weight(self, field, tf, rows, terms):
-        return np.log1p(tf / (self.mu * field.collection_prob[terms]))
+        return np.log1p(tf / (self.mu * field.stats.collection_prob[terms]))
 
     def _doc_part(self, field, term_ids, qtf, rows=None):
         dl = field.doc_len if rows is None else field.doc_len[rows]
         return qtf.sum() * np.log(self.mu / (dl + self.mu))
 
     def _constant(self, field, term_ids, qtf):
-        return float(qtf @ np.log(field.collection_prob[term_ids]))
+        return float(qtf @ np.log(field.stats.collection_prob[term_ids]))

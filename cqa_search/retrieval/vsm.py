@@ -35,15 +35,17 @@ class VSM(TermModel):
         self.smooth_idf = smooth_idf
 
     def idf(self, field) -> np.ndarray:
-        """idf of every term of ``field``, fitted by scikit-learn's ``TfidfTransformer`` (cached)."""
+        """idf of every term of ``field`` (cached), as scikit-learn's ``TfidfTransformer``
+        fits it on float32 counts, bit for bit, from the field's collection statistics."""
         def compute():
-            if field.n_terms == 0:  # an archive without a single term
-                return np.zeros(0)
-            from sklearn.feature_extraction.text import TfidfTransformer
-
-            tfidf = TfidfTransformer(smooth_idf=self.smooth_idf, sublinear_tf=self.sublinear_tf)
-            # The fit reads only the document frequencies, i.e. the postings' structure.
-            return tfidf.fit(field.matrix(np.ones(field.nnz, dtype=np.float32))).idf_
+            stats = field.stats
+            df = np.asarray(stats.df, dtype=np.float32) + np.float32(self.smooth_idf)
+            idf = np.full_like(df, stats.n_docs + int(self.smooth_idf), dtype=np.float32)
+            with np.errstate(divide="ignore"):
+                idf /= df
+            np.log(idf, out=idf)
+            idf += 1.0
+            return idf
         return field.derived(f"idf:{self.cache_key()}", compute)
 
     def _tf(self, counts):

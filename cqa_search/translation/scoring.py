@@ -313,10 +313,10 @@ class TranslationScorer:
                 f = index[name]
                 self._fields[name] = (f.sequence, offsets_from_lengths(f.doc_len))
         q = index["question"]
-        bg = np.asarray(q.collection_prob, dtype=np.float64)
+        bg = np.asarray(q.stats.collection_prob, dtype=np.float64)
         self._bg_known = bg > 0
         # terms absent from the question field (answers only) count as half an occurrence
-        self._bg = np.where(bg > 0, bg, 0.5 / max(q.total_terms, 1))
+        self._bg = np.where(bg > 0, bg, 0.5 / max(q.stats.total_terms, 1))
         table = model.ibm1_.translation_probs_
         self._csr = table
         self._csc = table.tocsc()

@@ -4,7 +4,8 @@ from collections import Counter
 import numpy as np
 
 from cqa_search.analysis import Analyzer
-from cqa_search.index.term_index import FIELDS, TermIndexBuilder
+from cqa_search.archive import Question
+from cqa_search.index.term_index import FIELDS, FieldIndex, TermIndexBuilder
 
 
 def test_builder_counts_equal_naive_counts(toy_archive):
@@ -22,9 +23,9 @@ def test_builder_counts_equal_naive_counts(toy_archive):
             assert got == dict(expected)
             assert fi.doc_len[row] == sum(expected.values())
         assert fi.total_terms == dense.sum()
-        np.testing.assert_array_equal(fi.term_freq, dense.sum(axis=0))
+        np.testing.assert_array_equal(fi.stats.term_freq, dense.sum(axis=0))
         np.testing.assert_array_equal(fi.df, (dense > 0).sum(axis=0))
-        np.testing.assert_allclose(fi.collection_prob.sum(), 1.0)
+        np.testing.assert_allclose(fi.stats.collection_prob.sum(), 1.0)
         for t in range(fi.n_terms):  # postings sorted by row
             rows, _ = fi.postings_of(t)
             assert np.all(np.diff(rows) > 0)
@@ -68,3 +69,38 @@ def test_term_ids_do_not_depend_on_string_hashing(tmp_path, fixtures):
         manifest = open_index(out).manifest
         digests.append({k: v["sha256"] for k, v in manifest["files"].items()})
     assert digests[0] == digests[1]
+
+
+def test_parts_scored_with_the_whole_collections_statistics_score_as_one_index():
+    """An archive split in two parts over one vocabulary: each part, given the statistics
+    of both, gives every term model the scores of the one index of the whole archive."""
+    from cqa_search.retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer
+
+    docs = ["renew visa office", "visa fees", "cheap sofa shop", "sofa delivery fees",
+            "visa on arrival", "renew a car licence"]
+    analyzer = Analyzer()
+    whole = TermIndexBuilder(analyzer, ("question",))
+    for i, d in enumerate(docs):
+        whole.add(Question(f"d{i}", d))
+    whole = whole.build()
+    parts = []
+    for rows in (range(0, 4), range(4, 6)):
+        m = whole["question"].matrix().tocsr()[list(rows)].tocsc()
+        m.sort_indices()
+        seq = np.concatenate([whole["question"].terms_of(r) for r in rows])
+        parts.append(FieldIndex("question", m.indptr.astype(np.int64), m.indices.astype(np.int32),
+                                m.data.astype(np.int32), whole["question"].doc_len[list(rows)],
+                                seq.astype(np.int32)))
+    stats = parts[0].stats + parts[1].stats
+    np.testing.assert_array_equal(stats.df, whole["question"].stats.df)
+    ids = np.array(sorted({whole.vocab.id("visa"), whole.vocab.id("renew"),
+                           whole.vocab.id("fees")}))
+    qtf = np.ones(len(ids))
+    for model in (BM25(), BM25(method="robertson"), LMJelinekMercer(), LMDirichlet(mu=10),
+                  VSM()):
+        full, _ = model.score_all(whole["question"], ids, qtf)
+        split = np.concatenate([model.score_all(p.with_stats(stats), ids, qtf)[0]
+                                for p in parts])
+        np.testing.assert_allclose(split, full, rtol=1e-6, err_msg=model.name)
+        alone = np.concatenate([model.score_all(p, ids, qtf)[0] for p in parts])
+        assert not np.allclose(alone, full)  # the parts' own statistics would differ

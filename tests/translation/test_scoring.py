@@ -68,7 +68,7 @@ def reference(engine, model, text, row):
     table, vocab = model.phrase_table_, model.phrase_table_.vocabulary_
     L, tight = vocab.max_length, not table.unaligned_edges
     qf = engine.index["question"]
-    bg_raw = qf.collection_prob
+    bg_raw = qf.stats.collection_prob
     bg = lambda t: bg_raw[t] if bg_raw[t] > 0 else 0.5 / qf.total_terms  # noqa: E731
     lam, beta = model.lam, model.beta
     has_answers = "answers" in engine.index.fields
