@@ -96,7 +96,7 @@ def read(path, *, report: ReadReport):
             answers=tuple(_comment_text(c) for c in comments), extra=extra)
         if record is not None:
             seen.add(record.id)
-            yield record
+            yield record, path, line
     if n_threads == 0:
         raise ArchiveError("no <Thread> element: not a SemEval-2016 Task 3 file", path)
 

@@ -82,6 +82,6 @@ def read(path, *, report: ReadReport, category_level="maincat"):
             answers=tuple(answers), best_answer=answers.index(best) if best else None,
             extra=extra)
         if question is not None:
-            yield question
+            yield question, path, line
     if n_documents == 0:
         raise ArchiveError("no <document> element: not a Yahoo! Answers L6 file", path)
