@@ -17,7 +17,7 @@ from ..exceptions import ArchiveError
 logger = logging.getLogger("cqa_search.readers")
 
 __all__ = ["ReadReport", "make_question", "check_file", "check_columns", "iter_xml",
-           "LIST_FIELDS"]
+           "child_text", "LIST_FIELDS"]
 
 #: Fields that hold a list: a mapping may give them several columns (or keys).
 LIST_FIELDS = ("tags", "answers", "duplicate_of")
@@ -225,6 +225,15 @@ def iter_xml(path, tags, *, root_tags=None):
                 return
             if chunk.endswith(b"\n"):
                 lineno += 1
+
+
+def child_text(parent, path) -> str:
+    """All the text of the first element at ``path`` under ``parent``, markup inside it
+    included (``findtext`` would stop at the first child element); "" when absent."""
+    child = parent.find(path)
+    if child is None:
+        return ""
+    return "".join(child.itertext()) if len(child) else (child.text or "")
 
 
 def _pull(parser, chunk):
