@@ -9,12 +9,16 @@ Only ``id`` and some text (``title`` or ``body``) are required. ``best_answer`` 
 0-based index of the best (accepted) answer, or ``null`` when unknown; a string is also
 accepted and taken as the text of the best answer. Keys outside the schema are kept in
 :attr:`Question.extra` and written back, so converting an archive never drops data.
+
+Readers also take the names other tools give these fields (:data:`FIELD_ALIASES`): BEIR
+and pyserini corpora name the id ``_id`` and the text ``text`` or ``contents``.
 """
 from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -23,27 +27,82 @@ import orjson
 
 from .exceptions import ArchiveError, QueryError
 
-__all__ = ["Question", "Archive", "SCHEMA_KEYS"]
+__all__ = ["Question", "Archive", "SCHEMA_KEYS", "FIELD_ALIASES"]
 
 SCHEMA_KEYS = ("id", "title", "body", "category", "tags", "answers", "best_answer", "duplicate_of")
 _SCHEMA_KEYS = frozenset(SCHEMA_KEYS)
+#: Schema field -> the names other tools give it, tried in order when the field itself is
+#: absent (BEIR: ``_id``, ``title``, ``text``; pyserini: ``id``, ``contents``).
+FIELD_ALIASES = {"id": ("_id",), "body": ("text", "contents")}
 _NO_EXTRA = MappingProxyType({})
 
 
 def _str_tuple(value, name):
-    if not value:
+    """``value`` as a tuple of str; None is empty. Refuses strings, mappings and sets (a
+    list was meant: a dict would give its keys, a set an arbitrary order)."""
+    if type(value) is tuple:
+        out = value
+    elif type(value) is list:
+        out = tuple(value)
+    elif value is None:
         return ()
-    if type(value) is not list and type(value) is not tuple and (
-            isinstance(value, str) or not isinstance(value, Iterable)):
+    elif isinstance(value, (str, bytes, Mapping, Set)) or not isinstance(value, Iterable):
         raise ValueError(f"field '{name}' must be a list of strings; got {type(value).__name__}")
-    out = value if type(value) is tuple else tuple(value)
+    else:
+        out = tuple(value)
     if not all(type(item) is str for item in out):
-        bad = next(item for item in out if not isinstance(item, str))
+        bad = next(item for item in out if type(item) is not str)
         if not isinstance(bad, str):
             raise ValueError(f"field '{name}' must be a list of strings; got an item of type "
                              f"{type(bad).__name__}")
         out = tuple(str(item) for item in out)  # str subclasses
     return out
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _id_str(value, name):
+    """An id given as an integer, as a string."""
+    try:
+        return str(int(value))
+    except ValueError:  # more digits than int -> str converts (sys.get_int_max_str_digits)
+        raise ValueError(f"field '{name}' is an integer of more than "
+                         f"{sys.get_int_max_str_digits()} digits") from None
+
+
+def _id_list(value, name):
+    """``duplicate_of``: one id or a list of ids (strings or integers)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value.strip() else ()
+    if _is_int(value):
+        return (_id_str(value, name),)
+    if type(value) is list or type(value) is tuple:
+        return tuple(_id_str(item, name) if _is_int(item) else item for item in value)
+    raise ValueError(f"field '{name}' must be an id or a list of ids; got {type(value).__name__}")
+
+
+def _check_extra(extra):
+    """Refuse what cannot be written back: schema keys, values that are not JSON."""
+    clash = _SCHEMA_KEYS.intersection(extra)
+    if clash:
+        raise ValueError(f"field 'extra' must not hold schema field {sorted(clash)[0]!r}")
+    try:
+        orjson.dumps(extra)
+    except orjson.JSONEncodeError:
+        for key, value in extra.items():
+            if not isinstance(key, str):
+                raise ValueError(f"field 'extra': key {key!r} is not a string") from None
+            try:
+                orjson.dumps(value)
+            except orjson.JSONEncodeError as exc:
+                reason = ("it is nested too deeply" if "ecursion" in str(exc)
+                          else f"it cannot be stored as JSON ({exc})")
+                raise ValueError(f"the value of key {key!r}: {reason}") from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -93,8 +152,11 @@ class Question:
         set_ = object.__setattr__
         qid = self.id
         if type(qid) is not str:
-            if isinstance(qid, int) and not isinstance(qid, bool):
-                qid = str(qid)
+            if _is_int(qid):
+                qid = _id_str(qid, "id")
+            elif isinstance(qid, float):
+                raise ValueError(f"field 'id' must be a non-empty string or an integer; got the "
+                                 f"number {qid!r} (write long numeric ids as strings)")
             elif not isinstance(qid, str):
                 raise ValueError(f"field 'id' must be a non-empty string; got {qid!r}")
         stripped = qid.strip()
@@ -141,7 +203,10 @@ class Question:
         if extra is not _NO_EXTRA:
             if type(extra) is not dict and not isinstance(extra, Mapping):
                 raise ValueError("field 'extra' must be a mapping")
-            set_(self, "extra", MappingProxyType(dict(extra)) if extra else _NO_EXTRA)
+            if extra:
+                extra = dict(extra)
+                _check_extra(extra)
+            set_(self, "extra", MappingProxyType(extra) if extra else _NO_EXTRA)
 
     @property
     def text(self) -> str:
@@ -168,9 +233,9 @@ class Question:
             raise ValueError(f"a record must be a JSON object; got {type(record).__name__}")
         if "id" not in record:
             raise ValueError("missing required field 'id'")
-        answers = record.get("answers") or ()
+        answers = record.get("answers")
         if isinstance(answers, str):
-            answers = (answers,)
+            answers = (answers,) if answers.strip() else ()
         answers = _str_tuple(answers, "answers")
         best = record.get("best_answer")
         if isinstance(best, str):
@@ -180,18 +245,14 @@ class Question:
             else:
                 answers = (best,) + answers
                 best = 0
-        tags = record.get("tags") or ()
+        tags = record.get("tags")
         if isinstance(tags, str):
             tags = tuple(t for t in tags.replace("|", " ").split() if t)
-        duplicate_of = record.get("duplicate_of") or ()
-        if isinstance(duplicate_of, (str, int)) and not isinstance(duplicate_of, bool):
-            duplicate_of = (str(duplicate_of),)
-        elif duplicate_of:
-            duplicate_of = tuple(str(d) if isinstance(d, int) else d for d in duplicate_of)
+        duplicate_of = _id_list(record.get("duplicate_of"), "duplicate_of")
         extra = {k: v for k, v in record.items() if k not in _SCHEMA_KEYS} \
             if len(record.keys() - _SCHEMA_KEYS) else _NO_EXTRA
         return cls(
-            id=record["id"], title=record.get("title") or "", body=record.get("body") or "",
+            id=record["id"], title=record.get("title"), body=record.get("body"),
             category=record.get("category"), tags=tags, answers=answers, best_answer=best,
             duplicate_of=duplicate_of, extra=extra)
 

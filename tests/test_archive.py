@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from cqa_search import Archive, Question
@@ -55,3 +57,32 @@ def test_archive_rows_and_errors(toy_archive):
 def test_archive_jsonl_round_trip(toy_archive, tmp_path):
     toy_archive.to_jsonl(tmp_path / "a.jsonl")
     assert list(read_archive(tmp_path / "a.jsonl")) == list(toy_archive)
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"answers": {"a": "b"}}, "field 'answers' must be a list of strings; got dict"),
+    ({"answers": 0}, "field 'answers' must be a list of strings; got int"),
+    ({"answers": {"x"}}, "field 'answers' must be a list of strings; got set"),
+    ({"tags": {"a": 1}}, "field 'tags' must be a list of strings; got dict"),
+    ({"duplicate_of": 1.5}, "field 'duplicate_of' must be an id or a list of ids; got float"),
+    ({"duplicate_of": [1.5]}, "field 'duplicate_of' must be a list of strings; got an item of "
+                              "type float"),
+    ({"id": True}, "field 'id' must be a non-empty string; got True"),
+    ({"id": 1e30}, r"field 'id' must be a non-empty string or an integer; got the number 1e\+30"),
+    ({"id": 10 ** 4400}, "field 'id' is an integer of more than 4300 digits"),
+    ({"title": 0}, "field 'title' must be a string; got int"),
+    ({"nested": json.loads("[" * 300 + "]" * 300)},
+     "the value of key 'nested': it is nested too deeply"),
+    ({"when": {1, 2}}, "the value of key 'when': it cannot be stored as JSON"),
+])
+def test_from_dict_refuses_what_it_cannot_store(record, message):
+    with pytest.raises(ValueError, match=message):
+        Question.from_dict({"id": "q", "title": "t", **record})
+
+
+def test_ids_given_as_integers_and_extra_checks():
+    q = Question.from_dict({"id": 12345678901234567890, "title": "t", "duplicate_of": [3, "x"]})
+    assert q.id == "12345678901234567890" and q.duplicate_of == ("3", "x")
+    assert Question.from_dict({"id": "q", "title": "t", "duplicate_of": " "}).duplicate_of == ()
+    with pytest.raises(ValueError, match="field 'extra' must not hold schema field 'title'"):
+        Question("q", "t", extra={"title": "other"})

@@ -10,7 +10,7 @@ import textwrap
 from ..exceptions import CQASearchError
 
 __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
-           "hits_json", "add_common_options"]
+           "hits_json", "add_common_options", "os_error_reason", "print_or_fail"]
 
 PROG = "cqa-search"
 
@@ -159,3 +159,33 @@ def hits_json(results, *, category=None, suggestions=None, ranker=None) -> str:
                        "query_terms": list(results.query_terms),
                        "unknown_words": list(results.unknown_words),
                        "suggestions": suggestions or {}, "hits": hits}, ensure_ascii=False)
+
+
+def os_error_reason(exc: OSError) -> str:
+    """An OSError in a few words, with the path it concerns."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
+        path = os.fspath(exc.filename)  # name the part of the path that is a file
+        while path and not os.path.exists(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        if os.path.exists(path) and not os.path.isdir(path):
+            return f"{path} is not a directory"
+    reason = exc.strerror or str(exc)
+    return f"{reason}: {exc.filename}" if exc.filename else reason
+
+
+def print_or_fail(text) -> None:
+    """Print to stdout now, raising CQASearchError when it cannot be written (a full disk)
+    rather than a traceback, now or when Python flushes stdout at exit."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # a closed pipe (`| head`): run_command ends quietly
+    except OSError as exc:
+        try:  # what could not be written stays in the buffer: send it nowhere
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        raise CQASearchError(f"cannot write to standard output: {os_error_reason(exc)}") from None

@@ -6,12 +6,12 @@ import os
 import sys
 
 from ..analysis import STEMMERS, Analyzer
+from ..exceptions import CQASearchError, ParameterError
 from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS
-from ..exceptions import ParameterError
-from ._common import add_common_options, run_command
+from ._common import add_common_options, os_error_reason, print_or_fail, run_command
 from .fit import fit_family
 
 HELP = "index an archive (JSONL, CSV/TSV, SemEval XML, StackExchange dump, Yahoo! L6)"
@@ -50,7 +50,10 @@ def configure(parser) -> None:
                           help="stopword list: English, none, or a file with one word per line")
     readers = parser.add_argument_group("reader options")
     readers.add_argument("--columns", type=_columns, metavar="KEY=COL,...",
-                         help="CSV/TSV column mapping, e.g. id=qid,title=subject,answers=a1+a2")
+                         help="CSV/TSV column (JSONL key) mapping, e.g. "
+                              "id=qid,title=subject,answers=a1+a2")
+    readers.add_argument("--list-separator", metavar="SEP",
+                         help="CSV/TSV: separator of the items of a list cell (default |)")
     readers.add_argument("--auto-id", action="store_true", default=None,
                          help="CSV/TSV without an id column: use <file>:<line> as ids")
     readers.add_argument("--category-from", choices=["site", "first_tag"],
@@ -73,8 +76,12 @@ def _analyzer(args) -> Analyzer:
         if not os.path.isfile(stopwords):
             raise ParameterError(f"--stopwords must be 'english', 'none' or a file; no such file: "
                              f"{stopwords}")
-        with open(stopwords, encoding="utf-8") as f:
-            stopwords = [w.strip().lower() for w in f if w.strip()]
+        try:
+            with open(stopwords, encoding="utf-8") as f:
+                stopwords = [w.strip().lower() for w in f if w.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = os_error_reason(exc) if isinstance(exc, OSError) else "not valid UTF-8"
+            raise CQASearchError(f"cannot read --stopwords {stopwords}: {reason}") from None
     return Analyzer(stem=None if args.stem == "none" else args.stem, stopwords=stopwords)
 
 
@@ -84,18 +91,25 @@ def run(args) -> int:
         raise ParameterError(f"--models: unknown family {unknown[0]!r}; families: "
                              f"{', '.join(FAMILIES)}")
     options = {name: value for name, value in (
-        ("columns", args.columns), ("auto_id", args.auto_id),
-        ("category_from", args.category_from), ("category_level", args.category_level))
+        ("columns", args.columns), ("list_separator", args.list_separator),
+        ("auto_id", args.auto_id), ("category_from", args.category_from),
+        ("category_level", args.category_level))
         if value is not None}
     output = args.output
     if output is None:
         first = os.path.basename(os.path.normpath(args.archive[0]))
         output = os.path.join("indexes", first.split(".")[0] or "index")
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
-    summary = build_index(args.archive, output, analyzer=_analyzer(args), fields=fields,
-                          format=args.format, skip_invalid=args.skip_invalid,
-                          progress=not args.quiet, **options)
-    print(summary)
+    analyzer = _analyzer(args)
+    try:
+        summary = build_index(args.archive, output, analyzer=analyzer, fields=fields,
+                              format=args.format, skip_invalid=args.skip_invalid,
+                              progress=not args.quiet, **options)
+    except OSError as exc:  # the readers turn their own I/O errors into ArchiveError
+        kept = " (the index already there is unchanged)" if os.path.isdir(output) else ""
+        raise CQASearchError(
+            f"cannot write the index {output}: {os_error_reason(exc)}{kept}") from None
+    print_or_fail(summary)
     if summary.n_skipped:
         print(f"warning: {summary.n_skipped} invalid record(s) were skipped; the first:",
               file=sys.stderr)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 
 from ..evaluation.datasets import convert_semeval, convert_stackexchange, convert_stackfaq
-from ._common import add_common_options, run_command
+from ..exceptions import CQASearchError
+from ._common import add_common_options, os_error_reason, print_or_fail, run_command
 
 HELP = "turn a judged collection into archive.jsonl, queries.jsonl, qrels.txt (+ candidates.run)"
 
@@ -29,14 +30,17 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    if args.source == "semeval":
-        summary = convert_semeval(args.xml, args.output, relevancy=args.relevancy,
-                                  extra_archive=args.extra_archive)
-    elif args.source == "stackexchange":
-        summary = convert_stackexchange(args.dumps, args.output)
-    else:
-        summary = convert_stackfaq(args.xml, args.output)
-    print(summary)
+    try:
+        if args.source == "semeval":
+            summary = convert_semeval(args.xml, args.output, relevancy=args.relevancy,
+                                      extra_archive=args.extra_archive)
+        elif args.source == "stackexchange":
+            summary = convert_stackexchange(args.dumps, args.output)
+        else:
+            summary = convert_stackfaq(args.xml, args.output)
+    except OSError as exc:  # the readers turn their own I/O errors into ArchiveError
+        raise CQASearchError(f"cannot write to {args.output}: {os_error_reason(exc)}") from None
+    print_or_fail(summary)
     return 0
 
 

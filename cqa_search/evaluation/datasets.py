@@ -20,7 +20,7 @@ from ..archive import Question
 from ..exceptions import ArchiveError
 from ..readers import read_questions
 from ..readers.semeval import read_original_questions
-from .trec import write_qrels, write_queries, write_run
+from .trec import _lines, write_qrels, write_queries, write_run
 
 __all__ = ["Collection", "convert_semeval", "convert_stackexchange", "convert_stackfaq"]
 
@@ -100,15 +100,12 @@ def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
             if labels:
                 qrels[org["id"]] = labels
     for path in relevancy:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                parts = line.rstrip("\r\n").split("\t")
-                if not line.strip():
-                    continue
-                if len(parts) != 5 or parts[4] not in ("true", "false"):
-                    raise ArchiveError("a .relevancy line is ORGQ_ID RELQ_ID rank score "
-                                       "true|false (tab-separated)", path, lineno)
-                qrels.setdefault(parts[0], {})[parts[1]] = int(parts[4] == "true")
+        for lineno, line in _lines(path, "relevancy"):
+            parts = line.split("\t")
+            if len(parts) != 5 or parts[4] not in ("true", "false"):
+                raise ArchiveError("a .relevancy line is ORGQ_ID RELQ_ID rank score "
+                                   "true|false (tab-separated)", path, lineno)
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[4] == "true")
     ids = [q["id"] for q in queries]
     if len(set(ids)) != len(ids):
         raise ArchiveError("the same original question occurs in two of the given files")
@@ -148,6 +145,8 @@ def convert_stackfaq(xml_path, out_dir) -> Collection:
         root = ET.parse(xml_path).getroot()
     except ET.ParseError as exc:
         raise ArchiveError(f"malformed XML: {exc}", xml_path) from None
+    except OSError as exc:
+        raise ArchiveError(f"cannot read: {exc.strerror or exc}", xml_path) from None
     archive, queries, qrels = [], [], {}
     for n, pair in enumerate(root.iter("qapair"), 1):
         doc_id = f"faq-{n}"

@@ -1,9 +1,11 @@
 """TREC qrels/run files, query files, and SVM-rank (LETOR) feature files.
 
-- qrels: ``qid iteration doc_id relevance`` per line.
+- qrels: ``qid iteration doc_id relevance`` per line, or BEIR's ``qid<TAB>doc_id<TAB>score``
+  (with its header ``query-id corpus-id score``).
 - run: ``qid Q0 doc_id rank score tag`` per line (:func:`read_run` keeps file order,
   which the SemEval convention uses to break ties).
-- queries: JSONL ``{"id", "text" | "title"+"body", "category"?}`` or TSV ``qid<TAB>text``.
+- queries: JSONL ``{"id", "text" | "title"+"body", "category"?}`` (BEIR's ``_id`` for
+  ``id``) or TSV ``qid<TAB>text``.
 - SVM-rank/LETOR: ``relevance qid:Q 1:v 2:v ... # doc_id``.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 
 import numpy as np
 
+from ..archive import FIELD_ALIASES
 from ..exceptions import ArchiveError
 
 __all__ = ["read_qrels", "write_qrels", "read_run", "write_run", "read_queries",
@@ -33,8 +36,12 @@ def _lines(path, what):
                 yield lineno, line.rstrip("\r\n")
 
 
+_BEIR_QRELS_HEADER = ["query-id", "corpus-id", "score"]
+
+
 def read_qrels(path) -> dict:
-    """``{qid: {doc_id: relevance}}`` from a TREC qrels file.
+    """``{qid: {doc_id: relevance}}`` from a TREC qrels file (``qid iter doc_id relevance``)
+    or a BEIR one (``qid doc_id relevance``, after a ``query-id corpus-id score`` header).
 
     Raises
     ------
@@ -42,17 +49,20 @@ def read_qrels(path) -> dict:
         Missing file or a malformed line (named by file and line).
     """
     qrels = {}
-    for lineno, line in _lines(path, "qrels"):
+    for n, (lineno, line) in enumerate(_lines(path, "qrels")):
         parts = line.split()
-        if len(parts) != 4:
-            raise ArchiveError(f"a qrels line has 4 columns (qid iter doc_id relevance); "
-                               f"got {len(parts)}", path, lineno)
+        if n == 0 and parts == _BEIR_QRELS_HEADER:
+            continue
+        if len(parts) not in (3, 4):
+            raise ArchiveError(f"a qrels line has 4 columns (qid iter doc_id relevance), or 3 "
+                               f"in BEIR's format (qid doc_id relevance); got {len(parts)}",
+                               path, lineno)
         try:
-            rel = int(parts[3])
+            rel = int(parts[-1])
         except ValueError:
-            raise ArchiveError(f"relevance must be an integer; got {parts[3]!r}",
+            raise ArchiveError(f"relevance must be an integer; got {parts[-1]!r}",
                                path, lineno) from None
-        qrels.setdefault(parts[0], {})[parts[2]] = rel
+        qrels.setdefault(parts[0], {})[parts[-2]] = rel
     return qrels
 
 
@@ -103,22 +113,25 @@ def write_run(run: dict, path, tag="cqa_search") -> None:
 def read_queries(path) -> list:
     """Queries as dicts ``{"id", "text", "category"}`` from JSONL or TSV (``qid<TAB>text``).
 
-    A JSONL query has ``text``, or ``title`` and/or ``body`` (joined like a question);
-    ``category`` is optional.
+    A JSONL query has ``id`` (or ``_id``, as in BEIR's queries.jsonl), and ``text``, or
+    ``title`` and/or ``body`` (joined like a question); ``category`` is optional. A TSV
+    line is ``qid<TAB>text``; the format is told by the extension (``.jsonl``, ``.json``,
+    ``.ndjson``; ``.tsv``, ``.tab``) or else line by line (a line starting with ``{`` is
+    JSON).
+
+    Raises
+    ------
+    ArchiveError
+        Missing file, or a malformed line (named by file and line): bad JSON, no id, no
+        text, a field of the wrong type, a duplicate id.
     """
     queries, seen = [], set()
-    jsonl = os.fspath(path).endswith((".jsonl", ".json", ".ndjson"))
+    name = os.fspath(path).lower()
+    jsonl = name.endswith((".jsonl", ".json", ".ndjson"))
+    tsv = name.endswith((".tsv", ".tab"))
     for lineno, line in _lines(path, "queries"):
-        if jsonl or line.lstrip().startswith("{"):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ArchiveError(f"malformed JSON: {exc.msg}", path, lineno) from None
-            if not isinstance(record, dict) or "id" not in record:
-                raise ArchiveError("a query needs an 'id'", path, lineno)
-            text = record.get("text") or "\n".join(
-                t for t in (record.get("title"), record.get("body")) if t)
-            query = {"id": str(record["id"]), "text": text, "category": record.get("category")}
+        if jsonl or (not tsv and line.lstrip().startswith("{")):
+            query = _json_query(line, path, lineno)
         else:
             qid, sep, text = line.partition("\t")
             if not sep:
@@ -131,6 +144,33 @@ def read_queries(path) -> list:
         seen.add(query["id"])
         queries.append(query)
     return queries
+
+
+def _json_query(line, path, lineno) -> dict:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ArchiveError(f"malformed JSON: {exc.msg} (column {exc.colno})", path,
+                           lineno) from None
+    except (ValueError, RecursionError):  # too many digits, too deep
+        raise ArchiveError("unsupported JSON: a number too long or nesting too deep",
+                           path, lineno) from None
+    if not isinstance(record, dict):
+        raise ArchiveError(f"a query must be a JSON object; got {type(record).__name__}",
+                           path, lineno)
+    qid = next((record[k] for k in ("id", *FIELD_ALIASES["id"]) if k in record), None)
+    if qid is None:
+        raise ArchiveError("a query needs an 'id' (or '_id')", path, lineno)
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+        raise ArchiveError(f"a query id must be a string or an integer; got {qid!r}",
+                           path, lineno)
+    fields = {k: record.get(k) for k in ("text", "title", "body", "category")}
+    for key, value in fields.items():
+        if value is not None and not isinstance(value, str):
+            raise ArchiveError(f"the query's {key!r} must be a string; got "
+                               f"{type(value).__name__}", path, lineno)
+    text = fields["text"] or "\n".join(t for t in (fields["title"], fields["body"]) if t)
+    return {"id": str(qid), "text": text, "category": fields["category"]}
 
 
 def write_queries(queries, path) -> None:

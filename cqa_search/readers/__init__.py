@@ -1,8 +1,16 @@
 """Archive readers, one module per format, and format detection.
 
 Every reader is a generator ``read(path, *, report, **options)`` that yields
-:class:`~cqa_search.archive.Question` one record at a time (constant memory per record)
-and sends invalid records to ``report`` (:class:`ReadReport`), which raises or counts them.
+``(question, file, line)``: a :class:`~cqa_search.archive.Question` one record at a time
+(constant memory per record) with the file and line where its record starts. It sends invalid
+records to ``report`` (:class:`ReadReport`), which raises or counts them.
+
+Nothing is lost silently: a record is either a question, or an invalid record (raised,
+or counted when invalid records are skipped), and a file that cannot be read as a whole
+(malformed XML, an I/O error) raises :class:`~cqa_search.exceptions.ArchiveError` naming
+the file, and the line where it is known. Keys outside the schema that hold text are kept
+but not indexed; they are logged once per file with a count (see
+:meth:`ReadReport.note_unindexed`).
 """
 from __future__ import annotations
 
@@ -12,7 +20,7 @@ import os
 
 from ..archive import Archive
 from ..exceptions import ArchiveError
-from ._base import ReadReport
+from ._base import ReadReport, check_file
 
 __all__ = ["FORMATS", "ReadReport", "detect_format", "read_questions", "read_archive",
            "reader_options"]
@@ -66,15 +74,20 @@ def detect_format(path) -> str:
         raise ArchiveError(
             f"{path} is a folder without Posts.xml; only StackExchange dump folders can be "
             "read as a whole (give the archive files instead)")
-    if not os.path.exists(path):
-        raise ArchiveError(f"no such file: {path}")
+    check_file(path)
     if os.path.basename(path) == "Posts.xml":
         return "stackexchange"
     ext = os.path.splitext(path)[1].lower()
     if ext in _EXTENSIONS:
         return _EXTENSIONS[ext]
-    with open(path, "rb") as f:
-        head = f.read(1 << 16)
+    if not os.path.isfile(path):  # a pipe: what is read to guess would be lost
+        raise ArchiveError(f"cannot tell the format of {path} (a pipe) without reading it; "
+                           f"pass --format (one of {', '.join(FORMATS)})")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as exc:
+        raise ArchiveError(f"cannot read: {exc.strerror or exc}", path) from None
     if ext == ".xml" or head.lstrip().startswith(b"<"):
         if b"<OrgQuestion" in head or b"<Thread" in head or b"<RelQuestion" in head:
             return "semeval"
@@ -112,8 +125,8 @@ def read_questions(paths, *, format=None, skip_invalid=False, report=None, **opt
     Raises
     ------
     ArchiveError
-        Unknown format or option, unreadable file, invalid record (unless skipped),
-        duplicate id (unless skipped).
+        Unknown format or option, unreadable file (including an I/O error while
+        reading), invalid record (unless skipped), duplicate id (unless skipped).
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -130,15 +143,32 @@ def read_questions(paths, *, format=None, skip_invalid=False, report=None, **opt
         unknown = sorted(set(options) - set(allowed))
         if unknown:
             raise ArchiveError(
-                f"option {unknown[0]!r} does not apply to format {fmt!r}"
-                + (f" (it takes: {', '.join(allowed)})" if allowed else " (it takes no options)"))
-        for question in module.read(path, report=report, **fixed, **options):
-            if question.id in seen:
-                report.invalid(ArchiveError(f"duplicate question id {question.id!r}", path))
-                continue
-            seen.add(question.id)
-            report.n_read += 1
-            yield question
+                f"option {_option(unknown[0])} does not apply to format {fmt!r}"
+                + (f" (it takes: {', '.join(map(_option, allowed))})" if allowed
+                   else " (it takes no options)"))
+        try:
+            for question, source, line in module.read(path, report=report, **fixed,
+                                                      **options):
+                if question.id in seen:
+                    report.invalid(ArchiveError(f"duplicate question id {question.id!r}",
+                                                source, line))
+                    continue
+                seen.add(question.id)
+                report.n_read += 1
+                if question.extra:
+                    report.note_unindexed(question)
+                yield question
+        except OSError as exc:  # an I/O error, or a file that cannot be read at all
+            raise ArchiveError(f"cannot read: {exc.strerror or exc}", exc.filename or path) \
+                from None
+        report.warn_unindexed(path)
+
+
+def _option(name) -> str:
+    """A reader option named for both interfaces: ``'auto_id' (--auto-id)`` (every option
+    of a reader is an option of ``cqa-search build-index``)."""
+    known = any(name in reader_options(fmt) for fmt in FORMATS)
+    return repr(name) + (f" (--{name.replace('_', '-')})" if known else "")
 
 
 def read_archive(paths, *, format=None, skip_invalid=False, **options) -> Archive:

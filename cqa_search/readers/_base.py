@@ -4,15 +4,25 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import re
+import stat
 import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Mapping
 from pyexpat import ErrorString, errors as expat_errors
 
-from ..archive import Question
+from ..archive import SCHEMA_KEYS, Question
 from ..exceptions import ArchiveError
 
 logger = logging.getLogger("cqa_search.readers")
 
-__all__ = ["ReadReport", "make_question", "check_file", "iter_xml"]
+__all__ = ["ReadReport", "make_question", "check_file", "check_columns", "iter_xml",
+           "child_text", "LIST_FIELDS"]
+
+#: Fields that hold a list: a mapping may give them several columns (or keys).
+LIST_FIELDS = ("tags", "answers", "duplicate_of")
+# Six words in a row: a value that reads as text rather than as a date, a name or a code.
+_TEXT_LIKE = re.compile(r"\b(?:[^\W\d_]+[\W_]+){5}[^\W\d_]")
 
 
 class ReadReport:
@@ -38,6 +48,23 @@ class ReadReport:
         self.n_read = 0
         self.n_skipped = 0
         self.errors = []
+        self.unindexed = Counter()  # extra key holding text -> questions, for the file read
+
+    def note_unindexed(self, question: Question) -> None:
+        """Count the keys of ``question.extra`` whose value reads as text: they are kept but
+        not indexed, which a user mapping a foreign schema wants to hear about."""
+        for key, value in question.extra.items():
+            if type(value) is str and value.count(" ") >= 5 and _TEXT_LIKE.search(value):
+                self.unindexed[key] += 1
+
+    def warn_unindexed(self, path) -> None:
+        """Log (once per key) the text-like keys counted since the last call, and reset."""
+        for key, count in sorted(self.unindexed.items()):
+            logger.warning(
+                "%s: key %r holds text in %d record(s); it is kept with the question but not "
+                "indexed (to index it, map it to a field: --columns body=%s, in Python "
+                "columns={'body': %r})", path, key, count, key, key)
+        self.unindexed.clear()
 
     def invalid(self, error: ArchiveError) -> None:
         """Raise ``error``, or count it when invalid records are skipped."""
@@ -58,17 +85,50 @@ def make_question(report: ReadReport, path, line, **fields):
         return None
 
 
-def check_file(path, *, directory=False) -> str:
-    """Return ``os.fspath(path)`` or raise ArchiveError when it does not exist."""
+def check_file(path) -> str:
+    """Return ``os.fspath(path)`` when it names a file (or a pipe) that can be read.
+
+    Raises
+    ------
+    ArchiveError
+        When it does not exist, or is a directory, a socket or a device.
+    """
     path = os.fspath(path)
-    if directory:
-        if not os.path.isdir(path):
-            raise ArchiveError(f"no such directory: {path}")
-    elif not os.path.exists(path):
-        raise ArchiveError(f"no such file: {path}")
-    elif os.path.isdir(path):
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ArchiveError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise ArchiveError(f"cannot read: {exc.strerror}", path) from None
+    if stat.S_ISDIR(mode):
         raise ArchiveError(f"expected a file but got a directory: {path}")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        kind = "a socket" if stat.S_ISSOCK(mode) else "a device"
+        raise ArchiveError(f"{path} is {kind}, not an archive file")
     return path
+
+
+def check_columns(columns, what="column") -> dict:
+    """Validate a field -> source mapping (``columns`` of the CSV and JSONL readers).
+
+    A value is a source name, or for :data:`LIST_FIELDS` a list of names (one item per
+    source). Returns a dict; raises ArchiveError naming the bad entry.
+    """
+    if columns is None:
+        return {}
+    if not isinstance(columns, Mapping):
+        raise ArchiveError(f"columns must be a mapping of field -> {what}; got {columns!r}")
+    for field, name in columns.items():
+        if field not in SCHEMA_KEYS:
+            raise ArchiveError(f"--columns (columns=): unknown field {field!r}; fields are "
+                               f"{', '.join(SCHEMA_KEYS)}")
+        names = name if isinstance(name, (list, tuple)) and field in LIST_FIELDS else [name]
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ArchiveError(
+                f"columns[{field!r}] must be a {what} name"
+                + (f" or a list of {what} names" if field in LIST_FIELDS else "")
+                + f"; got {name!r}")
+    return dict(columns)
 
 
 _XML_CHUNK = 1 << 16  # longest piece of a line fed to the parser at once
@@ -121,17 +181,25 @@ def iter_xml(path, tags, *, root_tags=None):
     Raises
     ------
     ArchiveError
-        Malformed XML or bytes that are not valid UTF-8 (file, line and column), or an
-        unexpected root element. Records before the error have been yielded already.
+        Malformed XML or bytes that are not valid UTF-8 (file, line and column), an
+        unexpected root element, or an I/O error. Records before the error have been
+        yielded already.
     """
     parser = ET.XMLPullParser(events=("start", "end"))
     root = None
     depth = 0
     starts = []  # lines of the wanted elements currently open
     lineno = 1
-    with open(path, "rb") as f:
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise ArchiveError(f"cannot read: {exc.strerror or exc}", path) from None
+    with f:
         while True:
-            chunk = f.readline(_XML_CHUNK)
+            try:
+                chunk = f.readline(_XML_CHUNK)
+            except OSError as exc:
+                raise ArchiveError(f"cannot read: {exc.strerror or exc}", path, lineno) from None
             events, error = _pull(parser, chunk)
             for event, elem in events:
                 if event == "start":
@@ -157,6 +225,15 @@ def iter_xml(path, tags, *, root_tags=None):
                 return
             if chunk.endswith(b"\n"):
                 lineno += 1
+
+
+def child_text(parent, path) -> str:
+    """All the text of the first element at ``path`` under ``parent``, markup inside it
+    included (``findtext`` would stop at the first child element); "" when absent."""
+    child = parent.find(path)
+    if child is None:
+        return ""
+    return "".join(child.itertext()) if len(child) else (child.text or "")
 
 
 def _pull(parser, chunk):

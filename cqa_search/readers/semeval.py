@@ -19,7 +19,7 @@ them; the repeat's first occurrence is recorded in ``extra["repeat_of"]``. The s
 from __future__ import annotations
 
 from ..exceptions import ArchiveError
-from ._base import ReadReport, check_file, iter_xml, make_question
+from ._base import ReadReport, check_file, child_text, iter_xml, make_question
 
 __all__ = ["read", "read_original_questions", "RELEVANCE"]
 
@@ -28,15 +28,13 @@ _COMMENT_TEXT = ("RelCText", "RelCBody", "RelCClean")
 
 
 def _text(elem, tag) -> str:
-    child = elem.find(tag)
-    return "" if child is None or child.text is None else child.text.strip()
+    return child_text(elem, tag).strip()
 
 
 def _comment_text(comment) -> str:
     for tag in _COMMENT_TEXT:
-        child = comment.find(tag)
-        if child is not None:
-            return (child.text or "").strip()
+        if comment.find(tag) is not None:
+            return _text(comment, tag)
     return ""
 
 
@@ -96,7 +94,7 @@ def read(path, *, report: ReadReport):
             answers=tuple(_comment_text(c) for c in comments), extra=extra)
         if record is not None:
             seen.add(record.id)
-            yield record
+            yield record, path, line
     if n_threads == 0:
         raise ArchiveError("no <Thread> element: not a SemEval-2016 Task 3 file", path)
 

@@ -21,7 +21,7 @@ import re
 from html.parser import HTMLParser
 
 from ..exceptions import ArchiveError
-from ._base import ReadReport, iter_xml, make_question
+from ._base import ReadReport, check_file, iter_xml, make_question, logger
 
 __all__ = ["read", "strip_html"]
 
@@ -83,7 +83,7 @@ def _tags(value: str) -> list:
 
 def _post_id(value):
     """Sort key of a post id: numeric when it is a number."""
-    return (0, int(value), "") if value.isdigit() else (1, 0, value)
+    return (0, int(value), "") if value.isascii() and value.isdigit() else (1, 0, value)
 
 
 def _score(row, kind, path, line, report):
@@ -101,12 +101,15 @@ def _paths(path):
     path = os.fspath(path)
     if os.path.isdir(path):
         posts = os.path.join(path, "Posts.xml")
-        if not os.path.isfile(posts):
+        if not os.path.exists(posts):
             raise ArchiveError(f"{path} has no Posts.xml: not a StackExchange dump folder")
-    elif os.path.isfile(path):
+    elif os.path.exists(path):
         posts = path
     else:
         raise ArchiveError(f"no such file or folder: {path}")
+    check_file(posts)
+    if not os.path.isfile(posts):
+        raise ArchiveError(f"{posts} is a pipe: a StackExchange dump is read twice; give a file")
     folder = os.path.dirname(os.path.abspath(posts))
     links = os.path.join(folder, "PostLinks.xml")
     return posts, (links if os.path.isfile(links) else None), os.path.basename(folder)
@@ -190,6 +193,7 @@ def read(path, *, report: ReadReport, category_from="site", site=None):
         if row.get("PostTypeId") != "1":
             continue
         post_id, title = row.get("Id"), row.get("Title")
+        thread = answers.pop(post_id, ())  # taken even when the question is invalid
         if not post_id or not title or not title.strip():
             report.invalid(ArchiveError(
                 f"question Id={post_id} has no Title" if post_id else "question row has no Id",
@@ -198,7 +202,7 @@ def read(path, *, report: ReadReport, category_from="site", site=None):
         score = _score(row, "question", posts, line, report)
         if score is None:
             continue
-        thread = sorted(answers.pop(post_id, ()))
+        thread = sorted(thread)
         accepted = row.get("AcceptedAnswerId")
         answer_ids = [answer_id for _, answer_id, _ in thread]
         tags = _tags(row.get("Tags") or "")
@@ -211,4 +215,8 @@ def read(path, *, report: ReadReport, category_from="site", site=None):
             duplicate_of=tuple(f"{site}:{d}" for d in duplicates.get(post_id, ())),
             extra={"score": score, "creation_date": row.get("CreationDate")})
         if question is not None:
-            yield question
+            yield question, posts, line
+    orphans = sum(len(thread) for thread in answers.values())
+    if orphans:
+        logger.warning("%s: %d answer(s) belong to no question of the dump (their ParentId is "
+                       "not a question's Id); they are not read", posts, orphans)

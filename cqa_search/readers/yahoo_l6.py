@@ -15,7 +15,7 @@ import html
 import re
 
 from ..exceptions import ArchiveError
-from ._base import ReadReport, check_file, iter_xml, make_question
+from ._base import ReadReport, check_file, child_text, iter_xml, make_question
 
 __all__ = ["read"]
 
@@ -67,21 +67,22 @@ def read(path, *, report: ReadReport, category_level="maincat"):
         if not uri:
             report.invalid(ArchiveError("<document> has no <uri>", path, line))
             continue
-        answers = [_text(item.text) for item in document.iterfind("nbestanswers/answer_item")]
+        answers = [_text("".join(item.itertext()))
+                   for item in document.iterfind("nbestanswers/answer_item")]
         answers = [answer for answer in answers if answer]
-        best = _text(document.findtext("bestanswer"))
+        best = _text(child_text(document, "bestanswer"))
         if best and best not in answers:
             answers.insert(0, best)
         extra = {_RENAMED.get(child.tag, child.tag): (child.text or "").strip()
                  for child in document
                  if child.tag not in _FIELDS and child.tag != category_level}
         question = make_question(
-            report, path, line, id=uri, title=_text(document.findtext("subject")),
-            body=_text(document.findtext("content")),
+            report, path, line, id=uri, title=_text(child_text(document, "subject")),
+            body=_text(child_text(document, "content")),
             category=document.findtext(category_level),
             answers=tuple(answers), best_answer=answers.index(best) if best else None,
             extra=extra)
         if question is not None:
-            yield question
+            yield question, path, line
     if n_documents == 0:
         raise ArchiveError("no <document> element: not a Yahoo! Answers L6 file", path)

@@ -117,7 +117,7 @@ GOOD = '{"id": "a", "title": "first question"}\n'
     (GOOD + '{"id": "b", "title": oops}\n', r"bad.jsonl:2: malformed JSON"),
     (GOOD + '{"title": "no id"}\n', r"bad.jsonl:2: missing required field 'id'"),
     (GOOD + '{"id": "c", "body": ""}\n', r"bad.jsonl:2: question 'c' has neither a title nor a body"),
-    (GOOD + GOOD, r"bad.jsonl: duplicate question id 'a'"),
+    (GOOD + GOOD, r"bad.jsonl:2: duplicate question id 'a'"),
     ("\n\n", r"the archive is empty: no question was read"),
     (GOOD.encode() + b'{"id": "b", "title": "caf\xe9"}\n', r"bad.jsonl:2: not valid UTF-8"),
 ])
@@ -142,8 +142,8 @@ def test_skip_invalid_reports_the_count(capsys, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["build-index", "{tmp}/missing.jsonl", "-o", "{tmp}/idx"], "no such file: .*missing.jsonl"),
     (["build-index", "{tmp}/x.weird", "-o", "{tmp}/idx"], "cannot tell the format of"),
-    (["build-index", "{fixtures}/toy_archive.jsonl", "-o", "{tmp}/idx", "--columns", "id=qid"],
-     "option 'columns' does not apply to format 'jsonl'"),
+    (["build-index", "{fixtures}/toy_archive.jsonl", "-o", "{tmp}/idx", "--category-from", "site"],
+     r"option 'category_from' \(--category-from\) does not apply to format 'jsonl'"),
     (["query", "{tmp}/nothing", "visa"], "no index at .*nothing"),
     (["query", "{tmp}", "visa"], "is not a cqa_search index"),
     (["query", "{index}", "   "], "empty query"),

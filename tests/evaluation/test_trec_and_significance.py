@@ -22,7 +22,7 @@ def test_run_and_qrels_round_trip_keep_order(tmp_path):
     (read_run, "q Q0 d 1 0.5\n", r"r.txt:1: a run line has 6 columns"),
     (read_run, "q Q0 d 1 high t\n", r"r.txt:1: score must be a number"),
     (read_run, "q Q0 d 1 1 t\nq Q0 d 2 0 t\n", r"r.txt:2: document 'd' is listed twice"),
-    (read_qrels, "q 0 d\n", r"r.txt:1: a qrels line has 4 columns"),
+    (read_qrels, "q 0\n", r"r.txt:1: a qrels line has 4 columns"),
     (read_qrels, "q 0 d yes\n", r"r.txt:1: relevance must be an integer"),
     (read_queries, "q1 no tab\n", r"r.txt:1: a TSV query line is 'qid<TAB>text'"),
     (read_queries, '{"text": "x"}\n', r"r.txt:1: a query needs an 'id'"),

@@ -64,13 +64,14 @@ def test_unknown_column_lists_the_header(fixtures):
 
 
 def test_unknown_field_in_columns(fixtures):
-    with pytest.raises(ArchiveError, match="columns: unknown field 'subject'; fields are id, title"):
+    with pytest.raises(ArchiveError, match=r"--columns \(columns=\): unknown field 'subject'; fields are id, title"):
         list(read_questions(fixtures / "csv" / "sample.csv", columns={"subject": "title"}))
 
 
 def test_no_id_column_without_auto_id(fixtures):
-    with pytest.raises(ArchiveError, match=r"sample\.tsv:1: no id column: .* pass auto_id=True; "
-                                           r"the header is 'question', 'answers', 'category'"):
+    with pytest.raises(ArchiveError, match=r"sample\.tsv:1: no id column: name one with --columns "
+                                           r"id=COLUMN or use --auto-id \(in Python: "
+                                           r"columns=\{'id': \.\.\.\} or auto_id=True\); the header is 'question', 'answers', 'category'"):
         list(read_questions(fixtures / "csv" / "sample.tsv", columns={"title": "question"}))
 
 
@@ -119,7 +120,9 @@ def test_empty_file_and_bad_options(tmp_path):
         list(read_questions(path))
     with pytest.raises(ArchiveError, match="list_separator must be a non-empty string; got ''"):
         list(read_questions(path, list_separator=""))
-    with pytest.raises(ArchiveError, match="option 'delimiter' does not apply to format 'csv'"):
+    with pytest.raises(ArchiveError, match=r"option 'delimiter' does not apply to format 'csv' \(it takes: "
+                       r"'columns' \(--columns\), 'list_separator' \(--list-separator\), "
+                       r"'auto_id' \(--auto-id\)\)"):
         list(read_questions(path, delimiter=";"))
     with pytest.raises(ArchiveError, match="delimiter must be a 1-character string; got ';;'"):
         list(csv_reader.read(path, report=ReadReport(), delimiter=";;"))
@@ -135,3 +138,56 @@ def test_semeval_derived_train_part1(shared_data):
     assert first.extra == {"feature": "Massage oil massage oil",
                            "question": "Where I can buy good oil for massage?",
                            "labels": "PerfectMatch"}
+
+
+def test_an_unclosed_quote_costs_one_row(tmp_path):
+    rows = ['1,"a quote never closed'] + [f"{i},question {i}" for i in range(2, 1001)]
+    path = tmp_path / "quote.csv"
+    path.write_text("id,title\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(ArchiveError, match=r"quote\.csv:2: a quoted cell starting in this row is "
+                                           r"never closed \(the file ends inside it\)"):
+        list(read_questions(path))
+    report = ReadReport(skip_invalid=True)
+    questions = list(read_questions(path, report=report))
+    assert len(questions) == 999 and questions[0].id == "2" and questions[-1].id == "1000"
+    assert report.n_skipped == 1
+
+
+def test_reading_goes_on_after_a_malformed_row(tmp_path):
+    path = tmp_path / "quotes.csv"
+    path.write_text('id,title\ng1,one\nb1,"opens\ng2,two\ng3,"q"w\ng4,four\n', encoding="utf-8")
+    report = ReadReport(skip_invalid=True)
+    assert [q.id for q in read_questions(path, report=report)] == ["g1", "g2", "g4"]
+    assert [e.split(": ", 1)[0].rsplit("/", 1)[1] for e in report.errors] == [
+        "quotes.csv:3", "quotes.csv:5"]
+    assert "malformed CSV (at line 5): ',' expected after '\"'" in report.errors[0]
+
+
+def test_long_cells_are_read_and_runaway_cells_refused(tmp_path, monkeypatch):
+    import csv
+
+    path = tmp_path / "long.csv"
+    path.write_text(f"id,title\nl1,{'w' * 200_000}\n", encoding="utf-8")
+    (q,) = read_questions(path)
+    assert len(q.title) == 200_000
+    limit = csv.field_size_limit()
+    monkeypatch.setattr(csv_reader, "FIELD_LIMIT", 1000)
+    try:
+        csv.field_size_limit(1000)
+        path.write_text(f'id,title\nl1,"{"w" * 2000}\nl2,ok\n', encoding="utf-8")
+        with pytest.raises(ArchiveError, match=r"long\.csv:2: a cell longer than 1,000 characters: "
+                                               r"is the closing quote of a cell missing\?"):
+            list(read_questions(path))
+    finally:
+        csv.field_size_limit(limit)
+
+
+def test_aliases_and_repeated_header_names(tmp_path):
+    path = tmp_path / "beir.csv"
+    path.write_text("_id,title,text\nd1,Renew a visa,It expires soon.\n", encoding="utf-8")
+    (q,) = read_questions(path)
+    assert (q.id, q.title, q.body) == ("d1", "Renew a visa", "It expires soon.")
+    path.write_text("id,title,note,note\nd1,t,a,b\n", encoding="utf-8")
+    with pytest.raises(ArchiveError, match=r"beir\.csv:1: the header names column 'note' more "
+                                           "than once"):
+        list(read_questions(path))

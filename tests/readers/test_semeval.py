@@ -127,3 +127,14 @@ def test_file_without_threads(tmp_path):
     path = _write(tmp_path, b"<OrgQuestion/>")
     with pytest.raises(ArchiveError, match="no <Thread> element: not a SemEval-2016 Task 3 file"):
         list(read_questions(path, format="semeval"))
+
+
+def test_text_inside_markup_is_kept(tmp_path):
+    path = tmp_path / "markup.xml"
+    path.write_text(
+        '<?xml version="1.0"?>\n<root><Thread THREAD_SEQUENCE="t"><RelQuestion RELQ_ID="q">'
+        "<RelQSubject>Hi <b>bold</b> there</RelQSubject><RelQBody>" + "<i>" * 3000 + "deep"
+        + "</i>" * 3000 + '</RelQBody></RelQuestion><RelComment RELC_ID="c"><RelCText>an '
+        "<i>answer</i>.</RelCText></RelComment></Thread></root>\n", encoding="utf-8")
+    (q,) = read_questions(path)
+    assert (q.title, q.body, q.answers) == ("Hi bold there", "deep", ("an answer.",))

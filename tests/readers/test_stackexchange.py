@@ -133,3 +133,20 @@ def test_wrong_root_and_missing_posts(tmp_path, tinysite):
         list(read_questions(folder))
     with pytest.raises(ArchiveError, match="has no Posts.xml"):
         list(read_questions(tmp_path, format="stackexchange"))
+
+
+def test_odd_ids_and_orphan_answers(tmp_path, caplog):
+    site = tmp_path / "odd.site"
+    site.mkdir()
+    (site / "Posts.xml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n<posts>\n'
+        '<row Id="²" PostTypeId="1" Title="Superscript id" Score="1" />\n'
+        '<row Id="٣" PostTypeId="2" ParentId="²" Body="Arabic-Indic digit id" Score="1" />\n'
+        '<row Id="4" PostTypeId="2" ParentId="²" Body="Plain id" Score="1" />\n'
+        '<row Id="5" PostTypeId="2" ParentId="99" Body="No such question" Score="1" />\n'
+        "</posts>\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="cqa_search.readers"):
+        (q,) = read_questions(site)
+    assert q.id == "odd.site:²" and q.answers == ("Plain id", "Arabic-Indic digit id")
+    (record,) = caplog.records
+    assert "1 answer(s) belong to no question of the dump" in record.getMessage()

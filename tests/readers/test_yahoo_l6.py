@@ -89,3 +89,14 @@ def test_non_utf8_bytes(tmp_path):
 def test_file_without_documents(tmp_path):
     with pytest.raises(ArchiveError, match="no <document> element: not a Yahoo! Answers L6 file"):
         list(read_questions(_write(tmp_path, b""), format="yahoo-l6"))
+
+
+def test_text_inside_markup_is_kept(tmp_path):
+    path = tmp_path / "markup.xml"
+    path.write_text(
+        '<?xml version="1.0"?>\n<ystfeed><vespaadd><document><uri>1</uri><subject>Hi '
+        "<b>bold</b></subject><content>c</content><bestanswer>the <i>best</i></bestanswer>"
+        "<nbestanswers><answer_item>the <i>best</i></answer_item></nbestanswers>"
+        "<maincat>X</maincat></document></vespaadd></ystfeed>\n", encoding="utf-8")
+    (q,) = read_questions(path)
+    assert (q.title, q.answers, q.best_answer) == ("Hi bold", ("the best",), 0)
