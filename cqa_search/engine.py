@@ -23,7 +23,7 @@ from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures
 from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
-from .index.store import read_consistent
+from .index.store import current_generation, read_consistent
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
@@ -213,6 +213,23 @@ class SearchEngine:
         return read_consistent(
             path, lambda stored: cls(load_index(stored), models=load_models(stored),
                                      config=config), mmap=mmap, verify=verify)
+
+    def reopen(self) -> "SearchEngine":
+        """This engine if its generation is still the live one, else a new engine on the
+        live generation (same options and configuration): what a long-running reader (a
+        server) calls to follow rebuilds and refits without a restart.
+
+        Raises
+        ------
+        IndexFormatError
+            The index can no longer be opened (this engine stays usable: its files are
+            kept open).
+        """
+        if current_generation(self.path) == self.generation:
+            return self
+        stored = self.data.stored
+        return SearchEngine.open(self.path, mmap=stored.mmap, verify=stored.verified,
+                                 config=self.config)
 
     def with_config(self, config: SearchConfig) -> "SearchEngine":
         """A new engine over the same (shared) index and models with another configuration."""

@@ -16,14 +16,46 @@ with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
     from whoosh.automata.lev import levenshtein_automaton
     from whoosh.spelling import Corrector
 
-__all__ = ["highlight", "Suggester", "Presenter", "MAX_SUGGESTED_WORD"]
+__all__ = ["highlight", "snippet", "Suggester", "Presenter", "MAX_SUGGESTED_WORD"]
 
 #: Longest word "did you mean" looks at: the edit automaton of a longer word costs
 #: seconds and memory (a 20,000-character word took 41 s), and no real word is longer.
 MAX_SUGGESTED_WORD = 40
 
 
-def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top=3) -> str:
+def _shorten(text, width) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def snippet(text: str, terms, analyzer, *, width=200, start="[", end="]") -> str:
+    """A query-biased excerpt of ``text``: the passages around the matched words, marked.
+
+    The whole text when it fits in ``width`` characters; else the best fragments with
+    matches (whoosh's scoring), joined by " ... "; else the start of the text.
+
+    Examples
+    --------
+    >>> from cqa_search.analysis import Analyzer
+    >>> text = "I moved here last year. " * 5 + "Where can I renew my visa? " + "Thanks. " * 9
+    >>> snippet(text, {"renew", "visa"}, Analyzer(), width=80)
+    '... year. Where can I [renew] my [visa]? Thanks. Thanks ...'
+    >>> snippet("No match at all in this one.", {"visa"}, Analyzer(), width=12)
+    'No match at…'
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= width or not terms:
+        return highlight(_shorten(flat, width), terms, analyzer, start=start, end=end)
+    surround = max(10, (width - 20) // 4)
+    out = highlight(flat, terms, analyzer, start=start, end=end, whole=False, top=2,
+                    surround=surround)
+    if out == flat or not out:  # nothing matched
+        return _shorten(flat, width)
+    return "... " + out + " ..."
+
+
+def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top=3,
+              surround=40) -> str:
     """Mark the words of ``text`` whose index term is in ``terms``.
 
     Parameters
@@ -36,6 +68,8 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
         Strings placed around each match (e.g. ANSI colour codes).
     whole : bool
         Return the whole text; otherwise the ``top`` best fragments around matches.
+    surround : int
+        Characters kept on each side of a match in a fragment.
 
     Examples
     --------
@@ -53,7 +87,7 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
         def format_token(self, text, token, replace=False):
             return start + _wh.get_text(text, token, replace) + end
 
-    fragmenter = _wh.WholeFragmenter() if whole else _wh.ContextFragmenter(surround=40)
+    fragmenter = _wh.WholeFragmenter() if whole else _wh.ContextFragmenter(surround=surround)
     out = _wh.highlight(text, terms, analyzer.whoosh_analyzer(), fragmenter, _Formatter(),
                         top=1 if whole else top)
     return out or text
@@ -135,6 +169,11 @@ class Presenter:
     def highlight(self, text: str, terms, **kwargs) -> str:
         """``text`` with the words of ``terms`` (index terms) marked; see :func:`highlight`."""
         return highlight(text, terms, self.engine.analyzer, **kwargs)
+
+    def snippet(self, text: str, terms, **kwargs) -> str:
+        """A query-biased excerpt of ``text`` with the matched words marked; see
+        :func:`snippet`."""
+        return snippet(text, terms, self.engine.analyzer, **kwargs)
 
     def suggest(self, word: str, limit: int = 3) -> list:
         """Archive words close to ``word`` (for "did you mean")."""

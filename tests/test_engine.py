@@ -247,3 +247,15 @@ def test_negative_only_and_too_long_queries_are_clear_errors(toy_engine):
         toy_engine.search("-visa")
     with pytest.raises(QueryError, match="the query has 20,001 characters; at most 10,000"):
         toy_engine.search("v" * 20_001)
+
+
+def test_reopen_follows_the_live_generation(tmp_path):
+    path = tmp_path / "idx"
+    build_index([Question("a", "renew visa")], path)
+    engine = SearchEngine.open(path, config=SearchConfig(n_candidates=7))
+    assert engine.reopen() is engine
+    build_index([Question("b", "renew visa"), Question("c", "visa fees")], path)
+    fresh = engine.reopen()
+    assert fresh is not engine and fresh.generation == "gen-000002"
+    assert fresh.config.n_candidates == 7 and fresh.search("visa").doc_ids == ("b", "c")
+    assert engine.search("visa").doc_ids == ("a",)  # the old engine still answers

@@ -209,12 +209,13 @@ class StoredIndex:
     manifest : dict
     """
 
-    def __init__(self, path, generation, manifest, mmap):
+    def __init__(self, path, generation, manifest, mmap, verified=False):
         self.path = os.fspath(path)
         self.generation = generation
         self.root = os.path.join(self.path, generation)
         self.manifest = manifest
         self.mmap = mmap
+        self.verified = verified
 
     def file(self, relpath) -> str:
         """Absolute path of a file listed in the manifest."""
@@ -333,7 +334,7 @@ def _open_generation(path, generation, mmap, verify) -> StoredIndex:
         if verify and _sha256(full) != info["sha256"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} does not match its "
                                    f"checksum; {_REBUILD}")
-    return StoredIndex(path, generation, manifest, mmap)
+    return StoredIndex(path, generation, manifest, mmap, verify)
 
 
 def read_consistent(path, load, *, mmap=True, verify=False):
