@@ -5,6 +5,7 @@ import inspect
 import numbers
 
 import numpy as np
+
 from .exceptions import ParameterError
 
 __all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params"]

@@ -25,7 +25,7 @@ from types import MappingProxyType
 import numpy as np
 import orjson
 
-from .exceptions import ArchiveError, QueryError
+from .exceptions import ArchiveError, IndexFormatError, QueryError
 
 __all__ = ["Question", "Archive", "SCHEMA_KEYS", "FIELD_ALIASES"]
 
@@ -282,9 +282,10 @@ class _JsonlRecords(Sequence):
     deleted afterwards (an index generation removed while a server still reads it).
     """
 
-    def __init__(self, path, offsets):
+    def __init__(self, path, offsets, doc_ids):
         self._path = os.fspath(path)
         self._offsets = offsets  # int64, n_records + 1 entries
+        self._doc_ids = doc_ids
         with open(self._path, "rb") as f:
             self._buffer = (b"" if os.fstat(f.fileno()).st_size == 0
                             else mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
@@ -305,7 +306,18 @@ class _JsonlRecords(Sequence):
         if not 0 <= row < n:
             raise IndexError(f"row {row} out of range for {n} questions")
         start, stop = int(self._offsets[row]), int(self._offsets[row + 1])
-        return Question.from_dict(orjson.loads(self._buf()[start:stop]))
+        try:
+            record = self._buf()[start:stop]
+            question = Question.from_dict(orjson.loads(record))
+        except (ValueError, TypeError) as exc:  # the index's own file: never an input error
+            raise IndexFormatError(f"corrupted index: question {row} of {self._path} cannot "
+                                   f"be read ({exc}); rebuild it with `cqa-search "
+                                   "build-index`") from None
+        if question.id != self._doc_ids[row]:
+            raise IndexFormatError(f"corrupted index: question {row} of {self._path} has id "
+                                   f"{question.id!r}, expected {self._doc_ids[row]!r}; "
+                                   "rebuild it with `cqa-search build-index`")
+        return question
 
 
 class Archive(Sequence):
@@ -355,7 +367,7 @@ class Archive(Sequence):
 
     @classmethod
     def _lazy(cls, jsonl_path, offsets, doc_ids) -> "Archive":
-        return cls(_JsonlRecords(jsonl_path, offsets), _doc_ids=doc_ids)
+        return cls(_JsonlRecords(jsonl_path, offsets, doc_ids), _doc_ids=doc_ids)
 
     def __len__(self):
         return len(self._doc_ids)

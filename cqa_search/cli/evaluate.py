@@ -4,8 +4,17 @@ from __future__ import annotations
 import argparse
 
 from ..engine import SearchConfig, SearchEngine
-from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
-                          run_queries, summarize, write_run)
+from ..evaluation import (
+    CONVENTIONS,
+    compare,
+    evaluate,
+    read_qrels,
+    read_queries,
+    read_run,
+    run_queries,
+    summarize,
+    write_run,
+)
 from ..exceptions import QueryError
 from ..retrieval import parse_model
 from ._common import add_common_options, run_command

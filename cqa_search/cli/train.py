@@ -8,8 +8,8 @@ import numpy as np
 
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation import feature_table, read_qrels, read_queries, read_run
-from ..index.models import add_model
 from ..exceptions import QueryError
+from ..index.models import add_model
 from ..ranking import LEARNERS, LinearRanker, cross_validate
 from ._common import add_common_options, run_command
 

@@ -55,11 +55,20 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import RANDOM_STATE, Interval, validate_params
+from ..exceptions import ParameterError
+from ..index.validate import check_array
 from .dictd import DEFAULT_DICT_DIR
 from .nnls import nnls_gram
-from ..exceptions import ParameterError
-from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder,
-                    build_view, find_translation_table, make_translator, parse_views)
+from .views import (
+    DummyTranslator,
+    SourceBags,
+    Translator,
+    ViewEncoder,
+    build_view,
+    find_translation_table,
+    make_translator,
+    parse_views,
+)
 
 __all__ = ["MultiViewNMF", "MultiViewModel", "MultiViewScorer"]
 
@@ -603,8 +612,12 @@ class MultiViewModel(BaseEstimator):
         model.view_names_ = names
         model.encoders_ = [ViewEncoder.from_state(m, arrays, f"view{p}_")
                            for p, m in enumerate(meta["views"])]
-        model.components_ = [arrays[f"view{p}_components"] for p in range(len(names))]
-        model.doc_factors_ = [arrays[f"view{p}_doc_factors"] for p in range(len(names))]
+        model.components_ = [check_array(arrays[f"view{p}_components"], f"view {p} components",
+                                         kind="f", ndim=2, finite=True)
+                              for p in range(len(names))]
+        model.doc_factors_ = [check_array(arrays[f"view{p}_doc_factors"], f"view {p} factors",
+                                          kind="f", ndim=2, finite=True)
+                              for p in range(len(names))]
         model.lambdas_ = np.asarray(meta["lambdas"], dtype=np.float64)
         model.loss_curve_ = list(meta["loss_curve"])
         model.n_iter_ = int(meta["n_iter"])

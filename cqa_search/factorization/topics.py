@@ -52,6 +52,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 
 from .._utils import RANDOM_STATE, InstanceOf, Interval, validate_params
 from ..exceptions import IndexFormatError, ParameterError
+from ..index.validate import InvalidArray, check_array, check_sparse
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
@@ -315,7 +316,24 @@ class TopicModel(BaseEstimator):
     def from_state(cls, params, meta, arrays):
         """The inverse of :meth:`state`."""
         model = cls(**params)
-        model.categories_ = list(meta["categories"])
+        cats = meta["categories"]
+        if not isinstance(cats, list) or not all(c is None or isinstance(c, str) for c in cats):
+            raise InvalidArray("topic model: categories must be a list of names")
+        n_terms = len(check_array(arrays["idf"], "topic idf", kind="f", finite=True))
+        shared = check_array(arrays["shared_topics"], "shared topics", kind="f", ndim=2,
+                             shape=(n_terms, None), finite=True)
+        shape = meta["category_topics_shape"]
+        if not (isinstance(shape, list) and len(shape) == 2 and shape[0] == n_terms
+                and isinstance(shape[1], int) and shape[1] >= 0):
+            raise InvalidArray("topic model: bad category topics shape")
+        check_sparse(arrays["category_topics_indptr"], arrays["category_topics_indices"],
+                     arrays["category_topics_data"], tuple(shape), "category topics")
+        K = shared.shape[1] + shape[1] // max(len(cats), 1)
+        doc_topics = check_array(arrays["doc_topics"], "question topics", kind="f", ndim=2,
+                                 shape=(None, K), finite=True)
+        check_array(arrays["doc_group"], "question groups", kind="iu",
+                    shape=(len(doc_topics),), low=0, high=max(len(cats) - 1, 0))
+        model.categories_ = list(cats)
         model.n_iter_ = int(meta["n_iter"])
         model.initial_loss_ = float(meta["initial_loss"])
         model.n_partial_rescalings_ = int(meta["n_partial_rescalings"])

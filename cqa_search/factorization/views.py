@@ -52,8 +52,9 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfTransformer
 
 from ..analysis import Analyzer
-from .dictd import DEFAULT_DICT_DIR, DictdDictionary
 from ..exceptions import ParameterError
+from ..index.validate import InvalidArray, check_array, check_sparse
+from .dictd import DEFAULT_DICT_DIR, DictdDictionary
 
 __all__ = ["Translator", "DictionaryTranslator", "IBM1Translator", "ArchiveTranslator",
            "DummyTranslator", "ViewEncoder", "SourceBags", "build_view", "make_translator",
@@ -485,7 +486,19 @@ class ViewEncoder:
     @classmethod
     def from_state(cls, meta, arrays, prefix) -> "ViewEncoder":
         table = None
+        idf = check_array(arrays[f"{prefix}idf"], f"view {meta.get('name')!r} idf", kind="f",
+                          finite=True)
+        if f"{prefix}terms" in arrays:
+            check_array(arrays[f"{prefix}terms"], f"view {meta.get('name')!r} terms",
+                        kind="iu", shape=idf.shape, low=0)
         if "table_shape" in meta:
+            shape = meta["table_shape"]
+            if not (isinstance(shape, list) and len(shape) == 2
+                    and all(isinstance(x, int) and x >= 0 for x in shape)):
+                raise InvalidArray(f"view {meta.get('name')!r}: bad table shape")
+            check_sparse(arrays[f"{prefix}table_indptr"], arrays[f"{prefix}table_indices"],
+                         arrays[f"{prefix}table_data"], tuple(shape),
+                         f"view {meta.get('name')!r} table")
             table = sp.csr_matrix((arrays[f"{prefix}table_data"], arrays[f"{prefix}table_indices"],
                                    arrays[f"{prefix}table_indptr"]), shape=tuple(meta["table_shape"]))
         return cls(meta["name"], meta["source"], arrays[f"{prefix}idf"], table,

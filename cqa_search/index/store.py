@@ -234,7 +234,9 @@ class StoredIndex:
                            allow_pickle=False)
         except FileNotFoundError:
             raise
-        except (ValueError, OSError, EOFError, MemoryError) as exc:
+        except Exception as exc:  # noqa: BLE001 - numpy reads a damaged header in many ways
+            if isinstance(exc, IndexFormatError):
+                raise
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
                                    f"({exc}); {_REBUILD}") from None
 

@@ -15,8 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..archive import Question
-from .vocab import Vocabulary
 from ..exceptions import ParameterError
+from .vocab import Vocabulary
 
 __all__ = ["FIELDS", "CollectionStats", "FieldIndex", "TermIndex", "TermIndexBuilder"]
 

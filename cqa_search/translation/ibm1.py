@@ -44,8 +44,8 @@ from sklearn.base import BaseEstimator
 
 from .._utils import Interval, validate_params
 from ..exceptions import ConvergenceWarning, NotFittedError
-from ._arrays import (_bits, csr_lookup, offsets_from_lengths, progress, segment_ids,
-                      group)
+from ..index.validate import InvalidArray, check_array, check_sparse
+from ._arrays import _bits, csr_lookup, group, offsets_from_lengths, progress, segment_ids
 from .corpus import ParallelCorpus
 
 __all__ = ["IBMModel1"]
@@ -414,6 +414,11 @@ class IBMModel1(BaseEstimator):
         """The fitted model stored by :meth:`state`."""
         model = cls(**params)
         n = int(meta["n_terms"])
+        if n < 0:
+            raise InvalidArray(f"ibm1 table: n_terms is {n}")
+        check_sparse(arrays["indptr"], arrays["indices"], arrays["data"], (n + 1, n),
+                     "ibm1 table")
+        check_array(arrays["data"], "ibm1 probabilities", kind="f", low=0.0, high=1.0 + 1e-5)
         model.translation_probs_ = sp.csr_matrix(
             (arrays["data"], arrays["indices"], arrays["indptr"]), shape=(n + 1, n))
         model.n_terms_ = n

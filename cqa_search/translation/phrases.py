@@ -39,6 +39,7 @@ from sklearn.base import BaseEstimator
 
 from .._utils import Interval, validate_params
 from ..exceptions import NotFittedError
+from ..index.validate import InvalidArray, check_array
 from ._arrays import csr_lookup, group, search, segment_ids
 
 __all__ = ["extract_phrases", "PhraseVocabulary", "PhraseTable"]
@@ -463,8 +464,26 @@ class PhraseTable(BaseEstimator):
     def from_state(cls, params, meta, arrays):
         model = cls(**params)
         sizes = np.asarray(meta["level_sizes"], dtype=np.int64)
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        V = int(meta["n_terms"])
         keys = arrays["phrase_keys"]
+        if V < 0 or sizes.ndim != 1 or (sizes < 0).any():
+            raise InvalidArray("phrase table: bad level sizes")
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        check_array(keys, "phrase keys", kind="iu", shape=(int(bounds[-1]),))
+        n_prev = V
+        for level, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]), start=2):
+            check_array(keys[a:b], f"phrase keys of length {level}", kind="iu", low=0,
+                        high=n_prev * V - 1)
+            if b - a > 1 and not (np.diff(keys[a:b]) > 0).all():
+                raise InvalidArray(f"phrase keys of length {level} are not sorted")
+            n_prev = int(b - a)
+        n = V + int(bounds[-1])
+        pairs = check_array(arrays["pair_keys"], "bi-phrase keys", kind="iu", low=0,
+                            high=n * n - 1)
+        check_array(arrays["counts"], "bi-phrase counts", kind="iu", shape=pairs.shape, low=1)
+        for name in ("lex_forward", "lex_inverse"):
+            check_array(arrays[name], f"phrase table {name}", kind="f", shape=pairs.shape,
+                        finite=True)
         vocab = PhraseVocabulary(meta["n_terms"], [keys[a:b] for a, b in zip(bounds[:-1],
                                                                             bounds[1:])])
         model._set(vocab, np.asarray(arrays["pair_keys"]), np.asarray(arrays["counts"]),

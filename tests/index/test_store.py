@@ -266,3 +266,33 @@ def test_directories_and_files_follow_the_umask(tmp_path):
     for path in (out, live(out), live(out) / "fields", live(out) / "vocab.json"):
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o044 == 0o044, (path, oct(mode))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m["files"]["vocab.json"].pop("bytes"), "file list of its manifest.json is malformed"),
+    (lambda m: m.update(files=[]), "file list of its manifest.json is malformed"),
+    (lambda m: m.update(files=None), "file list of its manifest.json is malformed"),
+    (lambda m: m.update(stats={"n_docs": "many"}), "bad manifest"),
+    (lambda m: m.update(models={"x": 3}), "model list of its manifest.json is malformed"),
+    (lambda m: m.update(analyzer={"stem": "klingon"}), "bad manifest"),
+])
+def test_malformed_manifests_are_corrupted_indexes(index_copy, change, message):
+    _rewrite_manifest(index_copy, change)
+    with pytest.raises(IndexFormatError, match=message):
+        SearchEngine.open(index_copy)
+
+
+def test_manifest_as_a_directory_and_bad_arrays(index_copy):
+    root = live(index_copy)
+    np.save(root / "doc_category.npy", np.full(12, 7, dtype=np.int32))  # no category 7
+    with pytest.raises(IndexFormatError, match="doc_category.npy holds 7, above its bound 2"):
+        SearchEngine.open(index_copy)
+    indptr = np.load(root / "fields" / "question" / "indptr.npy")
+    indptr[3], indptr[4] = indptr[4], indptr[3] - 1  # offsets out of order
+    np.save(root / "fields" / "question" / "indptr.npy", indptr)
+    with pytest.raises(IndexFormatError, match="indptr.npy is not non-decreasing"):
+        SearchEngine.open(index_copy)
+    (root / "manifest.json").unlink()
+    (root / "manifest.json").mkdir()
+    with pytest.raises(IndexFormatError, match="unreadable gen-000001/manifest.json"):
+        SearchEngine.open(index_copy)
