@@ -5,16 +5,9 @@ share these helpers. The hot scoring path does not use whoosh.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from bisect import bisect_left
-
-with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
-    warnings.simplefilter("ignore", SyntaxWarning)
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from whoosh import highlight as _wh
-    from whoosh.automata.fsa import find_all_matches
-    from whoosh.automata.lev import levenshtein_automaton
-    from whoosh.spelling import Corrector
 
 __all__ = ["highlight", "snippet", "Suggester", "Presenter", "MAX_SUGGESTED_WORD"]
 
@@ -80,6 +73,7 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
     terms = frozenset(terms)
     if not terms or not text:
         return text
+    _wh = _whoosh().highlight
 
     class _Formatter(_wh.Formatter):
         between = " ... "
@@ -93,26 +87,41 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
     return out or text
 
 
-class _RankedCorrector(Corrector):
-    """Words within an edit distance, nearest first, then most frequent."""
+@functools.lru_cache(maxsize=1)
+def _whoosh():
+    """whoosh's highlighter and spelling automata, imported on first use."""
+    import types
 
-    def __init__(self, words, freq):
-        self.words = words  # sorted
-        self.freq = freq
+    with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from whoosh import highlight as wh
+        from whoosh.automata.fsa import find_all_matches
+        from whoosh.automata.lev import levenshtein_automaton
+        from whoosh.spelling import Corrector
 
-    def _next_word(self, w):
-        """The first word >= ``w`` (the lookup that drives the automaton walk)."""
-        pos = bisect_left(self.words, w)
-        return self.words[pos] if pos < len(self.words) else None
+    class RankedCorrector(Corrector):
+        """Words within an edit distance, nearest first, then most frequent."""
 
-    def _suggestions(self, text, maxdist, prefix):
-        seen = {text}
-        for dist in range(1, maxdist + 1):
-            dfa = levenshtein_automaton(text, dist, prefix).to_dfa()
-            for word in find_all_matches(dfa, self._next_word):
-                if word not in seen:
-                    seen.add(word)
-                    yield -(dist + 1.0 / (1.0 + self.freq.get(word, 0))), word
+        def __init__(self, words, freq):
+            self.words = words  # sorted
+            self.freq = freq
+
+        def _next_word(self, w):
+            """The first word >= ``w`` (the lookup that drives the automaton walk)."""
+            pos = bisect_left(self.words, w)
+            return self.words[pos] if pos < len(self.words) else None
+
+        def _suggestions(self, text, maxdist, prefix):
+            seen = {text}
+            for dist in range(1, maxdist + 1):
+                dfa = levenshtein_automaton(text, dist, prefix).to_dfa()
+                for word in find_all_matches(dfa, self._next_word):
+                    if word not in seen:
+                        seen.add(word)
+                        yield -(dist + 1.0 / (1.0 + self.freq.get(word, 0))), word
+
+    return types.SimpleNamespace(highlight=wh, RankedCorrector=RankedCorrector)
 
 
 class Suggester:
@@ -130,7 +139,7 @@ class Suggester:
     """
 
     def __init__(self, words: dict):
-        self._corrector = _RankedCorrector(sorted(words), words)
+        self._corrector = _whoosh().RankedCorrector(sorted(words), words)
 
     def suggest(self, word: str, limit: int = 3, maxdist: int = 2) -> list:
         """Up to ``limit`` known words within ``maxdist`` edits of ``word``, best first

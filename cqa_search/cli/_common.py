@@ -14,6 +14,24 @@ __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_q
 
 PROG = "cqa-search"
 
+#: Subcommand -> (module of this package with configure(parser) and run(args), one-line
+#: help). Kept here so that ``cqa-search --help`` imports no command module.
+COMMANDS = {
+    "build-index": ("build_index", "index an archive (JSONL, CSV/TSV, SemEval XML, "
+                                   "StackExchange dump, Yahoo! L6)"),
+    "query": ("query", "search an index once, or interactively when no query text is given"),
+    "fit": ("fit", "train a model (translation, topics, ...) from the index's archive and "
+                   "store it there"),
+    "train": ("train", "train a ranker on judged queries and store it in the index (search "
+                       "then ranks with it)"),
+    "evaluate": ("evaluate", "evaluate a retrieval model (or a given run) against relevance "
+                             "judgments"),
+    "convert": ("convert", "turn a judged collection into archive.jsonl, queries.jsonl, "
+                           "qrels.txt (+ candidates.run)"),
+    "demo": ("demo", "build indexes/demo from the demo archive shipped with cqa_search, "
+                     "search it, then learn its models and a ranker and search again"),
+}
+
 
 def add_common_options(parser) -> None:
     parser.add_argument("-v", "--verbose", action="count", default=0,

@@ -17,9 +17,9 @@ from ..evaluation import (
 )
 from ..exceptions import QueryError
 from ..retrieval import parse_model
-from ._common import add_common_options, run_command
+from ._common import COMMANDS, add_common_options, run_command
 
-HELP = "evaluate a retrieval model (or a given run) against relevance judgments"
+HELP = COMMANDS["evaluate"][1]
 
 
 def configure(parser) -> None:

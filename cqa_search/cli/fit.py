@@ -11,10 +11,10 @@ import time
 
 from ..engine import SearchConfig, SearchEngine
 from ..index.models import FAMILIES, add_model, model_class
-from ._common import add_common_options, run_command
+from ._common import COMMANDS, add_common_options, run_command
 from ._params import add_estimator_options, estimator_params
 
-HELP = "train a model (translation, topics, ...) from the index's archive and store it there"
+HELP = COMMANDS["fit"][1]
 
 
 def configure(parser) -> None:

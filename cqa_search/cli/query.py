@@ -9,17 +9,10 @@ from ..engine import SearchEngine
 from ..exceptions import QueryError
 from ..presentation import Presenter
 from ..query_parser import parse_query
-from ._common import (
-    Style,
-    add_common_options,
-    format_explanation,
-    format_hit,
-    format_question,
-    hits_json,
-    run_command,
-)
+from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
+                      format_question, hits_json, run_command)
 
-HELP = "search an index once, or interactively when no query text is given"
+HELP = COMMANDS["query"][1]
 
 REPL_HELP = """\
 Type a question to search. Commands:

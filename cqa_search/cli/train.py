@@ -11,9 +11,9 @@ from ..evaluation import feature_table, read_qrels, read_queries, read_run
 from ..exceptions import QueryError
 from ..index.models import add_model
 from ..ranking import LEARNERS, LinearRanker, cross_validate
-from ._common import add_common_options, run_command
+from ._common import COMMANDS, add_common_options, run_command
 
-HELP = "train a ranker on judged queries and store it in the index (search then ranks with it)"
+HELP = COMMANDS["train"][1]
 
 
 def _param(text):

@@ -12,7 +12,6 @@ from __future__ import annotations
 from array import array
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..archive import Question
 from ..exceptions import ParameterError
@@ -203,16 +202,24 @@ class FieldIndex:
             self._offsets = np.concatenate(([0], np.cumsum(self.doc_len, dtype=np.int64)))
         return self.sequence[self._offsets[row]:self._offsets[row + 1]]
 
-    def rows_matrix(self) -> sp.csr_matrix:
+    def rows_matrix(self):
         """Counts as a CSR matrix (document-major), built once from the postings."""
         if self._rows is None:
             self._rows = self.matrix().tocsr()
         return self._rows
 
-    def matrix(self, data=None) -> sp.csc_matrix:
+    def matrix(self, data=None):
         """The postings as a scipy CSC matrix (n_docs, n_terms) of ``data`` (counts)."""
+        import scipy.sparse as sp  # on first use: searching never needs scipy
+
         data = self.counts if data is None else data
         return sp.csc_matrix((data, self.indices, self.indptr), shape=(self.n_docs, self.n_terms))
+
+
+def _csc(*args, **kwargs):
+    import scipy.sparse as sp
+
+    return sp.csc_matrix(*args, **kwargs)
 
 
 class TermIndex:
@@ -330,7 +337,7 @@ class TermIndexBuilder:
             else:
                 rows = terms = counts = np.zeros(0, np.int32)
             del chunks
-            postings = sp.csc_matrix((counts, (rows, terms)), shape=(self.n_docs, n_terms))
+            postings = _csc((counts, (rows, terms)), shape=(self.n_docs, n_terms))
             del rows, terms, counts
             postings.sort_indices()
             doc_len = np.concatenate(self._doc_len.pop(name) or [np.zeros(0, np.int32)])
