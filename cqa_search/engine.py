@@ -288,6 +288,8 @@ class SearchEngine:
         Returns
         -------
         Results
+            When no question holds any of the words but some answers do, the questions
+            whose answers match (``results.field == "answers"``).
 
         Raises
         ------
@@ -306,10 +308,18 @@ class SearchEngine:
         if not query.text.strip():
             raise QueryError("empty query: type some words to search for (NOT and - only "
                              "leave words out)")
-        return self._search(self.analyze(query.text, self._name(cid)), k, cid, query)
+        q = self.analyze(query.text, self._name(cid))
+        results = self._search(q, k, cid, query)
+        retrieval = self.config.retrieval
+        if not len(results) and len(q.term_ids) and retrieval.field == "question" \
+                and "answers" in self.index.fields:
+            # No question holds the words: look for them in the answers.
+            answers = type(retrieval)(**{**retrieval.get_params(), "field": "answers"})
+            results = self._search(q, k, cid, query, retrieval=answers)
+        return results
 
-    def _search(self, q: AnalyzedQuery, k, category_id, parsed=None) -> Results:
-        model = self.config.retrieval
+    def _search(self, q: AnalyzedQuery, k, category_id, parsed=None, retrieval=None) -> Results:
+        model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
             return self._ranked(q, empty, np.zeros(0), empty, k)
@@ -325,7 +335,8 @@ class SearchEngine:
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k
             depth = None if k is None else max(k, self.config.n_candidates)
         rows = top_k(all_scores, depth, allowed=matched, tie_rank=self.data.doc_id_rank)
-        return self._ranked(q, rows, all_scores[rows], self.data.doc_id_rank[rows], k)
+        return self._ranked(q, rows, all_scores[rows], self.data.doc_id_rank[rows], k,
+                            field=model.field)
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
@@ -333,7 +344,7 @@ class SearchEngine:
         return np.hstack([s.score(q, rows) for s in self._scorers]) if len(self._scorers) else \
             np.zeros((len(rows), 0))
 
-    def _ranked(self, q, rows, base_scores, tie, k) -> Results:
+    def _ranked(self, q, rows, base_scores, tie, k, field="question") -> Results:
         """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``."""
         features = self.feature_scores(q, rows)
         if self.ranker is None:
@@ -346,7 +357,7 @@ class SearchEngine:
         doc_ids = self.archive.doc_ids
         return Results(q.text, rows[order], [doc_ids[r] for r in rows[order]], scores[order],
                        self.feature_names, features[order], q.terms, q.unknown_words,
-                       self.archive)
+                       self.archive, field)
 
     def batch_search(self, queries, qids=None, *, k=100, categories=None,
                      progress=False) -> dict:

@@ -143,12 +143,17 @@ class Suggester:
 
     def suggest(self, word: str, limit: int = 3, maxdist: int = 2) -> list:
         """Up to ``limit`` known words within ``maxdist`` edits of ``word``, best first
-        (none for a word longer than :data:`MAX_SUGGESTED_WORD`)."""
+        (none for a word longer than :data:`MAX_SUGGESTED_WORD`).
+
+        Only words that share the first letter (a misspelling seldom changes it, as
+        Lucene's spell checker assumes): "sinuses" gets no "minutes".
+        """
         if len(word) > MAX_SUGGESTED_WORD:
             return []
         if len(word) <= 3:
             maxdist = 1
-        return self._corrector.suggest(word.lower(), limit=limit, maxdist=maxdist)
+        word = word.lower()
+        return self._corrector.suggest(word, limit=limit, maxdist=maxdist, prefix=1)
 
 
 class Presenter:
@@ -193,3 +198,37 @@ class Presenter:
     def suggestions(self, results) -> dict:
         """``{word: [suggestions]}`` for the query words the archive lacks."""
         return {w: self.suggest(w) for w in results.unknown_words}
+
+    def answer(self, hit):
+        """``(label, text)`` of the answer shown with a hit, or None when it has none: the
+        archive's best answer, else the first."""
+        question = hit.question
+        if question.best_answer is not None:
+            return "best answer", question.best_answer_text
+        if question.answers:
+            return "first answer", question.answers[0]
+        return None
+
+    def hit_record(self, hit, terms, *, ranker=None, marks=("", ""), width=200) -> dict:
+        """A hit as a JSON-ready dict: what the command line's ``--json`` and the server
+        give (title, query-biased snippets of the body and the shown answer with the
+        matched words between ``marks``, category, tags, features; the ranker's
+        contribution of each feature when ``ranker`` is given)."""
+        start, end = marks
+        question = hit.question
+        answer = self.answer(hit)
+        record = {"rank": hit.rank, "id": hit.doc_id, "score": hit.score,
+                  "title": self.highlight(question.title, terms, start=start, end=end)
+                  if start else question.title,
+                  "snippet": self.snippet(question.body, terms, width=width, start=start,
+                                          end=end) if question.body else "",
+                  "category": question.category, "tags": list(question.tags),
+                  "n_answers": len(question.answers),
+                  "answer": None if answer is None else {
+                      "label": answer[0],
+                      "snippet": self.snippet(answer[1], terms, width=width, start=start,
+                                              end=end)},
+                  "features": dict(hit.features)}
+        if ranker is not None:
+            record["contributions"] = ranker.explain(hit.features)
+        return record

@@ -55,15 +55,18 @@ class Results:
         The analysed query terms found in the index (what matched).
     unknown_words : tuple of str
         Query words whose term the index does not have.
+    field : str
+        The index field the hits matched in: ``"question"``, or ``"answers"`` when no
+        question held the words and the search looked in the answers instead.
 
     Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
     """
 
     __slots__ = ("query", "doc_ids", "scores", "feature_names", "features", "query_terms",
-                 "unknown_words", "_archive", "_rows")
+                 "unknown_words", "field", "_archive", "_rows")
 
     def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
-                 unknown_words, archive):
+                 unknown_words, archive, field="question"):
         set_ = object.__setattr__
         set_(self, "query", query)
         set_(self, "doc_ids", tuple(doc_ids))
@@ -74,6 +77,7 @@ class Results:
                                        np.float64))
         set_(self, "query_terms", tuple(query_terms))
         set_(self, "unknown_words", tuple(unknown_words))
+        set_(self, "field", field)
         set_(self, "_archive", archive)
         set_(self, "_rows", _frozen(rows, np.int64))
 

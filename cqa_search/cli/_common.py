@@ -1,7 +1,7 @@
 """What the subcommands share: error handling, colours, hit formatting."""
 from __future__ import annotations
 
-import json
+import argparse
 import logging
 import os
 import sys
@@ -10,7 +10,7 @@ import textwrap
 from ..exceptions import CQASearchError
 
 __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
-           "hits_json", "add_common_options", "os_error_reason", "print_or_fail"]
+           "add_common_options", "positive_int", "os_error_reason", "print_or_fail"]
 
 PROG = "cqa-search"
 
@@ -105,27 +105,36 @@ class Style:
         return ("\x1b[1;33m", "\x1b[0m") if self.on else ("", "")
 
 
-def _snippet(text, width):
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+def positive_int(text) -> int:
+    """argparse type of a count: a positive integer (anything else is a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {value}")
+    return value
 
 
 def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
-    """A hit as a few indented lines: rank, score, id, category, title, best answer."""
-    start, end = style.marks
-    title = presenter.highlight(_snippet(hit.title or hit.question.body, width), terms,
-                                start=start, end=end) if start else _snippet(
-        hit.title or hit.question.body, width)
+    """A hit as a few indented lines: rank, score, id, category, the title and a snippet
+    of the body with the matched words marked, and a snippet of the answer shown."""
+    start, end = style.marks if style.on else ("", "")
+    question = hit.question
     head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(hit.doc_id)}"
     if hit.category:
         head += "  " + style.dim(f"[{hit.category}]")
-    lines = [head, "    " + title]
+    lines = [head, "    " + presenter.snippet(question.title or question.body, terms,
+                                                width=width, start=start, end=end)]
+    if question.title and question.body:
+        lines.append("    " + style.dim(presenter.snippet(question.body, terms, width=width,
+                                                          start=start, end=end)))
     if answer:
-        text, label = hit.best_answer, "best answer"
-        if text is None and hit.question.answers:
-            text, label = hit.question.answers[0], "first answer"
-        if text:
-            lines.append("    " + style.dim(f"{label}: ") + _snippet(text, width - 13))
+        shown = presenter.answer(hit)
+        if shown is not None:
+            label, text = shown
+            lines.append("    " + style.dim(f"{label}: ") + presenter.snippet(
+                text, terms, width=width - len(label) - 2, start=start, end=end))
     return "\n".join(lines)
 
 
@@ -163,20 +172,6 @@ def format_question(question, style, width=100) -> str:
     if not question.answers:
         out.append(style.dim("  (no answers)"))
     return "\n".join(out)
-
-
-def hits_json(results, *, category=None, suggestions=None, ranker=None) -> str:
-    """Results as one JSON document (with each hit's contributions when a ranker is given)."""
-    hits = [{"rank": h.rank, "doc_id": h.doc_id, "score": h.score, "title": h.title,
-             "category": h.category, "best_answer": h.best_answer, "features": h.features}
-            for h in results]
-    if ranker is not None:
-        for hit, h in zip(hits, results):
-            hit["contributions"] = ranker.explain(h.features)
-    return json.dumps({"query": results.query, "category": category,
-                       "query_terms": list(results.query_terms),
-                       "unknown_words": list(results.unknown_words),
-                       "suggestions": suggestions or {}, "hits": hits}, ensure_ascii=False)
 
 
 def os_error_reason(exc: OSError) -> str:

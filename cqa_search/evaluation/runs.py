@@ -15,18 +15,18 @@ __all__ = ["run_queries", "feature_table"]
 
 
 def _results(engine, query, candidates, k):
-    """The engine's results of one query: a rerank of its candidates, or full retrieval
-    (without the query itself when it is an archived question)."""
+    """``(doc ids, scores, features)`` of one query: a rerank of its candidates, or full
+    retrieval (without the query itself when it is an archived question)."""
     qid, text, category = query["id"], query["text"], query.get("category")
     if candidates is not None:
         given = candidates.get(qid, {})
         if not given:
-            return []
+            return [], np.zeros(0), np.zeros((0, len(engine.feature_names)))
         res = engine.rerank(text, list(given), scores=list(given.values()), category=category)
-        return list(zip(res.doc_ids, res.scores.tolist()))
+        return list(res.doc_ids), res.scores, res.features
     res = engine.retrieve(text, None if k is None else k + 1, category=category)
-    ranked = [(d, s) for d, s in zip(res.doc_ids, res.scores.tolist()) if d != qid]
-    return ranked[:k]
+    keep = [i for i, d in enumerate(res.doc_ids) if d != qid][:k]
+    return [res.doc_ids[i] for i in keep], res.scores[keep], res.features[keep]
 
 
 def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> dict:
@@ -63,7 +63,8 @@ def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> d
     out = {}
     bar = progress_bar(progress, "evaluating", "queries")
     for query in queries:
-        out[query["id"]] = dict(_results(engine, query, candidates, k))
+        doc_ids, scores, _ = _results(engine, query, candidates, k)
+        out[query["id"]] = dict(zip(doc_ids, scores.tolist()))
         bar.update()
     bar.close()
     return out
@@ -85,20 +86,17 @@ def feature_table(engine, queries, *, candidates=None, k=100, progress=False):
     """
     if engine.ranker is not None:
         engine = engine.with_config(replace(engine.config, ranker=None))
-    run = run_queries(engine, queries, candidates=candidates, k=k, progress=progress)
+    if candidates is None:
+        engine._check_k(k)
     blocks, qids, docs = [], [], []
+    bar = progress_bar(progress, "candidates and their features", "queries", len(queries))
     for query in queries:
-        ranked = list(run[query["id"]])
-        if not ranked:
-            continue
-        given = candidates.get(query["id"], {}) if candidates is not None else None
-        rows = engine.archive.rows(ranked).astype(np.int64)
-        category = engine.categories[engine.categories.id(query.get("category"))] \
-            if query.get("category") is not None else None
-        q = engine.analyze(query["text"], category, None if given is None else {
-            engine.archive.row(d): float(v) for d, v in given.items()})
-        blocks.append(engine.feature_scores(q, rows))
-        qids.extend([query["id"]] * len(ranked))
-        docs.extend(ranked)
+        doc_ids, _, features = _results(engine, query, candidates, k)
+        bar.update()
+        if doc_ids:
+            blocks.append(features)
+            qids.extend([query["id"]] * len(doc_ids))
+            docs.extend(doc_ids)
+    bar.close()
     X = np.vstack(blocks) if blocks else np.zeros((0, len(engine.feature_names)))
     return X, np.array(qids, dtype=str), np.array(docs, dtype=str), engine.feature_names

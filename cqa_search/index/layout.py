@@ -103,7 +103,13 @@ class Categories:
         if found is not None:
             return found
         folded = list(self._folded)
-        close = difflib.get_close_matches(name.casefold(), folded, n=3, cutoff=0.5)
+        wanted = name.strip().casefold()
+        words = wanted.split()
+        # "Sightseeing" for "Sightseeing and Tourist attractions": a prefix, or every word
+        close = [f for f in folded if f.startswith(wanted)
+                 or all(any(w2.startswith(w) for w2 in f.split()) for w in words)][:3]
+        close += [c for c in difflib.get_close_matches(wanted, folded, n=3, cutoff=0.5)
+                  if c not in close][:3 - len(close)]
         hint = (f"; did you mean {' or '.join(repr(self.names[self._folded[c]]) for c in close)}?"
                 if close else f" (categories: {', '.join(sorted(self.names)[:20])}"
                               + (", ..." if len(self.names) > 20 else "") + ")")
