@@ -239,7 +239,7 @@ def _progress(enabled, desc, unit):
 #: Filled from the ``MODEL_KINDS`` of the model packages on first use, so that searching
 #: an index without trained models never imports them (nor scikit-learn).
 MODEL_KINDS = {}
-_MODEL_PACKAGES = ("translation", "factorization", "ranking")
+_MODEL_PACKAGES = ("translation", "factorization", "ranking", "answers")
 _packages_loaded = False
 
 
