@@ -96,7 +96,7 @@ def run(args) -> int:
     with_answers = int((choice >= 0).sum())
     marked = engine.manifest.get("stats", {}).get("n_with_best_answer", 0)
     print(f"model        {args.name} (answers, {model.mode_}), features "
-          f"{', '.join(model.feature_names)}")
+          f"{', '.join(map(str, model.ranker_.feature_names_in_))}")
     print(f"questions    {with_answers:,} with answers ({int((choice > 0).sum()):,} show an "
           f"answer other than the first); {marked:,} mark a best answer, which is shown "
           "instead")
