@@ -201,13 +201,19 @@ class Presenter:
 
     def answer(self, hit):
         """``(label, text)`` of the answer shown with a hit, or None when it has none: the
-        archive's best answer, else the first."""
+        answer the archive marks as best; else the one the index's answer selector chose
+        (``cqa-search fit INDEX answers``); else the first."""
         question = hit.question
         if question.best_answer is not None:
             return "best answer", question.best_answer_text
-        if question.answers:
-            return "first answer", question.answers[0]
-        return None
+        if not question.answers:
+            return None
+        if "answers" in self.engine.models and hit.row >= 0:
+            from .answers import chosen_answer
+
+            chosen = chosen_answer(self.engine, hit.row)
+            return "chosen answer", chosen.text
+        return "first answer", question.answers[0]
 
     def hit_record(self, hit, terms, *, ranker=None, marks=("", ""), width=200) -> dict:
         """A hit as a JSON-ready dict: what the command line's ``--json`` and the server

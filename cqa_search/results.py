@@ -20,6 +20,7 @@ class Hit:
     score: float
     question: Question
     features: Mapping
+    row: int = -1
 
     @property
     def title(self) -> str:
@@ -91,9 +92,10 @@ class Results:
         if not -len(self) <= i < len(self):
             raise IndexError(f"result {i} out of range for {len(self)} results")
         i %= len(self)
+        row = int(self._rows[i])
         return Hit(rank=i + 1, doc_id=self.doc_ids[i], score=float(self.scores[i]),
-                   question=self._archive[int(self._rows[i])],
-                   features=dict(zip(self.feature_names, self.features[i].tolist())))
+                   question=self._archive[row],
+                   features=dict(zip(self.feature_names, self.features[i].tolist())), row=row)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))

@@ -11,13 +11,7 @@ from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS
-from ._common import (
-    COMMANDS,
-    add_common_options,
-    os_error_reason,
-    print_or_fail,
-    run_command,
-)
+from ._common import (COMMANDS, add_common_options, os_error_reason, print_or_fail, run_command)
 from .fit import fit_family
 
 HELP = COMMANDS["build-index"][1]

@@ -3,19 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..evaluation.datasets import (
-    convert_semeval,
-    convert_stackexchange,
-    convert_stackfaq,
-)
+from ..evaluation.datasets import (convert_semeval, convert_stackexchange, convert_stackfaq)
 from ..exceptions import CQASearchError
-from ._common import (
-    COMMANDS,
-    add_common_options,
-    os_error_reason,
-    print_or_fail,
-    run_command,
-)
+from ._common import (COMMANDS, add_common_options, os_error_reason, print_or_fail, run_command)
 
 HELP = COMMANDS["convert"][1]
 

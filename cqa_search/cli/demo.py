@@ -9,14 +9,8 @@ import numpy as np
 
 from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
 from ..engine import SearchConfig, SearchEngine
-from ..evaluation import (
-    evaluate,
-    feature_table,
-    read_qrels,
-    read_queries,
-    run_queries,
-    summarize,
-)
+from ..evaluation import (evaluate, feature_table, read_qrels, read_queries, run_queries,
+                          summarize)
 from ..index.build import build_index
 from ..index.models import add_model
 from ..presentation import Presenter

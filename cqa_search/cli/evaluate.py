@@ -3,18 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..engine import SearchConfig, SearchEngine
-from ..evaluation import (
-    CONVENTIONS,
-    compare,
-    evaluate,
-    read_qrels,
-    read_queries,
-    read_run,
-    run_queries,
-    summarize,
-    write_run,
-)
+from ..engine import SearchConfig
+from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
+                          run_queries, summarize, write_run)
 from ..exceptions import QueryError
 from ..retrieval import parse_model
 from ._common import COMMANDS, add_common_options, positive_int, run_command

@@ -16,16 +16,8 @@ from ..engine import SearchConfig, SearchEngine
 from ..evaluation.trec import write_run
 from ..exceptions import QueryError
 from ..presentation import Presenter
-from ._common import (
-    COMMANDS,
-    Style,
-    add_common_options,
-    format_explanation,
-    format_hit,
-    format_question,
-    positive_int,
-    run_command,
-)
+from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
+                      format_question, positive_int, run_command)
 
 HELP = COMMANDS["query"][1]
 

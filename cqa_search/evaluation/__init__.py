@@ -2,15 +2,8 @@
 from .metrics import CONVENTIONS, evaluate, parse_metric, rank_documents, summarize
 from .runs import feature_table, run_queries
 from .significance import compare, paired_ttest, randomization_test
-from .trec import (
-                   read_qrels,
-                   read_queries,
-                   read_run,
-                   write_qrels,
-                   write_queries,
-                   write_run,
-                   write_svmrank,
-)
+from .trec import (read_qrels, read_queries, read_run, write_qrels, write_queries, write_run,
+                   write_svmrank)
 
 __all__ = ["CONVENTIONS", "evaluate", "summarize", "parse_metric", "rank_documents", "compare",
            "paired_ttest", "randomization_test", "read_qrels", "write_qrels", "read_run",

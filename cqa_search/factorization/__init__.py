@@ -10,14 +10,8 @@ from .gnmf import CNMF, GNMF, GNMFNC
 from .multiview import MultiViewModel, MultiViewNMF
 from .nmf import NMF
 from .nnls import nnls_gram
-from .topics import (
-                     VARIANTS,
-                     TopicInterpolation,
-                     TopicModel,
-                     TopicScorer,
-                     interpolate,
-                     term_question_matrix,
-)
+from .topics import (VARIANTS, TopicInterpolation, TopicModel, TopicScorer, interpolate,
+                     term_question_matrix)
 
 __all__ = ["NMF", "CNMF", "GNMF", "GNMFNC", "nnls_gram", "TopicModel", "TopicScorer",
            "TopicInterpolation", "interpolate", "term_question_matrix", "VARIANTS",

@@ -59,16 +59,8 @@ from ..exceptions import ParameterError
 from ..index.validate import check_array
 from .dictd import DEFAULT_DICT_DIR
 from .nnls import nnls_gram
-from .views import (
-    DummyTranslator,
-    SourceBags,
-    Translator,
-    ViewEncoder,
-    build_view,
-    find_translation_table,
-    make_translator,
-    parse_views,
-)
+from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder, build_view,
+                    find_translation_table, make_translator, parse_views)
 
 __all__ = ["MultiViewNMF", "MultiViewModel", "MultiViewScorer"]
 

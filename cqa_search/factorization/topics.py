@@ -88,7 +88,8 @@ def term_question_matrix(view, field="question"):
     """
     fi = view.index[field]
     if fi.n_terms == 0 or fi.nnz == 0:
-        raise ParameterError(f"the {field!r} field of this index has no terms: nothing to factorize")
+        raise ParameterError(f"the {field!r} field of this index has no terms: nothing to "
+                             "factorize")
     tfidf = TfidfTransformer()
     X = tfidf.fit_transform(fi.matrix())
     return sp.csc_matrix(X.T), tfidf.idf_

@@ -137,7 +137,8 @@ class DictionaryTranslator(Translator):
             dictionary = DictdDictionary(dictionary)
         if isinstance(n_translations, bool) or not isinstance(n_translations, int) \
                 or n_translations < 1:
-            raise ParameterError(f"n_translations must be a positive integer; got {n_translations!r}")
+            raise ParameterError(f"n_translations must be a positive integer; got "
+                                 f"{n_translations!r}")
         self.dictionary = dictionary
         self.n_translations = n_translations
         self.name = name or dictionary.name.rsplit("-", 1)[-1]
@@ -217,7 +218,8 @@ class IBM1Translator(Translator):
     def __init__(self, translation_probs, *, n_translations=3, min_prob=0.0, name="ibm1"):
         if isinstance(n_translations, bool) or not isinstance(n_translations, int) \
                 or n_translations < 1:
-            raise ParameterError(f"n_translations must be a positive integer; got {n_translations!r}")
+            raise ParameterError(f"n_translations must be a positive integer; got "
+                                 f"{n_translations!r}")
         if not 0.0 <= min_prob < 1.0:
             raise ParameterError(f"min_prob must be in [0, 1); got {min_prob!r}")
         self.translation_probs = translation_probs

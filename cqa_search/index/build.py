@@ -156,7 +156,8 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
                 offsets.append(offsets[-1] + len(line))
                 doc_ids.append(question.id)
                 cat = question.category
-                doc_category.append(-1 if cat is None else categories.setdefault(cat, len(categories)))
+                doc_category.append(-1 if cat is None
+                                    else categories.setdefault(cat, len(categories)))
                 n_answers += len(question.answers)
                 n_best += question.best_answer is not None
                 n_dup_links += len(question.duplicate_of)

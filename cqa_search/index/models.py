@@ -40,6 +40,7 @@ MODEL_KINDS = {
     "topic-interpolation": "cqa_search.factorization.topics:TopicInterpolation",
     "multiview": "cqa_search.factorization.multiview:MultiViewModel",
     "ranker": "cqa_search.ranking.linear:LinearRanker",
+    "answers": "cqa_search.answers:AnswerSelector",
 }
 
 
@@ -56,11 +57,16 @@ class Family:
     default_name : str
         Name the model is stored under; ``{param}`` fields are filled from its parameters
         (e.g. ``"topics-{model}"``).
+    inputs : str or None
+        ``"module"`` with ``configure_inputs(parser)`` and ``fit_inputs(args, engine) ->
+        dict``: what a fit reads besides its parameters (labels, another model), passed
+        to ``fit`` as keyword arguments.
     """
 
     kind: str
     summary: str
     default_name: str
+    inputs: str | None = None
 
     def store_name(self, params) -> str:
         return self.default_name.format(**params)
@@ -78,6 +84,10 @@ FAMILIES = {
     "multiview": Family("multiview", "SMT + MF: the questions factorized jointly with their "
                         "translations (dictionaries, IBM Model 1, supplied translations; Zhou "
                         "et al. 2013): one feature mv_<view> per view", "multiview"),
+    "answers": Family("answers", "best-answer selection for archives that mark no best "
+                      "answer: scores each answer of a question (translation likelihood, "
+                      "term scores, length, position, asker) and stores the one to show",
+                      "answers", inputs="cqa_search.cli.fit_answers"),
 }
 
 
