@@ -252,16 +252,19 @@ class TermIndexBuilder:
         Names from :data:`FIELDS`.
     batch_size : int
         Questions per batch.
+    vocab : Vocabulary, optional
+        A vocabulary to extend (terms it has keep their ids; new terms come after): the
+        parts of one archive (segments, shards) then share term ids. A new one by default.
     """
 
-    def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096):
+    def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096, vocab=None):
         unknown = [f for f in fields if f not in FIELDS]
         if unknown:
             raise ParameterError(f"fields must be among {{{', '.join(map(repr, FIELDS))}}}; "
-                             f"got {unknown[0]!r}")
+                                 f"got {unknown[0]!r}")
         self.analyzer = analyzer
         self.field_names = tuple(fields)
-        self.vocab = Vocabulary()
+        self.vocab = Vocabulary() if vocab is None else vocab
         self.n_docs = 0
         self._batch_size = batch_size
         self._token_ids = {}

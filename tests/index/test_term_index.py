@@ -104,3 +104,18 @@ def test_parts_scored_with_the_whole_collections_statistics_score_as_one_index()
         np.testing.assert_allclose(split, full, rtol=1e-6, err_msg=model.name)
         alone = np.concatenate([model.score_all(p, ids, qtf)[0] for p in parts])
         assert not np.allclose(alone, full)  # the parts' own statistics would differ
+
+
+def test_a_builder_extending_a_vocabulary_keeps_its_ids():
+    from cqa_search.index.vocab import Vocabulary
+
+    first = TermIndexBuilder(Analyzer(), ("question",))
+    first.add(Question("a", "renew visa office"))
+    first = first.build()
+    vocab = Vocabulary(first.vocab.terms)
+    second = TermIndexBuilder(Analyzer(), ("question",), vocab=vocab)
+    second.add(Question("b", "visa fees at the office"))
+    second = second.build()
+    assert second.vocab.terms[:3] == first.vocab.terms == ["renew", "visa", "offic"]
+    assert second.vocab.terms[3:] == ["fee"]
+    assert second["question"].n_terms == 4 and second["question"].terms_of(0).tolist() == [1, 3, 2]
