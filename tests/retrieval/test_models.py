@@ -205,7 +205,9 @@ def test_score_rows_equals_score_all_and_naive(docs, query, name):
     full, matched = model.score_all(field, ids, qtf)
     rows = np.arange(len(docs))[::-1]
     # full scores use the float32 posting weights, candidate scores float64: 1e-6 relative
-    np.testing.assert_allclose(model.score_rows(field, ids, qtf, rows), full[rows], rtol=1e-6)
+    # (absolute near 0, where a score cancels out: lm_jm of a one-document collection)
+    np.testing.assert_allclose(model.score_rows(field, ids, qtf, rows), full[rows], rtol=1e-6,
+                               atol=1e-6)
     naive = {"bm25": lambda: naive_bm25(docs, query, 1.2, 0.75, "lucene"),
              "bm25:method=robertson": lambda: naive_bm25(docs, query, 1.2, 0.75, "robertson"),
              "bm25:method=atire": lambda: naive_bm25(docs, query, 1.2, 0.75, "atire"),
