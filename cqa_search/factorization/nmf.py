@@ -72,6 +72,7 @@ method and comparisons. SIAM J. Sci. Comput. 33(6), 3261–3281 (block principal
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import numbers
 import warnings
@@ -159,11 +160,68 @@ class _Problem:
         return slice(self.bounds[p], self.bounds[p + 1])
 
 
-class _State:
-    """Factors during a fit (questions in group order, terms renumbered to the active)."""
+class _Blocks:
+    """The per-category blocks of a fit: each group's ``X_p = D_p^T`` and coefficients
+    ``V_p^T``, and the three steps of a sweep that read them. Every step is one
+    independent computation per group, so the groups can be spread over processes
+    (:data:`BLOCKS`); the topics ``U`` (terms x topics, small) stay with the caller.
 
-    def __init__(self, Us, Up, Vt, n_shared, n_category, n_groups):
-        self.Us, self.Up, self.Vt = Us, Up, Vt
+    Parameters
+    ----------
+    X : list of sparse matrices
+        ``X_p`` (``N_p x |T_p|``), the groups' questions on the terms they use.
+    Vt : list of ndarray
+        Initial ``V_p^T`` (``N_p x K``).
+    """
+
+    def __init__(self, X, Vt):
+        self.X, self.Vt = list(X), [np.ascontiguousarray(v) for v in Vt]
+
+    def products(self, sv) -> list:
+        """``D_p V_p^T`` of every group, ``sv[p]`` its pending column scales."""
+        return [(X.T @ Vt) * s for X, Vt, s in zip(self.X, self.Vt, sv)]
+
+    def objective(self, U, sv) -> list:
+        """Apply the pending scales; ``(V_p V_p^T, <U_p^T D_p, V_p>)`` of every group,
+        ``U[p] = [U_s, U_p]`` on the group's terms."""
+        out = []
+        for X, Vt, Uloc, s in zip(self.X, self.Vt, U, sv):
+            if np.any(s != 1.0):
+                Vt *= s
+            out.append((Vt.T @ Vt, float(np.einsum("ij,ij->", X.T @ Vt, Uloc))))
+        return out
+
+    def update(self, U, grams, sv) -> list:
+        """Eq. 6 for every group, absorbing the pending scales; ``(<U^T D_p, V_p>,
+        V_p V_p^T)`` at the new point (``grams[p] = U^T U`` on the group's terms)."""
+        out = []
+        for X, Vt, Uloc, gram, s in zip(self.X, self.Vt, U, grams, sv):  # V_p^T = Vt * s
+            Uloc = Uloc * s
+            num = X @ Uloc                                 # (U^T D_p)^T * sv, N_p x K
+            den = _fix(Vt @ (s[:, None] * gram))           # V_p^T (U^T U)
+            Vt *= num
+            Vt /= den                                      # the new V_p^T, scales absorbed
+            inv = np.divide(1.0, s, out=np.zeros_like(s), where=s > 0)
+            out.append((float(np.einsum("ij,ij->j", num, Vt) @ inv), Vt.T @ Vt))
+        return out
+
+    def coefficients(self, sv) -> list:
+        """Every ``V_p^T`` with its pending scales applied."""
+        return [Vt * s for Vt, s in zip(self.Vt, sv)]
+
+
+#: Makes the blocks of a fit from ``(X, Vt)``: :class:`_Blocks` in this process by default;
+#: :func:`cqa_search.distributed.fitting.ray_fits` sets one that spreads the groups over
+#: Ray actors (the same kernels, so the same objective trajectory).
+BLOCKS = contextvars.ContextVar("nmf_blocks", default=None)
+
+
+class _State:
+    """Factors during a fit (terms renumbered to the active); the coefficients live in
+    the blocks (:class:`_Blocks`)."""
+
+    def __init__(self, Us, Up, blocks, n_shared, n_category, n_groups):
+        self.Us, self.Up, self.blocks = Us, Up, blocks
         self.Ks, self.Kp = n_shared, n_category
         # Pending column scales of each group's V (the true V_p^T is Vt_p * sv[p]): the
         # rescaling step records them and the next V update absorbs them, which saves a
@@ -243,24 +301,21 @@ def _group_gram(st, prob, p, UsUs):
     return g
 
 
-def _apply_scales(st, prob):
-    for p in range(prob.n_groups):
-        if np.any(st.sv[p] != 1.0):
-            st.Vt[prob.rows(p)] *= st.sv[p]
-            st.sv[p] = np.ones_like(st.sv[p])
+def _local_topics(st, prob, p):
+    """``[U_s, U_p]`` on the terms of group ``p``."""
+    return np.hstack([st.Us[prob.T[p]], st.Up[p]])
 
 
 def _objective(st, prob, beta, gamma):
     """The objective from scratch (one sparse product per group); fills ``C`` and ``B``."""
-    _apply_scales(st, prob)
     UsUs = st.Us.T @ st.Us
     data = 0.0
+    parts = st.blocks.objective([_local_topics(st, prob, p) for p in range(prob.n_groups)],
+                                st.sv)
+    st.sv = [np.ones_like(s) for s in st.sv]
     st.C = []
-    for p in range(prob.n_groups):
-        Vt = st.Vt[prob.rows(p)]
-        st.C.append(Vt.T @ Vt)
-        Uloc = np.hstack([st.Us[prob.T[p]], st.Up[p]])
-        cross = float(np.einsum("ij,ij->", prob.X[p].T @ Vt, Uloc))
+    for p, (C, cross) in enumerate(parts):
+        st.C.append(C)
         data += _data_term(st, prob, p, _group_gram(st, prob, p, UsUs), cross)
     st.B = _gram_blocks(st, prob)
     c, e = _regularisation_terms(st, prob, beta, gamma)
@@ -317,22 +372,15 @@ def _update_category(st, prob, num_u, beta, gamma):
 def _update_coefficients(st, prob):
     """Eq. 6: every ``V_p``; returns the data term at the new point (fills ``C``, ``B``)."""
     UsUs = st.Us.T @ st.Us
+    grams = [_group_gram(st, prob, p, UsUs) for p in range(prob.n_groups)]
+    st.B = [gram[:st.Ks, st.Ks:].copy() for gram in grams]
+    parts = st.blocks.update([_local_topics(st, prob, p) for p in range(prob.n_groups)],
+                             grams, st.sv)
+    st.sv = [np.ones_like(s) for s in st.sv]
     data = 0.0
-    st.B = []
-    for p in range(prob.n_groups):
-        Vt, sv = st.Vt[prob.rows(p)], st.sv[p]        # V_p^T = Vt * sv
-        gram = _group_gram(st, prob, p, UsUs)
-        st.B.append(gram[:st.Ks, st.Ks:].copy())
-        Uloc = np.hstack([st.Us[prob.T[p]], st.Up[p]]) * sv
-        num = prob.X[p] @ Uloc                         # (U^T D_p)^T * sv, N_p x K
-        den = _fix(Vt @ (sv[:, None] * gram))          # V_p^T (U^T U)
-        Vt *= num
-        Vt /= den                                      # the new V_p^T, scales absorbed
-        inv = np.divide(1.0, sv, out=np.zeros_like(sv), where=sv > 0)
-        cross = float(np.einsum("ij,ij->j", num, Vt) @ inv)
-        st.sv[p] = np.ones_like(sv)
-        st.C[p] = Vt.T @ Vt
-        data += _data_term(st, prob, p, gram, cross)
+    for p, (cross, C) in enumerate(parts):
+        st.C[p] = C
+        data += _data_term(st, prob, p, grams[p], cross)
     return data
 
 
@@ -372,8 +420,7 @@ def _rescale(st, prob, data, coef, expo, previous):
 
 def _sweep(st, prob, beta, gamma, previous):
     """One sweep of eqs. 4–6 plus the rescaling; returns (objective, rescaling fraction)."""
-    num_u = [(prob.X[p].T @ st.Vt[prob.rows(p)]) * st.sv[p]               # D_p V_p^T
-             for p in range(prob.n_groups)]
+    num_u = st.blocks.products(st.sv)                                      # D_p V_p^T
     _update_shared(st, prob, num_u, beta)
     _update_category(st, prob, num_u, beta, gamma)
     data = _update_coefficients(st, prob)
@@ -459,7 +506,8 @@ class _GroupFactorization(BaseEstimator):
             Us = np.abs(rng.standard_normal((prob.n_active, Ks))) * scale
             Up = [np.abs(rng.standard_normal((len(Tp), Kp))) * scale for Tp in prob.T]
             Vt = np.abs(rng.standard_normal((n_docs, K))) * scale
-        st = _State(Us, Up, Vt, Ks, Kp, P)
+        blocks = (BLOCKS.get() or _Blocks)(prob.X, [Vt[prob.rows(p)] for p in range(P)])
+        st = _State(Us, Up, blocks, Ks, Kp, P)
         if gamma > 0:
             st.Z = np.zeros((len(prob.multi), P * Kp))
             for p in range(P):
@@ -523,7 +571,6 @@ class _GroupFactorization(BaseEstimator):
         return Us, Up, np.ascontiguousarray(V.T[prob.order])
 
     def _store(self, st, prob):
-        _apply_scales(st, prob)
         Ks, Kp, P = st.Ks, st.Kp, prob.n_groups
         self.shared_topics_ = np.zeros((prob.n_terms, Ks))
         self.shared_topics_[prob.active] = st.Us
@@ -534,7 +581,7 @@ class _GroupFactorization(BaseEstimator):
         self.category_topics_ = sp.csr_matrix((data, (rows, cols)),
                                               shape=(prob.n_terms, P * Kp))
         V = np.empty((Ks + Kp, prob.n_docs))
-        V[:, prob.order] = st.Vt.T
+        V[:, prob.order] = np.vstack(st.blocks.coefficients(st.sv)).T
         self.coefficients_ = V
         self.groups_ = prob.groups
         self.doc_group_ = prob.doc_group

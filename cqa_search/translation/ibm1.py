@@ -33,6 +33,7 @@ NULL word and row ``1 + s`` the source term ``s``.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import numbers
 import time
@@ -54,6 +55,11 @@ logger = logging.getLogger(__name__)
 
 # Cells processed at once (bounds the temporaries of an EM pass to ~100 MB).
 _CHUNK = 1 << 23
+
+#: Makes the EM workspace of a corpus: this module's in-process one by default;
+#: :func:`cqa_search.distributed.fitting.ray_fits` sets one whose E-step runs as Ray
+#: tasks over shards of the pairs (the same kernels, counts summed per iteration).
+WORKSPACE = contextvars.ContextVar("ibm1_workspace", default=None)
 
 
 def _as_corpus(X) -> ParallelCorpus:
@@ -170,6 +176,17 @@ class _Workspace:
     @property
     def nnz(self):
         return len(self.entry_row)
+
+    def likelihood(self, data) -> float:
+        """The E-step's first half: log-likelihood of the corpus under the table values
+        ``data`` (one per entry); keeps the alignment denominators for :meth:`counts`."""
+        self._denom = self.denominators(data)
+        return self.log_likelihood(self._denom)
+
+    def counts(self, data) -> np.ndarray:
+        """The E-step's second half: expected counts of every entry (after
+        :meth:`likelihood` on the same ``data``)."""
+        return self.expected_counts(data, self._denom)
 
     def denominators(self, data):
         """sum_i p(t|s_i) over the cells of every segment."""
@@ -307,7 +324,8 @@ class IBMModel1(BaseEstimator):
         if corpus.n_pairs == 0 or len(corpus.target) == 0:
             raise ValueError("cannot fit IBMModel1 on a corpus without target words")
         t0 = time.perf_counter()
-        ws = _Workspace(corpus)
+        factory = WORKSPACE.get() or _Workspace
+        ws = factory(corpus)
         setup = time.perf_counter() - t0
         logger.info("IBM1: %d pairs, %d cells, %d table entries (setup %.1f s)",
                     corpus.n_pairs, ws.n_cells, ws.nnz, setup)
@@ -316,8 +334,7 @@ class IBMModel1(BaseEstimator):
         bar = progress(progress_bar, "IBM Model 1 EM", self.max_iter, "iterations")
         for it in range(self.max_iter + 1):
             t1 = time.perf_counter()
-            denom = ws.denominators(data)
-            lls.append(ws.log_likelihood(denom))
+            lls.append(ws.likelihood(data))
             if it > 0:
                 gain = lls[-1] - lls[-2]
                 logger.info("IBM1 iteration %d: log-likelihood %.6g (per target word %.4f)",
@@ -328,7 +345,7 @@ class IBMModel1(BaseEstimator):
                     break
             if it == self.max_iter:
                 break
-            data = ws.normalise(ws.expected_counts(data, denom))
+            data = ws.normalise(ws.counts(data))
             times.append(time.perf_counter() - t1)
             bar.update()
         bar.close()
