@@ -210,9 +210,12 @@ class SearchEngine:
         IndexFormatError
             Missing, foreign, corrupted or other-version index.
         """
-        return read_consistent(
-            path, lambda stored: cls(load_index(stored), models=load_models(stored),
-                                     config=config), mmap=mmap, verify=verify)
+        def load(stored):
+            if "shards" in stored.manifest:  # a sharded index: searched by Ray actors
+                from .distributed.search import ShardedEngine
+                return ShardedEngine(stored, config=config)
+            return cls(load_index(stored), models=load_models(stored), config=config)
+        return read_consistent(path, load, mmap=mmap, verify=verify)
 
     def reopen(self) -> "SearchEngine":
         """This engine if its generation is still the live one, else a new engine on the
@@ -323,6 +326,19 @@ class SearchEngine:
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
             return self._ranked(q, empty, np.zeros(0), empty, k)
+        if self.ranker is None:
+            depth = k
+        else:  # the ranker reorders the top n_candidates, and never returns fewer than k
+            depth = None if k is None else max(k, self.config.n_candidates)
+        rows, scores = self.candidates(q, depth, category_id, parsed, model)
+        return self._ranked(q, rows, scores, self.data.doc_id_rank[rows], k, field=model.field)
+
+    def candidates(self, q: AnalyzedQuery, depth, category_id=None, parsed=None,
+                   retrieval=None):
+        """The ``depth`` best rows by the retrieval model (None: every matching row) and
+        their scores, sorted by (-score, doc id): the stage before the features and the
+        ranker (what each shard of a sharded index answers)."""
+        model = self.config.retrieval if retrieval is None else retrieval
         all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
         if parsed is not None and parsed.must:  # required words decide, not the others
             matched = np.ones(self.n_docs, dtype=bool)
@@ -330,13 +346,8 @@ class SearchEngine:
             matched &= self.view.doc_category == category_id
         if parsed is not None and parsed.has_filters:
             matched = apply_filters(parsed, matched, self.index, self.archive, self.analyzer)
-        if self.ranker is None:
-            depth = k
-        else:  # the ranker reorders the top n_candidates, and never returns fewer than k
-            depth = None if k is None else max(k, self.config.n_candidates)
         rows = top_k(all_scores, depth, allowed=matched, tie_rank=self.data.doc_id_rank)
-        return self._ranked(q, rows, all_scores[rows], self.data.doc_id_rank[rows], k,
-                            field=model.field)
+        return rows, all_scores[rows]
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""

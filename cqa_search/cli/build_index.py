@@ -11,7 +11,8 @@ from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS
-from ._common import (COMMANDS, add_common_options, os_error_reason, print_or_fail, run_command)
+from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int, print_or_fail,
+                      run_command)
 from .fit import fit_family
 
 HELP = COMMANDS["build-index"][1]
@@ -64,6 +65,14 @@ def configure(parser) -> None:
                         help="after indexing, train these model families with their default "
                              "options, in order (like `cqa-search fit DIR FAMILY`): "
                              + ", ".join(FAMILIES))
+    scale = parser.add_argument_group("scale-out on Ray (pip install 'cqa-search[distributed]')")
+    scale.add_argument("--shards", type=positive_int, metavar="N",
+                       help="split the archive into N shard indexes built in parallel on Ray, "
+                            "searched by fan-out (`cqa-search query DIR` as usual)")
+    scale.add_argument("--ray", metavar="ADDRESS",
+                       help="with --shards: build on the Ray cluster at ADDRESS (default: a "
+                            "local Ray session; the index directory must be on storage every "
+                            "node sees)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
 
@@ -101,10 +110,23 @@ def run(args) -> int:
         output = os.path.join("indexes", first.split(".")[0] or "index")
     fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
     analyzer = _analyzer(args)
+    if args.ray is not None and args.shards is None:
+        raise ParameterError("--ray needs --shards (the number of shards to build)")
+    if args.shards is not None and args.models:
+        raise ParameterError("--models cannot be trained on a sharded index: fit them on an "
+                             "unsharded index (see `cqa-search fit --help`)")
     try:
-        summary = build_index(args.archive, output, analyzer=analyzer, fields=fields,
-                              format=args.format, skip_invalid=args.skip_invalid,
-                              progress=not args.quiet, **options)
+        if args.shards is not None:
+            from ..distributed.build import build_sharded_index
+
+            summary = build_sharded_index(args.archive, output, args.shards, address=args.ray,
+                                          analyzer=analyzer, fields=fields, format=args.format,
+                                          skip_invalid=args.skip_invalid,
+                                          progress=not args.quiet, **options)
+        else:
+            summary = build_index(args.archive, output, analyzer=analyzer, fields=fields,
+                                  format=args.format, skip_invalid=args.skip_invalid,
+                                  progress=not args.quiet, **options)
     except OSError as exc:  # the readers turn their own I/O errors into ArchiveError
         kept = " (the index already there is unchanged)" if os.path.isdir(output) else ""
         raise CQASearchError(

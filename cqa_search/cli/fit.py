@@ -11,6 +11,7 @@ import importlib
 import time
 
 from ..engine import SearchConfig, SearchEngine
+from ..exceptions import ParameterError
 from ..index.models import FAMILIES, add_model, model_class
 from ._common import COMMANDS, add_common_options, run_command
 from ._params import add_estimator_options, estimator_params
@@ -28,21 +29,37 @@ def configure(parser) -> None:
             importlib.import_module(family.inputs).configure_inputs(p)
         p.add_argument("--name", help=f"model name in the index (default: "
                                       f"{family.default_name})")
+        p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                       help="fit on Ray (pip install 'cqa-search[distributed]'): the IBM Model "
+                            "1 E-step over shards of the pairs, the topic models' categories "
+                            "in parallel; a local Ray session, or the cluster at ADDRESS")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
         add_common_options(p)
 
 
-def fit_family(index, family, params=None, *, name=None, progress=True, args=None) -> str:
+def fit_family(index, family, params=None, *, name=None, progress=True, args=None,
+               ray=None) -> str:
     """Fit a family's model on the index at ``index`` and store it; returns the report.
-    ``args`` (the parsed options) give the family's other inputs (labels, ...)."""
+    ``args`` (the parsed options) give the family's other inputs (labels, ...); ``ray``
+    (``"local"`` or a cluster address) runs the fit on Ray."""
     spec = FAMILIES[family]
     cls = model_class(spec.kind)
     t0 = time.perf_counter()
     engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    if engine.view is None:
+        raise ParameterError(f"{index} is a sharded index: fit {family} on an unsharded index "
+                             "of the same archive (it has the same vocabulary) and store it "
+                             "with cqa_search.index.models.add_model")
     inputs = {}
     if spec.inputs and args is not None:
         inputs = importlib.import_module(spec.inputs).fit_inputs(args, engine)
-    model = cls(**(params or {})).fit(engine.view, progress=progress, **inputs)
+    if ray is None:
+        model = cls(**(params or {})).fit(engine.view, progress=progress, **inputs)
+    else:
+        from ..distributed.fitting import ray_fits
+
+        with ray_fits(address=None if ray == "local" else ray):
+            model = cls(**(params or {})).fit(engine.view, progress=progress, **inputs)
     name = name or spec.store_name(model.get_params())
     add_model(engine, name, model)
     return (f"model      {name} ({family}) stored in {engine.path}\n{model.describe()}\n"
@@ -51,7 +68,7 @@ def fit_family(index, family, params=None, *, name=None, progress=True, args=Non
 
 def run(args) -> int:
     print(fit_family(args.index, args.family, estimator_params(args, args.params),
-                     name=args.name, progress=not args.quiet, args=args))
+                     name=args.name, progress=not args.quiet, args=args, ray=args.ray))
     return 0
 
 

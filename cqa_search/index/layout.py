@@ -145,7 +145,7 @@ class IndexData:
 
 
 def write_index(writer, index: TermIndex, *, analyzer, doc_ids, archive_offsets, categories,
-                doc_category, surface, stats, sources, precomputed=()) -> str:
+                doc_category, surface, stats, sources, precomputed=(), extra=None) -> str:
     """Write every file but the archive lines (already written) and commit the generation.
 
     The manifest gets a new ``build_id``: models fitted on an earlier build of the index
@@ -169,6 +169,8 @@ def write_index(writer, index: TermIndex, *, analyzer, doc_ids, archive_offsets,
     precomputed : sequence of (field, TermModel)
         Term models whose posting weights are stored (e.g. BM25 on the questions: the
         hot path of search).
+    extra : dict, optional
+        More manifest entries (e.g. ``"shard"``: what a shard of a sharded index is).
 
     Returns
     -------
@@ -197,7 +199,7 @@ def write_index(writer, index: TermIndex, *, analyzer, doc_ids, archive_offsets,
     writer.array("doc_id_rank.npy", rank)
     return writer.commit({"build_id": secrets.token_hex(8), "analyzer": analyzer.to_config(),
                           "fields": fields, "stats": stats, "sources": list(sources),
-                          "models": {}})
+                          "models": {}, **(extra or {})})
 
 
 def _manifest_parts(stored):

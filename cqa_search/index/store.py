@@ -557,6 +557,16 @@ class IndexWriter:
         with self.open(relpath) as f:
             json.dump(obj, f, ensure_ascii=False)
 
+    def add_file(self, relpath, sha256=None) -> None:
+        """Make part of this generation a file written into :attr:`tmp` by another
+        process (e.g. a shard index built by a Ray task); its SHA-256 is computed at
+        :meth:`commit` unless given."""
+        full = self._full(relpath)
+        if not os.path.isfile(full):
+            raise FileNotFoundError(errno.ENOENT, "no such file in the new generation", full)
+        if sha256 is not None:
+            self._digests[relpath] = sha256
+
     def commit(self, manifest, *, keep=()) -> str:
         """Write the manifest last and make this generation the live one.
 

@@ -1,0 +1,20 @@
+"""Scale-out on Ray: sharded indexes, fan-out search and distributed model fitting.
+
+An archive too large for one machine is split into *shards*, contiguous parts of the
+archive in order, each a normal cqa_search index, under one index directory whose
+top-level generation holds what the shards share (:mod:`.build`)::
+
+    cqa-search build-index ARCHIVE... -o DIR --shards N [--ray ADDRESS]
+
+:meth:`cqa_search.SearchEngine.open` on such a directory returns a
+:class:`~.search.ShardedEngine`: the same API, each query sent to one Ray actor per shard
+(holding its shard memory-mapped and the collection's global statistics), their top
+candidates merged, then the features and the stored ranker applied to the merged
+candidates, so results equal those of one index of the whole archive (:mod:`.search`).
+
+Model fitting parallelised over Ray tasks (the IBM Model 1 E-step over shards of the
+training pairs, the per-category blocks of GNMFNC) is :mod:`.fitting`.
+
+Ray is an optional dependency (``pip install 'cqa-search[distributed]'``), imported only
+here and only when used (:mod:`._ray`).
+"""

@@ -1,0 +1,354 @@
+"""Building a sharded index: N shard indexes built in parallel by Ray actors.
+
+Layout (one generation of the index directory, see :mod:`cqa_search.index.store`)::
+
+    DIR/
+      CURRENT                      the live generation, switched atomically as for any index
+      gen-000001/
+        manifest.json              a normal manifest plus "shards": [{dir, n_docs,
+                                   doc_offset}, ...]; its file list names every file of
+                                   every shard (a later generation, e.g. one adding a
+                                   model, hard-links them)
+        vocab.json                 the one vocabulary (term ids) of all shards
+        categories.json            category names, in the order the archive first meets them
+        category_counts.npy        int64 (n_categories,): questions per category
+        surface.json               surface word -> document frequency ("did you mean")
+        fields/<field>/df.npy      int64 (n_terms,): the collection statistics every shard
+        fields/<field>/term_freq.npy   scores with (n_docs and total_terms in the manifest)
+        shards/00000/              shard 0: a normal index directory (CURRENT, gen-000001/)
+        shards/00001/ ...
+
+Shards are contiguous parts of the archive in order (shard ``s`` holds global rows
+``doc_offset`` to ``doc_offset + n_docs - 1``), each balanced to within one question; a
+shard left without questions (more shards than questions) has no directory. Because the
+parts are contiguous, merging their vocabularies in shard order gives term ids in order
+of first occurrence in the archive: the vocabulary of the unsharded build, term for term.
+
+The build:
+
+1. the driver reads the archive once (any format, with the readers' checks: invalid
+   records, duplicate ids across files) into a spool of canonical JSONL lines;
+2. one Ray task per shard analyses its lines (TermIndexBuilder, a vocabulary of its own)
+   and returns its terms and statistics, keeping its postings in Ray's object store; the
+   driver merges the vocabularies in shard order and sums the statistics, renumbered
+   (:class:`~cqa_search.index.term_index.CollectionStats`);
+3. one task per shard renumbers its postings to the global term ids and writes its shard
+   index, with BM25 posting weights computed from the global statistics
+   (``fields/question/bm25.global.npy``, named in the shard manifest's ``"shard"`` entry:
+   a shard opened alone scores with its own statistics);
+4. the driver writes the shared files and commits the top-level generation.
+
+The output directory must be on storage every Ray node sees (a local disk for a local
+session, a shared file system for a cluster).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from array import array
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..analysis import Analyzer
+from ..archive import Question
+from ..exceptions import ArchiveError, ParameterError
+from ..index.build import DEFAULT_FIELDS, BuildSummary, _paths, progress_bar
+from ..index.layout import write_index
+from ..index.store import MANIFEST, IndexWriter, open_index
+from ..index.term_index import FIELDS, CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
+from ..index.vocab import Vocabulary
+from ..readers import ReadReport, read_questions
+from ..retrieval.bm25 import BM25
+from ._ray import ShardError, connect, remote
+
+__all__ = ["build_sharded_index", "shard_dir"]
+
+logger = logging.getLogger(__name__)
+
+_SPOOL = "spool.jsonl"
+#: The posting weights a shard stores, computed from the global statistics.
+PRECOMPUTED = (("question", BM25()),)
+
+
+def shard_dir(s) -> str:
+    """Directory of shard ``s``, relative to a generation of the sharded index."""
+    return f"shards/{s:05d}"
+
+
+def _remap(field: FieldIndex, mapping, n_terms) -> FieldIndex:
+    """The field with local term ids renumbered by ``mapping`` (local -> global)."""
+    local_terms = np.repeat(np.arange(field.n_terms, dtype=np.int64), np.diff(field.indptr))
+    terms = mapping[local_terms]
+    order = np.argsort(terms, kind="stable")  # rows stay sorted within a term
+    indptr = np.concatenate(([0], np.cumsum(np.bincount(terms, minlength=n_terms))))
+    return FieldIndex(field.name, indptr.astype(np.int64), field.indices[order],
+                      field.counts[order], field.doc_len,
+                      mapping[field.sequence].astype(np.int32))
+
+
+def _analyse(spool, start, stop, analyzer_config, fields):
+    """Index one shard's questions (bytes ``start:stop`` of the spool) with a vocabulary
+    of its own (a Ray task).
+
+    Returns
+    -------
+    terms : list of str
+        The shard's terms in local term-id order.
+    stats : dict
+        Field -> (n_docs, df, term_freq, total_terms) over the local term ids.
+    part : dict
+        What :func:`_write` needs (kept in Ray's object store meanwhile).
+    """
+    import orjson
+
+    with open(spool, "rb") as f:
+        f.seek(start)
+        lines = f.read(stop - start)
+    analyzer = Analyzer.from_config(analyzer_config)
+    builder = TermIndexBuilder(analyzer, fields)
+    offsets, doc_ids = array("q", [0]), []
+    categories, doc_category = {}, array("i")
+    n_answers = n_best = n_dup_links = 0
+    for line in lines.splitlines(keepends=True):
+        question = Question.from_dict(orjson.loads(line))
+        offsets.append(offsets[-1] + len(line))
+        doc_ids.append(question.id)
+        cat = question.category
+        doc_category.append(-1 if cat is None else categories.setdefault(cat, len(categories)))
+        n_answers += len(question.answers)
+        n_best += question.best_answer is not None
+        n_dup_links += len(question.duplicate_of)
+        builder.add(question)
+    index = builder.build()
+    stats = {}
+    for name, fi in index.fields.items():
+        st = CollectionStats.of(fi)
+        stats[name] = (st.n_docs, st.df, st.term_freq, st.total_terms)
+    part = {"fields": {name: (fi.indptr, fi.indices, fi.counts, fi.doc_len, fi.sequence)
+                       for name, fi in index.fields.items()},
+            "surface": builder.surface_words(), "doc_ids": doc_ids,
+            "offsets": np.frombuffer(offsets, dtype=np.int64), "categories": list(categories),
+            "doc_category": np.frombuffer(doc_category, dtype=np.int32),
+            "counts": {"n_docs": len(doc_ids), "n_answers": n_answers,
+                       "n_with_best_answer": n_best, "n_duplicate_links": n_dup_links}}
+    return index.vocab.terms, stats, part
+
+
+def _write(part, spool, start, stop, path, terms, mapping, stats, shard, n_shards, doc_offset,
+           analyzer_config, sources) -> dict:
+    """Renumber a shard to the global term ids and write its index at ``path`` (a Ray
+    task); returns what the top level records."""
+    analyzer = Analyzer.from_config(analyzer_config)
+    mapping = np.asarray(mapping, dtype=np.int64)
+    vocab = Vocabulary(terms)
+    stats = {name: CollectionStats(*parts) for name, parts in stats.items()}
+    index = TermIndex(vocab, {name: _remap(FieldIndex(name, *arrays), mapping, len(vocab))
+                              for name, arrays in part["fields"].items()})
+    with open(spool, "rb") as f:
+        f.seek(start)
+        lines = f.read(stop - start)
+    with IndexWriter(path) as writer:
+        with writer.open("archive.jsonl", "wb") as out:
+            out.write(lines)
+        weights = {}
+        for field_name, model in PRECOMPUTED:
+            if field_name in index.fields:
+                rel = f"fields/{field_name}/{model.name}.global.npy"
+                writer.array(rel, model.posting_weights(
+                    index[field_name].with_stats(stats[field_name])))
+                weights.setdefault(field_name, {})[model.cache_key()] = rel
+        counts, categories = part["counts"], part["categories"]
+        local = {**counts, "n_terms": len(vocab), "n_categories": len(categories),
+                 "n_skipped": 0}
+        write_index(writer, index, analyzer=analyzer, doc_ids=part["doc_ids"],
+                    archive_offsets=part["offsets"], categories=categories,
+                    doc_category=part["doc_category"], surface=part["surface"], stats=local,
+                    sources=sources, precomputed=(),
+                    extra={"shard": {"index": shard, "of": n_shards, "doc_offset": doc_offset,
+                                     "weights": weights}})
+    os.unlink(os.path.join(path, ".lock"))  # nobody writes a shard of a generation
+    stored = open_index(path)
+    # the global document frequency of each surface word's term, summed over fields
+    df = sum(st.df for st in stats.values())
+    ids = vocab.ids([analyzer.term(tok) for tok in part["surface"]])
+    surface = {tok: int(df[i]) for tok, i in zip(part["surface"], ids.tolist()) if i >= 0}
+    doc_category = part["doc_category"]
+    category_counts = np.bincount(doc_category[doc_category >= 0], minlength=len(categories))
+    files = {f"{stored.generation}/{rel}": info["sha256"]
+             for rel, info in stored.manifest["files"].items()}
+    return {"counts": counts, "categories": categories,
+            "category_counts": category_counts.tolist(), "surface": surface,
+            "generation": stored.generation, "files": files}
+
+
+def _spool(archive, out, *, format, skip_invalid, progress, reader_options):
+    """Write the archive's questions as canonical JSONL; returns (line offsets, report)."""
+    report = ReadReport(skip_invalid=skip_invalid)
+    sources = _paths(archive)
+    if sources is not None:
+        questions = read_questions(sources, format=format, report=report, **reader_options)
+    elif format is not None or reader_options:
+        raise ParameterError("format and reader options apply only when archive is a path")
+    elif isinstance(archive, Iterable):
+        questions = iter(archive)
+    else:
+        raise TypeError(f"archive must be a path, a list of paths, an Archive or an iterable "
+                        f"of Question; got {type(archive).__name__}")
+    offsets, seen = array("q", [0]), set()
+    bar = progress_bar(progress, "reading", "questions")
+    with open(out, "wb") as f:
+        for question in questions:
+            if not isinstance(question, Question):
+                raise TypeError(f"archive items must be Question; got {type(question).__name__}")
+            if sources is None:  # the readers check ids across files themselves
+                if question.id in seen:
+                    raise ArchiveError(f"duplicate question id {question.id!r}")
+                seen.add(question.id)
+            line = question.to_json_bytes() + b"\n"
+            f.write(line)
+            offsets.append(offsets[-1] + len(line))
+            bar.update()
+    bar.close()
+    if len(offsets) == 1:
+        raise ArchiveError("the archive is empty: no question was read"
+                           + (f" ({report.n_skipped} invalid records skipped)"
+                              if report.n_skipped else ""))
+    return np.frombuffer(offsets, dtype=np.int64), report, sources or []
+
+
+def _scatter(values, mapping) -> np.ndarray:
+    """Local per-term values placed at their global term ids."""
+    out = np.zeros(int(mapping.max(initial=-1)) + 1, dtype=np.int64)
+    out[mapping] = values
+    return out
+
+
+def _get(ray, refs, what):
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayError as exc:
+        cause = getattr(exc, "cause", None) or exc
+        raise ShardError(f"{what} failed: {type(cause).__name__}: {cause}") from None
+
+
+def build_sharded_index(archive, path, n_shards, *, address=None, analyzer=None,
+                        fields=DEFAULT_FIELDS, format=None, skip_invalid=False, progress=False,
+                        **reader_options) -> BuildSummary:
+    """Index an archive into ``n_shards`` shard indexes built in parallel on Ray.
+
+    Parameters are those of :func:`cqa_search.build_index`, plus:
+
+    n_shards : int
+        Number of shards (contiguous parts of the archive, in order).
+    address : str, optional
+        A Ray cluster to build on; a local Ray session by default (see
+        :func:`cqa_search.distributed._ray.connect`).
+
+    Returns
+    -------
+    BuildSummary
+
+    Raises
+    ------
+    ArchiveError, IndexFormatError, ParameterError
+        As :func:`cqa_search.build_index`.
+    ShardError
+        A shard's build failed (nothing is committed).
+    """
+    t0 = time.perf_counter()
+    if isinstance(n_shards, bool) or not isinstance(n_shards, (int, np.integer)) or n_shards < 1:
+        raise ParameterError(f"n_shards must be a positive integer; got {n_shards!r}")
+    analyzer = Analyzer() if analyzer is None else analyzer
+    fields = tuple(fields)
+    if [f for f in fields if f not in FIELDS] or "question" not in fields:
+        raise ParameterError(f"fields must include 'question' and be among "
+                             f"{{{', '.join(map(repr, FIELDS))}}}; got {fields!r}")
+    with IndexWriter(path) as writer:
+        spool = os.path.join(writer.tmp, _SPOOL)
+        offsets, report, sources = _spool(archive, spool, format=format,
+                                          skip_invalid=skip_invalid, progress=progress,
+                                          reader_options=reader_options)
+        n_docs = len(offsets) - 1
+        bounds = [n_docs * s // n_shards for s in range(n_shards + 1)]
+        ray = connect(address)
+        parts = [s for s in range(n_shards) if bounds[s + 1] > bounds[s]]
+        ranges = {s: (int(offsets[bounds[s]]), int(offsets[bounds[s + 1]])) for s in parts}
+        logger.info("analysing %d questions in %d shards", n_docs, len(parts))
+        analyse = remote(_analyse, num_returns=3)
+        refs = {s: analyse.remote(spool, *ranges[s], analyzer.to_config(), fields)
+                for s in parts}
+        vocab, stats, mappings = Vocabulary(), {}, {}
+        for s in parts:  # in shard order: term ids in order of first occurrence
+            terms, local_stats = _get(ray, refs[s][:2], f"analysing shard {s}")
+            mapping = mappings[s] = np.asarray(vocab.add_many(terms), dtype=np.int64)
+            for name, (n, df, tf, total) in local_stats.items():
+                st = CollectionStats(n, _scatter(df, mapping), _scatter(tf, mapping), total)
+                stats[name] = st if name not in stats else stats[name] + st
+        n_terms = len(vocab)
+        stats = {name: CollectionStats(st.n_docs, np.pad(st.df, (0, n_terms - len(st.df))),
+                                       np.pad(st.term_freq, (0, n_terms - len(st.term_freq))),
+                                       st.total_terms) for name, st in stats.items()}
+        stats_ref = ray.put({name: (st.n_docs, st.df, st.term_freq, st.total_terms)
+                             for name, st in stats.items()})
+        terms_ref = ray.put(vocab.terms)
+        write = remote(_write)
+        written = _get(ray, [write.remote(
+            refs[s][2], spool, *ranges[s], os.path.join(writer.tmp, shard_dir(s)), terms_ref,
+            mappings[s], stats_ref, s, n_shards, bounds[s], analyzer.to_config(), sources)
+            for s in parts], "writing the shards")
+        del refs
+        os.unlink(spool)
+        return _commit(writer, path, t0, analyzer, fields, vocab, stats, parts, bounds,
+                       written, report, sources, n_shards)
+
+
+def _commit(writer, path, t0, analyzer, fields, vocab, stats, parts, bounds, written, report,
+            sources, n_shards) -> BuildSummary:
+    """Write the files the shards share, register the shards' files, commit."""
+    categories, category_counts, surface = {}, [], {}
+    totals = {"n_answers": 0, "n_with_best_answer": 0, "n_duplicate_links": 0}
+    shards = [{"dir": None, "n_docs": 0, "doc_offset": bounds[s]} for s in range(n_shards)]
+    for s, info in zip(parts, written):
+        for name, count in zip(info["categories"], info["category_counts"]):
+            cid = categories.setdefault(name, len(categories))
+            if cid == len(category_counts):
+                category_counts.append(0)
+            category_counts[cid] += count
+        surface.update(info["surface"])
+        for key in totals:
+            totals[key] += info["counts"][key]
+        base = shard_dir(s)
+        writer.add_file(f"{base}/CURRENT")
+        for rel, sha in info["files"].items():
+            writer.add_file(f"{base}/{rel}", sha)
+        writer.add_file(f"{base}/{info['generation']}/{MANIFEST}")
+        shards[s] = {"dir": base, "n_docs": info["counts"]["n_docs"], "doc_offset": bounds[s]}
+    writer.json("vocab.json", vocab.terms)
+    writer.json("categories.json", list(categories))
+    writer.array("category_counts.npy", np.asarray(category_counts, dtype=np.int64))
+    writer.json("surface.json", surface)
+    field_meta = {}
+    for name in fields:
+        st = stats[name]
+        writer.array(f"fields/{name}/df.npy", np.asarray(st.df, dtype=np.int64))
+        writer.array(f"fields/{name}/term_freq.npy", np.asarray(st.term_freq, dtype=np.int64))
+        field_meta[name] = {"nnz": int(np.sum(st.df)), "total_terms": st.total_terms,
+                            "weights": {}}
+    n_docs = bounds[-1]
+    summary_stats = {"n_docs": n_docs, "n_terms": len(vocab), **totals,
+                     "n_categories": len(categories), "n_skipped": report.n_skipped,
+                     "n_shards": n_shards}
+    import secrets
+
+    writer.commit({"build_id": secrets.token_hex(8), "analyzer": analyzer.to_config(),
+                   "fields": field_meta, "stats": summary_stats, "sources": list(sources),
+                   "models": {}, "shards": shards})
+    return BuildSummary(
+        path=os.fspath(path), n_questions=n_docs, n_answers=totals["n_answers"],
+        n_categories=len(categories), n_terms=len(vocab), n_skipped=report.n_skipped,
+        seconds=time.perf_counter() - t0,
+        fields={k: {"nnz": v["nnz"], "total_terms": v["total_terms"]}
+                for k, v in field_meta.items()},
+        skipped_examples=tuple(report.errors))

@@ -1,0 +1,93 @@
+"""Fits on Ray equal the single-process fits: IBM Model 1 (E-step over shards of the
+pairs) and GNMFNC (categories' blocks in parallel)."""
+from importlib import resources
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+pytest.importorskip("ray", reason="Ray is not installed (pip install '.[distributed]')")
+
+from cqa_search import SearchEngine, build_index  # noqa: E402
+from cqa_search.cli.__main__ import main as cli  # noqa: E402
+from cqa_search.distributed.fitting import ray_fits  # noqa: E402
+from cqa_search.factorization.gnmf import GNMFNC  # noqa: E402
+from cqa_search.factorization.topics import TopicModel  # noqa: E402
+from cqa_search.translation import IBMModel1, ParallelCorpus  # noqa: E402
+from cqa_search.translation.model import TranslationModel  # noqa: E402
+
+DEMO = resources.files("cqa_search.data") / "demo"
+
+
+@pytest.fixture(scope="module")
+def demo(ray_session, tmp_path_factory):
+    path = tmp_path_factory.mktemp("fit") / "demo"
+    build_index(str(DEMO / "archive.jsonl"), path)
+    return path
+
+
+def _corpus(seed=0, n_pairs=400, n_terms=150):
+    rng = np.random.default_rng(seed)
+    zipf = 1 / np.arange(1, n_terms + 1)
+    zipf /= zipf.sum()
+    return ParallelCorpus.from_pairs(
+        [(rng.choice(n_terms, rng.integers(1, 12), p=zipf),
+          rng.choice(n_terms, rng.integers(0, 9), p=zipf)) for _ in range(n_pairs)], n_terms)
+
+
+@pytest.mark.parametrize("n_shards", [1, 3, 7])
+def test_ibm1_e_step_over_shards_gives_the_same_table(ray_session, n_shards):
+    corpus = _corpus()
+    one = IBMModel1(max_iter=6, tol=None, min_prob=0).fit(corpus)
+    with ray_fits(n_shards):
+        many = IBMModel1(max_iter=6, tol=None, min_prob=0).fit(corpus)
+    np.testing.assert_allclose(many.log_likelihood_, one.log_likelihood_, rtol=1e-12)
+    a, b = one.translation_probs_, many.translation_probs_
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_allclose(b.data, a.data, rtol=0, atol=1e-9)
+    assert many.n_identity_rows_ == one.n_identity_rows_
+
+
+def test_gnmfnc_blocks_in_parallel_follow_the_same_trajectory(ray_session):
+    D = sp.random(200, 300, density=0.05, random_state=1, format="csc")
+    groups = np.random.default_rng(1).integers(-1, 5, 300)
+    one = GNMFNC(5, 3, max_iter=15, tol=0, random_state=0).fit(D, groups)
+    with ray_fits(3):
+        many = GNMFNC(5, 3, max_iter=15, tol=0, random_state=0).fit(D, groups)
+    np.testing.assert_allclose(many.loss_curve_, one.loss_curve_, rtol=1e-12)
+    assert many.initial_loss_ == pytest.approx(one.initial_loss_, rel=1e-12)
+    np.testing.assert_allclose(many.coefficients_, one.coefficients_, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(many.shared_topics_, one.shared_topics_, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(many.category_topics_.toarray(), one.category_topics_.toarray(),
+                               rtol=1e-10, atol=1e-14)
+
+
+def test_index_models_fitted_on_ray_equal_the_in_process_ones(demo):
+    view = SearchEngine.open(demo).view
+    kw = dict(textrank=False, max_iter=4, tol=None)
+    one = TranslationModel(**kw).fit(view)
+    with ray_fits(2):
+        many = TranslationModel(**kw).fit(view)
+    np.testing.assert_allclose(many.ibm1_.translation_probs_.toarray(),
+                               one.ibm1_.translation_probs_.toarray(), atol=1e-9)
+    topics = dict(model="gnmfnc", n_shared=4, n_category=2, max_iter=8, random_state=0)
+    one = TopicModel(**topics).fit(view)
+    with ray_fits(2):
+        many = TopicModel(**topics).fit(view)
+    np.testing.assert_allclose(many.loss_curve_, one.loss_curve_,
+                               rtol=1e-12)
+
+
+def test_cli_fit_on_ray(demo, tmp_path, capsys):
+    assert cli(["fit", str(demo), "topics", "--model", "gnmfnc", "--n-shared", "3",
+                "--n-category", "2", "--max-iter", "5", "--ray", "-q"]) == 0
+    assert "topics-gnmfnc" in capsys.readouterr().out
+    assert "topics-gnmfnc" in SearchEngine.open(demo).models
+    sharded = tmp_path / "s2"
+    assert cli(["build-index", str(DEMO / "archive.jsonl"), "-o", str(sharded), "--shards",
+                "2", "-q"]) == 0
+    capsys.readouterr()
+    assert cli(["fit", str(sharded), "translation", "-q"]) == 1
+    assert "is a sharded index: fit translation on an unsharded index" in \
+        capsys.readouterr().err

@@ -1,0 +1,196 @@
+"""Sharded indexes on Ray: the build, and fan-out search equal to one unsharded index."""
+import json
+import os
+from importlib import resources
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[distributed]')")
+
+from cqa_search import SearchConfig, SearchEngine, build_index  # noqa: E402
+from cqa_search.cli.__main__ import main as cli  # noqa: E402
+from cqa_search.distributed._ray import ShardError  # noqa: E402
+from cqa_search.distributed.build import build_sharded_index  # noqa: E402
+from cqa_search.distributed.search import ShardedEngine  # noqa: E402
+from cqa_search.exceptions import IndexFormatError, QueryError  # noqa: E402
+from cqa_search.index.models import add_model  # noqa: E402
+from cqa_search.index.store import open_index  # noqa: E402
+from cqa_search.index.term_index import CollectionStats  # noqa: E402
+from cqa_search.ranking.linear import LinearRanker  # noqa: E402
+from cqa_search.readers import read_archive  # noqa: E402
+
+DEMO = resources.files("cqa_search.data") / "demo"
+SHARDS = (1, 2, 3, 7)
+QUERIES = [json.loads(line) for line in (DEMO / "queries.jsonl").read_text().splitlines()]
+SYNTAX = ["category:Health head feels heavy", "computer +slow -virus", '"time zone" sleep',
+          "visa OR passport", "title:laptop battery", "-the car engine noise", "NOT cheap sofa"]
+
+
+@pytest.fixture(scope="module")
+def indexes(ray_session, tmp_path_factory):
+    """The demo archive indexed once unsharded and once per shard count, with the same
+    ranker stored in each."""
+    root = tmp_path_factory.mktemp("sharded")
+    archive = str(DEMO / "archive.jsonl")
+    build_index(archive, root / "one")
+    for n in SHARDS:
+        build_sharded_index(archive, root / f"s{n}", n)
+    one = SearchEngine.open(root / "one", config=SearchConfig(ranker=None))
+    rows = [(q["id"], one.search(q["text"], 20)) for q in QUERIES[:30]]
+    X = np.vstack([r.features for _, r in rows])
+    qid = np.concatenate([[i] * len(r) for i, r in rows])
+    y = np.concatenate([(np.arange(len(r)) < 3).astype(int) for _, r in rows])
+    ranker = LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=one.feature_names)
+    for name in ["one", *(f"s{n}" for n in SHARDS)]:
+        add_model(root / name, "ranker", ranker)
+    return root
+
+
+def _same(a, b):
+    assert a.doc_ids == b.doc_ids
+    np.testing.assert_allclose(a.scores, b.scores, rtol=1e-12, atol=1e-12)
+    assert a.feature_names == b.feature_names
+    np.testing.assert_allclose(a.features, b.features, rtol=1e-12, atol=1e-12)
+    assert a.field == b.field and a.query_terms == b.query_terms
+
+
+def test_shards_share_the_unsharded_vocabulary_and_statistics(indexes):
+    one = open_index(indexes / "one")
+    for n in SHARDS:
+        top = open_index(indexes / f"s{n}")
+        assert top.json("vocab.json") == one.json("vocab.json")
+        assert top.json("categories.json") == one.json("categories.json")
+        assert top.json("surface.json") == one.json("surface.json")
+        assert len(top.manifest["shards"]) == n
+        assert sum(s["n_docs"] for s in top.manifest["shards"]) == 327
+        for field in ("question", "answers"):
+            whole = SearchEngine.open(indexes / "one").index[field].stats
+            df = top.array(f"fields/{field}/df.npy")
+            np.testing.assert_array_equal(df, whole.df)
+            np.testing.assert_array_equal(top.array(f"fields/{field}/term_freq.npy"),
+                                          whole.term_freq)
+        # each shard is a normal index of its contiguous part of the archive, in order
+        ids = []
+        for shard in top.manifest["shards"]:
+            part = SearchEngine.open(os.path.join(top.root, shard["dir"]))
+            assert len(part.index.vocab) == len(one.json("vocab.json"))
+            ids += part.archive.doc_ids
+        assert ids == one.json("doc_ids.json")
+
+
+@pytest.fixture(scope="module")
+def engines(indexes):
+    """The unsharded engine ("one") and a sharded engine per shard count (shard actors
+    take a second each to start: opened once for the module)."""
+    return {"one": SearchEngine.open(indexes / "one"),
+            **{n: SearchEngine.open(indexes / f"s{n}") for n in SHARDS}}
+
+
+@pytest.mark.parametrize("n", SHARDS)
+def test_fan_out_search_equals_one_index(engines, n):
+    one, sharded = engines["one"], engines[n]
+    assert isinstance(sharded, ShardedEngine) and sharded.ranker is not None
+    assert sharded.n_docs == one.n_docs and list(sharded.categories) == list(one.categories)
+    for q in QUERIES[::2]:
+        _same(sharded.search(q["text"], 10), one.search(q["text"], 10))
+        _same(sharded.search(q["text"], 5, category=q["category"]),
+              one.search(q["text"], 5, category=q["category"]))
+        _same(sharded.retrieve(q["text"], 30, category=q["category"]),
+              one.retrieve(q["text"], 30, category=q["category"]))
+    for text in SYNTAX:
+        _same(sharded.search(text, 10), one.search(text, 10))
+    # without the ranker, every matching question (k=None), and the answers fallback
+    plain = SearchConfig(ranker=None)
+    s2, o2 = sharded.with_config(plain), one.with_config(plain)
+    for q in QUERIES[:10]:
+        _same(s2.search(q["text"], None), o2.search(q["text"], None))
+    _same(sharded.search("passport photos medical certificate sponsor"),
+          one.search("passport photos medical certificate sponsor"))
+    hit_s, hit_o = sharded.search(QUERIES[0]["text"])[0], one.search(QUERIES[0]["text"])[0]
+    assert hit_s.question == hit_o.question and hit_s.features == hit_o.features
+
+
+@pytest.mark.parametrize("n", (3, 7))
+def test_rerank_and_batch_search_equal_one_index(engines, n):
+    one, sharded = engines["one"], engines[n]
+    ids = list(one.search(QUERIES[1]["text"], 12).doc_ids)[::-1]
+    given = np.linspace(1, 0, len(ids))
+    _same(sharded.rerank(QUERIES[1]["text"], ids, scores=given),
+          one.rerank(QUERIES[1]["text"], ids, scores=given))
+    texts = [q["text"] for q in QUERIES[:8]]
+    a, b = sharded.batch_search(texts, k=7), one.batch_search(texts, k=7)
+    for qid in a:
+        _same(a[qid], b[qid])
+    stats = sharded.shard_stats()
+    assert [s["shard"] for s in stats] == sharded.live_shards
+    assert sum(s["n_docs"] for s in stats) == 327
+    assert all(s["work"]["candidates"]["calls"] > 0 and s["rss_bytes"] > 0 for s in stats)
+    with pytest.raises(QueryError, match="unknown question id 'nope'"):
+        sharded.rerank("visa", ["nope"])
+    with pytest.raises(QueryError, match="unknown category"):
+        sharded.search("visa", category="Nope")
+
+
+def test_more_shards_than_questions_leaves_empty_shards(ray_session, tmp_path, toy_archive):
+    build_index(list(toy_archive)[3:6], tmp_path / "one")
+    build_sharded_index(list(toy_archive)[3:6], tmp_path / "s7", 7)
+    shards = open_index(tmp_path / "s7").manifest["shards"]
+    assert [s["n_docs"] for s in shards] == [0, 0, 1, 0, 1, 0, 1]
+    assert [s["dir"] for s in shards] == [None, None, "shards/00002", None, "shards/00004",
+                                          None, "shards/00006"]
+    one, sharded = SearchEngine.open(tmp_path / "one"), SearchEngine.open(tmp_path / "s7")
+    for text in ("sofa", "category:Shopping sofa", "cheap +sofa", "zzz", "visa"):
+        _same(sharded.search(text, 3), one.search(text, 3))
+
+
+def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
+    one = engines["one"]
+    sharded = SearchEngine.open(indexes / "s2")
+    text = QUERIES[2]["text"]
+    expected = one.search(text)
+    # killed between the two rounds of a query: Ray restarts it and retries the call
+    real = sharded.feature_scores
+
+    def kill_then_features(q, rows):
+        ray.kill(sharded.actors[1], no_restart=False)
+        return real(q, rows)
+    sharded.feature_scores = kill_then_features
+    _same(sharded.search(text), expected)
+    # killed for good mid-query: the search fails, naming the shard
+    def kill_for_good(q, rows):
+        ray.kill(sharded.actors[1], no_restart=True)
+        return real(q, rows)
+    sharded.feature_scores = kill_for_good
+    with pytest.raises(ShardError, match=r"shard 1 of 2 \(shards/00001\) failed while "
+                                         "computing features.*no partial result"):
+        sharded.search(text)
+    with pytest.raises(ShardError, match="shard 1 of 2"):
+        sharded.search("visa")
+
+
+def test_per_question_models_are_refused(indexes, tmp_path, toy_archive):
+    from cqa_search.factorization.topics import TopicModel
+
+    build_index(toy_archive, tmp_path / "one")
+    build_sharded_index(toy_archive, tmp_path / "s2", 2)
+    topics = TopicModel("nmf", n_shared=2, max_iter=5, random_state=0).fit(
+        SearchEngine.open(tmp_path / "one").view)
+    add_model(tmp_path / "s2", "topics-nmf", topics)
+    with pytest.raises(IndexFormatError, match="model 'topics-nmf' .* a row per question"):
+        SearchEngine.open(tmp_path / "s2")
+
+
+def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
+    archive = str(DEMO / "archive.jsonl")
+    assert cli(["build-index", archive, "-o", str(tmp_path / "s2"), "--shards", "2", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "questions  327" in out
+    assert cli(["build-index", archive, "-o", str(tmp_path / "one"), "-q"]) == 0
+    capsys.readouterr()
+    assert cli(["query", str(tmp_path / "s2"), "laptop battery", "-k", "3"]) == 0
+    sharded_out = capsys.readouterr().out
+    assert cli(["query", str(tmp_path / "one"), "laptop battery", "-k", "3"]) == 0
+    assert capsys.readouterr().out == sharded_out
+    assert cli(["build-index", archive, "-o", str(tmp_path / "x"), "--ray", "auto"]) == 1
+    assert "--ray needs --shards" in capsys.readouterr().err
