@@ -194,7 +194,9 @@ class SearchEngine:
         """Open the live generation of an index built by :func:`~cqa_search.build_index`.
 
         Everything is read from one generation: a writer switching the index to a new one
-        meanwhile never mixes two.
+        meanwhile never mixes two. A sharded index (``build-index --shards``) opens as a
+        :class:`~cqa_search.distributed.search.ShardedEngine`: the same API, each query
+        sent to Ray actors holding the shards.
 
         Parameters
         ----------

@@ -12,7 +12,8 @@ sharded engine returns the baseline's ids for every query.
 Reported: build wall seconds and the driver's CPU seconds (the shards' work runs in Ray
 worker processes), questions per second; query wall milliseconds (p50, p90), queries per
 second, and per shard from the actors' own accounting: questions, bytes on disk,
-resident memory, CPU milliseconds per query of each round (candidates, features). The
+resident memory, CPU milliseconds per call of each round (candidates, features) over the
+timed sequential queries (after the warm-up, whose first calls pay one-time costs). The
 load average is printed before and after each step: the machine may be shared.
 
 Usage: scripts/bench_distributed.py ARCHIVE QUERIES [--shards 1 2 4] [--k 10]
@@ -52,12 +53,21 @@ def du(path):
 def run_queries(engine, texts, k, warmup, concurrency):
     for t in texts[:warmup]:
         engine.search(t, k)
+    warm = engine.shard_stats() if hasattr(engine, "shard_stats") else None
     lat, ids = [], []
     for t in texts[warmup:]:
         w = time.perf_counter()
         ids.append(engine.search(t, k).doc_ids)
         lat.append(time.perf_counter() - w)
     lat = np.array(lat)
+    if warm is not None:  # the shards' CPU per call of the timed queries (not the warm-up's)
+        after = engine.shard_stats()
+        for a, b in zip(warm, after):
+            b["steady"] = {r: {"calls": b["work"][r]["calls"] - a["work"].get(r, {}).get("calls", 0),
+                               "cpu_seconds": b["work"][r]["cpu_seconds"]
+                               - a["work"].get(r, {}).get("cpu_seconds", 0.0)}
+                           for r in b["work"]}
+        engine.steady_stats = after
     # the same queries from `concurrency` client threads (a server's load)
     w = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
@@ -121,10 +131,10 @@ def main(argv=None):
         row["open_s"] = wall
         queries, ids = run_queries(engine, texts, args.k, args.warmup, args.concurrency)
         row.update(queries, load_after_queries=os.getloadavg(), same_ids=ids == expected)
-        stats = engine.shard_stats()
+        stats = engine.steady_stats
         row["shard_stats"] = stats
-        per = [{k: 1e3 * v["cpu_seconds"] / v["calls"] for k, v in s["work"].items()}
-               for s in stats]
+        per = [{k: 1e3 * v["cpu_seconds"] / v["calls"] for k, v in s["steady"].items()
+                if v["calls"]} for s in stats]
         print(f"{n_shards} shards queries {queries['qps']:.0f} q/s, p50 "
               f"{queries['p50_ms']:.1f} ms, p90 {queries['p90_ms']:.1f} ms, "
               f"{args.concurrency} threads {queries['qps_concurrent']:.0f} q/s, same ids as "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 from ..exceptions import CQASearchError
 
@@ -10,9 +11,13 @@ __all__ = ["DistributedError", "ShardError", "import_ray", "connect"]
 
 logger = logging.getLogger(__name__)
 
-#: Object store of a local session (bytes): what crosses it is small (queries, candidate
-#: lists, statistics and EM counts), and the machine is shared.
-_LOCAL_OBJECT_STORE = 512 * 1024 ** 2
+#: Object store of a local session (bytes): it holds the shards' postings between the two
+#: phases of a build (about the size of the index; Ray spills the excess to disk), and
+#: little else (queries, candidate lists, statistics, EM counts). Bounded: the machine may
+#: be shared.
+_LOCAL_OBJECT_STORE = 2 * 1024 ** 3
+# Ray's switch for single-machine sessions (named for the platforms where it is the default).
+_LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 class DistributedError(CQASearchError):
@@ -38,8 +43,8 @@ def connect(address=None):
 
     Nothing happens when this process is already in a Ray session. Without ``address``
     (and without Ray's ``RAY_ADDRESS`` environment variable) a local session is started
-    on this machine's cores, without dashboard, with a small object store, and with the
-    workers' logs kept out of this process's output.
+    on this machine's cores, on the loopback interface, without dashboard, with a bounded
+    object store, and with the workers' logs kept out of this process's output.
 
     Parameters
     ----------
@@ -56,18 +61,24 @@ def connect(address=None):
     DistributedError
         Ray is not installed, or the cluster cannot be joined.
     """
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is None and "ray" not in sys.modules:
+        # A local session on the loopback interface only (Ray otherwise binds the
+        # machine's network address): read by Ray when imported, and by its workers.
+        os.environ.setdefault(_LOOPBACK_ONLY, "0")
     ray = import_ray()
     if ray.is_initialized():
         return ray
-    address = address or os.environ.get("RAY_ADDRESS") or None
     options = {"log_to_driver": False, "configure_logging": False}
     if address is None:
         options.update(num_cpus=os.cpu_count() or 1, include_dashboard=False,
                        object_store_memory=_LOCAL_OBJECT_STORE)
-    try:
-        ray.init(address=address, **options)
+    try:  # "local": a new session even when `ray start` left one running on this machine
+        ray.init(address=address or "local", **options)
     except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise DistributedError(f"cannot join the Ray cluster at {address}: {exc}") from None
+        where = "start a local Ray session" if address is None else \
+            f"join the Ray cluster at {address}"
+        raise DistributedError(f"cannot {where}: {exc}") from None
     logger.info("Ray session: %s", "local" if address is None else address)
     return ray
 

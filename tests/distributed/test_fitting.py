@@ -71,7 +71,7 @@ def test_index_models_fitted_on_ray_equal_the_in_process_ones(demo):
         many = TranslationModel(**kw).fit(view)
     np.testing.assert_allclose(many.ibm1_.translation_probs_.toarray(),
                                one.ibm1_.translation_probs_.toarray(), atol=1e-9)
-    topics = dict(model="gnmfnc", n_shared=4, n_category=2, max_iter=8, random_state=0)
+    topics = dict(model="gnmfnc", n_shared=4, n_category=2, max_iter=8, tol=0, random_state=0)
     one = TopicModel(**topics).fit(view)
     with ray_fits(2):
         many = TopicModel(**topics).fit(view)
@@ -81,7 +81,7 @@ def test_index_models_fitted_on_ray_equal_the_in_process_ones(demo):
 
 def test_cli_fit_on_ray(demo, tmp_path, capsys):
     assert cli(["fit", str(demo), "topics", "--model", "gnmfnc", "--n-shared", "3",
-                "--n-category", "2", "--max-iter", "5", "--ray", "-q"]) == 0
+                "--n-category", "2", "--max-iter", "5", "--tol", "0", "--ray", "-q"]) == 0
     assert "topics-gnmfnc" in capsys.readouterr().out
     assert "topics-gnmfnc" in SearchEngine.open(demo).models
     sharded = tmp_path / "s2"

@@ -174,7 +174,7 @@ def test_per_question_models_are_refused(indexes, tmp_path, toy_archive):
 
     build_index(toy_archive, tmp_path / "one")
     build_sharded_index(toy_archive, tmp_path / "s2", 2)
-    topics = TopicModel("nmf", n_shared=2, max_iter=5, random_state=0).fit(
+    topics = TopicModel("nmf", n_shared=2, max_iter=5, tol=0, random_state=0).fit(
         SearchEngine.open(tmp_path / "one").view)
     add_model(tmp_path / "s2", "topics-nmf", topics)
     with pytest.raises(IndexFormatError, match="model 'topics-nmf' .* a row per question"):
