@@ -94,7 +94,9 @@ class RayIBM1Workspace:
         self.workspaces = [ws for ws, _ in refs]
         setups = _gather([info for _, info in refs], "setting up the EM shards")
         V = corpus.n_terms
-        keys = np.unique(np.concatenate([k for k, _, _ in setups]))
+        keys = np.concatenate([k for k, _, _ in setups])
+        keys.sort(kind="stable")  # sorted runs (each shard's keys): merged, not re-sorted
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # np.unique hashes: slow
         self.entry_row = keys // V
         self.entry_col = (keys % V).astype(np.int32)
         self.index = [np.searchsorted(keys, k) for k, _, _ in setups]
