@@ -66,6 +66,9 @@ DEFAULT_TIMEOUT = 120.0
 _START_TIMEOUT = 600.0
 _ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 2, "max_task_retries": 2}
 _CACHE = 100_000
+# Questions of results read from their shards at once, and kept.
+_READ_AHEAD = 20
+_QUESTIONS_KEPT = 1000
 
 
 def _check_models(stored) -> None:
@@ -204,12 +207,14 @@ class _ShardedArchive:
     def __init__(self, engine):
         self._engine = engine
         self._ids = {}
+        self._recent = []
         self._questions = OrderedDict()
 
     def remember(self, rows, doc_ids) -> None:
         if len(self._ids) > _CACHE:
             self._ids.clear()
-        self._ids.update(zip(np.asarray(rows).tolist(), doc_ids))
+        self._recent = np.asarray(rows).tolist()
+        self._ids.update(zip(self._recent, doc_ids))
 
     @property
     def doc_ids(self):
@@ -223,13 +228,22 @@ class _ShardedArchive:
         row = int(row)
         question = self._questions.get(row)
         if question is None:
-            s = self._engine.shard_of(np.array([row]))[0]
-            local = row - self._engine.starts[s]
-            question = self._engine._gather([s], [self._engine.actors[s].questions.remote(
-                [local])], "reading a question")[0][0]
-            self._questions[row] = question
-            if len(self._questions) > 1000:
+            # read ahead: the rows of the latest results come next (one round, not one each)
+            wanted = [row] + [r for r in self._recent[:_READ_AHEAD]
+                              if r != row and r not in self._questions]
+            rows = np.array(wanted, dtype=np.int64)
+            engine = self._engine
+            shard = engine.shard_of(rows)
+            shards = np.unique(shard).tolist()
+            picks = [rows[shard == s] for s in shards]
+            found = engine._gather(shards, [engine.actors[s].questions.remote(
+                (p - engine.starts[s]).tolist()) for s, p in zip(shards, picks)],
+                "reading questions")
+            for p, questions in zip(picks, found):
+                self._questions.update(zip(p.tolist(), questions))
+            while len(self._questions) > _QUESTIONS_KEPT:
                 self._questions.popitem(last=False)
+            question = self._questions[row]
         return question
 
     def rows(self, doc_ids) -> np.ndarray:
