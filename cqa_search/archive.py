@@ -296,6 +296,10 @@ class _JsonlRecords(Sequence):
     def _buf(self):
         return self._buffer
 
+    def line(self, row) -> bytes:
+        """The stored JSONL line of ``row`` (with its newline)."""
+        return bytes(self._buffer[int(self._offsets[row]):int(self._offsets[row + 1])])
+
     def __getitem__(self, row):
         if isinstance(row, slice):
             return [self[i] for i in range(*row.indices(len(self)))]
@@ -330,14 +334,22 @@ class _Parts(Sequence):
     def __len__(self):
         return int(self._starts[-1])
 
-    def __getitem__(self, row):
+    def _locate(self, row):
         row = int(row)
         if row < 0:
             row += len(self)
         if not 0 <= row < len(self):
             raise IndexError(f"row {row} out of range for {len(self)} questions")
         part = int(np.searchsorted(self._starts, row, side="right")) - 1
-        return self._parts[part][row - int(self._starts[part])]
+        return self._parts[part], row - int(self._starts[part])
+
+    def __getitem__(self, row):
+        part, local = self._locate(row)
+        return part[local]
+
+    def line(self, row) -> bytes:
+        part, local = self._locate(row)
+        return part.line(local)
 
 
 class Archive(Sequence):
@@ -428,6 +440,12 @@ class Archive(Sequence):
 
     def __contains__(self, doc_id):
         return doc_id in self._rows
+
+    def line(self, row) -> bytes:
+        """The question of ``row`` as one canonical JSONL line (with its newline): the
+        stored bytes of an index's archive."""
+        line = getattr(self._questions, "line", None)
+        return line(row) if line is not None else self[row].to_json_bytes() + b"\n"
 
     def get(self, doc_id: str) -> Question:
         """The question with external id ``doc_id``."""

@@ -19,7 +19,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .exceptions import QueryError
-from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures
+from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze
 from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
@@ -252,14 +252,7 @@ class SearchEngine:
             raise QueryError(f"a query must be a string; got {type(text).__name__}")
         if not text.strip():
             raise QueryError("empty query: type some words to search for")
-        vocab = self.index.vocab
-        terms, unknown = [], []
-        for token, term in self.analyzer.pairs(text):
-            (terms if term in vocab else unknown).append(term if term in vocab else token)
-        sequence = vocab.ids(terms).astype(np.int64)
-        ids, qtf = np.unique(sequence, return_counts=True)
-        return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf.astype(np.float64),
-                             sequence, tuple(dict.fromkeys(unknown)), category, given)
+        return analyze(self.index, self.analyzer, text, category, given)
 
     @staticmethod
     def _check_k(k):
@@ -326,6 +319,8 @@ class SearchEngine:
         all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
         if parsed is not None and parsed.must:  # required words decide, not the others
             matched = np.ones(self.n_docs, dtype=bool)
+        if self.data.live is not None:  # deleted questions never match
+            matched &= self.data.live
         if category_id is not None:
             matched &= self.view.doc_category == category_id
         if parsed is not None and parsed.has_filters:

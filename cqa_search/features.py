@@ -29,7 +29,8 @@ from .archive import Archive
 from .index.layout import Categories
 from .index.term_index import TermIndex
 
-__all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures"]
+__all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures",
+           "analyze"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,18 @@ class AnalyzedQuery:
     category: str | None = None
     given: dict | None = None
     cache: dict = field(default_factory=dict, compare=False)
+
+
+def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
+    """``text`` analysed like the archive of ``index`` (a TermIndex): its known terms, their
+    ids and counts, and the words the archive lacks."""
+    terms, unknown = [], []
+    for token, term in analyzer.pairs(text):
+        (terms if index.known(term) else unknown).append(term if index.known(term) else token)
+    sequence = index.vocab.ids(terms).astype(np.int64)
+    ids, qtf = np.unique(sequence, return_counts=True)
+    return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf.astype(np.float64),
+                         sequence, tuple(dict.fromkeys(unknown)), category, given)
 
 
 @runtime_checkable

@@ -43,6 +43,7 @@ factors, one per view; with VSM they are combined linearly by the ranker (eq. 20
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import time
@@ -55,7 +56,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import RANDOM_STATE, Interval, validate_params
-from ..exceptions import ParameterError
+from ..exceptions import IndexFormatError, ParameterError
+from ..features import analyze
 from ..index.validate import check_array
 from .dictd import DEFAULT_DICT_DIR
 from .nnls import nnls_gram
@@ -578,6 +580,35 @@ class MultiViewModel(BaseEstimator):
         """The ``mv_*`` features of candidates (a :class:`FeatureScorer`)."""
         return MultiViewScorer(self, view)
 
+    def _new_rows(self, view):
+        """Factors, in every view, of the questions the index gained since the fit, folded
+        in as queries are (eqs. 17 and 19): a list of (n_new, n_components), or None."""
+        check_is_fitted(self, "components_")
+        n_fit, n_docs = self.doc_factors_[0].shape[0], view.n_docs
+        if n_docs < n_fit:
+            raise IndexFormatError(f"this multiview model covers {n_fit} questions but the "
+                                   f"index has only {n_docs}: fit it again")
+        if n_docs == n_fit:
+            return None
+        logger.info("folding in %d questions added since the multiview model was fitted",
+                    n_docs - n_fit)
+        queries = [analyze(view.index, view.analyzer, view.archive[row].text)
+                   for row in range(n_fit, n_docs)]
+        xs = [sp.vstack([enc.encode_query(q, view.analyzer, None) for q in queries])
+              for enc in self.encoders_]
+        return _fold_in(self.components_, self.lambdas_, xs, self._fold_systems())
+
+    def select_rows(self, view, rows) -> "MultiViewModel":
+        """A copy whose question factors are those of ``rows`` of ``view``, in that order
+        (questions added since the fit folded in first): what a compaction stores."""
+        new = self._new_rows(view)
+        model = copy.copy(self)
+        model.doc_factors_ = [
+            np.ascontiguousarray((W if new is None else np.vstack(
+                [W, np.asarray(n, dtype=np.float32)]))[np.asarray(rows)])
+            for W, n in zip(self.doc_factors_, new or [None] * len(self.doc_factors_))]
+        return model
+
     # -- storage ---------------------------------------------------------------------
     def state(self):
         """``(meta, arrays)`` of the learned state (see :mod:`cqa_search.features`)."""
@@ -633,13 +664,13 @@ class MultiViewScorer:
     """
 
     def __init__(self, model, view):
-        n_docs = model.doc_factors_[0].shape[0]
-        if n_docs != view.n_docs:
-            raise ValueError(f"this multiview model was fitted on {n_docs} questions but the "
-                             f"index has {view.n_docs}; fit it again on this index")
         self.model = model
         self.view = view
         self.names = model.feature_names
+        new = model._new_rows(view)  # questions added since the fit, folded in once
+        self._factors = model.doc_factors_ if new is None else [
+            np.vstack([W, np.asarray(n, dtype=np.float32)])
+            for W, n in zip(model.doc_factors_, new)]
 
     def score(self, query, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
@@ -650,7 +681,7 @@ class MultiViewScorer:
         out = np.zeros((len(rows), len(self.names)))
         if len(rows) == 0:
             return out
-        for p, (W, v) in enumerate(zip(self.model.doc_factors_, vq)):
+        for p, (W, v) in enumerate(zip(self._factors, vq)):
             D = np.asarray(W[rows], dtype=np.float64)
             den = np.linalg.norm(D, axis=1) * np.linalg.norm(v)
             num = D @ v

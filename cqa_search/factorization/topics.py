@@ -39,6 +39,7 @@ engine ranker (kind ``"topic-interpolation"``).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import sys
@@ -538,6 +539,17 @@ class TopicModel(BaseEstimator):
     def scorer(self, view):
         """The feature scorer (one column, :attr:`feature_name_`)."""
         return TopicScorer(self, view)
+
+    def select_rows(self, view, rows) -> "TopicModel":
+        """A copy whose question coefficients are those of ``rows`` of ``view``, in that
+        order (questions added since the fit folded in first): what a compaction stores."""
+        coef, groups = self._new_rows(view)
+        rows = np.asarray(rows)
+        model = copy.copy(self)
+        model.doc_topics_ = np.ascontiguousarray(
+            np.vstack([self.doc_topics_, coef.astype(np.float32)])[rows])
+        model.doc_group_ = np.concatenate([self.doc_group_, groups.astype(np.int32)])[rows]
+        return model
 
 
 class TopicScorer:

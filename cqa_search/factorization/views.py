@@ -449,9 +449,12 @@ class ViewEncoder:
         if self.source == "texts":
             return sp.csr_matrix((1, self.n_features))
         if self.source == "terms":
+            # terms the index gained after the fit (ids beyond the table) have no translation
+            n = self.table.shape[0]
             ids = np.asarray(query.term_ids, dtype=np.int64)
-            bag = sp.csr_matrix((np.asarray(query.qtf, dtype=np.float64),
-                                 (np.zeros(len(ids), np.int64), ids)), shape=(1, n_terms))
+            keep = ids < n
+            bag = sp.csr_matrix((np.asarray(query.qtf, dtype=np.float64)[keep],
+                                 (np.zeros(int(keep.sum()), np.int64), ids[keep])), shape=(1, n))
         else:
             if self._token_rows is None:
                 self._token_rows = {t: i for i, t in enumerate(self.tokens)}

@@ -137,7 +137,8 @@ def add_model(index, name, model) -> str:
     ParameterError
         Bad name, unregistered kind.
     IndexFormatError
-        No index at the path, or it was rebuilt since ``index`` (an engine) was opened.
+        No index at the path, or it was rebuilt or compacted since ``index`` (an engine)
+        was opened (its rows changed).
     """
     _check_name(name)
     kind = getattr(model, "kind", None)
@@ -149,20 +150,23 @@ def add_model(index, name, model) -> str:
         raise ParameterError(f"cannot store {type(model).__name__}: not a registered model kind")
     fitted_on = getattr(index, "manifest", None)
     path = getattr(index, "path", index)
-    open_index(path)  # a clear error before anything is written
+    fitted_on = fitted_on if fitted_on is not None else open_index(path).manifest
     meta, arrays = model.state()
     prefix = f"models/{name}/"
 
     def manifest(base):
         if base is None:
             raise IndexFormatError(f"no index at {path} (build one with `cqa-search build-index`)")
-        if fitted_on is not None and base.manifest.get("build_id") != fitted_on.get("build_id"):
-            raise IndexFormatError(f"{path} was rebuilt while model {name!r} was being fitted; "
-                                   "fit it again on the new index")
+        if base.manifest.get("rows_id") != fitted_on.get("rows_id"):
+            raise IndexFormatError(f"{path} was rebuilt or compacted while model {name!r} was "
+                                   "being fitted: its rows changed; fit it again")
         out = {k: v for k, v in base.manifest.items()
                if k not in ("format", "format_version", "package_version", "created", "files")}
         models = dict(base.models)
-        models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created()}
+        # What the model saw: `cqa-search info` counts the questions added or deleted since.
+        models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created(),
+                        "counters": dict(fitted_on.get("counters", {})),
+                        "rows": int(fitted_on.get("stats", {}).get("n_rows", 0))}
         out["models"] = models
         return out
 

@@ -263,10 +263,22 @@ class TermIndex:
     def __init__(self, vocab: Vocabulary, fields: dict):
         self.vocab = vocab
         self.fields = fields
+        self._known = None
 
     @property
     def n_docs(self) -> int:
         return next(iter(self.fields.values())).n_docs
+
+    def known(self, term) -> bool:
+        """True for a term some live question holds in some field (a term left only by
+        deleted questions is unknown, as a fresh build would not have it)."""
+        tid = self.vocab.id(term)
+        if tid < 0:
+            return False
+        if self._known is None:
+            self._known = np.logical_or.reduce(
+                [np.asarray(f.stats.df) > 0 for f in self.fields.values()])
+        return bool(self._known[tid])
 
     def __getitem__(self, field) -> FieldIndex:
         return self.fields[field]

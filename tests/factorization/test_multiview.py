@@ -11,7 +11,7 @@ import dataclasses
 
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
 from cqa_search.cli import fit as fit_cli
-from cqa_search.exceptions import ConvergenceWarning, NotFittedError
+from cqa_search.exceptions import ConvergenceWarning, IndexFormatError, NotFittedError
 from cqa_search.factorization.multiview import (MultiViewModel, MultiViewNMF, _cd_pass,
                                                 _fold_in, _init_factors)
 from cqa_search.factorization.views import (DummyTranslator, Translator, make_translator,
@@ -320,7 +320,7 @@ def test_model_errors(index):
     model = _fit(engine, views=[])
     other = tmp = os.path.join(os.path.dirname(index), "other")
     build_index(ARCHIVE[:4], tmp)
-    with pytest.raises(ValueError, match="fitted on 8 questions but the index has 4"):
+    with pytest.raises(IndexFormatError, match="covers 8 questions but the index has only 4"):
         model.scorer(SearchEngine.open(other).view)
 
 
