@@ -51,8 +51,8 @@ from .term_index import CollectionStats, FieldIndex, TermIndex
 from .validate import InvalidArray, check_array, check_offsets
 from .vocab import Vocabulary
 
-__all__ = ["Categories", "IndexData", "SegmentWriter", "write_globals", "load_index",
-           "segment_dir", "doc_id_ranks", "FIELD_FILES"]
+__all__ = ["Categories", "IndexData", "IndexHead", "SegmentWriter", "write_globals",
+           "read_head", "load_index", "segment_dir", "doc_id_ranks", "FIELD_FILES"]
 
 #: The arrays of a field in a segment.
 FIELD_FILES = ("indptr", "indices", "counts", "doc_len", "sequence")
@@ -277,7 +277,7 @@ def _manifest_parts(stored):
 
 def _strings(value, what, length, stored) -> list:
     stored.check(isinstance(value, list) and len(value) == length
-                 and all(isinstance(v, str) for v in value),
+                 and set(map(type, value)) <= {str},
                  f"{what} is not a list of {length} strings")
     return value
 
@@ -309,6 +309,82 @@ def _stats(stored, name, n_docs, total_terms, n_terms) -> CollectionStats:
     return CollectionStats(n_docs, df, tf, total_terms)
 
 
+@dataclass
+class IndexHead:
+    """What a generation stores besides its postings and questions: enough to change it
+    (add or delete questions) without reading the postings.
+
+    Attributes
+    ----------
+    stored : StoredIndex
+    analyzer : Analyzer
+    terms : list of str
+        The vocabulary, in term-id order.
+    categories : list of str
+    segments : list of dict
+        The manifest's segment entries.
+    doc_ids : list of str
+        Every row's question id (deleted rows included).
+    deleted : ndarray of bool, shape (n_rows,)
+    stats : dict of str to CollectionStats
+        Each field's statistics over the live rows.
+    """
+
+    stored: StoredIndex
+    analyzer: Analyzer
+    terms: list
+    categories: list
+    segments: list
+    doc_ids: list
+    deleted: np.ndarray
+    stats: dict
+
+    def segment_field(self, k, name) -> FieldIndex:
+        """Field ``name`` of segment ``k`` alone (its own rows from 0)."""
+        seg = self.segments[k]
+        return _field(self.stored, segment_dir(seg["name"]), name, seg["fields"][name],
+                      int(seg["n_docs"]), len(self.terms))
+
+
+def read_head(stored: StoredIndex) -> IndexHead:
+    """A generation's :class:`IndexHead` (checked like :func:`load_index` checks it).
+
+    Raises
+    ------
+    IndexFormatError
+        A file is missing, unreadable or disagrees with the manifest.
+    """
+    n_rows, n_terms, analyzer, field_stats, segments = _manifest_parts(stored)
+    terms = _strings(stored.json("vocab.json"), "vocab.json", n_terms, stored)
+    names = stored.json("categories.json")
+    stored.check(isinstance(names, list) and all(isinstance(n, str) for n in names),
+                 "categories.json is not a list of strings")
+    doc_ids, deleted = [], []
+    try:
+        for seg in segments:
+            base, n = segment_dir(seg["name"]), int(seg["n_docs"])
+            doc_ids += _strings(stored.json(f"{base}/doc_ids.json"), f"{base}/doc_ids.json",
+                                n, stored)
+            if int(seg["n_deleted"]):
+                mask = check_array(stored.array(f"{base}/deleted.npy"), f"{base}/deleted.npy",
+                                   kind="b", shape=(n,))
+                stored.check(int(mask.sum()) == int(seg["n_deleted"]),
+                             f"{base}/deleted.npy does not match the manifest")
+            else:
+                mask = np.zeros(n, dtype=bool)
+            deleted.append(mask)
+        deleted = np.concatenate(deleted)
+        n_live = n_rows - int(deleted.sum())
+        stats = {}
+        for name, (n_docs, total) in field_stats.items():
+            stored.check(n_docs == n_live, f"field {name} counts {n_docs} questions, the "
+                                           f"segments {n_live}")
+            stats[name] = _stats(stored, name, n_docs, total, n_terms)
+    except InvalidArray as exc:
+        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {_REBUILD}") from None
+    return IndexHead(stored, analyzer, terms, names, segments, doc_ids, deleted, stats)
+
+
 def load_index(stored: StoredIndex) -> IndexData:
     """Read a generation's term index, archive and categories, checking them.
 
@@ -318,45 +394,32 @@ def load_index(stored: StoredIndex) -> IndexData:
         A file is missing or unreadable, an array is malformed or out of range, or a
         statistic disagrees with the manifest.
     """
-    n_rows, n_terms, analyzer, field_stats, segments = _manifest_parts(stored)
-    terms = _strings(stored.json("vocab.json"), "vocab.json", n_terms, stored)
-    names = stored.json("categories.json")
-    stored.check(isinstance(names, list) and all(isinstance(n, str) for n in names),
-                 "categories.json is not a list of strings")
-    parts, fields, categories, deleted = [], {name: [] for name in field_stats}, [], []
+    head = read_head(stored)
+    n_terms, names = len(head.terms), head.categories
+    parts, fields, categories = [], {name: [] for name in head.stats}, []
+    start = 0
     try:
-        for seg in segments:
+        for k, seg in enumerate(head.segments):
             base, n = segment_dir(seg["name"]), int(seg["n_docs"])
-            ids = _strings(stored.json(f"{base}/doc_ids.json"), f"{base}/doc_ids.json", n,
-                           stored)
             offsets = check_offsets(stored.array(f"{base}/archive_offsets.npy"),
                                     f"{base}/archive_offsets.npy", length=n + 1,
                                     total=os.path.getsize(stored.file(f"{base}/archive.jsonl")))
-            parts.append((stored.file(f"{base}/archive.jsonl"), offsets, ids))
+            parts.append((stored.file(f"{base}/archive.jsonl"), offsets,
+                          head.doc_ids[start:start + n]))
+            start += n
             categories.append(check_array(stored.array(f"{base}/doc_category.npy"),
                                           f"{base}/doc_category.npy", kind="iu", shape=(n,),
                                           low=-1, high=len(names) - 1))
-            if int(seg["n_deleted"]):
-                mask = check_array(stored.array(f"{base}/deleted.npy"), f"{base}/deleted.npy",
-                                   kind="b", shape=(n,))
-                stored.check(int(mask.sum()) == int(seg["n_deleted"]),
-                             f"{base}/deleted.npy does not match the manifest")
-            else:
-                mask = np.zeros(n, dtype=bool)
-            deleted.append(mask)
-            for name, meta in seg["fields"].items():
-                fields[name].append((_field(stored, base, name, meta, n, n_terms), meta))
+            for name in head.stats:
+                fields[name].append((head.segment_field(k, name), seg["fields"][name]))
+        n_rows = len(head.doc_ids)
         doc_id_rank = check_array(stored.array("doc_id_rank.npy"), "doc_id_rank.npy",
                                   kind="iu", shape=(n_rows,), low=0, high=n_rows - 1)
-        deleted = np.concatenate(deleted)
-        n_live = n_rows - int(deleted.sum())
+        deleted = head.deleted
         index_fields = {}
         for name, segs in fields.items():
-            n_docs, total = field_stats[name]
-            stored.check(n_docs == n_live, f"field {name} counts {n_docs} questions, the "
-                                           f"segments {n_live}")
-            stats = _stats(stored, name, n_docs, total, n_terms)
-            merged = FieldIndex.concat([fi for fi, _ in segs], n_terms).with_stats(stats)
+            merged = FieldIndex.concat([fi for fi, _ in segs], n_terms).with_stats(
+                head.stats[name])
             if len(segs) == 1 and not deleted.any():
                 for key, rel in segs[0][1].get("weights", {}).items():
                     merged.store_weights(key, check_array(stored.array(rel), rel, kind="f",
@@ -370,5 +433,5 @@ def load_index(stored: StoredIndex) -> IndexData:
     except ArchiveError as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: {exc}") from None
     doc_category = categories[0] if len(categories) == 1 else np.concatenate(categories)
-    return IndexData(stored, analyzer, TermIndex(Vocabulary(terms), index_fields), archive,
-                     Categories(names, doc_category), doc_id_rank, live)
+    return IndexData(stored, head.analyzer, TermIndex(Vocabulary(head.terms), index_fields),
+                     archive, Categories(names, doc_category), doc_id_rank, live)

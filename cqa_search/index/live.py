@@ -37,7 +37,7 @@ from ..archive import Question
 from ..exceptions import ArchiveError, ParameterError
 from ..retrieval.bm25 import BM25
 from .build import _paths, progress_bar
-from .layout import SegmentWriter, load_index, segment_dir, write_globals
+from .layout import SegmentWriter, load_index, read_head, segment_dir, write_globals
 from .models import load_models
 from .store import IndexWriter, open_index
 from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
@@ -83,19 +83,6 @@ class ChangeSummary:
         return "\n".join(lines)
 
 
-def _row_stats(field: FieldIndex, rows, n_terms) -> CollectionStats:
-    """The statistics the documents ``rows`` of ``field`` contribute (to subtract them)."""
-    df = np.zeros(n_terms, dtype=np.int64)
-    tf = np.zeros(n_terms, dtype=np.int64)
-    total = 0
-    for row in np.asarray(rows, dtype=np.int64).tolist():
-        terms, counts = np.unique(np.asarray(field.terms_of(row)), return_counts=True)
-        df[terms] += 1
-        tf[terms] += counts
-        total += len(field.terms_of(row))
-    return CollectionStats(len(rows), df, tf, total)
-
-
 def _minus(a: CollectionStats, b: CollectionStats) -> CollectionStats:
     n = len(a.df)
     df = np.asarray(a.df, dtype=np.int64) - np.pad(np.asarray(b.df, np.int64), (0, n - len(b.df)))
@@ -111,69 +98,83 @@ def _plus(a: CollectionStats, b: CollectionStats, n_terms) -> CollectionStats:
 
 
 class _Change:
-    """A change of the live generation, prepared under the writers' lock."""
+    """A change of the live generation, prepared under the writers' lock from its
+    :class:`~cqa_search.index.layout.IndexHead` (the postings are not read)."""
 
     def __init__(self, writer, base):
         self.writer, self.base = writer, base
-        self.data = load_index(base)
+        self.head = read_head(base)
         m = base.manifest
         self.manifest = {k: v for k, v in m.items()
                          if k not in ("format", "format_version", "package_version", "created",
                                       "files")}
         self.segments = [dict(s) for s in m["segments"]]
-        self.deleted = {}  # segment name -> new deleted mask
         self.starts = np.cumsum([0] + [int(s["n_docs"]) for s in self.segments])
-        self.live = (np.ones(self.data.index.n_docs, dtype=bool) if self.data.live is None
-                     else self.data.live.copy())
+        self.live = ~self.head.deleted
+        self.rows = dict(zip(self.head.doc_ids, range(len(self.head.doc_ids))))
+        for row in np.flatnonzero(self.head.deleted).tolist():  # a replaced id: its new row
+            doc_id = self.head.doc_ids[row]
+            if self.rows.get(doc_id) == row:
+                del self.rows[doc_id]
+        self.changed = set()  # segments whose deleted mask changes
 
-    def segment_of(self, row):
-        k = int(np.searchsorted(self.starts, row, side="right")) - 1
-        return k, row - int(self.starts[k])
-
-    def delete_rows(self, rows) -> None:
+    def delete_rows(self, rows) -> dict:
+        """Mark ``rows`` deleted; returns each field's statistics of those rows (to take
+        them out of the collection's)."""
+        n_terms = len(self.head.terms)
+        removed = {name: CollectionStats(0, np.zeros(n_terms, np.int64),
+                                         np.zeros(n_terms, np.int64), 0)
+                   for name in self.head.stats}
+        by_segment = {}
         for row in rows:
-            k, local = self.segment_of(int(row))
-            seg = self.segments[k]
-            mask = self.deleted.get(seg["name"])
-            if mask is None:
-                n = int(seg["n_docs"])
-                if int(seg["n_deleted"]):
-                    mask = np.array(self.base.array(f"{segment_dir(seg['name'])}/deleted.npy"),
-                                    dtype=bool)
-                else:
-                    mask = np.zeros(n, dtype=bool)
-                self.deleted[seg["name"]] = mask
-            mask[local] = True
+            k = int(np.searchsorted(self.starts, row, side="right")) - 1
+            by_segment.setdefault(k, []).append(int(row) - int(self.starts[k]))
             self.live[int(row)] = False
-        for seg in self.segments:
-            if seg["name"] in self.deleted:
-                seg["n_deleted"] = int(self.deleted[seg["name"]].sum())
+        for k, local in by_segment.items():
+            for name in self.head.stats:
+                field = self.head.segment_field(k, name)
+                stats = removed[name]
+                for r in local:
+                    terms, counts = np.unique(np.asarray(field.terms_of(r)), return_counts=True)
+                    stats.df[terms] += 1
+                    stats.term_freq[terms] += counts
+                    stats.n_docs += 1
+                    stats.total_terms += len(field.terms_of(r))
+            self.changed.add(k)
+        for k in self.changed:
+            seg = self.segments[k]
+            seg["n_deleted"] = int((~self.live[self.starts[k]:self.starts[k + 1]]).sum())
+        return removed
+
+    def counters(self, added=0, deleted=0) -> dict:
+        counters = dict(self.manifest.get("counters", {}))
+        counters["added"] = int(counters.get("added", 0)) + added
+        counters["deleted"] = int(counters.get("deleted", 0)) + deleted
+        return counters
+
+    def stats_entry(self, live, n_terms, extra) -> dict:
+        out = {k: v for k, v in self.manifest["stats"].items() if k != "fields"}
+        out.update(n_rows=int(len(live)), n_docs=int(live.sum()), n_terms=int(n_terms),
+                   **extra)
+        return out
 
     def commit(self, *, vocab_terms, categories, surface, doc_ids, field_stats, stats,
-               counters, new_segment=None, rows_id=None) -> str:
+               counters, new_segment=None) -> str:
         w = self.writer
-        for name, mask in self.deleted.items():
-            if mask.any():
-                w.array(f"{segment_dir(name)}/deleted.npy", mask)
+        for k in self.changed:
+            mask = ~self.live[self.starts[k]:self.starts[k + 1]]
+            w.array(f"{segment_dir(self.segments[k]['name'])}/deleted.npy", mask)
         segments = self.segments + ([new_segment] if new_segment else [])
         fields = write_globals(w, vocab_terms=vocab_terms, categories=categories,
                                surface=surface, doc_ids=doc_ids, field_stats=field_stats)
         manifest = dict(self.manifest)
         manifest.update(segments=segments, counters=counters,
                         stats={**stats, "fields": fields})
-        if rows_id is not None:
-            manifest["rows_id"] = rows_id
-        rewritten = {f"{segment_dir(n)}/deleted.npy" for n in self.deleted}
+        rewritten = {f"{segment_dir(self.segments[k]['name'])}/deleted.npy"
+                     for k in self.changed}
         keep = [rel for rel in self.base.manifest["files"]
                 if rel not in rewritten and rel not in _GLOBAL and not rel.startswith("stats/")]
         return w.commit(manifest, keep=keep)
-
-
-def _stats_entry(data, live, n_terms, extra) -> dict:
-    m = data.stored.manifest["stats"]
-    out = {k: v for k, v in m.items() if k != "fields"}
-    out.update(n_rows=int(len(live)), n_docs=int(live.sum()), n_terms=int(n_terms), **extra)
-    return out
 
 
 def add_questions(path, archive, *, replace=False, format=None, skip_invalid=False,
@@ -221,14 +222,12 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
                         f"got {type(archive).__name__}")
     with IndexWriter(path) as writer:
         change = _Change(writer, writer.begin())
-        data = change.data
-        analyzer, index = data.analyzer, data.index
-        n_old = index.n_docs
+        head = change.head
         number = max(int(_SEGMENT.match(s["name"]).group(1)) for s in change.segments) + 1
         segment = SegmentWriter(writer, f"seg-{number:06d}")
-        builder = TermIndexBuilder(analyzer, tuple(index.fields),
-                                   vocab=Vocabulary(index.vocab.terms))
-        categories = {name: i for i, name in enumerate(data.categories.names)}
+        builder = TermIndexBuilder(head.analyzer, tuple(head.stats),
+                                   vocab=Vocabulary(head.terms))
+        categories = {name: i for i, name in enumerate(head.categories)}
         offsets, doc_ids, doc_category = array("q", [0]), [], array("i")
         seen, replaced = set(), []
         n_answers = n_best = n_links = 0
@@ -242,11 +241,11 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
                     raise ArchiveError(f"question id {question.id!r} is twice in the new "
                                        "questions")
                 seen.add(question.id)
-                if question.id in data.archive:
+                if question.id in change.rows:
                     if not replace:
                         raise ArchiveError(f"question id {question.id!r} is already in the "
                                            "index (add it with --replace to replace it)")
-                    replaced.append(data.archive.row(question.id))
+                    replaced.append(change.rows[question.id])
                 line = question.to_json_bytes() + b"\n"
                 out.write(line)
                 offsets.append(offsets[-1] + len(line))
@@ -265,32 +264,26 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
                                                        "skipped)" if report.n_skipped else ""))
         part = builder.build()
         n_terms = len(part.vocab)
-        if replaced:
-            change.delete_rows(replaced)
+        removed = change.delete_rows(replaced) if replaced else {}
         new_segment = segment.finish(part, doc_ids=doc_ids,
                                      archive_offsets=np.frombuffer(offsets, dtype=np.int64),
                                      doc_category=np.frombuffer(doc_category, dtype=np.int32))
         field_stats = {}
-        for name, fi in index.fields.items():
-            stats = _plus(fi.stats, part[name].stats, n_terms)
-            if replaced:
-                stats = _minus(stats, _row_stats(fi, replaced, n_terms))
-            field_stats[name] = stats
+        for name, stats in head.stats.items():
+            stats = _plus(stats, part[name].stats, n_terms)
+            field_stats[name] = _minus(stats, removed[name]) if removed else stats
         live = np.concatenate([change.live, np.ones(len(doc_ids), dtype=bool)])
-        surface = {**data.stored.json("surface.json"), **builder.surface_words()}
-        old = data.stored.manifest["stats"]
-        counters = dict(data.stored.manifest.get("counters", {}))
-        counters["added"] = int(counters.get("added", 0)) + len(doc_ids)
-        counters["deleted"] = int(counters.get("deleted", 0)) + len(replaced)
-        stats = _stats_entry(data, live, n_terms, {
+        surface = {**head.stored.json("surface.json"), **builder.surface_words()}
+        old = change.manifest["stats"]
+        stats = change.stats_entry(live, n_terms, {
             "n_answers": int(old.get("n_answers", 0)) + n_answers,
             "n_with_best_answer": int(old.get("n_with_best_answer", 0)) + n_best,
             "n_duplicate_links": int(old.get("n_duplicate_links", 0)) + n_links,
             "n_categories": len(categories)})
         generation = change.commit(
             vocab_terms=part.vocab.terms, categories=list(categories), surface=surface,
-            doc_ids=list(data.archive.doc_ids) + doc_ids, field_stats=field_stats,
-            stats=stats, counters=counters, new_segment=new_segment)
+            doc_ids=head.doc_ids + doc_ids, field_stats=field_stats, stats=stats,
+            counters=change.counters(len(doc_ids), len(replaced)), new_segment=new_segment)
     return ChangeSummary("added", os.fspath(path), generation, added=len(doc_ids),
                          deleted=len(replaced), n_questions=int(live.sum()),
                          n_segments=len(change.segments) + 1,
@@ -314,27 +307,23 @@ def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
     open_index(path)
     with IndexWriter(path) as writer:
         change = _Change(writer, writer.begin())
-        data = change.data
-        missing = [d for d in doc_ids if d not in data.archive]
+        head = change.head
+        missing = [d for d in doc_ids if d not in change.rows]
         if missing and not missing_ok:
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             raise ArchiveError(f"the index has no question {', '.join(map(repr, missing[:5]))}"
                                f"{more}")
-        rows = [data.archive.row(d) for d in doc_ids if d in data.archive]
+        rows = [change.rows[d] for d in doc_ids if d in change.rows]
         if len(rows) == int(change.live.sum()):
             raise ArchiveError("deleting every question would leave an empty index; build a "
                                "new one instead")
-        change.delete_rows(rows)
-        n_terms = len(data.index.vocab)
-        field_stats = {name: _minus(fi.stats, _row_stats(fi, rows, n_terms))
-                       for name, fi in data.index.fields.items()}
-        counters = dict(data.stored.manifest.get("counters", {}))
-        counters["deleted"] = int(counters.get("deleted", 0)) + len(rows)
-        stats = _stats_entry(data, change.live, n_terms, {})
+        removed = change.delete_rows(rows)
+        field_stats = {name: _minus(stats, removed[name]) for name, stats in head.stats.items()}
         generation = change.commit(
-            vocab_terms=data.index.vocab.terms, categories=list(data.categories.names),
-            surface=data.stored.json("surface.json"), doc_ids=list(data.archive.doc_ids),
-            field_stats=field_stats, stats=stats, counters=counters)
+            vocab_terms=head.terms, categories=head.categories,
+            surface=head.stored.json("surface.json"), doc_ids=head.doc_ids,
+            field_stats=field_stats, stats=change.stats_entry(change.live, len(head.terms), {}),
+            counters=change.counters(deleted=len(rows)))
     return ChangeSummary("deleted", os.fspath(path), generation, deleted=len(rows),
                          n_questions=int(change.live.sum()), n_segments=len(change.segments),
                          seconds=time.perf_counter() - t0,
@@ -355,7 +344,8 @@ def compact(path, *, progress=False) -> ChangeSummary:
     open_index(path)
     with IndexWriter(path) as writer:
         change = _Change(writer, writer.begin())
-        data, base = change.data, change.base
+        base = change.base
+        data = load_index(base)
         index = data.index
         keep_rows = np.flatnonzero(change.live)
         n_terms = len(index.vocab)
@@ -373,7 +363,7 @@ def compact(path, *, progress=False) -> ChangeSummary:
                                archive_offsets=np.frombuffer(offsets, dtype=np.int64),
                                doc_category=np.asarray(data.categories.doc_category)[keep_rows],
                                precomputed=[("question", BM25())])
-        stats = _stats_entry(data, np.ones(len(keep_rows), dtype=bool), n_terms, {})
+        stats = change.stats_entry(np.ones(len(keep_rows), dtype=bool), n_terms, {})
         field_stats = write_globals(
             writer, vocab_terms=index.vocab.terms, categories=list(data.categories.names),
             surface=data.stored.json("surface.json"), doc_ids=doc_ids,
