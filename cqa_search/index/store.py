@@ -579,10 +579,15 @@ class IndexWriter:
         np.save(self._full(relpath), np.ascontiguousarray(arr), allow_pickle=False)
 
     def json(self, relpath, obj) -> None:
-        import orjson  # a vocabulary of a million terms: json.dump takes seconds
+        if (isinstance(obj, list) and set(map(type, obj)) <= {str}) or (
+                isinstance(obj, dict) and set(map(type, obj.values())) <= {int}):
+            import orjson  # a vocabulary of a million words: json.dump takes seconds
 
-        with self.open(relpath, "wb") as f:
-            f.write(orjson.dumps(obj))
+            with self.open(relpath, "wb") as f:
+                f.write(orjson.dumps(obj))
+            return
+        with self.open(relpath) as f:  # floats as Python writes them (NaN included)
+            json.dump(obj, f, ensure_ascii=False)
 
     def commit(self, manifest, *, keep=()) -> str:
         """Write the manifest last and make this generation the live one.
