@@ -31,7 +31,8 @@ from .index.vocab import Vocabulary
 from .query import Suggester, highlight
 from .readers import ReadReport, read_questions
 from .results import Hit, Results
-from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
+from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel
+from .retrieval.candidates import retrieve
 
 __all__ = ["build_index", "BuildSummary", "SearchConfig", "SearchEngine", "Results", "Hit",
            "add_model", "MODEL_KINDS"]
@@ -549,14 +550,13 @@ class SearchEngine:
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
             return self._ranked(q, empty, np.zeros(0), empty, k)
-        all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
-        if category_id is not None:
-            matched &= self.view.doc_category == category_id
         depth = k if self.ranker is None else self.config.n_candidates
         if k is None and self.ranker is not None:
             depth = None
-        rows = top_k(all_scores, depth, allowed=matched, tie_rank=self._doc_id_rank)
-        return self._ranked(q, rows, all_scores[rows], self._doc_id_rank[rows], k)
+        rows, scores = retrieve(model, self.index[model.field], q.term_ids, q.qtf, depth,
+                                doc_category=self.view.doc_category, category=category_id,
+                                tie_rank=self._doc_id_rank)
+        return self._ranked(q, rows, scores, self._doc_id_rank[rows], k)
 
     def feature_scores(self, q: QueryContext, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""

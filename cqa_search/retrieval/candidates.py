@@ -1,9 +1,10 @@
-"""Top-k selection over dense score vectors, with deterministic tie-breaking and filters."""
+"""Candidate selection: the top k of a term model over the archive, exact, with
+deterministic tie-breaking and filters."""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["top_k"]
+__all__ = ["top_k", "retrieve"]
 
 
 def top_k(scores, k, *, allowed=None, tie_rank=None) -> np.ndarray:
@@ -50,3 +51,110 @@ def top_k(scores, k, *, allowed=None, tie_rank=None) -> np.ndarray:
     order = np.lexsort((secondary, -sub))
     out = rows[order]
     return out if k is None else out[:k]
+
+
+def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None,
+             tie_rank=None, prune=True):
+    """The ``k`` best documents of a term model and their scores.
+
+    The result is that of scoring every document (:meth:`TermModel.score_all`) and
+    keeping the top ``k`` of those matching a query term (and of the category):
+    ``top_k(scores, k, allowed=matched, tie_rank=tie_rank)``, with identical scores and
+    order. When scores are sums of posting weights (no document part nor constant:
+    BM25), the top ``k`` is chosen among the query terms' postings rather than among
+    every document; in large collections, with non-negative weights, only the blocks of
+    documents that can reach the top ``k`` are scored first
+    (:mod:`cqa_search.retrieval.pruning`).
+
+    Parameters
+    ----------
+    model : TermModel
+    field : FieldIndex
+        The field the model scores.
+    term_ids : ndarray of int, distinct ids of the query terms
+    qtf : ndarray of float, their frequencies in the query
+    k : int or None
+        How many (None: every matching document).
+    doc_category : ndarray of int, shape (n_docs,), optional
+    category : int, optional
+        Keep only documents with ``doc_category == category``.
+    tie_rank : ndarray of int, shape (n_docs,), optional
+        Secondary key for equal scores (default: the row).
+    prune : bool, default True
+        False: always score every document.
+
+    Returns
+    -------
+    rows : ndarray of int64, sorted by ``(-score, tie_rank)``
+    scores : ndarray of float64
+    """
+    from .base import TermModel
+    from .pruning import block_max, pruned_top_k
+
+    term_ids = np.asarray(term_ids, dtype=np.int64)
+    qtf = np.asarray(qtf, dtype=np.float64)
+    usable, uqtf = model._usable(field, term_ids, qtf)
+    if prune and k is not None and len(usable) and _prunable(model, TermModel):
+        coef = model._query_weights(field, usable, uqtf)
+        weights = model.posting_weights(field)
+        if field.n_docs >= _PRUNE_MIN_DOCS and np.all(coef > 0):
+            bm = block_max(field, model.cache_key(), weights)
+            found = None if bm.min_weight < 0 else pruned_top_k(
+                bm, field.indices, weights, usable, coef, field.n_docs, k,
+                doc_category=doc_category, category=category, tie_rank=tie_rank)
+            if found is not None:
+                return found
+        return _postings_top_k(field, usable, coef, weights, k, doc_category, category,
+                               tie_rank)
+    scores, matched = model.score_all(field, term_ids, qtf)
+    if category is not None:
+        matched &= doc_category == category
+    rows = top_k(scores, k, allowed=matched, tie_rank=tie_rank)
+    return rows, scores[rows]
+
+
+#: Collections from this size on are searched by block-max pruning first (measured on
+#: synthetic archives, BENCHMARKS.md: slower than scoring the postings at 200,000
+#: questions, faster at 800,000).
+_PRUNE_MIN_DOCS = 1 << 19
+
+
+def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, tie_rank):
+    """Exhaustive scores (as :func:`~cqa_search.retrieval.base.accumulate`), but the top
+    ``k`` chosen among the query terms' postings rather than among all documents.
+
+    A document occurs at most once per query term, so the ``k * n_terms`` largest of the
+    scores read at every posting hold at least ``k`` documents: the smallest of them
+    bounds the k-th best score from below, and only postings reaching it can be in the
+    top ``k`` or tied with its last.
+    """
+    indptr, indices = field.indptr, np.asarray(field.indices)
+    weights = np.asarray(weights)
+    parts_idx, parts_w = [], []
+    for t, c in zip(term_ids.tolist(), coef.tolist()):
+        lo, hi = indptr[t], indptr[t + 1]
+        parts_idx.append(indices[lo:hi])
+        w = weights[lo:hi]
+        parts_w.append(w if c == 1.0 else w * c)
+    idx = parts_idx[0] if len(parts_idx) == 1 else np.concatenate(parts_idx)
+    w = parts_w[0] if len(parts_w) == 1 else np.concatenate(parts_w)
+    scores = np.bincount(idx, weights=w, minlength=field.n_docs)
+    values = scores[idx]
+    if category is not None:
+        values[doc_category[idx] != category] = 0.0
+    m = k * len(term_ids)
+    if len(values) > m:
+        theta = np.partition(values, len(values) - m)[len(values) - m]
+        candidates = idx[(values >= theta) & (values > 0)]
+    else:
+        candidates = idx[values > 0]
+    rows = np.unique(candidates).astype(np.int64)
+    top = top_k(scores[rows], k, tie_rank=rows if tie_rank is None else tie_rank[rows])
+    return rows[top], scores[rows[top]]
+
+
+def _prunable(model, base):
+    """Scores are sums of posting weights only (no document part, no constant)."""
+    cls = type(model)
+    return cls._doc_part is base._doc_part and cls._constant is base._constant
+
