@@ -175,7 +175,8 @@ class _State:
 
 
 def _fix(den):
-    den[den == 0] = _EPSILON
+    if not den.all():          # one pass without a temporary in the usual case
+        den[den == 0] = _EPSILON
     return den
 
 
