@@ -334,6 +334,7 @@ def test_cli_fits_and_stores_a_model(index, capsys):
     assert "needs an IBM Model 1 translation table" in capsys.readouterr().err
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_single_query_fold_in_equals_the_batched_solver(tmp_path):
     """transform_query (one GramFactor NNLS per view) == _fold_in (block pivoting)."""
     from cqa_search import Question, SearchEngine, build_index
