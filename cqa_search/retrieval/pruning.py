@@ -59,7 +59,7 @@ class BlockMax:
     blocks : ndarray of int32, shape (n_entries,)
     maxima : ndarray of float32, shape (n_entries,)
         Largest posting weight of the term in the block.
-    starts : ndarray of int64, shape (n_entries + 1,)
+    starts : ndarray of int32 (int64 past 2^31 postings), shape (n_entries + 1,)
         Position of the entry's first posting; the entry's postings end where the next
         entry's start (``starts[-1] = nnz``).
     min_weight : float
@@ -94,7 +94,8 @@ def block_max_arrays(indptr, indices, weights, block_size=BLOCK_SIZE) -> dict:
     -------
     dict of ndarray
         ``block_size`` (0-d int64), ``indptr`` (int64), ``blocks`` (int32), ``maxima``
-        (float32), ``starts`` (int64), ``min_weight`` (0-d float64): see
+        (float32), ``starts`` (int32, or int64 past 2^31 postings), ``min_weight`` (0-d
+        float64): see
         :class:`BlockMax`.
 
     Examples
@@ -119,7 +120,7 @@ def block_max_arrays(indptr, indices, weights, block_size=BLOCK_SIZE) -> dict:
             "indptr": np.searchsorted(starts, indptr).astype(np.int64),
             "blocks": block[starts].astype(np.int32),
             "maxima": maxima.astype(np.float32),
-            "starts": np.append(starts, nnz).astype(np.int64),
+            "starts": np.append(starts, nnz).astype(np.int32 if nnz < 2 ** 31 else np.int64),
             "min_weight": np.array(weights.min(initial=0.0), dtype=np.float64)}
 
 
