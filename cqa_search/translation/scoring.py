@@ -308,13 +308,14 @@ class _QueryTables:
             self.f_prob[idx]
 
 
-def _hull_spans(A, max_length, tight):
+def _hull_spans(A, max_length, tight, known):
     """Bi-phrase candidates: the windows of ``A`` (n, P) of every length.
 
     ``A[c, x]`` is the position (in the other sequence) that position ``x`` is aligned
     to, or -1. Returns the windows ``(length, c, x1)`` that hold a link and whose links
     span at most ``max_length`` positions ``(y1, y2)``; with ``tight``, the first and
-    last positions of the window must be aligned.
+    last positions of the window must be aligned. ``known(length)`` (bool, broadcast to
+    ``(n, P - length + 1)``) keeps only windows that can be a phrase of the table.
     """
     n, P = A.shape
     aligned = A >= 0
@@ -327,7 +328,7 @@ def _hull_spans(A, max_length, tight):
             lo = np.minimum(lo[:, :-1], lo1[:, length - 1:])
             hi = np.maximum(hi[:, :-1], hi1[:, length - 1:])
             linked = linked[:, :-1] | aligned[:, length - 1:]
-        ok = linked & (hi - lo < max_length)
+        ok = linked & (hi - lo < max_length) & known(length)
         if tight:
             ok &= aligned[:, :P - length + 1] & aligned[:, length - 1:]
         c, x1 = np.nonzero(ok)
@@ -396,12 +397,15 @@ class TranslationScorer:
         m = self.model
         n, J, L = len(rows), len(seq), self._L
         question = _Docs(*self._fields["question"], rows)
+        vocab = self._table.vocabulary_
+        question.ngrams = vocab.ngram_ids(question.tokens, question.offsets, L)
         q_pairs = _Pairs(question, tables)
         out[:, 0], out[:, 1] = self._word_models(question, q_pairs, terms, query)
         mu1 = m.question_weight if "answers" in self._fields else 1.0
         parts = [(question, q_pairs, mu1)]
         if mu1 < 1.0:
             answers = _Docs(*self._fields["answers"], rows)
+            answers.ngrams = vocab.ngram_ids(answers.tokens, answers.offsets, L)
             parts.append((answers, _Pairs(answers, tables), 1.0 - mu1))
         n_parts = len(parts)
         n_fwd = n_parts * n
@@ -497,8 +501,10 @@ class TranslationScorer:
         L = self._L
         S1 = np.zeros((n, J, L), dtype=np.int64)
         S2 = np.zeros((n, J, L), dtype=np.int64)
-        length, c, j1, s1, s2 = _hull_spans(A, L, self._tight)
-        src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + s1, s2 - s1 + 1)
+        known = qng >= 0                                   # query n-grams in the table
+        length, c, j1, s1, s2 = _hull_spans(A, L, self._tight,
+                                            lambda k: known[k - 1, :J - k + 1][None, :])
+        src = docs.ngrams[s2 - s1, docs.offsets[c] + s1]
         idx = self._table.find(src, qng[length - 1, j1])
         hit = idx >= 0
         length, c, j2 = length[hit], c[hit], j1[hit] + length[hit] - 1
@@ -525,10 +531,11 @@ class TranslationScorer:
         I = max(docs.width, 1)
         A = np.full((n, I), -1, dtype=np.int64)
         A[docs.doc, docs.local] = tables.i_align[tables.i_map[docs.tokens]]
-        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight)
-        inside = i1 + length <= docs.lengths[c]
-        length, c, i1, j1, j2 = length[inside], c[inside], i1[inside], j1[inside], j2[inside]
-        src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + i1, length)
+        known = np.zeros((L, n, I), dtype=bool)            # document n-grams in the table
+        known[:, docs.doc, docs.local] = docs.ngrams >= 0
+        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight,
+                                            lambda k: known[k - 1, :, :I - k + 1])
+        src = docs.ngrams[length - 1, docs.offsets[c] + i1]
         idx = self._table.find(src, qng[j2 - j1, j1])
         hit = idx >= 0
         length, c, idx = length[hit], c[hit], idx[hit]
