@@ -409,40 +409,44 @@ class TranslationScorer:
             parts.append((answers, _Pairs(answers, tables), 1.0 - mu1))
         n_parts = len(parts)
         n_fwd = n_parts * n
-        # Every sum-form DP in one pass over the positions: PT and LW of each part over
-        # the query (rows k * n + c and n_fwd + k * n + c), then PT and LW in the inverse
-        # direction over the question part (rows 2 n_fwd + c and 2 n_fwd + n + c); the
-        # DP kernel wants them by decreasing length: row r is column col[r].
-        row_len = np.concatenate([np.full(2 * n_fwd, J), question.lengths, question.lengths])
-        col = np.empty(len(row_len), dtype=np.int64)
-        col[np.argsort(-row_len, kind="stable")] = np.arange(len(row_len))
-        probs = np.zeros((max(J, question.width), L, len(row_len)))
+        # The DPs over the query (PT and LW of each part: columns k * n + c and
+        # n_fwd + k * n + c of ``fwd_probs``, all J long) and over the question part in
+        # the other direction (PT and LW of candidate c: columns col[c] and col[n + c] of
+        # ``inv_probs``, by decreasing length as the DP kernel wants), apart: a long
+        # candidate does not lengthen the query's DPs.
+        fwd_probs = np.zeros((J, L, 2 * n_fwd))
+        inv_len = np.concatenate([question.lengths, question.lengths])
+        col = np.empty(2 * n, dtype=np.int64)
+        col[np.argsort(-inv_len, kind="stable")] = np.arange(2 * n)
+        inv_probs = np.zeros((max(question.width, 1), L, 2 * n))
         bg_q = m.lam * self._bg[seq]
         S1, S2, BG, aligned = [], [], [], []
         for k, (docs, pairs, _) in enumerate(parts):
             A = self._align(pairs, tables.f_null)[:, pos_term]      # (n, J)
-            s1, s2, bg = self._forward_spans(docs, A, qng, bg_q, probs,
-                                             col[k * n:(k + 1) * n],
-                                             col[n_fwd + k * n:n_fwd + (k + 1) * n])
+            s1, s2, bg = self._forward_spans(docs, A, qng, bg_q, fwd_probs,
+                                             np.arange(k * n, (k + 1) * n),
+                                             np.arange(n_fwd + k * n, n_fwd + (k + 1) * n))
             S1.append(s1)
             S2.append(s2)
             BG.append(bg)
             aligned.append(A >= 0)
-        self._inverse_spans(question, tables, qng, probs, col[2 * n_fwd:2 * n_fwd + n],
-                            col[2 * n_fwd + n:])
+        self._inverse_spans(question, tables, qng, inv_probs, col[:n], col[n:])
         logmu = np.log(np.array([mu for _, _, mu in parts]))
         with np.errstate(divide="ignore"):
             if m.segmentation == "sum":
-                final = _sum_dp(probs, row_len[np.argsort(col)])[col]
-                vit, back = _viterbi(np.maximum(np.log(probs[:J][:, :, col[:n_fwd]]), _FLOOR))
+                final = _sum_dp(fwd_probs, np.full(2 * n_fwd, J))
+                inv = _sum_dp(inv_probs, inv_len[np.argsort(col)])[col]
+                vit, back = _viterbi(np.maximum(np.log(fwd_probs[:, :, :n_fwd]), _FLOOR))
                 vit_final = vit[:, J]
             else:               # every DP in max form; the PT rows give the Viterbi B^
-                alpha, back = _viterbi(np.maximum(np.log(probs), _FLOOR))
-                final = alpha[col, row_len]
-                vit_final, back = final[:n_fwd], back[col[:n_fwd]]
+                alpha, back = _viterbi(np.maximum(np.log(fwd_probs), _FLOOR))
+                final = alpha[:, J]
+                vit_final, back = final[:n_fwd], back[:n_fwd]
+                alpha, _ = _viterbi(np.maximum(np.log(inv_probs), _FLOOR))
+                inv = alpha[col, inv_len]
         fwd = final[:2 * n_fwd].reshape(2, n_parts, n)              # (pt|lw, part, n)
         out[:, 2], out[:, 4] = np.logaddexp.reduce(fwd + logmu[None, :, None], axis=1)
-        out[:, 3], out[:, 5] = final[2 * n_fwd:].reshape(2, n)
+        out[:, 3], out[:, 5] = inv.reshape(2, n)
         # Viterbi segmentation B^ of the part with the higher mu * max-probability
         best = (vit_final.reshape(n_parts, n) + logmu[:, None]).argmax(axis=0)
         pick = best * n + np.arange(n)
