@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .base import TermModel, accumulate
+
 __all__ = ["top_k", "retrieve"]
 
 
@@ -62,9 +64,7 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
     ``top_k(scores, k, allowed=matched, tie_rank=tie_rank)``, with identical scores and
     order. When scores are sums of posting weights (no document part nor constant:
     BM25), the top ``k`` is chosen among the query terms' postings rather than among
-    every document; in large collections, with non-negative weights, only the blocks of
-    documents that can reach the top ``k`` are scored first
-    (:mod:`cqa_search.retrieval.pruning`).
+    every document, which saves two passes over all documents.
 
     Parameters
     ----------
@@ -81,30 +81,19 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
     tie_rank : ndarray of int, shape (n_docs,), optional
         Secondary key for equal scores (default: the row).
     prune : bool, default True
-        False: always score every document.
+        False: always select among every document (the reference path).
 
     Returns
     -------
     rows : ndarray of int64, sorted by ``(-score, tie_rank)``
     scores : ndarray of float64
     """
-    from .base import TermModel
-    from .pruning import block_max, pruned_top_k
-
     term_ids = np.asarray(term_ids, dtype=np.int64)
     qtf = np.asarray(qtf, dtype=np.float64)
     usable, uqtf = model._usable(field, term_ids, qtf)
-    if prune and k is not None and len(usable) and _prunable(model, TermModel):
-        coef = model._query_weights(field, usable, uqtf)
-        weights = model.posting_weights(field)
-        if field.n_docs >= _PRUNE_MIN_DOCS and np.all(coef > 0):
-            bm = block_max(field, model.cache_key(), weights)
-            found = None if bm.min_weight < 0 else pruned_top_k(
-                bm, field.indices, weights, usable, coef, field.n_docs, k,
-                doc_category=doc_category, category=category, tie_rank=tie_rank)
-            if found is not None:
-                return found
-        return _postings_top_k(field, usable, coef, weights, k, doc_category, category,
+    if prune and k is not None and len(usable) and _sums_of_weights(model):
+        return _postings_top_k(field, usable, model._query_weights(field, usable, uqtf),
+                               model.posting_weights(field), k, doc_category, category,
                                tie_rank)
     scores, matched = model.score_all(field, term_ids, qtf)
     if category is not None:
@@ -113,14 +102,8 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
     return rows, scores[rows]
 
 
-#: Collections from this size on are searched by block-max pruning first (measured on
-#: synthetic archives, BENCHMARKS.md: slower than scoring the postings at 200,000
-#: questions, faster at 800,000).
-_PRUNE_MIN_DOCS = 1 << 19
-
-
 def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, tie_rank):
-    """Exhaustive scores (as :func:`~cqa_search.retrieval.base.accumulate`), but the top
+    """Exhaustive scores (:func:`~cqa_search.retrieval.base.accumulate`), but the top
     ``k`` chosen among the query terms' postings rather than among all documents.
 
     A document occurs at most once per query term, so the ``k * n_terms`` largest of the
@@ -128,17 +111,10 @@ def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, t
     bounds the k-th best score from below, and only postings reaching it can be in the
     top ``k`` or tied with its last.
     """
-    indptr, indices = field.indptr, np.asarray(field.indices)
-    weights = np.asarray(weights)
-    parts_idx, parts_w = [], []
-    for t, c in zip(term_ids.tolist(), coef.tolist()):
-        lo, hi = indptr[t], indptr[t + 1]
-        parts_idx.append(indices[lo:hi])
-        w = weights[lo:hi]
-        parts_w.append(w if c == 1.0 else w * c)
-    idx = parts_idx[0] if len(parts_idx) == 1 else np.concatenate(parts_idx)
-    w = parts_w[0] if len(parts_w) == 1 else np.concatenate(parts_w)
-    scores = np.bincount(idx, weights=w, minlength=field.n_docs)
+    scores = accumulate(field, term_ids, coef, weights)
+    indptr, indices = field.indptr, field.indices
+    parts = [indices[indptr[t]:indptr[t + 1]] for t in term_ids.tolist()]
+    idx = np.asarray(parts[0] if len(parts) == 1 else np.concatenate(parts))
     values = scores[idx]
     if category is not None:
         values[doc_category[idx] != category] = 0.0
@@ -153,8 +129,8 @@ def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, t
     return rows[top], scores[rows[top]]
 
 
-def _prunable(model, base):
+def _sums_of_weights(model):
     """Scores are sums of posting weights only (no document part, no constant)."""
     cls = type(model)
-    return cls._doc_part is base._doc_part and cls._constant is base._constant
+    return cls._doc_part is TermModel._doc_part and cls._constant is TermModel._constant
 
