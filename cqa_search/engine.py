@@ -27,6 +27,7 @@ from .index.store import current_generation, read_consistent
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
+from .retrieval.candidates import retrieve
 from .retrieval.filters import apply_filters
 
 __all__ = ["SearchConfig", "SearchEngine"]
@@ -316,22 +317,28 @@ class SearchEngine:
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
             return self._ranked(q, empty, np.zeros(0), empty, k)
-        all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
-        if parsed is not None and parsed.must:  # required words decide, not the others
-            matched = np.ones(self.n_docs, dtype=bool)
-        if self.data.live is not None:  # deleted questions never match
-            matched &= self.data.live
-        if category_id is not None:
-            matched &= self.view.doc_category == category_id
+        field = self.index[model.field]
+        must = parsed is not None and bool(parsed.must)
+        allowed = self.data.live  # deleted questions never match
         if parsed is not None and parsed.has_filters:
-            matched = apply_filters(parsed, matched, self.index, self.archive, self.analyzer)
+            mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
+            if category_id is not None:
+                mask &= self.view.doc_category == category_id
+            allowed = apply_filters(parsed, mask, self.index, self.archive, self.analyzer)
         if self.ranker is None:
             depth = k
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k
             depth = None if k is None else max(k, self.config.n_candidates)
-        rows = top_k(all_scores, depth, allowed=matched, tie_rank=self.data.doc_id_rank)
-        return self._ranked(q, rows, all_scores[rows], self.data.doc_id_rank[rows], k,
-                            field=model.field)
+        tie = self.data.doc_id_rank
+        if must:  # required words choose the hits; the query's words only rank them
+            scores, _ = model.score_all(field, q.term_ids, q.qtf)
+            rows = top_k(scores, depth, allowed=allowed, tie_rank=tie)
+            scores = scores[rows]
+        else:
+            rows, scores = retrieve(model, field, q.term_ids, q.qtf, depth,
+                                    doc_category=self.view.doc_category, category=category_id,
+                                    allowed=allowed, tie_rank=tie)
+        return self._ranked(q, rows, scores, tie[rows], k, field=model.field)
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""

@@ -60,7 +60,8 @@ from ..exceptions import IndexFormatError, ParameterError
 from ..features import analyze
 from ..index.validate import check_array
 from .dictd import DEFAULT_DICT_DIR
-from .nnls import nnls_gram
+from ._blas import one_blas_thread
+from .nnls import GramFactor, nnls_gram
 from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder, build_view,
                     find_translation_table, make_translator, parse_views)
 
@@ -538,7 +539,7 @@ class MultiViewModel(BaseEstimator):
         self.lambdas_ = lam
         self.loss_curve_ = nmf.loss_curve_
         self.n_iter_ = nmf.n_iter_
-        self._grams = None
+        self._grams = self._solvers = None
         return self
 
     def describe(self) -> str:
@@ -562,6 +563,12 @@ class MultiViewModel(BaseEstimator):
             self._grams = _fold_grams(self.components_, self.lambdas_)
         return self._grams
 
+    def _query_solvers(self):
+        """One :class:`GramFactor` per view (single right-hand sides), cached."""
+        if getattr(self, "_solvers", None) is None:
+            self._solvers = [GramFactor(g) for g in self._fold_systems()]
+        return self._solvers
+
     def transform_query(self, query, view) -> list:
         """The query's factors in every view (eqs. 17 and 19): a list of (n_components,).
 
@@ -572,9 +579,15 @@ class MultiViewModel(BaseEstimator):
         """
         check_is_fitted(self, "components_")
         n_terms = len(view.index.vocab)
-        xs = [enc.encode_query(query, view.analyzer, n_terms) for enc in self.encoders_]
-        return [v[0] for v in _fold_in(self.components_, self.lambdas_, xs,
-                                       self._fold_systems())]
+        out = []
+        for p, (enc, H, solver) in enumerate(zip(self.encoders_, self.components_,
+                                                 self._query_solvers())):
+            x = enc.encode_query(query, view.analyzer, n_terms)
+            b = np.asarray(H[:, x.indices], dtype=np.float64) @ x.data   # U_p^T q_p
+            if p > 0:
+                b += self.lambdas_[p] * out[0]
+            out.append(solver.solve(b))
+        return out
 
     def scorer(self, view) -> "MultiViewScorer":
         """The ``mv_*`` features of candidates (a :class:`FeatureScorer`)."""
@@ -651,7 +664,7 @@ class MultiViewModel(BaseEstimator):
                     or W.shape[0] != model.doc_factors_[0].shape[0]:
                 raise ValueError(f"multiview model: the arrays of view {names[p]!r} have "
                                  "inconsistent shapes")
-        model._grams = None
+        model._grams = model._solvers = None
         return model
 
 
@@ -668,22 +681,23 @@ class MultiViewScorer:
         self.view = view
         self.names = model.feature_names
         new = model._new_rows(view)  # questions added since the fit, folded in once
-        self._factors = model.doc_factors_ if new is None else [
+        self._doc_factors = [np.asarray(W) for W in model.doc_factors_] if new is None else [
             np.vstack([W, np.asarray(n, dtype=np.float32)])
             for W, n in zip(model.doc_factors_, new)]
 
     def score(self, query, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         key = ("multiview", id(self.model))
-        vq = query.cache.get(key)
-        if vq is None:
-            vq = query.cache[key] = self.model.transform_query(query, self.view)
         out = np.zeros((len(rows), len(self.names)))
-        if len(rows) == 0:
-            return out
-        for p, (W, v) in enumerate(zip(self._factors, vq)):
-            D = np.asarray(W[rows], dtype=np.float64)
-            den = np.linalg.norm(D, axis=1) * np.linalg.norm(v)
-            num = D @ v
-            out[:, p] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+        with one_blas_thread():
+            vq = query.cache.get(key)
+            if vq is None:
+                vq = query.cache[key] = self.model.transform_query(query, self.view)
+            if len(rows) == 0:
+                return out
+            for p, (W, v) in enumerate(zip(self._doc_factors, vq)):
+                D = np.asarray(W[rows], dtype=np.float64)
+                den = np.linalg.norm(D, axis=1) * np.linalg.norm(v)
+                num = D @ v
+                out[:, p] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
         return out

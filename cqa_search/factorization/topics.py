@@ -57,6 +57,7 @@ from ..index.validate import InvalidArray, check_array, check_sparse
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
+from ._blas import one_blas_thread
 from .nnls import GramFactor
 
 __all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "interpolate",
@@ -570,7 +571,7 @@ class TopicScorer:
         else:
             doc_topics, doc_group = model.doc_topics_, model.doc_group_
         self._Ks = model.shared_topics_.shape[1]
-        self._doc_topics, self._doc_group = doc_topics, doc_group
+        self._doc_topics, self._doc_group = np.asarray(doc_topics), np.asarray(doc_group)
         self._norms = np.sqrt(np.einsum("ij,ij->i", doc_topics, doc_topics, dtype=np.float64))
 
     def query_vector(self, query):
@@ -588,6 +589,10 @@ class TopicScorer:
         out = np.zeros((len(rows), 1))
         if len(rows) == 0 or len(query.term_ids) == 0:
             return out
+        with one_blas_thread():
+            return self._score(query, rows, out)
+
+    def _score(self, query, rows, out):
         v, group, vnorm = self.query_vector(query)
         if vnorm == 0:
             return out

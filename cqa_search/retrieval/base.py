@@ -18,6 +18,7 @@ import numpy as np
 from .._utils import get_params, validate_params
 from ..exceptions import ParameterError
 from ..index.term_index import FieldIndex
+from .postings import locate
 
 __all__ = ["TermModel", "accumulate", "gather", "matching", "posting_terms"]
 
@@ -66,22 +67,7 @@ def gather(field: FieldIndex, term_ids, rows):
     i, j : ndarray of int64
         Their row index into ``rows`` and term index into ``term_ids``.
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    indptr, indices = field.indptr, field.indices
-    found_pos, found_i, found_j = [], [], []
-    for j, t in enumerate(term_ids.tolist()):
-        lo, hi = int(indptr[t]), int(indptr[t + 1])
-        if hi == lo:
-            continue
-        pos = np.minimum(np.searchsorted(indices[lo:hi], rows), hi - lo - 1)
-        hit = np.flatnonzero(indices[lo + pos] == rows)
-        found_pos.append(lo + pos[hit])
-        found_i.append(hit)
-        found_j.append(np.full(len(hit), j))
-    if not found_pos:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    return np.concatenate(found_pos), np.concatenate(found_i), np.concatenate(found_j)
+    return locate(field.indptr, field.indices, term_ids, rows)
 
 
 class TermModel:

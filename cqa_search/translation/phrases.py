@@ -259,28 +259,6 @@ class PhraseVocabulary:
             out[k][pos[hit]] = self.level_base[k] + at[hit]
         return out
 
-    def span_ids(self, tokens, starts, lengths) -> np.ndarray:
-        """Phrase ids of the spans ``tokens[starts[k]:starts[k] + lengths[k]]`` (-1 when
-        unknown); the spans must lie inside ``tokens``."""
-        tokens = np.asarray(tokens, dtype=np.int64)
-        starts = np.asarray(starts, dtype=np.int64)
-        lengths = np.asarray(lengths, dtype=np.int64)
-        ids = tokens[starts] if len(starts) else np.zeros(0, np.int64)
-        ids = np.where(lengths <= self.max_length, ids, -1)
-        V = self.n_terms
-        for k in range(1, min(int(lengths.max(initial=1)), self.max_length)):
-            active = np.flatnonzero((lengths > k) & (ids >= 0))
-            keys_k = self.level_keys[k - 1]
-            if len(active) == 0:
-                break
-            if len(keys_k) == 0:
-                ids[active] = -1
-                continue
-            keys = (ids[active] - self.level_base[k - 1]) * V + tokens[starts[active] + k]
-            at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
-            ids[active] = np.where(keys_k[at] == keys, self.level_base[k] + at, -1)
-        return ids
-
     def phrase_id(self, terms) -> int:
         """Id of one phrase given as term ids (-1 if unknown)."""
         terms = np.asarray(terms, dtype=np.int64)

@@ -341,3 +341,26 @@ def test_cli_fits_and_stores_a_model(index, capsys):
     assert "does not exist" in err and "apt-get install dict-freedict-eng-fra" in err
     assert fit_cli.main([str(index), "multiview", "-q"]) == 1   # default view: ibm1
     assert "needs an IBM Model 1 translation table" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_single_query_fold_in_equals_the_batched_solver(tmp_path):
+    """transform_query (one GramFactor NNLS per view) == _fold_in (block pivoting)."""
+    from cqa_search import Question, SearchEngine, build_index
+    from cqa_search.factorization.multiview import MultiViewModel, _fold_in
+    from cqa_search.factorization.views import DummyTranslator
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    qs = [Question(f"q{i}", " ".join(rng.choice(words, 8))) for i in range(60)]
+    build_index(qs, tmp_path / "idx", fields=("question",))
+    engine = SearchEngine.open(tmp_path / "idx")
+    model = MultiViewModel(n_components=6, max_iter=20, tol=0, random_state=0).fit(
+        engine.view, translators=[DummyTranslator(name="copy")])
+    n_terms = len(engine.index.vocab)
+    for text in ("w1 w2 w3", "w5 w5 w30 w39 w0", "w7"):
+        q = engine.analyze(text)
+        xs = [enc.encode_query(q, engine.analyzer, n_terms) for enc in model.encoders_]
+        batched = _fold_in(model.components_, model.lambdas_, xs)
+        for got, ref in zip(model.transform_query(q, engine.view), batched):
+            np.testing.assert_allclose(got, ref[0], rtol=1e-9, atol=1e-12)
