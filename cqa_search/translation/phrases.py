@@ -31,6 +31,7 @@ pairs or phrases).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 
@@ -176,6 +177,17 @@ class PhraseVocabulary:
     @property
     def max_length(self) -> int:
         return len(self.level_keys) + 1
+
+    def extended(self, n_terms) -> "PhraseVocabulary":
+        """The same phrases over a vocabulary grown to ``n_terms`` terms (new terms are
+        one-word phrases; the longer phrases' ids move up by the number of new terms)."""
+        V = self.n_terms
+        return PhraseVocabulary(n_terms, [(k // V) * n_terms + k % V for k in self.level_keys])
+
+    def shift(self, ids, n_terms):
+        """Phrase ids of this vocabulary in :meth:`extended` ``(n_terms)``'s numbering."""
+        ids = np.asarray(ids, dtype=np.int64)
+        return np.where(ids >= self.n_terms, ids + (n_terms - self.n_terms), ids)
 
     def __len__(self):
         return int(self.level_base[-1])
@@ -385,6 +397,22 @@ class PhraseTable(BaseEstimator):
     def _check_fitted(self):
         if not hasattr(self, "pair_keys_"):
             raise NotFittedError("this PhraseTable is not fitted yet; call fit first")
+
+    def extended(self, n_terms) -> "PhraseTable":
+        """The table over a vocabulary grown to ``n_terms`` terms (an index that gained
+        questions since the fit): the same bi-phrases, the new terms in none."""
+        self._check_fitted()
+        vocab = self.vocabulary_
+        if n_terms == vocab.n_terms:
+            return self
+        n_old = len(vocab)
+        wider = vocab.extended(n_terms)
+        n_new = len(wider)
+        src = vocab.shift(self.pair_keys_ // n_old, n_terms)
+        tgt = vocab.shift(self.pair_keys_ % n_old, n_terms)
+        table = copy.copy(self)
+        table._set(wider, src * n_new + tgt, self.counts_, self.lex_forward_, self.lex_inverse_)
+        return table
 
     @property
     def n_pairs(self) -> int:

@@ -132,21 +132,28 @@ def test_models_follow_additions_and_compaction(tmp_path):
     from cqa_search.data import DEMO_ARCHIVE, demo_dir
     from cqa_search.factorization import MultiViewModel, TopicModel
     from cqa_search.index.models import add_model
+    from cqa_search.translation import FEATURE_NAMES as FEATURES
+    from cqa_search.translation import TranslationModel
 
     lines = (demo_dir() / DEMO_ARCHIVE).read_text().splitlines()
     path = tmp_path / "idx"
     build_index([Question.from_dict(json.loads(x)) for x in lines[:300]], path)
     engine = SearchEngine.open(path)
+    add_model(engine, "translation", TranslationModel(max_iter=2).fit(engine.view))
+    engine = SearchEngine.open(path)
     add_model(engine, "topics", TopicModel(n_shared=3, n_category=2, max_iter=10).fit(
         engine.view))
-    add_model(engine, "multiview", MultiViewModel("dummy", n_components=4, max_iter=10).fit(
+    add_model(engine, "multiview", MultiViewModel("ibm1", n_components=4, max_iter=10).fit(
         engine.view))
+    small = SearchEngine.open(path)
     add_questions(path, [Question.from_dict(json.loads(x)) for x in lines[300:]])
     info = index_info(path)["models"]
-    assert info["topics"]["added_since"] == 27 and info["multiview"]["deleted_since"] == 0
+    assert info["topics"]["added_since"] == 27 and info["translation"]["deleted_since"] == 0
     grown = SearchEngine.open(path)  # the new questions are folded into the models
+    assert len(grown.index.vocab) > len(small.index.vocab)
     res = grown.search("my rice is always sticky", k=5)
     assert len(res) == 5 and np.isfinite(res.features).all()
+    assert set(FEATURES) <= set(res.feature_names)
     new_rows = [r for r in grown.archive.rows(res.doc_ids) if r >= 300]
     delete_questions(path, [grown.archive.doc_ids[5]])
     before = SearchEngine.open(path).search("my rice is always sticky", k=5)
