@@ -24,6 +24,7 @@ from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
 from .index.store import current_generation, read_consistent
+from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
@@ -361,7 +362,7 @@ class SearchEngine:
                        self.feature_names, features[order], q.terms, q.unknown_words,
                        self.archive, field)
 
-    def batch_search(self, queries, qids=None, *, k=100, categories=None,
+    def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,
                      progress=False) -> dict:
         """Search many queries: ``{qid: Results}`` in query order.
 
@@ -374,8 +375,11 @@ class SearchEngine:
         k : int or None, default 100
         categories : sequence of (str or None), optional
             A category filter per query.
+        n_jobs : int or None, default None
+            Worker processes (-1: one per core; None or 1: this process). See
+            :mod:`cqa_search.parallel`.
         progress : bool
-            Show a progress bar on stderr.
+            Show a progress bar on stderr (this process only).
         """
         self._check_k(k)
         queries = list(queries)
@@ -386,6 +390,10 @@ class SearchEngine:
                              f"{len(categories)} categories; they must match")
         if len(set(qids)) != len(qids):
             raise QueryError("qids must be distinct")
+        if n_workers(n_jobs, len(queries)) > 1:
+            parts = map_queries(_search_parts, zip(queries, categories), state=(self, k),
+                                n_jobs=n_jobs)
+            return {qid: self._results_of(part) for qid, part in zip(qids, parts)}
         out = {}
         bar = progress_bar(progress, "searching", "queries")
         for qid, text, cat in zip(qids, queries, categories):
@@ -393,6 +401,13 @@ class SearchEngine:
             bar.update()
         bar.close()
         return out
+
+    def _results_of(self, parts) -> Results:
+        """:class:`Results` from :func:`_search_parts` (computed in another process)."""
+        text, rows, scores, features, terms, unknown, field = parts
+        doc_ids = self.archive.doc_ids
+        return Results(text, rows, [doc_ids[r] for r in rows.tolist()], scores,
+                       self.feature_names, features, terms, unknown, self.archive, field)
 
     def rerank(self, text: str, doc_ids, *, scores=None, category=None) -> Results:
         """Order only the given candidates (the rerank protocol).
@@ -433,3 +448,12 @@ class SearchEngine:
         self._check_k(k)
         cid = self.categories.id(category)
         return self._search(self.analyze(text, self._name(cid)), k, None)
+
+
+def _search_parts(state, item):
+    """One query of :meth:`SearchEngine.batch_search` as plain arrays (a worker's result)."""
+    engine, k = state
+    text, category = item
+    res = engine.search(text, k, category=category)
+    return (res.query, res._rows, res.scores, res.features, res.query_terms,
+            res.unknown_words, res.field)
