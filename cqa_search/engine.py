@@ -348,18 +348,24 @@ class SearchEngine:
             np.zeros((len(rows), 0))
 
     def _ranked(self, q, rows, base_scores, tie, k, field="question") -> Results:
-        """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``."""
-        features = self.feature_scores(q, rows)
+        """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``.
+        Without a ranker the features of the hits kept are computed when first read."""
         if self.ranker is None:
             scores = np.asarray(base_scores, dtype=np.float64)
+            order = np.lexsort((tie, -scores))[:k]
+            kept = rows[order]
+            features = lambda: self.feature_scores(q, kept)  # noqa: E731
         else:
+            all_features = self.feature_scores(q, rows)
             names = self.feature_names
             columns = [names.index(f) for f in self.ranker.feature_names_in_]
-            scores = np.asarray(self.ranker.predict(features[:, columns]), dtype=np.float64)
-        order = np.lexsort((tie, -scores))[:k]
+            scores = np.asarray(self.ranker.predict(all_features[:, columns]),
+                                dtype=np.float64)
+            order = np.lexsort((tie, -scores))[:k]
+            kept, features = rows[order], all_features[order]
         doc_ids = self.archive.doc_ids
-        return Results(q.text, rows[order], [doc_ids[r] for r in rows[order]], scores[order],
-                       self.feature_names, features[order], q.terms, q.unknown_words,
+        return Results(q.text, kept, [doc_ids[r] for r in kept.tolist()], scores[order],
+                       self.feature_names, features, q.terms, q.unknown_words,
                        self.archive, field)
 
     def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,

@@ -107,10 +107,12 @@ class AnalyzedQuery:
 def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
     """``text`` analysed like the archive of ``index`` (a TermIndex): its known terms, their
     ids and counts, and the words the archive lacks."""
-    terms, unknown = [], []
-    for token, term in analyzer.pairs(text):
-        (terms if index.known(term) else unknown).append(term if index.known(term) else token)
-    sequence = index.vocab.ids(terms).astype(np.int64)
+    pairs = analyzer.pairs(text)
+    all_ids = index.known_ids([term for _, term in pairs])
+    known = all_ids >= 0
+    sequence = all_ids[known]
+    terms = [term for (_, term), ok in zip(pairs, known.tolist()) if ok]
+    unknown = [token for (token, _), ok in zip(pairs, known.tolist()) if not ok]
     ids, qtf = np.unique(sequence, return_counts=True)
     return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf.astype(np.float64),
                          sequence, tuple(dict.fromkeys(unknown)), category, given)

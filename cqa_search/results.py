@@ -52,6 +52,7 @@ class Results:
     scores : ndarray of float64, shape (n,)
     feature_names : tuple of str
     features : ndarray of float64, shape (n, n_features)
+        (Given as an array, or as a function computing it on first use.)
     query_terms : tuple of str
         The analysed query terms found in the index (what matched).
     unknown_words : tuple of str
@@ -63,7 +64,7 @@ class Results:
     Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
     """
 
-    __slots__ = ("query", "doc_ids", "scores", "feature_names", "features", "query_terms",
+    __slots__ = ("query", "doc_ids", "scores", "feature_names", "_features", "query_terms",
                  "unknown_words", "field", "_archive", "_rows")
 
     def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
@@ -73,14 +74,25 @@ class Results:
         set_(self, "doc_ids", tuple(doc_ids))
         set_(self, "scores", _frozen(scores, np.float64))
         set_(self, "feature_names", tuple(feature_names))
-        set_(self, "features", _frozen(np.reshape(features, (len(self.doc_ids),
-                                                             len(self.feature_names))),
-                                       np.float64))
+        set_(self, "_features", features)
         set_(self, "query_terms", tuple(query_terms))
         set_(self, "unknown_words", tuple(unknown_words))
         set_(self, "field", field)
         set_(self, "_archive", archive)
         set_(self, "_rows", _frozen(rows, np.int64))
+
+    @property
+    def features(self) -> np.ndarray:
+        """Feature scores of the hits, shape ``(n, n_features)`` (computed on first use
+        when nothing needed them to rank)."""
+        features = self._features
+        if callable(features):
+            features = features()
+        if not (isinstance(features, np.ndarray) and not features.flags.writeable):
+            features = _frozen(np.reshape(features, (len(self.doc_ids),
+                                                     len(self.feature_names))), np.float64)
+            object.__setattr__(self, "_features", features)
+        return features
 
     def __setattr__(self, name, value):
         raise AttributeError("Results is immutable")

@@ -230,8 +230,9 @@ class StoredIndex:
     def array(self, relpath) -> np.ndarray:
         """A stored array (memory-mapped read-only when the index was opened with mmap)."""
         try:
-            return np.load(self.file(relpath), mmap_mode="r" if self.mmap else None,
-                           allow_pickle=False)
+            # a plain view of the memory map: slicing an np.memmap costs ~10 us more
+            return np.asarray(np.load(self.file(relpath), mmap_mode="r" if self.mmap else None,
+                                      allow_pickle=False))
         except FileNotFoundError:
             raise
         except Exception as exc:  # noqa: BLE001 - numpy reads a damaged header in many ways

@@ -269,16 +269,15 @@ class TermIndex:
     def n_docs(self) -> int:
         return next(iter(self.fields.values())).n_docs
 
-    def known(self, term) -> bool:
-        """True for a term some live question holds in some field (a term left only by
-        deleted questions is unknown, as a fresh build would not have it)."""
-        tid = self.vocab.id(term)
-        if tid < 0:
-            return False
+    def known_ids(self, terms) -> np.ndarray:
+        """Term id of each of ``terms``, -1 for a term no live question holds in any field
+        (absent, or left only by deleted questions: a fresh build would not have it)."""
+        ids = self.vocab.ids(terms).astype(np.int64)
         if self._known is None:
             self._known = np.logical_or.reduce(
                 [np.asarray(f.stats.df) > 0 for f in self.fields.values()])
-        return bool(self._known[tid])
+        ids[ids >= 0] = np.where(self._known[ids[ids >= 0]], ids[ids >= 0], -1)
+        return ids
 
     def __getitem__(self, field) -> FieldIndex:
         return self.fields[field]

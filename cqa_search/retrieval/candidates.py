@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import TermModel, accumulate
+from .base import TermModel, postings
 
 __all__ = ["top_k", "retrieve"]
 
@@ -117,10 +117,8 @@ def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, a
     bounds the k-th best score from below, and only postings reaching it can be in the
     top ``k`` or tied with its last.
     """
-    scores = accumulate(field, term_ids, coef, weights)
-    indptr, indices = field.indptr, field.indices
-    parts = [indices[indptr[t]:indptr[t + 1]] for t in term_ids.tolist()]
-    idx = np.asarray(parts[0] if len(parts) == 1 else np.concatenate(parts))
+    idx, w = postings(field, term_ids, coef, weights)
+    scores = np.bincount(idx, weights=w, minlength=field.n_docs)  # = accumulate()
     values = scores[idx]
     if category is not None:
         values[doc_category[idx] != category] = 0.0
