@@ -65,13 +65,19 @@ def query_speed(path, queries, repeats=3):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=200_000)
-    ap.add_argument("--batch", type=int, default=1_000)
-    ap.add_argument("--segments", type=int, default=10)
-    ap.add_argument("--queries", type=int, default=500)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_bench_live"))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    ap.add_argument("--n", type=int, default=200_000,
+                    help="questions in the index before adding (default %(default)s)")
+    ap.add_argument("--batch", type=int, default=1_000,
+                    help="questions per add (default %(default)s)")
+    ap.add_argument("--segments", type=int, default=10,
+                    help="adds until the index has this many segments (default %(default)s)")
+    ap.add_argument("--queries", type=int, default=500,
+                    help="BM25 queries timed before and after compaction (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="timings repeated, the best kept (default %(default)s)")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_bench_live"),
+                    help="where the synthetic archive and indexes go (default %(default)s)")
     args = ap.parse_args(argv)
     from cqa_search import Question, add_questions, build_index, compact
 

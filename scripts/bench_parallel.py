@@ -17,12 +17,13 @@ import time
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("index")
-    ap.add_argument("queries")
-    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("index", help="index directory")
+    ap.add_argument("queries", help='JSONL, one {"id", "text"} per line')
+    ap.add_argument("--k", type=int, default=10, help="hits per query (default %(default)s)")
     ap.add_argument("--bm25-only", action="store_true",
                     help="no features, no ranker (the retrieval model alone)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs of each way, the best wall time kept (default %(default)s)")
     args = ap.parse_args(argv)
     from cqa_search import SearchConfig, SearchEngine
     from cqa_search.evaluation import run_queries

@@ -188,11 +188,15 @@ def _first_query(run_one, text):
 # ---------------------------------------------------------------------------------------
 def _cqa_build(a):
     import cqa_search
+    from cqa_search.index.layout import segment_dir
+    from cqa_search.index.store import open_index
 
     import_rss = _rss_mb()
     with _Clock() as clock:
         summary = cqa_search.build_index(a.archive, a.index, fields=tuple(a.fields.split(",")))
-    store = os.path.getsize(os.path.join(a.index, "archive.jsonl"))
+    stored = open_index(a.index)
+    store = sum(os.path.getsize(stored.file(f"{segment_dir(seg['name'])}/archive.jsonl"))
+                for seg in stored.manifest["segments"])
     return {"build_s": clock.wall, "build_cpu_s": clock.cpu, "import_rss_mb": import_rss,
             "n_docs": summary.n_questions, "n_terms": summary.n_terms,
             "doc_store_bytes": store}
