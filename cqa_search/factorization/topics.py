@@ -200,6 +200,11 @@ class TopicModel(BaseEstimator):
     def feature_name_(self) -> str:
         return self.feature_name or f"topic_{self.model}"
 
+    @property
+    def feature_names(self) -> tuple:
+        """The features the model gives (one: :attr:`feature_name_`)."""
+        return (self.feature_name_,)
+
     def _estimator(self):
         common = dict(max_iter=self.max_iter, tol=self.tol, random_state=self.random_state)
         if self.model == "nmf":

@@ -135,7 +135,8 @@ def add_model(index, name, model) -> str:
     Raises
     ------
     ParameterError
-        Bad name, unregistered kind.
+        Bad name, unregistered kind, or the model gives a feature another stored model
+        gives (a second topic model needs its own ``feature_name``).
     IndexFormatError
         No index at the path, or it was rebuilt or compacted since ``index`` (an engine)
         was opened (its rows changed).
@@ -153,6 +154,8 @@ def add_model(index, name, model) -> str:
     fitted_on = fitted_on if fitted_on is not None else open_index(path).manifest
     meta, arrays = model.state()
     prefix = f"models/{name}/"
+    # the feature columns the model adds to every hit (rankers and answer choosers add none)
+    produced = list(getattr(model, "feature_names", ())) if hasattr(model, "scorer") else []
 
     def manifest(base):
         if base is None:
@@ -163,10 +166,19 @@ def add_model(index, name, model) -> str:
         out = {k: v for k, v in base.manifest.items()
                if k not in ("format", "format_version", "package_version", "created", "files")}
         models = dict(base.models)
+        for other, entry in models.items():
+            shared = [f for f in entry.get("features", ()) if f in produced]
+            if other != name and shared:
+                raise ParameterError(
+                    f"model {name!r} gives the feature(s) {', '.join(shared)}, which the stored "
+                    f"model {other!r} gives already: store it as {other!r} to replace that "
+                    "one, or give its features other names (the feature_name / "
+                    "feature_prefix parameter)")
         # What the model saw: `cqa-search info` counts the questions added or deleted since.
         models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created(),
                         "counters": dict(fitted_on.get("counters", {})),
-                        "rows": int(fitted_on.get("stats", {}).get("n_rows", 0))}
+                        "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
+                        "features": produced}
         out["models"] = models
         return out
 
