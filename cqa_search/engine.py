@@ -308,9 +308,14 @@ class SearchEngine:
         retrieval = self.config.retrieval
         if not len(results) and len(q.term_ids) and retrieval.field == "question" \
                 and "answers" in self.index.fields:
-            # No question holds the words: look for them in the answers.
+            # No question holds the words: look for them (required words too) in the answers.
             answers = type(retrieval)(**{**retrieval.get_params(), "field": "answers"})
-            results = self._search(q, k, cid, query, retrieval=answers)
+            in_answers = dataclasses.replace(query, must=tuple(
+                tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
+                      for u in alternatives) for alternatives in query.must))
+            fallback = self._search(q, k, cid, in_answers, retrieval=answers)
+            if len(fallback):
+                results = fallback
         return results
 
     def _search(self, q: AnalyzedQuery, k, category_id, parsed=None, retrieval=None) -> Results:
@@ -366,7 +371,7 @@ class SearchEngine:
         doc_ids = self.archive.doc_ids
         return Results(q.text, kept, [doc_ids[r] for r in kept.tolist()], scores[order],
                        self.feature_names, features, q.terms, q.unknown_words,
-                       self.archive, field)
+                       self.archive, field, q.category)
 
     def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,
                      progress=False) -> dict:
@@ -410,10 +415,11 @@ class SearchEngine:
 
     def _results_of(self, parts) -> Results:
         """:class:`Results` from :func:`_search_parts` (computed in another process)."""
-        text, rows, scores, features, terms, unknown, field = parts
+        text, rows, scores, features, terms, unknown, field, category = parts
         doc_ids = self.archive.doc_ids
         return Results(text, rows, [doc_ids[r] for r in rows.tolist()], scores,
-                       self.feature_names, features, terms, unknown, self.archive, field)
+                       self.feature_names, features, terms, unknown, self.archive, field,
+                       category)
 
     def rerank(self, text: str, doc_ids, *, scores=None, category=None) -> Results:
         """Order only the given candidates (the rerank protocol).
@@ -462,4 +468,4 @@ def _search_parts(state, item):
     text, category = item
     res = engine.search(text, k, category=category)
     return (res.query, res._rows, res.scores, res.features, res.query_terms,
-            res.unknown_words, res.field)
+            res.unknown_words, res.field, res.category)

@@ -60,15 +60,17 @@ class Results:
     field : str
         The index field the hits matched in: ``"question"``, or ``"answers"`` when no
         question held the words and the search looked in the answers instead.
+    category : str or None
+        The category the search was restricted to (``category=`` or ``category:``).
 
     Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
     """
 
     __slots__ = ("query", "doc_ids", "scores", "feature_names", "_features", "query_terms",
-                 "unknown_words", "field", "_archive", "_rows")
+                 "unknown_words", "field", "category", "_archive", "_rows")
 
     def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
-                 unknown_words, archive, field="question"):
+                 unknown_words, archive, field="question", category=None):
         set_ = object.__setattr__
         set_(self, "query", query)
         set_(self, "doc_ids", tuple(doc_ids))
@@ -78,6 +80,7 @@ class Results:
         set_(self, "query_terms", tuple(query_terms))
         set_(self, "unknown_words", tuple(unknown_words))
         set_(self, "field", field)
+        set_(self, "category", category)
         set_(self, "_archive", archive)
         set_(self, "_rows", _frozen(rows, np.int64))
 
