@@ -110,27 +110,50 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
 def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, allowed,
                     tie_rank):
     """Exhaustive scores (:func:`~cqa_search.retrieval.base.accumulate`), but the top
-    ``k`` chosen among the query terms' postings rather than among all documents.
+    ``k`` chosen among few documents rather than among all of them.
 
-    A document occurs at most once per query term, so the ``k * n_terms`` largest of the
-    scores read at every posting hold at least ``k`` documents: the smallest of them
-    bounds the k-th best score from below, and only postings reaching it can be in the
-    top ``k`` or tied with its last.
+    Each of the documents holding one query term has its full score, so the k-th best
+    score among the (wanted) documents of the rarest term with at least ``k`` of them
+    bounds the overall k-th best from below: only documents reaching that bound can be in
+    the top ``k`` or tied with its last. When no term has ``k`` wanted documents, the
+    bound is the ``k * n_terms``-th largest score read at every posting instead (a
+    document occurs at most once per term, so those postings hold ``k`` documents).
     """
     idx, w = postings(field, term_ids, coef, weights)
     scores = np.bincount(idx, weights=w, minlength=field.n_docs)  # = accumulate()
-    values = scores[idx]
-    if category is not None:
-        values[doc_category[idx] != category] = 0.0
-    if allowed is not None:
-        values[~allowed[idx]] = 0.0
-    m = k * len(term_ids)
-    if len(values) > m:
-        theta = np.partition(values, len(values) - m)[len(values) - m]
-        candidates = idx[(values >= theta) & (values > 0)]
+
+    def wanted(rows):  # mask of the rows passing the filters
+        keep = np.ones(len(rows), dtype=bool)
+        if category is not None:
+            keep &= doc_category[rows] == category
+        if allowed is not None:
+            keep &= allowed[rows]
+        return keep
+
+    filtered = category is not None or allowed is not None
+    indptr, indices = field.indptr, field.indices
+    lengths = indptr[term_ids + 1] - indptr[term_ids]
+    for j in np.argsort(lengths, kind="stable").tolist():
+        if lengths[j] < k:
+            continue
+        t = term_ids[j]
+        rows = indices[indptr[t]:indptr[t + 1]]
+        values = scores[rows[wanted(rows)] if filtered else rows]
+        if len(values) >= k:
+            theta = np.partition(values, len(values) - k)[len(values) - k]
+            rows = np.flatnonzero(scores >= theta)
+            break
     else:
-        candidates = idx[values > 0]
-    rows = np.unique(candidates).astype(np.int64)
+        values = scores[idx]
+        if filtered:
+            values[~wanted(idx)] = 0.0
+        m = k * len(term_ids)
+        keep = values > 0
+        if len(values) > m:
+            keep &= values >= np.partition(values, len(values) - m)[len(values) - m]
+        rows = np.unique(idx[keep]).astype(np.int64)
+    if filtered:
+        rows = rows[wanted(rows)]
     top = top_k(scores[rows], k, tie_rank=rows if tie_rank is None else tie_rank[rows])
     return rows[top], scores[rows[top]]
 

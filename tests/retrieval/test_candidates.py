@@ -35,11 +35,12 @@ def random_field(rng, n_docs, n_terms, density):
                       np.zeros(int(doc_len.sum()), dtype=np.int32))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 400), n_terms=st.integers(1, 6),
        density=st.sampled_from([0.02, 0.2, 0.6]), k=st.integers(1, 25),
-       filtered=st.booleans())
-def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, filtered):
+       filtered=st.booleans(), deleted=st.sampled_from([None, 0.1, 0.9]))
+def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, filtered,
+                                          deleted):
     from cqa_search.retrieval import BM25
     from cqa_search.retrieval.candidates import retrieve
 
@@ -51,12 +52,15 @@ def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, fil
     doc_category = rng.integers(-1, 3, n_docs).astype(np.int32)
     category = int(rng.integers(0, 3)) if filtered else None
     tie_rank = rng.permutation(n_docs).astype(np.int32)
+    allowed = None if deleted is None else rng.random(n_docs) >= deleted
     scores, matched = model.score_all(field, term_ids, qtf)
     if filtered:
         matched &= doc_category == category
+    if allowed is not None:
+        matched &= allowed
     expected = top_k(scores, k, allowed=matched, tie_rank=tie_rank)
     rows, got = retrieve(model, field, term_ids, qtf, k, doc_category=doc_category,
-                         category=category, tie_rank=tie_rank)
+                         category=category, allowed=allowed, tie_rank=tie_rank)
     assert rows.tolist() == expected.tolist()
     assert got.tolist() == scores[expected].tolist()            # bit for bit
 
