@@ -184,10 +184,11 @@ class FieldIndex:
         for part, sizes in zip(parts, counts_by_part):
             k = part.nnz
             if k:
-                terms = np.repeat(np.arange(n_terms, dtype=np.int64), sizes)
-                within = np.arange(k, dtype=np.int64) - np.repeat(
-                    np.asarray(part.indptr[:-1], dtype=np.int64), sizes[:part.n_terms])
-                dest = indptr[terms] + before[terms] + within
+                # posting j of term t goes to indptr[t] + before[t] + (j - part.indptr[t])
+                start = np.asarray(part.indptr[:-1], dtype=np.int64)
+                shift = indptr[:part.n_terms] + before[:part.n_terms] - start
+                dest = np.arange(k, dtype=np.int64)
+                dest += np.repeat(shift, sizes[:part.n_terms])
                 indices[dest] = np.asarray(part.indices) + row0
                 counts[dest] = part.counts
             before += sizes
@@ -272,12 +273,11 @@ class TermIndex:
     def known_ids(self, terms) -> np.ndarray:
         """Term id of each of ``terms``, -1 for a term no live question holds in any field
         (absent, or left only by deleted questions: a fresh build would not have it)."""
-        ids = self.vocab.ids(terms).astype(np.int64)
-        if self._known is None:
-            self._known = np.logical_or.reduce(
-                [np.asarray(f.stats.df) > 0 for f in self.fields.values()])
-        ids[ids >= 0] = np.where(self._known[ids[ids >= 0]], ids[ids >= 0], -1)
-        return ids
+        if self._known is None:  # id -> id if known else -1, and -1 -> -1 (last slot)
+            live = np.logical_or.reduce([np.asarray(f.stats.df) > 0
+                                         for f in self.fields.values()])
+            self._known = np.append(np.where(live, np.arange(len(live)), -1), -1)
+        return self._known[self.vocab.ids(terms)]
 
     def __getitem__(self, field) -> FieldIndex:
         return self.fields[field]
