@@ -17,6 +17,7 @@ to score.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -113,8 +114,11 @@ def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
     sequence = all_ids[known]
     terms = [term for (_, term), ok in zip(pairs, known.tolist()) if ok]
     unknown = [token for (token, _), ok in zip(pairs, known.tolist()) if not ok]
-    ids, qtf = np.unique(sequence, return_counts=True)
-    return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf.astype(np.float64),
+    counts = Counter(sequence.tolist())  # np.unique costs ~40 us on a few ids
+    ids = sorted(counts)
+    qtf = np.array([counts[i] for i in ids], dtype=np.float64)
+    ids = np.array(ids, dtype=np.int64)
+    return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf,
                          sequence, tuple(dict.fromkeys(unknown)), category, given)
 
 
