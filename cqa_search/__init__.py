@@ -1,13 +1,16 @@
 """cqa_search: question retrieval for community question answering archives."""
 from ._version import __version__
 
-__all__ = ["Archive", "Question", "Analyzer", "build_index", "SearchEngine", "SearchConfig",
-           "Results", "__version__"]
+__all__ = ["Archive", "Question", "Analyzer", "build_index", "add_questions",
+           "delete_questions", "compact", "SearchEngine", "SearchConfig", "Results",
+           "__version__"]
 
 # Public name -> its module. The names are imported on first use, so that
 # `cqa-search --help` and a plain BM25 query start without importing what they do not need.
 _HOMES = {"Archive": "archive", "Question": "archive", "Analyzer": "analysis",
-          "build_index": "index.build", "SearchEngine": "engine", "SearchConfig": "engine",
+          "build_index": "index.build", "add_questions": "index.live",
+          "delete_questions": "index.live", "compact": "index.live",
+          "SearchEngine": "engine", "SearchConfig": "engine",
           "Results": "results"}
 
 

@@ -59,6 +59,7 @@ can score the answers of any question, also one added after the fit.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import time
@@ -755,6 +756,17 @@ class AnswerSelector(BaseEstimator):
         """Index of the answer to show for ``question`` (a row or a Question); -1 if none."""
         scores = self.score_answers(view, question)
         return int(np.argmax(scores)) if len(scores) else -1
+
+    def select_rows(self, view, rows) -> "AnswerSelector":
+        """A copy whose choices are those of ``rows`` of ``view``, in that order (questions
+        added since the fit chosen first): what a compaction stores."""
+        self._check_fitted()
+        n_fit = len(self.choice_)
+        extra = [self.select(view, row) for row in range(n_fit, view.n_docs)]
+        choice = np.concatenate([np.asarray(self.choice_), np.array(extra, dtype=np.int32)])
+        model = copy.copy(self)
+        model.choice_ = choice[np.asarray(rows)].astype(np.int32)
+        return model
 
     # -- storage contract (cqa_search.features) -----------------------------------------
     def state(self):

@@ -54,6 +54,7 @@ def main(argv=None):
         rows.append((f"bit flips in {n_files} files ({args.flips} per file), "
                      f"{'with' if verify else 'without'} --verify",
                      f"{r['cases']} cases: {o['corrupted index']} 'corrupted index', "
+                     f"{o['other clear error']} other one-line errors, "
                      f"{o['ok']} harmless (still a correct index)",
                      f"{len(r['unexpected'])} tracebacks, 0 crashes"))
         for u in r["unexpected"][:5]:

@@ -30,6 +30,11 @@ COMMANDS = {
                            "qrels.txt (+ candidates.run)"),
     "demo": ("demo", "build indexes/demo from the demo archive shipped with cqa_search, "
                      "search it, then learn its models and a ranker and search again"),
+    "add": ("add", "add questions to an index (a new segment; no rebuild)"),
+    "delete": ("delete", "delete questions from an index by id (no rebuild)"),
+    "compact": ("compact", "merge an index's segments into one, without deleted questions"),
+    "info": ("info", "what an index holds: questions, segments, models and how stale they "
+                     "are"),
 }
 
 

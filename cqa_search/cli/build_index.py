@@ -37,10 +37,6 @@ def configure(parser) -> None:
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="index directory (default: indexes/<name of the first archive>); "
                              "an existing index there is replaced")
-    parser.add_argument("--format", choices=list(FORMATS),
-                        help="archive format (default: detected from each file)")
-    parser.add_argument("--skip-invalid", action="store_true",
-                        help="skip malformed records and report how many, instead of stopping")
     parser.add_argument("--fields", default=",".join(DEFAULT_FIELDS),
                         help=f"comma-separated fields to index, among {', '.join(FIELDS)} "
                              f"(default: %(default)s)")
@@ -49,18 +45,7 @@ def configure(parser) -> None:
                           help="stemmer (default: %(default)s)")
     analysis.add_argument("--stopwords", default="english", metavar="english|none|FILE",
                           help="stopword list: English, none, or a file with one word per line")
-    readers = parser.add_argument_group("reader options")
-    readers.add_argument("--columns", type=_columns, metavar="KEY=COL,...",
-                         help="CSV/TSV column (JSONL key) mapping, e.g. "
-                              "id=qid,title=subject,answers=a1+a2")
-    readers.add_argument("--list-separator", metavar="SEP",
-                         help="CSV/TSV: separator of the items of a list cell (default |)")
-    readers.add_argument("--auto-id", action="store_true", default=None,
-                         help="CSV/TSV without an id column: use <file>:<line> as ids")
-    readers.add_argument("--category-from", choices=["site", "first_tag"],
-                         help="StackExchange: category = site name (default) or first tag")
-    readers.add_argument("--category-level", choices=["maincat", "cat", "subcat"],
-                         help="Yahoo! L6: which category level is the category (default maincat)")
+    add_reader_options(parser)
     parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
                         help="after indexing, train these model families with their default "
                              "options, in order (like `cqa-search fit DIR FAMILY`): "
@@ -75,6 +60,35 @@ def configure(parser) -> None:
                             "node sees)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
+
+
+def add_reader_options(parser) -> None:
+    """The options of the archive readers (build-index, add)."""
+    parser.add_argument("--format", choices=list(FORMATS),
+                        help="archive format (default: detected from each file)")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="skip malformed records and report how many, instead of stopping")
+    readers = parser.add_argument_group("reader options")
+    readers.add_argument("--columns", type=_columns, metavar="KEY=COL,...",
+                         help="CSV/TSV column (JSONL key) mapping, e.g. "
+                              "id=qid,title=subject,answers=a1+a2")
+    readers.add_argument("--list-separator", metavar="SEP",
+                         help="CSV/TSV: separator of the items of a list cell (default |)")
+    readers.add_argument("--auto-id", action="store_true", default=None,
+                         help="CSV/TSV without an id column: use <file>:<line> as ids")
+    readers.add_argument("--category-from", choices=["site", "first_tag"],
+                         help="StackExchange: category = site name (default) or first tag")
+    readers.add_argument("--category-level", choices=["maincat", "cat", "subcat"],
+                         help="Yahoo! L6: which category level is the category (default maincat)")
+
+
+def reader_options(args) -> dict:
+    """The reader options given (see :func:`add_reader_options`)."""
+    return {name: value for name, value in (
+        ("columns", args.columns), ("list_separator", args.list_separator),
+        ("auto_id", args.auto_id), ("category_from", args.category_from),
+        ("category_level", args.category_level))
+        if value is not None}
 
 
 def _analyzer(args) -> Analyzer:
@@ -99,11 +113,7 @@ def run(args) -> int:
     if unknown:
         raise ParameterError(f"--models: unknown family {unknown[0]!r}; families: "
                              f"{', '.join(FAMILIES)}")
-    options = {name: value for name, value in (
-        ("columns", args.columns), ("list_separator", args.list_separator),
-        ("auto_id", args.auto_id), ("category_from", args.category_from),
-        ("category_level", args.category_level))
-        if value is not None}
+    options = reader_options(args)
     output = args.output
     if output is None:
         first = os.path.basename(os.path.normpath(args.archive[0]))

@@ -103,10 +103,10 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
         print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
 
 
-def results_json(presenter, results, *, qid=None, category=None, explain=False) -> str:
+def results_json(presenter, results, *, qid=None, explain=False) -> str:
     """One query's results as a JSON document (one line)."""
     engine = presenter.engine
-    doc = {"query": results.query, "category": category,
+    doc = {"query": results.query, "category": results.category,
            "query_terms": list(results.query_terms), "matched_in": results.field,
            "unknown_words": list(results.unknown_words),
            "suggestions": presenter.suggestions(results),
@@ -299,7 +299,7 @@ def _batch(engine, args, style, stdin) -> int:
             continue
         run[qid] = dict(zip(results.doc_ids, results.scores.tolist()))
         if args.json:
-            print(results_json(presenter, results, qid=qid, category=args.category,
+            print(results_json(presenter, results, qid=qid,
                                explain=args.explain))
         else:
             print(style.bold(f"query {qid}: {text}"))
@@ -330,7 +330,7 @@ def run(args) -> int:
     presenter = Presenter(engine)
     results = engine.search(" ".join(args.text), k=args.k, category=args.category)
     if args.json:
-        print(results_json(presenter, results, category=args.category, explain=args.explain))
+        print(results_json(presenter, results, explain=args.explain))
     else:
         _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
                        out=sys.stdout)

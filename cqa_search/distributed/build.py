@@ -12,7 +12,7 @@ Layout (one generation of the index directory, see :mod:`cqa_search.index.store`
         vocab.json                 the one vocabulary (term ids) of all shards
         categories.json            category names, in the order the archive first meets them
         category_counts.npy        int64 (n_categories,): questions per category
-        surface.json               surface word -> document frequency ("did you mean")
+        surface.json               surface word -> term id ("did you mean")     
         fields/<field>/df.npy      int64 (n_terms,): the collection statistics every shard
         fields/<field>/term_freq.npy   scores with (n_docs and total_terms in the manifest)
         shards/00000/              shard 0: a normal index directory (CURRENT, gen-000001/)
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import time
 from array import array
 from collections.abc import Iterable
@@ -55,7 +56,7 @@ from ..analysis import Analyzer
 from ..archive import Question
 from ..exceptions import ArchiveError, ParameterError
 from ..index.build import DEFAULT_FIELDS, BuildSummary, _paths, progress_bar
-from ..index.layout import write_index
+from ..index.layout import SegmentWriter, write_globals
 from ..index.store import MANIFEST, IndexWriter, open_index
 from ..index.term_index import FIELDS, CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 from ..index.vocab import Vocabulary
@@ -150,8 +151,11 @@ def _write(part, spool, start, stop, path, terms, mapping, stats, shard, n_shard
         f.seek(start)
         lines = f.read(stop - start)
     with IndexWriter(path) as writer:
-        with writer.open("archive.jsonl", "wb") as out:
+        segment = SegmentWriter(writer, "seg-000001")
+        with segment.archive() as out:
             out.write(lines)
+        entry = segment.finish(index, doc_ids=part["doc_ids"], archive_offsets=part["offsets"],
+                               doc_category=part["doc_category"])
         weights = {}
         for field_name, model in PRECOMPUTED:
             if field_name in index.fields:
@@ -160,20 +164,21 @@ def _write(part, spool, start, stop, path, terms, mapping, stats, shard, n_shard
                     index[field_name].with_stats(stats[field_name])))
                 weights.setdefault(field_name, {})[model.cache_key()] = rel
         counts, categories = part["counts"], part["categories"]
-        local = {**counts, "n_terms": len(vocab), "n_categories": len(categories),
-                 "n_skipped": 0}
-        write_index(writer, index, analyzer=analyzer, doc_ids=part["doc_ids"],
-                    archive_offsets=part["offsets"], categories=categories,
-                    doc_category=part["doc_category"], surface=part["surface"], stats=local,
-                    sources=sources, precomputed=(),
-                    extra={"shard": {"index": shard, "of": n_shards, "doc_offset": doc_offset,
-                                     "weights": weights}})
+        surface = {tok: int(mapping[t]) for tok, t in part["surface"].items()}  # global ids
+        field_stats = write_globals(
+            writer, vocab_terms=vocab.terms, categories=categories, surface=surface,
+            doc_ids=part["doc_ids"],
+            field_stats={name: fi.stats for name, fi in index.fields.items()})
+        local = {**counts, "n_rows": counts["n_docs"], "n_terms": len(vocab),
+                 "n_categories": len(categories), "n_skipped": 0, "fields": field_stats}
+        writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
+                       "analyzer": analyzer.to_config(), "segments": [entry], "stats": local,
+                       "counters": {"added": 0, "deleted": 0}, "sources": list(sources),
+                       "models": {},
+                       "shard": {"index": shard, "of": n_shards, "doc_offset": doc_offset,
+                                 "weights": weights}})
     os.unlink(os.path.join(path, ".lock"))  # nobody writes a shard of a generation
     stored = open_index(path)
-    # the global document frequency of each surface word's term, summed over fields
-    df = sum(st.df for st in stats.values())
-    ids = vocab.ids([analyzer.term(tok) for tok in part["surface"]])
-    surface = {tok: int(df[i]) for tok, i in zip(part["surface"], ids.tolist()) if i >= 0}
     doc_category = part["doc_category"]
     category_counts = np.bincount(doc_category[doc_category >= 0], minlength=len(categories))
     files = {f"{stored.generation}/{rel}": info["sha256"]
@@ -340,8 +345,6 @@ def _commit(writer, path, t0, analyzer, fields, vocab, stats, parts, bounds, wri
     summary_stats = {"n_docs": n_docs, "n_terms": len(vocab), **totals,
                      "n_categories": len(categories), "n_skipped": report.n_skipped,
                      "n_shards": n_shards}
-    import secrets
-
     writer.commit({"build_id": secrets.token_hex(8), "analyzer": analyzer.to_config(),
                    "fields": field_meta, "stats": summary_stats, "sources": list(sources),
                    "models": {}, "shards": shards})

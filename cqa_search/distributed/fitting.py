@@ -135,17 +135,17 @@ class RayIBM1Workspace:
 # ---------------------------------------------------------------------------------------
 # NMF family
 # ---------------------------------------------------------------------------------------
-def _blocks_step(X, Vt, method, *args):
+def _blocks_step(X, Vt, DV, method, *args):
     """One step of a sweep on some categories' blocks (a Ray task): their new ``V_p^T``
-    (kept in Ray's object store) and the step's result."""
+    and ``D_p V_p^T`` (kept in Ray's object store) and the step's result."""
     from threadpoolctl import threadpool_limits
 
     from ..factorization.nmf import _Blocks
 
-    blocks = _Blocks(X, [np.array(v) for v in Vt])  # writable copies: steps update them
+    blocks = _Blocks(X, [np.array(v) for v in Vt], DV)  # writable copies: steps update V
     with threadpool_limits(limits=1, user_api="blas"):  # as the single-process fit
         out = getattr(blocks, method)(*args)
-    return blocks.Vt, out
+    return blocks.Vt, blocks.DV, out
 
 
 def _writable(value):
@@ -176,16 +176,18 @@ class RayBlocks:
         self.groups = [np.flatnonzero(owner == a) for a in range(len(load))]
         self.X = [ray.put([X[p] for p in g]) for g in self.groups]
         self.Vt = [ray.put([Vt[p] for p in g]) for g in self.groups]
+        self.DV = [None] * len(self.groups)
         self.n_groups = len(X)
 
     def _run(self, method, *per_group):
-        step = remote(_blocks_step, num_returns=2)
-        refs = [step.remote(X, Vt, method, *[[arg[p] for p in g] for arg in per_group])
-                for X, Vt, g in zip(self.X, self.Vt, self.groups)]
+        step = remote(_blocks_step, num_returns=3)
+        refs = [step.remote(X, Vt, DV, method, *[[arg[p] for p in g] for arg in per_group])
+                for X, Vt, DV, g in zip(self.X, self.Vt, self.DV, self.groups)]
         if method in ("objective", "update"):  # the steps that change V
-            self.Vt = [vt for vt, _ in refs]
+            self.Vt = [vt for vt, _, _ in refs]
+        self.DV = [dv for _, dv, _ in refs]
         out = [None] * self.n_groups
-        for g, part in zip(self.groups, _gather([r for _, r in refs],
+        for g, part in zip(self.groups, _gather([r for _, _, r in refs],
                                                 f"the blocks' {method} step")):
             for p, value in zip(g, part):
                 out[p] = _writable(value)

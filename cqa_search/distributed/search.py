@@ -49,7 +49,7 @@ from ..exceptions import CQASearchError, IndexFormatError, QueryError
 from ..index.layout import Categories, IndexData, load_index
 from ..index.models import load_models
 from ..index.store import StoredIndex, open_index
-from ..index.term_index import CollectionStats, TermIndex
+from ..index.term_index import CollectionStats, FieldIndex, TermIndex
 from ..index.vocab import Vocabulary
 from ..results import Results
 from ._ray import ShardError, connect, remote
@@ -285,7 +285,12 @@ class _ShardedData:
     doc_id_rank = None
 
     def surface_words(self) -> dict:
-        return self.stored.json("surface.json")
+        """Surface word -> document frequency of its term over the fields (global)."""
+        words = self.stored.json("surface.json")
+        self.stored.check(isinstance(words, dict), "surface.json is not a mapping")
+        df = sum(np.asarray(st.df, dtype=np.int64) for st in global_stats(self.stored).values())
+        return {w: int(df[t]) for w, t in words.items()
+                if isinstance(t, int) and 0 <= t < len(df) and df[t] > 0}
 
 
 class ShardedEngine(SearchEngine):
@@ -342,8 +347,7 @@ class ShardedEngine(SearchEngine):
             self.actors = {s: searcher.remote(stored.path, stored.generation, manifest,
                                               shards[s]["dir"], stored.mmap)
                            for s in self.live_shards}
-            self.data = _ShardedData(stored, analyzer,
-                                     TermIndex(vocab, dict.fromkeys(field_names)),
+            self.data = _ShardedData(stored, analyzer, _statistics_only(vocab, stored),
                                      _ShardedArchive(self), _ShardedCategories(names, counts))
         else:
             self.models, self.actors, data = _shared
@@ -482,7 +486,8 @@ class ShardedEngine(SearchEngine):
             rows, scores, doc_ids, features = self._candidates(q, k, category_id, parsed,
                                                                model, features=True)
             return Results(q.text, rows, doc_ids, scores, self.feature_names, features,
-                           q.terms, q.unknown_words, self.archive, model.field)
+                           q.terms, q.unknown_words, self.archive, model.field,
+                           category=q.category)
         # as SearchEngine: the ranker reorders the top n_candidates (a second round)
         depth = None if k is None else max(k, self.config.n_candidates)
         rows, scores, doc_ids = self._candidates(q, depth, category_id, parsed, model)
@@ -507,6 +512,20 @@ class ShardedEngine(SearchEngine):
         for p, part in zip(picks, self._gather(shards, refs, "scoring candidates")):
             base[p] = part
         return self._ranked(q, rows, base, np.arange(len(rows)), None)
+
+
+def _statistics_only(vocab, stored) -> TermIndex:
+    """The driver's term index: the vocabulary and each field's global statistics, no
+    postings (those are the shards'); what query analysis reads (which words are known)."""
+    n_terms = len(vocab)
+    empty = np.zeros(0, dtype=np.int32)
+    fields = {}
+    for name, stats in global_stats(stored).items():
+        stored.check(len(stats.df) == n_terms, f"the statistics of field {name} do not "
+                     "cover the vocabulary")
+        fields[name] = FieldIndex(name, np.zeros(n_terms + 1, dtype=np.int64), empty, empty,
+                                  empty, empty, stats=stats)
+    return TermIndex(vocab, fields)
 
 
 def _id_rank(doc_ids) -> np.ndarray:

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..index.build import progress_bar
+from ..parallel import map_queries, n_workers
 
 __all__ = ["run_queries", "feature_table"]
 
@@ -29,7 +30,20 @@ def _results(engine, query, candidates, k):
     return [res.doc_ids[i] for i in keep], res.scores[keep], res.features[keep]
 
 
-def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> dict:
+def _run_one(state, query):
+    engine, candidates, k = state
+    doc_ids, scores, _ = _results(engine, query, candidates, k)
+    return dict(zip(doc_ids, scores.tolist()))
+
+
+def _features_one(state, query):
+    engine, candidates, k = state
+    doc_ids, _, features = _results(engine, query, candidates, k)
+    return doc_ids, np.asarray(features)
+
+
+def run_queries(engine, queries, *, candidates=None, k=100, n_jobs=None,
+                progress=False) -> dict:
     """A run ``{qid: {doc_id: score}}`` of ``engine`` for evaluation.
 
     Parameters
@@ -45,8 +59,11 @@ def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> d
         question used as a query) never retrieves itself.
     k : int or None, default 100
         Depth of full retrieval.
+    n_jobs : int or None, default None
+        Worker processes (-1: one per core; None or 1: this process); see
+        :mod:`cqa_search.parallel`.
     progress : bool, default False
-        Show a progress bar on stderr.
+        Show a progress bar on stderr (this process only).
 
     Examples
     --------
@@ -60,22 +77,26 @@ def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> d
     """
     if candidates is None:
         engine._check_k(k)
+    queries = list(queries)
+    if n_workers(n_jobs, len(queries)) > 1:
+        runs = map_queries(_run_one, queries, state=(engine, candidates, k), n_jobs=n_jobs)
+        return {q["id"]: run for q, run in zip(queries, runs)}
     out = {}
     bar = progress_bar(progress, "evaluating", "queries")
     for query in queries:
-        doc_ids, scores, _ = _results(engine, query, candidates, k)
-        out[query["id"]] = dict(zip(doc_ids, scores.tolist()))
+        out[query["id"]] = _run_one((engine, candidates, k), query)
         bar.update()
     bar.close()
     return out
 
 
-def feature_table(engine, queries, *, candidates=None, k=100, progress=False):
+def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progress=False):
     """Features of (query, candidate) pairs, for training and analysing rankers.
 
     Candidates are the given ones (``candidates``, a run) or the top ``k`` of the
     retrieval model (full retrieval; a query never gets itself). The engine's ranker is
-    not applied: the candidates are those the ranker would reorder.
+    not applied: the candidates are those the ranker would reorder. ``n_jobs`` as
+    :func:`run_queries`.
 
     Returns
     -------
@@ -88,15 +109,22 @@ def feature_table(engine, queries, *, candidates=None, k=100, progress=False):
         engine = engine.with_config(replace(engine.config, ranker=None))
     if candidates is None:
         engine._check_k(k)
+    queries = list(queries)
+    state = (engine, candidates, k)
+    if n_workers(n_jobs, len(queries)) > 1:
+        parts = map_queries(_features_one, queries, state=state, n_jobs=n_jobs)
+    else:
+        parts = []
+        bar = progress_bar(progress, "candidates and their features", "queries", len(queries))
+        for query in queries:
+            parts.append(_features_one(state, query))
+            bar.update()
+        bar.close()
     blocks, qids, docs = [], [], []
-    bar = progress_bar(progress, "candidates and their features", "queries", len(queries))
-    for query in queries:
-        doc_ids, _, features = _results(engine, query, candidates, k)
-        bar.update()
+    for query, (doc_ids, features) in zip(queries, parts):
         if doc_ids:
             blocks.append(features)
             qids.extend([query["id"]] * len(doc_ids))
             docs.extend(doc_ids)
-    bar.close()
     X = np.vstack(blocks) if blocks else np.zeros((0, len(engine.feature_names)))
     return X, np.array(qids, dtype=str), np.array(docs, dtype=str), engine.feature_names

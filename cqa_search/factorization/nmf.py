@@ -174,35 +174,42 @@ class _Blocks:
         Initial ``V_p^T`` (``N_p x K``).
     """
 
-    def __init__(self, X, Vt):
+    def __init__(self, X, Vt, DV=None):
         self.X, self.Vt = list(X), [np.ascontiguousarray(v) for v in Vt]
+        # D_p V_p^T of the current V_p (scales absorbed), from the last step that changed
+        # V: the next sweep's U numerators without another sparse product
+        self.DV = list(DV) if DV is not None else None
 
     def products(self, sv) -> list:
         """``D_p V_p^T`` of every group, ``sv[p]`` its pending column scales."""
-        return [(X.T @ Vt) * s for X, Vt, s in zip(self.X, self.Vt, sv)]
+        if self.DV is None:
+            self.DV = [X.T @ Vt for X, Vt in zip(self.X, self.Vt)]
+        return [DV * s for DV, s in zip(self.DV, sv)]
 
     def objective(self, U, sv) -> list:
         """Apply the pending scales; ``(V_p V_p^T, <U_p^T D_p, V_p>)`` of every group,
         ``U[p] = [U_s, U_p]`` on the group's terms."""
-        out = []
+        out, self.DV = [], []
         for X, Vt, Uloc, s in zip(self.X, self.Vt, U, sv):
             if np.any(s != 1.0):
                 Vt *= s
-            out.append((Vt.T @ Vt, float(np.einsum("ij,ij->", X.T @ Vt, Uloc))))
+            self.DV.append(X.T @ Vt)
+            out.append((Vt.T @ Vt, float(np.einsum("ij,ij->", self.DV[-1], Uloc))))
         return out
 
     def update(self, U, grams, sv) -> list:
         """Eq. 6 for every group, absorbing the pending scales; ``(<U^T D_p, V_p>,
         V_p V_p^T)`` at the new point (``grams[p] = U^T U`` on the group's terms)."""
-        out = []
+        out, self.DV = [], []
         for X, Vt, Uloc, gram, s in zip(self.X, self.Vt, U, grams, sv):  # V_p^T = Vt * s
-            Uloc = Uloc * s
-            num = X @ Uloc                                 # (U^T D_p)^T * sv, N_p x K
+            num = X @ (Uloc * s)                           # (U^T D_p)^T * sv, N_p x K
             den = _fix(Vt @ (s[:, None] * gram))           # V_p^T (U^T U)
             Vt *= num
             Vt /= den                                      # the new V_p^T, scales absorbed
-            inv = np.divide(1.0, s, out=np.zeros_like(s), where=s > 0)
-            out.append((float(np.einsum("ij,ij->j", num, Vt) @ inv), Vt.T @ Vt))
+            # D_p V_p^T: <U^T D_p, V_p> here (|T_p| x K, not N_p x K) and, times the
+            # scales, the numerators of the next sweep's U updates
+            self.DV.append(X.T @ Vt)
+            out.append((float(np.einsum("ij,ij->", self.DV[-1], Uloc)), Vt.T @ Vt))
         return out
 
     def coefficients(self, sv) -> list:
@@ -233,7 +240,8 @@ class _State:
 
 
 def _fix(den):
-    den[den == 0] = _EPSILON
+    if not den.all():          # one pass without a temporary in the usual case
+        den[den == 0] = _EPSILON
     return den
 
 

@@ -39,6 +39,7 @@ engine ranker (kind ``"topic-interpolation"``).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import sys
@@ -56,6 +57,7 @@ from ..index.validate import InvalidArray, check_array, check_sparse
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
+from ._blas import one_blas_thread
 from .nnls import GramFactor
 
 __all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "interpolate",
@@ -197,6 +199,11 @@ class TopicModel(BaseEstimator):
     @property
     def feature_name_(self) -> str:
         return self.feature_name or f"topic_{self.model}"
+
+    @property
+    def feature_names(self) -> tuple:
+        """The features the model gives (one: :attr:`feature_name_`)."""
+        return (self.feature_name_,)
 
     def _estimator(self):
         common = dict(max_iter=self.max_iter, tol=self.tol, random_state=self.random_state)
@@ -539,6 +546,17 @@ class TopicModel(BaseEstimator):
         """The feature scorer (one column, :attr:`feature_name_`)."""
         return TopicScorer(self, view)
 
+    def select_rows(self, view, rows) -> "TopicModel":
+        """A copy whose question coefficients are those of ``rows`` of ``view``, in that
+        order (questions added since the fit folded in first): what a compaction stores."""
+        coef, groups = self._new_rows(view)
+        rows = np.asarray(rows)
+        model = copy.copy(self)
+        model.doc_topics_ = np.ascontiguousarray(
+            np.vstack([self.doc_topics_, coef.astype(np.float32)])[rows])
+        model.doc_group_ = np.concatenate([self.doc_group_, groups.astype(np.int32)])[rows]
+        return model
+
 
 class TopicScorer:
     """``s_topic`` (eq. 13) of candidate rows; the query is folded in once per query.
@@ -558,7 +576,7 @@ class TopicScorer:
         else:
             doc_topics, doc_group = model.doc_topics_, model.doc_group_
         self._Ks = model.shared_topics_.shape[1]
-        self._doc_topics, self._doc_group = doc_topics, doc_group
+        self._doc_topics, self._doc_group = np.asarray(doc_topics), np.asarray(doc_group)
         self._norms = np.sqrt(np.einsum("ij,ij->i", doc_topics, doc_topics, dtype=np.float64))
 
     def query_vector(self, query):
@@ -576,6 +594,10 @@ class TopicScorer:
         out = np.zeros((len(rows), 1))
         if len(rows) == 0 or len(query.term_ids) == 0:
             return out
+        with one_blas_thread():
+            return self._score(query, rows, out)
+
+    def _score(self, query, rows, out):
         v, group, vnorm = self.query_vector(query)
         if vnorm == 0:
             return out

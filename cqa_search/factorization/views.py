@@ -436,35 +436,51 @@ class ViewEncoder:
     def n_features(self) -> int:
         return len(self.idf)
 
-    def tfidf(self, counts) -> sp.csr_matrix:
-        """Rows of counts ``(n, n_features)`` -> L2-normalised tf-idf rows."""
-        x = sp.csr_matrix(counts, dtype=np.float64) @ sp.diags(self.idf)
-        x = sp.csr_matrix(x)
-        norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
-        norms[norms == 0] = 1.0
-        return sp.csr_matrix(sp.diags(1.0 / norms) @ x)
+    def query_counts(self, query, analyzer, n_terms):
+        """The bag of a query (a :class:`AnalyzedQuery`) in this view: (feature ids, counts).
 
-    def query_counts(self, query, analyzer, n_terms) -> sp.csr_matrix:
-        """The bag ``(1, n_features)`` of a query (a :class:`AnalyzedQuery`) in this view."""
+        Numpy on the table's arrays: a query's few rows do not repay scipy's sparse
+        product set-up (about ten times the arithmetic here).
+        """
         if self.source == "texts":
-            return sp.csr_matrix((1, self.n_features))
+            return np.zeros(0, np.int64), np.zeros(0)
         if self.source == "terms":
+            # terms the index gained after the fit (ids beyond the table) have no translation
+            n = self.table.shape[0]
             ids = np.asarray(query.term_ids, dtype=np.int64)
-            bag = sp.csr_matrix((np.asarray(query.qtf, dtype=np.float64),
-                                 (np.zeros(len(ids), np.int64), ids)), shape=(1, n_terms))
+            keep = ids < n
+            ids, weights = ids[keep], np.asarray(query.qtf, dtype=np.float64)[keep]
         else:
             if self._token_rows is None:
                 self._token_rows = {t: i for i, t in enumerate(self.tokens)}
             rows = [self._token_rows.get(t) for t in analyzer.tokenize(query.text)
                     if not analyzer.is_stopword(t)]
-            rows = np.array([r for r in rows if r is not None], dtype=np.int64)
-            bag = sp.csr_matrix((np.ones(len(rows)), (np.zeros(len(rows), np.int64), rows)),
-                                shape=(1, len(self.tokens)))
-        return sp.csr_matrix(bag @ self.table)
+            ids, counts = np.unique(np.array([r for r in rows if r is not None],
+                                             dtype=np.int64), return_counts=True)
+            weights = counts.astype(np.float64)
+        table = self.table
+        starts = table.indptr[ids].astype(np.int64)
+        lengths = table.indptr[ids + 1] - starts
+        ends = np.cumsum(lengths)
+        at = np.repeat(starts - ends + lengths, lengths) + np.arange(ends[-1] if len(ends) else 0)
+        cols, inverse = np.unique(table.indices[at], return_inverse=True)
+        # the products summed per column in row order, as a sparse product does
+        sums = np.bincount(inverse, weights=np.repeat(weights, lengths) * table.data[at],
+                           minlength=len(cols))
+        keep = sums != 0
+        return cols[keep].astype(np.int64), sums[keep]
 
     def encode_query(self, query, analyzer, n_terms) -> sp.csr_matrix:
-        """The query's tf-idf row ``(1, n_features)`` (all zeros when it has no words here)."""
-        return self.tfidf(self.query_counts(query, analyzer, n_terms))
+        """The query's L2-normalised tf-idf row ``(1, n_features)`` (all zeros when it has
+        no words here)."""
+        cols, counts = self.query_counts(query, analyzer, n_terms)
+        data = counts * self.idf[cols]
+        keep = data != 0
+        cols, data = cols[keep], data[keep]
+        norm = np.sqrt(np.sum(data * data))
+        if norm > 0:
+            data = data * (1.0 / norm)
+        return sp.csr_matrix((data, cols, np.array([0, len(cols)])), shape=(1, self.n_features))
 
     # -- storage ---------------------------------------------------------------------
     def state(self, prefix):

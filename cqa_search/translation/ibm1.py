@@ -34,6 +34,7 @@ NULL word and row ``1 + s`` the source term ``s``.
 from __future__ import annotations
 
 import contextvars
+import copy
 import logging
 import numbers
 import time
@@ -412,6 +413,26 @@ class IBMModel1(BaseEstimator):
             best_pos[g0:g1] = np.maximum.reduceat(winner, starts)
             best_p[g0:g1] = top
         return best_pos[segs.token_segment], best_p[segs.token_segment]
+
+    def extended(self, n_terms) -> "IBMModel1":
+        """The model over a vocabulary grown to ``n_terms`` terms: a new term, seen in no
+        training pair, translates to itself (``p(s|s) = 1``), as the fit treats every
+        term it never saw as a source."""
+        self._check_fitted()
+        n = self.n_terms_
+        if n_terms == n:
+            return self
+        m = self.translation_probs_
+        new = np.arange(n, n_terms, dtype=np.int64)
+        indptr = np.concatenate([m.indptr.astype(np.int64),
+                                 m.indptr[-1] + 1 + np.arange(len(new), dtype=np.int64)])
+        table = sp.csr_matrix((np.concatenate([m.data, np.ones(len(new), m.data.dtype)]),
+                               np.concatenate([m.indices, new.astype(m.indices.dtype)]), indptr),
+                              shape=(n_terms + 1, n_terms))
+        model = copy.copy(self)
+        model.translation_probs_, model.n_terms_ = table, n_terms
+        model.n_identity_rows_ = self.n_identity_rows_ + len(new)
+        return model
 
     # -- storage ---------------------------------------------------------------------------
     def state(self):

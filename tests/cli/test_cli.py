@@ -39,6 +39,12 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
     # words found only in answers: the questions whose answers hold them
     code, out, _ = run(capsys, "query", out_dir, "alternator", "--color", "never")
     assert "no question holds these words; questions whose answers do:" in out and "t07" in out
+    # a required word is required in the answers then; no answer holding it: no hits at all
+    code, out, _ = run(capsys, "query", out_dir, "+alternator -dying", "--color", "never")
+    assert code == 0 and "no matching questions" in out and "answers do" not in out
+    code, out, _ = run(capsys, "query", out_dir, "+alternator", "--json")
+    doc = json.loads(out)
+    assert doc["matched_in"] == "answers" and [h["id"] for h in doc["hits"]] == ["t07"]
 
     code, out, _ = run(capsys, "query", out_dir, "furnture")
     assert "'furnture' is not in the archive; did you mean furniture?" in out
