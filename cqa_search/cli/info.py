@@ -23,6 +23,9 @@ def format_info(info) -> str:
              f"{info['created']}, format {info['format_version']})",
              f"questions  {info['questions']:,}" + (f" ({deleted:,} deleted rows until "
                                                     "`cqa-search compact`)" if deleted else ""),
+             f"shards     {len(info['shards'])}: " + ", ".join(
+                 f"{s['dir'] or '(empty)'} {s['questions']:,} questions"
+                 for s in info["shards"]) if info["shards"] else
              f"segments   {len(segments)}: " + ", ".join(
                  f"{s['name']} {s['rows']:,} rows" + (f" ({s['deleted']:,} deleted)"
                                                       if s["deleted"] else "")

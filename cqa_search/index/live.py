@@ -177,6 +177,17 @@ class _Change:
         return w.commit(manifest, keep=keep)
 
 
+def _unsharded(path):
+    """The live generation of ``path``; ParameterError for a sharded index (its shards
+    are changed only by a new sharded build)."""
+    stored = open_index(path)
+    if "shards" in stored.manifest:
+        raise ParameterError(f"{stored.path} is a sharded index: questions cannot be added, "
+                             "deleted or compacted in place; rebuild it with "
+                             "`cqa-search build-index ... --shards N`")
+    return stored
+
+
 def add_questions(path, archive, *, replace=False, format=None, skip_invalid=False,
                   progress=False, **reader_options) -> ChangeSummary:
     """Add questions to the index at ``path`` as a new segment (atomically).
@@ -208,7 +219,7 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
     from ..readers import ReadReport, read_questions
 
     t0 = time.perf_counter()
-    open_index(path)  # a clear error before anything is written
+    _unsharded(path)  # a clear error before anything is written
     report = ReadReport(skip_invalid=skip_invalid)
     sources = _paths(archive)
     if sources is not None:
@@ -304,7 +315,7 @@ def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
     doc_ids = list(dict.fromkeys(str(d) for d in doc_ids))
     if not doc_ids:
         raise ArchiveError("no question id to delete")
-    open_index(path)
+    _unsharded(path)
     with IndexWriter(path) as writer:
         change = _Change(writer, writer.begin())
         head = change.head
@@ -341,7 +352,7 @@ def compact(path, *, progress=False) -> ChangeSummary:
     from ..features import IndexView
 
     t0 = time.perf_counter()
-    open_index(path)
+    _unsharded(path)
     with IndexWriter(path) as writer:
         change = _Change(writer, writer.begin())
         base = change.base
@@ -435,5 +446,7 @@ def index_info(path) -> dict:
             "segments": [{"name": s["name"], "rows": int(s["n_docs"]),
                           "deleted": int(s["n_deleted"])} for s in m.get("segments", [])],
             "terms": int(stats.get("n_terms", 0)), "categories": int(stats.get("n_categories", 0)),
-            "fields": list(stats.get("fields", {})), "models": models,
+            "fields": list(stats.get("fields", m.get("fields", {}))), "models": models,
+            "shards": [{"dir": s["dir"], "questions": int(s["n_docs"])}
+                       for s in m.get("shards", [])],
             "analyzer": m.get("analyzer"), "sources": m.get("sources", [])}

@@ -133,7 +133,6 @@ class FieldIndex:
         self._offsets = None
         self._rows = None
         self._derived = {}
-        self._stored = set()
         self._stats = stats
 
     @property
@@ -220,18 +219,9 @@ class FieldIndex:
             value = self._derived[key] = compute()
         return value
 
-    def stored_weights(self, key: str):
-        """The posting weights registered under ``key`` (:meth:`store_weights`), or None.
-
-        Weights a model derived on demand are left out: a score must not depend on what
-        earlier queries made the engine compute (float32 posting weights against the
-        float64 weights of a few postings)."""
-        return self._derived.get(key) if key in self._stored else None
-
     def store_weights(self, key: str, weights) -> None:
         """Register posting weights read from the index (keyed like :meth:`derived`)."""
         self._derived[key] = weights
-        self._stored.add(key)
 
     def postings_of(self, term_id):
         """(rows, counts) of one term."""

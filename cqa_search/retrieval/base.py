@@ -223,11 +223,9 @@ class TermModel:
         term_ids, qtf = self._usable(field, term_ids, qtf)
         rows = np.asarray(rows, dtype=np.int64)
         pos, i, j = gather(field, term_ids, rows)
-        cached = field.stored_weights(self.cache_key())
-        if cached is not None:
-            w = cached[pos].astype(np.float64)
-        else:  # a few postings: cheaper to compute than to precompute the whole field
-            w = self._weight(field, field.counts[pos], rows[i], term_ids[j])
+        # computed, never read from float32 posting weights: a few postings, and the same
+        # values whether or not the field has its weights stored or derived already
+        w = self._weight(field, field.counts[pos], rows[i], term_ids[j])
         qw = self._query_weights(field, term_ids, qtf)
         scores = np.bincount(i, weights=w * qw[j], minlength=len(rows))
         doc_part = self._doc_part(field, term_ids, qtf, rows)

@@ -194,3 +194,14 @@ def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
     assert capsys.readouterr().out == sharded_out
     assert cli(["build-index", archive, "-o", str(tmp_path / "x"), "--ray", "auto"]) == 1
     assert "--ray needs --shards" in capsys.readouterr().err
+    # info lists the shards; in-place changes are refused before anything is written
+    assert cli(["info", str(tmp_path / "s2")]) == 0
+    assert "shards     2: shards/00000 163 questions, shards/00001 164 questions" in \
+        capsys.readouterr().out
+    before = sorted(os.listdir(tmp_path / "s2"))
+    for argv in (["add", str(tmp_path / "s2"), archive], ["delete", str(tmp_path / "s2"), "x"],
+                 ["compact", str(tmp_path / "s2")]):
+        assert cli(argv) == 1
+        assert "is a sharded index: questions cannot be added, deleted or compacted" in \
+            capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path / "s2")) == before
