@@ -10,7 +10,7 @@ from ._common import PROG, run_command
 
 #: Subcommand name -> module (in this package) with HELP, configure(parser) and run(args).
 COMMANDS = {"build-index": "build_index", "query": "query", "fit": "fit", "train": "train",
-            "evaluate": "evaluate", "convert": "convert", "demo": "demo"}
+            "evaluate": "evaluate", "convert": "convert", "demo": "demo", "serve": "serve"}
 
 
 def _module(command):

@@ -1,7 +1,6 @@
 """What the subcommands share: error handling, colours, hit formatting."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -10,7 +9,7 @@ import textwrap
 from ..exceptions import CQASearchError
 
 __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
-           "hits_json", "add_common_options", "os_error_reason", "print_or_fail"]
+           "add_common_options", "os_error_reason", "print_or_fail"]
 
 PROG = "cqa-search"
 
@@ -145,20 +144,6 @@ def format_question(question, style, width=100) -> str:
     if not question.answers:
         out.append(style.dim("  (no answers)"))
     return "\n".join(out)
-
-
-def hits_json(results, *, category=None, suggestions=None, ranker=None) -> str:
-    """Results as one JSON document (with each hit's contributions when a ranker is given)."""
-    hits = [{"rank": h.rank, "doc_id": h.doc_id, "score": h.score, "title": h.title,
-             "category": h.category, "best_answer": h.best_answer, "features": h.features}
-            for h in results]
-    if ranker is not None:
-        for hit, h in zip(hits, results):
-            hit["contributions"] = ranker.explain(h.features)
-    return json.dumps({"query": results.query, "category": category,
-                       "query_terms": list(results.query_terms),
-                       "unknown_words": list(results.unknown_words),
-                       "suggestions": suggestions or {}, "hits": hits}, ensure_ascii=False)
 
 
 def os_error_reason(exc: OSError) -> str:

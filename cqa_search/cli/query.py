@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -10,7 +11,7 @@ from ..exceptions import QueryError
 from ..presentation import Presenter
 from ..query_parser import parse_query
 from ._common import (Style, add_common_options, format_explanation, format_hit, format_question,
-                      hits_json, run_command)
+                      run_command)
 
 HELP = "search an index once, or interactively when no query text is given"
 
@@ -190,15 +191,16 @@ def run(args) -> int:
     if not args.text:
         _Session(engine, args, style).loop(sys.stdin)
         return 0
-    parsed = parse_query(" ".join(args.text))
+    typed = " ".join(args.text)
+    parsed = parse_query(typed)
     category = parsed.category or args.category
     if not parsed.text.strip():
         raise QueryError("empty query: type some words to search for")
     results = engine.search(parsed, k=args.k, category=category)
     presenter = Presenter(engine)
-    if args.json:
-        print(hits_json(results, category=category, suggestions=presenter.suggestions(results),
-                        ranker=engine.ranker if args.explain else None))
+    if args.json:  # the document of the server's /api/search
+        print(json.dumps(presenter.results_dict(results, typed=typed, category=category,
+                                                explain=args.explain), ensure_ascii=False))
     else:
         _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
                        out=sys.stdout)

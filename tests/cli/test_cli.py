@@ -33,7 +33,8 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
     doc = json.loads(out)
     assert doc["category"] == "cars" and doc["hits"][0]["category"] == "Cars"
     assert set(doc["hits"][0]) == {"rank", "doc_id", "score", "title", "category", "best_answer",
-                                   "features"}
+                                   "features", "tags", "url", "n_answers", "title_marked",
+                                   "snippet", "answer"}  # Presenter.hit_dict
 
     code, out, _ = run(capsys, "query", out_dir, "furnture")
     assert "'furnture' is not in the archive; did you mean furniture?" in out
