@@ -108,11 +108,13 @@ class Analyzer:
         try:
             re.compile(self.token_pattern)
         except re.error as exc:
-            raise ParameterError(f"token_pattern is not a valid regular expression: {exc}") from None
+            raise ParameterError(f"token_pattern is not a valid regular expression: "
+                                 f"{exc}") from None
         sw = self.stopwords
         if not (sw is None or sw == "english" or
                 (not isinstance(sw, str) and all(isinstance(w, str) for w in sw))):
-            raise ParameterError(f"stopwords must be 'english', a list of words or None; got {sw!r}")
+            raise ParameterError(f"stopwords must be 'english', a list of words or None; "
+                                 f"got {sw!r}")
 
     def get_params(self) -> dict:
         """Constructor parameters (the JSON configuration)."""

@@ -25,7 +25,7 @@ from types import MappingProxyType
 import numpy as np
 import orjson
 
-from .exceptions import ArchiveError, QueryError
+from .exceptions import ArchiveError, IndexFormatError, QueryError
 
 __all__ = ["Question", "Archive", "SCHEMA_KEYS", "FIELD_ALIASES"]
 
@@ -282,9 +282,10 @@ class _JsonlRecords(Sequence):
     deleted afterwards (an index generation removed while a server still reads it).
     """
 
-    def __init__(self, path, offsets):
+    def __init__(self, path, offsets, doc_ids):
         self._path = os.fspath(path)
         self._offsets = offsets  # int64, n_records + 1 entries
+        self._doc_ids = doc_ids
         with open(self._path, "rb") as f:
             self._buffer = (b"" if os.fstat(f.fileno()).st_size == 0
                             else mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
@@ -294,6 +295,10 @@ class _JsonlRecords(Sequence):
 
     def _buf(self):
         return self._buffer
+
+    def line(self, row) -> bytes:
+        """The stored JSONL line of ``row`` (with its newline)."""
+        return bytes(self._buffer[int(self._offsets[row]):int(self._offsets[row + 1])])
 
     def __getitem__(self, row):
         if isinstance(row, slice):
@@ -305,7 +310,46 @@ class _JsonlRecords(Sequence):
         if not 0 <= row < n:
             raise IndexError(f"row {row} out of range for {n} questions")
         start, stop = int(self._offsets[row]), int(self._offsets[row + 1])
-        return Question.from_dict(orjson.loads(self._buf()[start:stop]))
+        try:
+            record = self._buf()[start:stop]
+            question = Question.from_dict(orjson.loads(record))
+        except (ValueError, TypeError) as exc:  # the index's own file: never an input error
+            raise IndexFormatError(f"corrupted index: question {row} of {self._path} cannot "
+                                   f"be read ({exc}); rebuild it with `cqa-search "
+                                   "build-index`") from None
+        if question.id != self._doc_ids[row]:
+            raise IndexFormatError(f"corrupted index: question {row} of {self._path} has id "
+                                   f"{question.id!r}, expected {self._doc_ids[row]!r}; "
+                                   "rebuild it with `cqa-search build-index`")
+        return question
+
+
+class _Parts(Sequence):
+    """Records of several sequences one after the other (the segments of an index)."""
+
+    def __init__(self, parts):
+        self._parts = list(parts)
+        self._starts = np.cumsum([0] + [len(p) for p in self._parts])
+
+    def __len__(self):
+        return int(self._starts[-1])
+
+    def _locate(self, row):
+        row = int(row)
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(f"row {row} out of range for {len(self)} questions")
+        part = int(np.searchsorted(self._starts, row, side="right")) - 1
+        return self._parts[part], row - int(self._starts[part])
+
+    def __getitem__(self, row):
+        part, local = self._locate(row)
+        return part[local]
+
+    def line(self, row) -> bytes:
+        part, local = self._locate(row)
+        return part.line(local)
 
 
 class Archive(Sequence):
@@ -331,8 +375,9 @@ class Archive(Sequence):
     (2, 1, 'first')
     """
 
-    def __init__(self, questions: Iterable[Question] = (), *, _doc_ids=None):
+    def __init__(self, questions: Iterable[Question] = (), *, _doc_ids=None, _live=None):
         self._row_map = None
+        self._live = _live  # rows of deleted questions are False (a live index's tombstones)
         if _doc_ids is not None:  # lazy view built by the index store (ids checked at build)
             self._questions = questions
             self._doc_ids = list(_doc_ids)
@@ -350,12 +395,22 @@ class Archive(Sequence):
     def _rows(self) -> dict:
         """doc_id -> row, built on first use (opening a large index stays fast)."""
         if self._row_map is None:
-            self._row_map = {doc_id: row for row, doc_id in enumerate(self._doc_ids)}
+            if self._live is None:
+                self._row_map = {doc_id: row for row, doc_id in enumerate(self._doc_ids)}
+            else:
+                live = self._live
+                self._row_map = {doc_id: row for row, doc_id in enumerate(self._doc_ids)
+                                 if live[row]}
         return self._row_map
 
     @classmethod
-    def _lazy(cls, jsonl_path, offsets, doc_ids) -> "Archive":
-        return cls(_JsonlRecords(jsonl_path, offsets), _doc_ids=doc_ids)
+    def _lazy(cls, parts, live=None) -> "Archive":
+        """The archive of an index: ``parts`` are ``(jsonl_path, offsets, doc_ids)`` of its
+        segments; ``live`` masks out deleted rows (their ids are not found)."""
+        records = [_JsonlRecords(path, offsets, ids) for path, offsets, ids in parts]
+        doc_ids = [d for _, _, ids in parts for d in ids]
+        return cls(records[0] if len(records) == 1 else _Parts(records), _doc_ids=doc_ids,
+                   _live=live)
 
     def __len__(self):
         return len(self._doc_ids)
@@ -385,6 +440,12 @@ class Archive(Sequence):
 
     def __contains__(self, doc_id):
         return doc_id in self._rows
+
+    def line(self, row) -> bytes:
+        """The question of ``row`` as one canonical JSONL line (with its newline): the
+        stored bytes of an index's archive."""
+        line = getattr(self._questions, "line", None)
+        return line(row) if line is not None else self[row].to_json_bytes() + b"\n"
 
     def get(self, doc_id: str) -> Question:
         """The question with external id ``doc_id``."""

@@ -19,14 +19,16 @@ from types import MappingProxyType
 import numpy as np
 
 from .exceptions import QueryError
-from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures
+from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze
 from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
 from .index.store import current_generation, read_consistent
+from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
+from .retrieval.candidates import retrieve
 from .retrieval.filters import apply_filters
 
 __all__ = ["SearchConfig", "SearchEngine"]
@@ -252,14 +254,7 @@ class SearchEngine:
             raise QueryError(f"a query must be a string; got {type(text).__name__}")
         if not text.strip():
             raise QueryError("empty query: type some words to search for")
-        vocab = self.index.vocab
-        terms, unknown = [], []
-        for token, term in self.analyzer.pairs(text):
-            (terms if term in vocab else unknown).append(term if term in vocab else token)
-        sequence = vocab.ids(terms).astype(np.int64)
-        ids, qtf = np.unique(sequence, return_counts=True)
-        return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf.astype(np.float64),
-                             sequence, tuple(dict.fromkeys(unknown)), category, given)
+        return analyze(self.index, self.analyzer, text, category, given)
 
     @staticmethod
     def _check_k(k):
@@ -288,6 +283,8 @@ class SearchEngine:
         Returns
         -------
         Results
+            When no question holds any of the words but some answers do, the questions
+            whose answers match (``results.field == "answers"``).
 
         Raises
         ------
@@ -306,26 +303,48 @@ class SearchEngine:
         if not query.text.strip():
             raise QueryError("empty query: type some words to search for (NOT and - only "
                              "leave words out)")
-        return self._search(self.analyze(query.text, self._name(cid)), k, cid, query)
+        q = self.analyze(query.text, self._name(cid))
+        results = self._search(q, k, cid, query)
+        retrieval = self.config.retrieval
+        if not len(results) and len(q.term_ids) and retrieval.field == "question" \
+                and "answers" in self.index.fields:
+            # No question holds the words: look for them (required words too) in the answers.
+            answers = type(retrieval)(**{**retrieval.get_params(), "field": "answers"})
+            in_answers = dataclasses.replace(query, must=tuple(
+                tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
+                      for u in alternatives) for alternatives in query.must))
+            fallback = self._search(q, k, cid, in_answers, retrieval=answers)
+            if len(fallback):
+                results = fallback
+        return results
 
-    def _search(self, q: AnalyzedQuery, k, category_id, parsed=None) -> Results:
-        model = self.config.retrieval
+    def _search(self, q: AnalyzedQuery, k, category_id, parsed=None, retrieval=None) -> Results:
+        model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
             return self._ranked(q, empty, np.zeros(0), empty, k)
-        all_scores, matched = model.score_all(self.index[model.field], q.term_ids, q.qtf)
-        if parsed is not None and parsed.must:  # required words decide, not the others
-            matched = np.ones(self.n_docs, dtype=bool)
-        if category_id is not None:
-            matched &= self.view.doc_category == category_id
+        field = self.index[model.field]
+        must = parsed is not None and bool(parsed.must)
+        allowed = self.data.live  # deleted questions never match
         if parsed is not None and parsed.has_filters:
-            matched = apply_filters(parsed, matched, self.index, self.archive, self.analyzer)
+            mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
+            if category_id is not None:
+                mask &= self.view.doc_category == category_id
+            allowed = apply_filters(parsed, mask, self.index, self.archive, self.analyzer)
         if self.ranker is None:
             depth = k
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k
             depth = None if k is None else max(k, self.config.n_candidates)
-        rows = top_k(all_scores, depth, allowed=matched, tie_rank=self.data.doc_id_rank)
-        return self._ranked(q, rows, all_scores[rows], self.data.doc_id_rank[rows], k)
+        tie = self.data.doc_id_rank
+        if must:  # required words choose the hits; the query's words only rank them
+            scores, _ = model.score_all(field, q.term_ids, q.qtf)
+            rows = top_k(scores, depth, allowed=allowed, tie_rank=tie)
+            scores = scores[rows]
+        else:
+            rows, scores = retrieve(model, field, q.term_ids, q.qtf, depth,
+                                    doc_category=self.view.doc_category, category=category_id,
+                                    allowed=allowed, tie_rank=tie)
+        return self._ranked(q, rows, scores, tie[rows], k, field=model.field)
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
@@ -333,22 +352,28 @@ class SearchEngine:
         return np.hstack([s.score(q, rows) for s in self._scorers]) if len(self._scorers) else \
             np.zeros((len(rows), 0))
 
-    def _ranked(self, q, rows, base_scores, tie, k) -> Results:
-        """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``."""
-        features = self.feature_scores(q, rows)
+    def _ranked(self, q, rows, base_scores, tie, k, field="question") -> Results:
+        """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``.
+        Without a ranker the features of the hits kept are computed when first read."""
         if self.ranker is None:
             scores = np.asarray(base_scores, dtype=np.float64)
+            order = np.lexsort((tie, -scores))[:k]
+            kept = rows[order]
+            features = lambda: self.feature_scores(q, kept)  # noqa: E731
         else:
+            all_features = self.feature_scores(q, rows)
             names = self.feature_names
             columns = [names.index(f) for f in self.ranker.feature_names_in_]
-            scores = np.asarray(self.ranker.predict(features[:, columns]), dtype=np.float64)
-        order = np.lexsort((tie, -scores))[:k]
+            scores = np.asarray(self.ranker.predict(all_features[:, columns]),
+                                dtype=np.float64)
+            order = np.lexsort((tie, -scores))[:k]
+            kept, features = rows[order], all_features[order]
         doc_ids = self.archive.doc_ids
-        return Results(q.text, rows[order], [doc_ids[r] for r in rows[order]], scores[order],
-                       self.feature_names, features[order], q.terms, q.unknown_words,
-                       self.archive)
+        return Results(q.text, kept, [doc_ids[r] for r in kept.tolist()], scores[order],
+                       self.feature_names, features, q.terms, q.unknown_words,
+                       self.archive, field, q.category)
 
-    def batch_search(self, queries, qids=None, *, k=100, categories=None,
+    def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,
                      progress=False) -> dict:
         """Search many queries: ``{qid: Results}`` in query order.
 
@@ -361,8 +386,11 @@ class SearchEngine:
         k : int or None, default 100
         categories : sequence of (str or None), optional
             A category filter per query.
+        n_jobs : int or None, default None
+            Worker processes (-1: one per core; None or 1: this process). See
+            :mod:`cqa_search.parallel`.
         progress : bool
-            Show a progress bar on stderr.
+            Show a progress bar on stderr (this process only).
         """
         self._check_k(k)
         queries = list(queries)
@@ -373,6 +401,10 @@ class SearchEngine:
                              f"{len(categories)} categories; they must match")
         if len(set(qids)) != len(qids):
             raise QueryError("qids must be distinct")
+        if n_workers(n_jobs, len(queries)) > 1:
+            parts = map_queries(_search_parts, zip(queries, categories), state=(self, k),
+                                n_jobs=n_jobs)
+            return {qid: self._results_of(part) for qid, part in zip(qids, parts)}
         out = {}
         bar = progress_bar(progress, "searching", "queries")
         for qid, text, cat in zip(qids, queries, categories):
@@ -380,6 +412,14 @@ class SearchEngine:
             bar.update()
         bar.close()
         return out
+
+    def _results_of(self, parts) -> Results:
+        """:class:`Results` from :func:`_search_parts` (computed in another process)."""
+        text, rows, scores, features, terms, unknown, field, category = parts
+        doc_ids = self.archive.doc_ids
+        return Results(text, rows, [doc_ids[r] for r in rows.tolist()], scores,
+                       self.feature_names, features, terms, unknown, self.archive, field,
+                       category)
 
     def rerank(self, text: str, doc_ids, *, scores=None, category=None) -> Results:
         """Order only the given candidates (the rerank protocol).
@@ -420,3 +460,12 @@ class SearchEngine:
         self._check_k(k)
         cid = self.categories.id(category)
         return self._search(self.analyze(text, self._name(cid)), k, None)
+
+
+def _search_parts(state, item):
+    """One query of :meth:`SearchEngine.batch_search` as plain arrays (a worker's result)."""
+    engine, k = state
+    text, category = item
+    res = engine.search(text, k, category=category)
+    return (res.query, res._rows, res.scores, res.features, res.query_terms,
+            res.unknown_words, res.field, res.category)

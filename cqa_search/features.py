@@ -17,6 +17,7 @@ to score.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -29,7 +30,8 @@ from .archive import Archive
 from .index.layout import Categories
 from .index.term_index import TermIndex
 
-__all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures"]
+__all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures",
+           "analyze"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,23 @@ class AnalyzedQuery:
     category: str | None = None
     given: dict | None = None
     cache: dict = field(default_factory=dict, compare=False)
+
+
+def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
+    """``text`` analysed like the archive of ``index`` (a TermIndex): its known terms, their
+    ids and counts, and the words the archive lacks."""
+    pairs = analyzer.pairs(text)
+    all_ids = index.known_ids([term for _, term in pairs])
+    known = all_ids >= 0
+    sequence = all_ids[known]
+    terms = [term for (_, term), ok in zip(pairs, known.tolist()) if ok]
+    unknown = [token for (token, _), ok in zip(pairs, known.tolist()) if not ok]
+    counts = Counter(sequence.tolist())  # np.unique costs ~40 us on a few ids
+    ids = sorted(counts)
+    qtf = np.array([counts[i] for i in ids], dtype=np.float64)
+    ids = np.array(ids, dtype=np.int64)
+    return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf,
+                         sequence, tuple(dict.fromkeys(unknown)), category, given)
 
 
 @runtime_checkable

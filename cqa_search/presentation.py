@@ -1,23 +1,16 @@
 """What a person sees of results: matched words highlighted, "did you mean" suggestions,
 and results as JSON-ready data.
 
-Built on whoosh's highlighter and spelling automata; the command line and the server
-share these helpers (:meth:`Presenter.results_dict` is both the CLI's ``--json`` and the
-server's ``/api/search``). The hot scoring path does not use whoosh.
+Built on whoosh's highlighter and spelling automata (imported on first use); the command
+line and the server share these helpers (:meth:`Presenter.results_dict` is both the CLI's
+``--json`` and the server's ``/api/search``). The hot scoring path does not use whoosh.
 """
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from bisect import bisect_left
-
-with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
-    warnings.simplefilter("ignore", SyntaxWarning)
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from whoosh import highlight as _wh
-    from whoosh.automata.fsa import find_all_matches
-    from whoosh.automata.lev import levenshtein_automaton
-    from whoosh.spelling import Corrector
 
 __all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", "Suggester",
            "Presenter", "MAX_SUGGESTED_WORD"]
@@ -25,7 +18,6 @@ __all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", 
 #: Longest word "did you mean" looks at: the edit automaton of a longer word costs
 #: seconds and memory (a 20,000-character word took 41 s), and no real word is longer.
 MAX_SUGGESTED_WORD = 40
-
 # Marks around highlighted words in text cut into segments: control characters that are
 # removed from the text first, so that no archive text can forge a mark.
 _START, _END = "\x02", "\x03"
@@ -94,22 +86,18 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
     terms = frozenset(terms)
     if not terms or not text:
         return text
+    _wh = _whoosh().highlight
+
+    class _Formatter(_wh.Formatter):
+        between = " ... "
+
+        def format_token(self, text, token, replace=False):
+            return start + _wh.get_text(text, token, replace) + end
+
     fragmenter = _wh.WholeFragmenter() if whole else _wh.ContextFragmenter(surround=surround)
-    out = _wh.highlight(text, terms, analyzer.whoosh_analyzer(), fragmenter,
-                        _MarkFormatter(start, end), top=1 if whole else top)
+    out = _wh.highlight(text, terms, analyzer.whoosh_analyzer(), fragmenter, _Formatter(),
+                        top=1 if whole else top)
     return out or text
-
-
-class _MarkFormatter(_wh.Formatter):
-    """Puts ``start`` and ``end`` around each matched word."""
-
-    between = " ... "
-
-    def __init__(self, start, end):
-        self.start, self.end = start, end
-
-    def format_token(self, text, token, replace=False):
-        return self.start + _wh.get_text(text, token, replace) + self.end
 
 
 def segments(text: str, terms, analyzer, *, width=None) -> list:
@@ -174,26 +162,41 @@ def corrected_query(typed: str, suggestions) -> str | None:
     return out if changed else None
 
 
-class _RankedCorrector(Corrector):
-    """Words within an edit distance, nearest first, then most frequent."""
+@functools.lru_cache(maxsize=1)
+def _whoosh():
+    """whoosh's highlighter and spelling automata, imported on first use."""
+    import types
 
-    def __init__(self, words, freq):
-        self.words = words  # sorted
-        self.freq = freq
+    with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from whoosh import highlight as wh
+        from whoosh.automata.fsa import find_all_matches
+        from whoosh.automata.lev import levenshtein_automaton
+        from whoosh.spelling import Corrector
 
-    def _next_word(self, w):
-        """The first word >= ``w`` (the lookup that drives the automaton walk)."""
-        pos = bisect_left(self.words, w)
-        return self.words[pos] if pos < len(self.words) else None
+    class RankedCorrector(Corrector):
+        """Words within an edit distance, nearest first, then most frequent."""
 
-    def _suggestions(self, text, maxdist, prefix):
-        seen = {text}
-        for dist in range(1, maxdist + 1):
-            dfa = levenshtein_automaton(text, dist, prefix).to_dfa()
-            for word in find_all_matches(dfa, self._next_word):
-                if word not in seen:
-                    seen.add(word)
-                    yield -(dist + 1.0 / (1.0 + self.freq.get(word, 0))), word
+        def __init__(self, words, freq):
+            self.words = words  # sorted
+            self.freq = freq
+
+        def _next_word(self, w):
+            """The first word >= ``w`` (the lookup that drives the automaton walk)."""
+            pos = bisect_left(self.words, w)
+            return self.words[pos] if pos < len(self.words) else None
+
+        def _suggestions(self, text, maxdist, prefix):
+            seen = {text}
+            for dist in range(1, maxdist + 1):
+                dfa = levenshtein_automaton(text, dist, prefix).to_dfa()
+                for word in find_all_matches(dfa, self._next_word):
+                    if word not in seen:
+                        seen.add(word)
+                        yield -(dist + 1.0 / (1.0 + self.freq.get(word, 0))), word
+
+    return types.SimpleNamespace(highlight=wh, RankedCorrector=RankedCorrector)
 
 
 class Suggester:
@@ -211,16 +214,21 @@ class Suggester:
     """
 
     def __init__(self, words: dict):
-        self._corrector = _RankedCorrector(sorted(words), words)
+        self._corrector = _whoosh().RankedCorrector(sorted(words), words)
 
     def suggest(self, word: str, limit: int = 3, maxdist: int = 2) -> list:
         """Up to ``limit`` known words within ``maxdist`` edits of ``word``, best first
-        (none for a word longer than :data:`MAX_SUGGESTED_WORD`)."""
+        (none for a word longer than :data:`MAX_SUGGESTED_WORD`).
+
+        Only words that share the first letter (a misspelling seldom changes it, as
+        Lucene's spell checker assumes): "sinuses" gets no "minutes".
+        """
         if len(word) > MAX_SUGGESTED_WORD:
             return []
         if len(word) <= 3:
             maxdist = 1
-        return self._corrector.suggest(word.lower(), limit=limit, maxdist=maxdist)
+        word = word.lower()
+        return self._corrector.suggest(word, limit=limit, maxdist=maxdist, prefix=1)
 
 
 class Presenter:
@@ -276,6 +284,22 @@ class Presenter:
         """``{word: [suggestions]}`` for the query words the archive lacks."""
         return {w: self.suggest(w) for w in results.unknown_words}
 
+    def answer(self, hit):
+        """``(label, text)`` of the answer shown with a hit, or None when it has none: the
+        answer the archive marks as best; else the one the index's answer selector chose
+        (``cqa-search fit INDEX answers``); else the first."""
+        question = hit.question
+        if question.best_answer is not None:
+            return "best answer", question.best_answer_text
+        if not question.answers:
+            return None
+        if "answers" in self.engine.models and hit.row >= 0:
+            from .answers import chosen_answer
+
+            chosen = chosen_answer(self.engine, hit.row)
+            return "chosen answer", chosen.text
+        return "first answer", question.answers[0]
+
     def ranking(self) -> dict:
         """What orders the hits: the retrieval model and the ranker (None without one)."""
         config, ranker = self.engine.config, self.engine.ranker
@@ -287,47 +311,49 @@ class Presenter:
                               "features": [str(f) for f in ranker.feature_names_in_]}
         return info
 
-    def hit_dict(self, hit, terms, *, explain=False, width=240) -> dict:
-        """One hit as JSON-ready data.
+    def hit_dict(self, hit, terms, *, explain=False, width=200) -> dict:
+        """One hit as JSON-ready data (the CLI's ``--json`` and the server's).
 
-        Keys: ``rank``, ``doc_id``, ``score``, ``title``, ``category``, ``tags``, ``url``
-        (:func:`source_url`), ``best_answer`` (its text, or None), ``n_answers``,
-        ``features``; the marked segments (:func:`segments`) ``title_marked`` (the title,
-        or the start of the body when there is none), ``snippet`` (an excerpt of the
-        body) and ``answer`` (``{"label", "snippet"}``: the best answer, else the first
-        one; None without answers); with ``explain`` and a ranker, ``contributions``
-        (the ranker's :meth:`~cqa_search.ranking.LinearRanker.explain`).
+        Keys: ``rank``, ``id``, ``score``, ``title``, ``category``, ``tags``, ``url``
+        (:func:`source_url`), ``n_answers``, ``features``; ``snippet``, a query-biased
+        excerpt of the body; ``answer`` (``{"label", "snippet"}``, see :meth:`answer`;
+        None without answers); the same texts as marked segments (:func:`segments`) for
+        clients that render matches: ``title_marked``, ``snippet_marked`` and the answer's
+        ``snippet_marked``; with ``explain`` and a ranker, ``contributions`` (the ranker's
+        :meth:`~cqa_search.ranking.LinearRanker.explain`).
         """
         question = hit.question
+        answer = self.answer(hit)
+        title = question.title or _shorten(question.body, width // 2)
         body = question.body if question.title else ""
-        label, answer = "best answer", hit.best_answer
-        if answer is None and question.answers:
-            label, answer = "first answer", question.answers[0]
-        out = {"rank": hit.rank, "doc_id": hit.doc_id, "score": hit.score, "title": hit.title,
-               "category": hit.category, "tags": list(question.tags),
-               "url": source_url(question), "best_answer": hit.best_answer,
-               "n_answers": len(question.answers),
-               "title_marked": self.segments(hit.title or question.body, terms,
-                                             width=None if hit.title else width // 2),
-               "snippet": self.segments(body, terms, width=width) if body else [],
+        out = {"rank": hit.rank, "id": hit.doc_id, "score": hit.score, "title": title,
+               "category": question.category, "tags": list(question.tags),
+               "url": source_url(question), "n_answers": len(question.answers),
+               "snippet": self.snippet(body, terms, width=width, start="", end="")
+               if body else "",
                "answer": None if answer is None else {
-                   "label": label, "snippet": self.segments(answer, terms, width=width)},
+                   "label": answer[0],
+                   "snippet": self.snippet(answer[1], terms, width=width, start="", end=""),
+                   "snippet_marked": self.segments(answer[1], terms, width=width)},
+               "title_marked": self.segments(question.title or question.body, terms,
+                                             width=None if question.title else width // 2),
+               "snippet_marked": self.segments(body, terms, width=width) if body else [],
                "features": dict(hit.features)}
         if explain and self.engine.ranker is not None:
             out["contributions"] = self.engine.ranker.explain(hit.features)
         return out
 
-    def results_dict(self, results, *, typed=None, category=None, explain=False) -> dict:
+    def results_dict(self, results, *, typed=None, explain=False) -> dict:
         """Results as JSON-ready data: ``query`` (the words searched), ``category`` (the
-        filter applied), ``query_terms``, ``unknown_words``, ``suggestions``,
-        ``did_you_mean`` (``typed``, the query as typed, corrected; None without a
-        correction or ``typed``), ``ranking`` (:meth:`ranking`) and ``hits``
-        (:meth:`hit_dict`, with ``contributions`` when ``explain``)."""
+        filter applied), ``query_terms``, ``matched_in`` (the field the hits matched in),
+        ``unknown_words``, ``suggestions``, ``did_you_mean`` (``typed``, the query as
+        typed, corrected; None without a correction or ``typed``), ``ranking``
+        (:meth:`ranking`) and ``hits`` (:meth:`hit_dict`)."""
         suggestions = self.suggestions(results)
         terms = results.query_terms
-        return {"query": results.query, "category": category,
-                "query_terms": list(terms), "unknown_words": list(results.unknown_words),
-                "suggestions": suggestions,
+        return {"query": results.query, "category": results.category,
+                "query_terms": list(terms), "matched_in": results.field,
+                "unknown_words": list(results.unknown_words), "suggestions": suggestions,
                 "did_you_mean": None if typed is None else corrected_query(typed, suggestions),
                 "ranking": self.ranking(),
                 "hits": [self.hit_dict(hit, terms, explain=explain) for hit in results]}

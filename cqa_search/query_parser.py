@@ -25,14 +25,6 @@ import threading
 import warnings
 from dataclasses import dataclass
 
-with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
-    warnings.simplefilter("ignore", SyntaxWarning)
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from whoosh import query as wq
-    from whoosh.analysis import RegexTokenizer
-    from whoosh.fields import ID, TEXT, Schema
-    from whoosh.qparser import OrGroup, PlusMinusPlugin, QueryParser, WildcardPlugin
-
 __all__ = ["ParsedQuery", "Unit", "parse_query", "FIELDS", "MAX_QUERY_CHARS"]
 
 #: Field prefixes of the syntax; ``text`` is the default (the question: title and body).
@@ -43,8 +35,6 @@ MAX_QUERY_CHARS = 10_000
 # Text with none of these is plain words: the parser would return it unchanged.
 _SYNTAX = re.compile(r'[:"()\[\]{}^]|(?:^|(?<=[\s(]))[-+\']|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
 _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
-_TEXT = TEXT(analyzer=RegexTokenizer(r"\S+"))
-_SCHEMA = Schema(text=_TEXT, title=_TEXT, body=_TEXT, answers=_TEXT, tag=_TEXT, category=ID)
 
 
 @dataclass(frozen=True)
@@ -92,7 +82,17 @@ class ParsedQuery:
 
 
 def _parser():
-    parser = QueryParser("text", _SCHEMA, group=OrGroup)
+    """A whoosh query parser for the syntax (whoosh is imported on the first query with
+    syntax: plain text never needs it)."""
+    with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from whoosh.analysis import RegexTokenizer
+        from whoosh.fields import ID, TEXT, Schema
+        from whoosh.qparser import OrGroup, PlusMinusPlugin, QueryParser, WildcardPlugin
+    text = TEXT(analyzer=RegexTokenizer(r"\S+"))
+    schema = Schema(text=text, title=text, body=text, answers=text, tag=text, category=ID)
+    parser = QueryParser("text", schema, group=OrGroup)
     parser.remove_plugin_class(WildcardPlugin)
     # + and - are operators only at the start of a word ("C++", "e-mail" stay words).
     parser.add_plugin(PlusMinusPlugin(plusexpr=r"(?<![^\s(])\+", minusexpr=r"(?<![^\s(])-"))
@@ -106,13 +106,16 @@ class _Walk:
     """Collects the words and filters of a whoosh query tree."""
 
     def __init__(self):
+        from whoosh import query
+
+        self.wq = query
         self.words, self.category = [], None
         self.must, self.must_not = [], []
 
     def unit(self, node):
         """The Unit of a leaf, or None (not a word: a range, the category, ...)."""
         field = getattr(node, "fieldname", "text")
-        if isinstance(node, wq.Phrase):
+        if isinstance(node, self.wq.Phrase):
             words = tuple(w for w in node.words if w)
             return Unit("question" if field == "text" else field, words, len(words) > 1) \
                 if words else None
@@ -133,13 +136,13 @@ class _Walk:
 
     def exclude(self, node):
         """``NOT node``: NOT (a OR b) leaves out a and b, NOT (a AND b) what has both."""
-        if isinstance(node, wq.Not):
+        if isinstance(node, self.wq.Not):
             return  # NOT NOT x: not a filter
         if node.is_leaf():
             unit = self.unit(node)
             if unit is not None:
                 self.must_not.append((unit,))
-        elif isinstance(node, wq.And):
+        elif isinstance(node, self.wq.And):
             units = self.leaves(node)
             if units:
                 self.must_not.append(tuple(units))
@@ -148,15 +151,15 @@ class _Walk:
                 self.exclude(child)
 
     def walk(self, node, mode="should"):
-        if isinstance(node, wq.Not):
+        if isinstance(node, self.wq.Not):
             if mode != "not":
                 self.exclude(node.query)
             return
-        if isinstance(node, wq.AndNot):
+        if isinstance(node, self.wq.AndNot):
             self.walk(node.a, mode)
-            self.walk(wq.Not(node.b), mode)
+            self.walk(self.wq.Not(node.b), mode)
             return
-        if isinstance(node, (wq.AndMaybe, wq.Require)):
+        if isinstance(node, (self.wq.AndMaybe, self.wq.Require)):
             self.walk(node.a, "must" if mode == "should" else mode)
             self.walk(node.b, mode)
             return
@@ -169,13 +172,13 @@ class _Walk:
             if mode == "must" or unit.phrase or unit.field != "question":
                 self.must.append((unit,))
             return
-        if isinstance(node, wq.Or) and mode == "must":
+        if isinstance(node, self.wq.Or) and mode == "must":
             units = self.leaves(node)
             self.words.extend(w for u in units for w in u.words)
             if units:
                 self.must.append(tuple(units))
             return
-        child_mode = "must" if isinstance(node, wq.And) and mode == "should" else mode
+        child_mode = "must" if isinstance(node, self.wq.And) and mode == "should" else mode
         for child in node.children():
             self.walk(child, child_mode)
 

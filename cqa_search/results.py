@@ -20,6 +20,7 @@ class Hit:
     score: float
     question: Question
     features: Mapping
+    row: int = -1
 
     @property
     def title(self) -> str:
@@ -51,31 +52,50 @@ class Results:
     scores : ndarray of float64, shape (n,)
     feature_names : tuple of str
     features : ndarray of float64, shape (n, n_features)
+        (Given as an array, or as a function computing it on first use.)
     query_terms : tuple of str
         The analysed query terms found in the index (what matched).
     unknown_words : tuple of str
         Query words whose term the index does not have.
+    field : str
+        The index field the hits matched in: ``"question"``, or ``"answers"`` when no
+        question held the words and the search looked in the answers instead.
+    category : str or None
+        The category the search was restricted to (``category=`` or ``category:``).
 
     Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
     """
 
-    __slots__ = ("query", "doc_ids", "scores", "feature_names", "features", "query_terms",
-                 "unknown_words", "_archive", "_rows")
+    __slots__ = ("query", "doc_ids", "scores", "feature_names", "_features", "query_terms",
+                 "unknown_words", "field", "category", "_archive", "_rows")
 
     def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
-                 unknown_words, archive):
+                 unknown_words, archive, field="question", category=None):
         set_ = object.__setattr__
         set_(self, "query", query)
         set_(self, "doc_ids", tuple(doc_ids))
         set_(self, "scores", _frozen(scores, np.float64))
         set_(self, "feature_names", tuple(feature_names))
-        set_(self, "features", _frozen(np.reshape(features, (len(self.doc_ids),
-                                                             len(self.feature_names))),
-                                       np.float64))
+        set_(self, "_features", features)
         set_(self, "query_terms", tuple(query_terms))
         set_(self, "unknown_words", tuple(unknown_words))
+        set_(self, "field", field)
+        set_(self, "category", category)
         set_(self, "_archive", archive)
         set_(self, "_rows", _frozen(rows, np.int64))
+
+    @property
+    def features(self) -> np.ndarray:
+        """Feature scores of the hits, shape ``(n, n_features)`` (computed on first use
+        when nothing needed them to rank)."""
+        features = self._features
+        if callable(features):
+            features = features()
+        if not (isinstance(features, np.ndarray) and not features.flags.writeable):
+            features = _frozen(np.reshape(features, (len(self.doc_ids),
+                                                     len(self.feature_names))), np.float64)
+            object.__setattr__(self, "_features", features)
+        return features
 
     def __setattr__(self, name, value):
         raise AttributeError("Results is immutable")
@@ -87,9 +107,10 @@ class Results:
         if not -len(self) <= i < len(self):
             raise IndexError(f"result {i} out of range for {len(self)} results")
         i %= len(self)
+        row = int(self._rows[i])
         return Hit(rank=i + 1, doc_id=self.doc_ids[i], score=float(self.scores[i]),
-                   question=self._archive[int(self._rows[i])],
-                   features=dict(zip(self.feature_names, self.features[i].tolist())))
+                   question=self._archive[row],
+                   features=dict(zip(self.feature_names, self.features[i].tolist())), row=row)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))

@@ -7,6 +7,8 @@ Usage::
         [--engines cqa,bm25s,tantivy,tantivy-en_stem] [--limit N] [--n-queries Q]
         [--repeat R] [--json-out FILE]
     python scripts/bench_search.py --generate 200000 --work-dir DIR    # synth_archive.py first
+    python scripts/bench_search.py --pipeline NAME=INDEX:QUERIES [...] [--repeat R]
+        [--passes P] [--baseline-src DIR]    # latency of the full pipeline (see below)
 
 Prints a Markdown report on stdout (command, machine, two tables, a sanity line, notes);
 progress goes to stderr. ``--json-out`` also saves the raw measurements.
@@ -60,6 +62,19 @@ What is measured (the fairness rules)
 * Sanity check (not a test): for the first 20 queries, the mean Jaccard overlap of each
   engine's top-10 doc ids with bm25s's top-10.
 
+Full pipeline (``--pipeline``)
+------------------------------
+``engine.search(text, k=10)`` on an index with stored models and a ranker (every feature
+family: term, context, translation, topics, multiview; 100 BM25 candidates reranked),
+one query at a time in one thread, ``--passes`` passes over the queries of each
+``NAME=INDEX:QUERIES``; p50/p95/p99 of the wall-clock latency and CPU time per query,
+beside BM25 alone on the same index in the same run (``SearchConfig(features=(),
+models=(), ranker=None)``). Each measurement runs in its own process, quiet and then with
+the other core busy (a spinning process started and stopped by this script), BLAS as
+installed (no thread limit set by the script); ``--baseline-src DIR`` adds the same
+measurements with the package imported from DIR (e.g. an export of an older commit).
+``--repeat R`` interleaves R rounds and keeps the lowest percentile of each.
+
 All figures come from one run on one machine; compare them as ratios.
 """
 from __future__ import annotations
@@ -81,7 +96,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SYNTH = HERE.parent.parent / "shared" / "bench" / "synth_archive.py"
-ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem")
+ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem", "cqa-question")  # last: not default
 K = 10
 TANTIVY_HEAP = 256 * 1024 * 1024
 
@@ -173,11 +188,15 @@ def _first_query(run_one, text):
 # ---------------------------------------------------------------------------------------
 def _cqa_build(a):
     import cqa_search
+    from cqa_search.index.layout import segment_dir
+    from cqa_search.index.store import open_index
 
     import_rss = _rss_mb()
     with _Clock() as clock:
         summary = cqa_search.build_index(a.archive, a.index, fields=tuple(a.fields.split(",")))
-    store = os.path.getsize(os.path.join(a.index, "archive.jsonl"))
+    stored = open_index(a.index)
+    store = sum(os.path.getsize(stored.file(f"{segment_dir(seg['name'])}/archive.jsonl"))
+                for seg in stored.manifest["segments"])
     return {"build_s": clock.wall, "build_cpu_s": clock.cpu, "import_rss_mb": import_rss,
             "n_docs": summary.n_questions, "n_terms": summary.n_terms,
             "doc_store_bytes": store}
@@ -310,7 +329,104 @@ def _tantivy_query(a, queries, stopwords):
             "modes": {"per_query": loop}}
 
 
+def _pipeline_child(a):
+    from cqa_search import SearchConfig, SearchEngine
+
+    queries = _read_queries(a.queries)
+    engine = SearchEngine.open(a.index)
+    if a.config == "bm25":
+        engine = engine.with_config(SearchConfig(features=(), models=(), ranker=None))
+    engine.search(queries[0], k=K)
+    lat, cpu = [], time.process_time()
+    for _ in range(a.passes):
+        for text in queries:
+            t = time.perf_counter()
+            engine.search(text, k=K)
+            lat.append(1e3 * (time.perf_counter() - t))
+    return {"latency_ms": lat, "cpu_ms": 1e3 * (time.process_time() - cpu) / len(lat),
+            "n_features": len(engine.feature_names), "ranker": engine.ranker is not None}
+
+
+def _percentiles(lat):
+    lat = sorted(lat)
+    return {f"p{q}": lat[min(len(lat) - 1, int(len(lat) * q / 100))] for q in (50, 95, 99)}
+
+
+def pipeline_main(a, argv) -> int:
+    """Latency of the full pipeline, quiet and with the other core busy (see the docstring)."""
+    work = Path(tempfile.mkdtemp(prefix="bench_pipeline_"))
+    impls = {"this tree": None}
+    if a.baseline_src:
+        impls[f"baseline ({a.baseline_src})"] = os.fspath(Path(a.baseline_src).resolve())
+    specs = [spec.partition("=")[::2] for spec in a.pipeline]
+    runs, load_before = {}, _load()
+    try:
+        for rnd in range(a.repeat):
+            for name, paths in specs:
+                index, _, queries = paths.rpartition(":")
+                for impl, src in impls.items():
+                    for condition in ("quiet", "other core busy"):
+                        spinner = None
+                        if condition != "quiet":
+                            spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                        try:
+                            for config in ("full", "bm25"):
+                                result = work / "pipeline.json"
+                                env = dict(os.environ)
+                                if src:
+                                    env["PYTHONPATH"] = src
+                                _log(f"round {rnd + 1}: {name}, {impl}, {config}, {condition}")
+                                subprocess.run([sys.executable, os.fspath(Path(__file__).resolve()),
+                                                "--child", "pipeline", "--index", index,
+                                                "--queries", queries, "--result", os.fspath(result),
+                                                "--config", config, "--passes", str(a.passes)],
+                                               check=True, env=env)
+                                runs.setdefault((name, impl, config, condition), []).append(
+                                    json.loads(result.read_text()))
+                        finally:
+                            if spinner is not None:
+                                spinner.kill()
+                                spinner.wait()
+        print(f"Command: `{shlex.join(argv)}`\n\nMachine: {_machine()}; {_git_state()}; load "
+              f"average (1/5/15 min) before / after: {load_before} / {_load()}\n")
+        print("| index | implementation | search | condition | p50 ms | p95 ms | p99 ms | "
+              "CPU ms / query | p95 ÷ BM25 alone |")
+        print("|---|---|---|---|---:|---:|---:|---:|---:|")
+        best, notes = {}, []
+        for key, rs in runs.items():
+            pct = [_percentiles(r["latency_ms"]) for r in rs]
+            best[key] = {q: min(p[q] for p in pct) for q in ("p50", "p95", "p99")}
+            best[key]["cpu"] = min(r["cpu_ms"] for r in rs)
+            notes.append(f"{', '.join(key)}: p95 over the rounds "
+                         + ", ".join(f"{p['p95']:.1f}" for p in pct) + " ms")
+        for (name, impl, config, condition), b in best.items():
+            r = runs[(name, impl, config, condition)][0]
+            what = (f"full: {r['n_features']} features, ranker" if config == "full"
+                    else "BM25 top-10 alone")
+            ratio = b["p95"] / best[(name, impl, "bm25", condition)]["p95"]
+            print(f"| {name} | {impl} | {what} | {condition} | {b['p50']:.1f} | {b['p95']:.1f} "
+                  f"| {b['p99']:.1f} | {b['cpu']:.1f} | {ratio:.1f} |")
+        print()
+        for name, _ in specs:
+            for impl in impls:
+                q = best[(name, impl, "full", "quiet")]["p95"]
+                busy = best[(name, impl, "full", "other core busy")]["p95"]
+                print(f"- {name}, {impl}: full-pipeline p95 with the other core busy / quiet = "
+                      f"{busy / q:.2f}")
+        n = len(next(iter(runs.values()))[0]["latency_ms"])
+        print(f"- {n} searches per measurement ({a.passes} passes), best of {a.repeat} "
+              "interleaved rounds per percentile")
+        for line in notes:
+            print(f"- {line}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def child_main(a) -> int:
+    if a.engine == "pipeline":
+        Path(a.result).write_text(json.dumps(_pipeline_child(a)))
+        return 0
     stopwords = json.loads(Path(a.stopwords).read_text()) if a.stopwords else None
     engine = "tantivy" if a.engine.startswith("tantivy") else a.engine
     if a.phase == "build":
@@ -546,9 +662,10 @@ def parent_main(a, argv) -> int:
         _, doc_ids = _read_texts(archive)
         jobs = []  # (engine, tag, extra child arguments)
         for e in engines:
-            if e == "cqa":
-                jobs += [("cqa", "cqa-question", ["--fields", "question"]),
-                         ("cqa", "cqa-question+answers", ["--fields", "question,answers"])]
+            if e in ("cqa", "cqa-question"):
+                jobs.append(("cqa", "cqa-question", ["--fields", "question"]))
+                if e == "cqa":
+                    jobs.append(("cqa", "cqa-question+answers", ["--fields", "question,answers"]))
             else:
                 jobs.append((e, e, []))
         state, load_before = _git_state(), _load()
@@ -627,8 +744,9 @@ def main(argv=None) -> int:
                          "into the work dir (reused when present)")
     ap.add_argument("--work-dir", help="where indexes go (default: a temporary directory, "
                                        "deleted at the end)")
-    ap.add_argument("--engines", default=",".join(ENGINES),
-                    help=f"comma-separated, among {', '.join(ENGINES)} (default: all)")
+    ap.add_argument("--engines", default=",".join(ENGINES[:4]),
+                    help=f"comma-separated, among {', '.join(ENGINES)} (default: the first "
+                         "four; cqa-question: cqa's question-only build alone)")
     ap.add_argument("--limit", type=int, metavar="N", help="use the first N archive records")
     ap.add_argument("--n-queries", type=int, metavar="Q",
                     help="use the first Q queries (default all; --generate writes 1000)")
@@ -640,7 +758,14 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-indexes", action="store_true", help="keep the built indexes")
     ap.add_argument("--json-out", help="also write the raw measurements here")
     # Internal: one engine and phase in a child process.
-    ap.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
+    ap.add_argument("--pipeline", action="append", metavar="NAME=INDEX:QUERIES",
+                    help="measure the full pipeline on this index (repeatable)")
+    ap.add_argument("--passes", type=int, default=3,
+                    help="passes over the queries per pipeline measurement (default 3)")
+    ap.add_argument("--baseline-src", metavar="DIR",
+                    help="also measure the pipeline with cqa_search imported from DIR")
+    ap.add_argument("--child", choices=ENGINES + ("pipeline",), help=argparse.SUPPRESS)
+    ap.add_argument("--config", choices=("full", "bm25"), help=argparse.SUPPRESS)
     ap.add_argument("--phase", choices=("build", "query"), help=argparse.SUPPRESS)
     ap.add_argument("--archive", dest="child_archive", help=argparse.SUPPRESS)
     ap.add_argument("--queries", dest="child_queries", help=argparse.SUPPRESS)
@@ -655,6 +780,8 @@ def main(argv=None) -> int:
     if a.child:
         a.engine, a.archive, a.queries = a.child, a.child_archive, a.child_queries
         return child_main(a)
+    if a.pipeline:
+        return pipeline_main(a, ["python", "scripts/bench_search.py", *raw])
     return parent_main(a, ["python", "scripts/bench_search.py", *raw])
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.index.models import add_model
-from cqa_search.index.store import is_compatible
+from cqa_search.index.store import is_compatible, open_index
 from cqa_search.retrieval import top_k
 from cqa_search.translation import IBMModel1, TranslationModel, build_parallel_corpus
 
@@ -180,8 +180,9 @@ def main(argv=None):
         f"{plain.summary_.cooccurrences_per_word:.1f} -> {s.cooccurrences_per_word:.1f}; "
         f"phrase pairs {plain.summary_.phrase_pairs:,} -> {s.phrase_pairs:,}")
     add_model(index, "translation", model)
-    stored = SearchEngine.open(index).manifest["models"]["translation"]["dir"]
-    disk = dir_bytes(os.path.join(index, stored))
+    head = open_index(index)
+    stored = head.manifest["models"]["translation"]["dir"]
+    disk = dir_bytes(os.path.join(head.root, stored))
     loaded = SearchEngine.open(index, mmap=False)
     ram = held_bytes(loaded.models["translation"])
     index_arrays = {id(f.sequence) for f in loaded.index.fields.values()}

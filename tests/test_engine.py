@@ -259,3 +259,22 @@ def test_reopen_follows_the_live_generation(tmp_path):
     assert fresh is not engine and fresh.generation == "gen-000002"
     assert fresh.config.n_candidates == 7 and fresh.search("visa").doc_ids == ("b", "c")
     assert engine.search("visa").doc_ids == ("a",)  # the old engine still answers
+
+
+def test_two_worker_processes_give_the_same_results(toy_engine):
+    queries = ["renew visa", "cheap sofa", "engine start", "category:Cars battery", "visa -work"]
+    one = toy_engine.batch_search(queries, k=3)
+    two = toy_engine.batch_search(queries, k=3, n_jobs=2)
+    for qid in one:
+        assert one[qid].doc_ids == two[qid].doc_ids and one[qid].field == two[qid].field
+        np.testing.assert_array_equal(one[qid].scores, two[qid].scores)
+        np.testing.assert_array_equal(one[qid].features, two[qid].features)
+        assert [h.title for h in two[qid]] == [h.title for h in one[qid]]
+    judged = [{"id": f"q{i}", "text": t} for i, t in enumerate(queries[:3])]
+    assert run_queries(toy_engine, judged, k=4, n_jobs=2) == run_queries(toy_engine, judged, k=4)
+    a = feature_table(toy_engine, judged, k=4)
+    b = feature_table(toy_engine, judged, k=4, n_jobs=2)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
+        toy_engine.batch_search(queries, n_jobs=0)

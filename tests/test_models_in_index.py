@@ -4,7 +4,7 @@ import pytest
 from sklearn.base import BaseEstimator
 
 from cqa_search import SearchConfig, SearchEngine, build_index
-from cqa_search.exceptions import IndexFormatError, QueryError
+from cqa_search.exceptions import IndexFormatError, ParameterError, QueryError
 from cqa_search.index.models import MODEL_KINDS, add_model, remove_model
 from cqa_search.index.store import current_generation, verify_index
 
@@ -16,6 +16,10 @@ class LengthModel(BaseEstimator):
 
     def __init__(self, scale=1.0):
         self.scale = scale
+
+    @property
+    def feature_names(self):
+        return ("toy_length",)
 
     def fit(self, view):
         self.weights_ = self.scale * view.index["question"].doc_len.astype(np.float64)
@@ -34,7 +38,7 @@ class LengthModel(BaseEstimator):
         model = self
 
         class Scorer:
-            names = ("toy_length",)
+            names = model.feature_names
 
             def score(self, query, rows):
                 return model.weights_[rows][:, None]
@@ -97,6 +101,18 @@ def test_replacing_and_removing_a_model_cleans_up(index):
     assert len([p for p in index.iterdir() if p.name.startswith("gen-")]) == 2
     with pytest.raises(IndexFormatError, match="has no model 'length'"):
         remove_model(index, "length")
+
+
+def test_two_models_giving_one_feature_are_refused(index):
+    engine = SearchEngine.open(index)
+    add_model(index, "length", LengthModel().fit(engine.view))
+    generation = current_generation(index)
+    with pytest.raises(ParameterError, match="model 'other' gives the feature.s. toy_length, "
+                                             "which the stored model 'length' gives already"):
+        add_model(index, "other", LengthModel(scale=2.0).fit(engine.view))
+    assert current_generation(index) == generation  # nothing written
+    add_model(index, "length", LengthModel(scale=2.0).fit(engine.view))  # replacing is fine
+    assert SearchEngine.open(index).feature_names.count("toy_length") == 1
 
 
 def test_ranker_orders_the_candidates(index):

@@ -6,15 +6,11 @@ import importlib
 import sys
 
 from .._version import __version__
-from ._common import PROG, run_command
-
-#: Subcommand name -> module (in this package) with HELP, configure(parser) and run(args).
-COMMANDS = {"build-index": "build_index", "query": "query", "fit": "fit", "train": "train",
-            "evaluate": "evaluate", "convert": "convert", "demo": "demo", "serve": "serve"}
+from ._common import COMMANDS, PROG, run_command
 
 
 def _module(command):
-    return importlib.import_module(f"{__package__}.{COMMANDS[command]}")
+    return importlib.import_module(f"{__package__}.{COMMANDS[command][0]}")
 
 
 def make_parser(command=None) -> argparse.ArgumentParser:
@@ -25,12 +21,10 @@ def make_parser(command=None) -> argparse.ArgumentParser:
         epilog=f"Run '{PROG} COMMAND --help' for the options of a command.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        if command is None or command == name:
-            module = _module(name)
-            module.configure(sub.add_parser(name, help=module.HELP, description=module.HELP))
-        else:
-            sub.add_parser(name)
+    for name, (_, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if command == name:
+            _module(name).configure(p)
     return parser
 
 

@@ -1,6 +1,7 @@
 """What the subcommands share: error handling, colours, hit formatting."""
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -9,9 +10,34 @@ import textwrap
 from ..exceptions import CQASearchError
 
 __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
-           "add_common_options", "os_error_reason", "print_or_fail"]
+           "add_common_options", "positive_int", "os_error_reason", "print_or_fail"]
 
 PROG = "cqa-search"
+
+#: Subcommand -> (module of this package with configure(parser) and run(args), one-line
+#: help). Kept here so that ``cqa-search --help`` imports no command module.
+COMMANDS = {
+    "build-index": ("build_index", "index an archive (JSONL, CSV/TSV, SemEval XML, "
+                                   "StackExchange dump, Yahoo! L6)"),
+    "query": ("query", "search an index once, or interactively when no query text is given"),
+    "fit": ("fit", "train a model (translation, topics, ...) from the index's archive and "
+                   "store it there"),
+    "train": ("train", "train a ranker on judged queries and store it in the index (search "
+                       "then ranks with it)"),
+    "evaluate": ("evaluate", "evaluate a retrieval model (or a given run) against relevance "
+                             "judgments"),
+    "convert": ("convert", "turn a judged collection into archive.jsonl, queries.jsonl, "
+                           "qrels.txt (+ candidates.run)"),
+    "demo": ("demo", "build indexes/demo from the demo archive shipped with cqa_search, "
+                     "search it, then learn its models and a ranker and search again"),
+    "add": ("add", "add questions to an index (a new segment; no rebuild)"),
+    "delete": ("delete", "delete questions from an index by id (no rebuild)"),
+    "compact": ("compact", "merge an index's segments into one, without deleted questions"),
+    "info": ("info", "what an index holds: questions, segments, models and how stale they "
+                     "are"),
+    "serve": ("serve", "serve an index over HTTP: a JSON API and a search page "
+                       "(pip install 'cqa-search[server]')"),
+}
 
 
 def add_common_options(parser) -> None:
@@ -86,27 +112,36 @@ class Style:
         return ("\x1b[1;33m", "\x1b[0m") if self.on else ("", "")
 
 
-def _snippet(text, width):
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+def positive_int(text) -> int:
+    """argparse type of a count: a positive integer (anything else is a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {value}")
+    return value
 
 
 def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
-    """A hit as a few indented lines: rank, score, id, category, title, best answer."""
-    start, end = style.marks
-    title = presenter.highlight(_snippet(hit.title or hit.question.body, width), terms,
-                                start=start, end=end) if start else _snippet(
-        hit.title or hit.question.body, width)
+    """A hit as a few indented lines: rank, score, id, category, the title and a snippet
+    of the body with the matched words marked, and a snippet of the answer shown."""
+    start, end = style.marks if style.on else ("", "")
+    question = hit.question
     head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(hit.doc_id)}"
     if hit.category:
         head += "  " + style.dim(f"[{hit.category}]")
-    lines = [head, "    " + title]
+    lines = [head, "    " + presenter.snippet(question.title or question.body, terms,
+                                                width=width, start=start, end=end)]
+    if question.title and question.body:
+        lines.append("    " + style.dim(presenter.snippet(question.body, terms, width=width,
+                                                          start=start, end=end)))
     if answer:
-        text, label = hit.best_answer, "best answer"
-        if text is None and hit.question.answers:
-            text, label = hit.question.answers[0], "first answer"
-        if text:
-            lines.append("    " + style.dim(f"{label}: ") + _snippet(text, width - 13))
+        shown = presenter.answer(hit)
+        if shown is not None:
+            label, text = shown
+            lines.append("    " + style.dim(f"{label}: ") + presenter.snippet(
+                text, terms, width=width - len(label) - 2, start=start, end=end))
     return "\n".join(lines)
 
 

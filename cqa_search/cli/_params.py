@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import re
 
 __all__ = ["parameter_docs", "add_estimator_options", "estimator_params"]
@@ -73,6 +74,24 @@ def _converter(spec, default):
         metavar = "{" + ",".join(options + (["none"] if nullable else [])) + "}"
         return convert, metavar
     base = spec.split(",")[0].split(" or ")
+    if spec.startswith("dict"):
+        def convert(text):
+            if nullable and _none(text):
+                return None
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                value = None
+            if not isinstance(value, dict):
+                raise argparse.ArgumentTypeError(f"must be a JSON object; got {text!r}")
+            return value
+        return convert, "JSON"
+    if re.match(r"(tuple|list|sequence) of str", spec):
+        def convert(text):
+            if nullable and _none(text):
+                return None
+            return tuple(v.strip() for v in text.split(",") if v.strip())
+        return convert, "A[,B...]"
     if "sequence of float" in spec or "list of float" in spec:
         def convert(text):
             if nullable and _none(text):

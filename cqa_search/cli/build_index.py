@@ -11,10 +11,10 @@ from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS
-from ._common import add_common_options, os_error_reason, print_or_fail, run_command
+from ._common import (COMMANDS, add_common_options, os_error_reason, print_or_fail, run_command)
 from .fit import fit_family
 
-HELP = "index an archive (JSONL, CSV/TSV, SemEval XML, StackExchange dump, Yahoo! L6)"
+HELP = COMMANDS["build-index"][1]
 
 
 def _columns(text):
@@ -36,10 +36,6 @@ def configure(parser) -> None:
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="index directory (default: indexes/<name of the first archive>); "
                              "an existing index there is replaced")
-    parser.add_argument("--format", choices=list(FORMATS),
-                        help="archive format (default: detected from each file)")
-    parser.add_argument("--skip-invalid", action="store_true",
-                        help="skip malformed records and report how many, instead of stopping")
     parser.add_argument("--fields", default=",".join(DEFAULT_FIELDS),
                         help=f"comma-separated fields to index, among {', '.join(FIELDS)} "
                              f"(default: %(default)s)")
@@ -48,6 +44,21 @@ def configure(parser) -> None:
                           help="stemmer (default: %(default)s)")
     analysis.add_argument("--stopwords", default="english", metavar="english|none|FILE",
                           help="stopword list: English, none, or a file with one word per line")
+    add_reader_options(parser)
+    parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
+                        help="after indexing, train these model families with their default "
+                             "options, in order (like `cqa-search fit DIR FAMILY`): "
+                             + ", ".join(FAMILIES))
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_common_options(parser)
+
+
+def add_reader_options(parser) -> None:
+    """The options of the archive readers (build-index, add)."""
+    parser.add_argument("--format", choices=list(FORMATS),
+                        help="archive format (default: detected from each file)")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="skip malformed records and report how many, instead of stopping")
     readers = parser.add_argument_group("reader options")
     readers.add_argument("--columns", type=_columns, metavar="KEY=COL,...",
                          help="CSV/TSV column (JSONL key) mapping, e.g. "
@@ -60,12 +71,15 @@ def configure(parser) -> None:
                          help="StackExchange: category = site name (default) or first tag")
     readers.add_argument("--category-level", choices=["maincat", "cat", "subcat"],
                          help="Yahoo! L6: which category level is the category (default maincat)")
-    parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
-                        help="after indexing, train these model families with their default "
-                             "options, in order (like `cqa-search fit DIR FAMILY`): "
-                             + ", ".join(FAMILIES))
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    add_common_options(parser)
+
+
+def reader_options(args) -> dict:
+    """The reader options given (see :func:`add_reader_options`)."""
+    return {name: value for name, value in (
+        ("columns", args.columns), ("list_separator", args.list_separator),
+        ("auto_id", args.auto_id), ("category_from", args.category_from),
+        ("category_level", args.category_level))
+        if value is not None}
 
 
 def _analyzer(args) -> Analyzer:
@@ -90,11 +104,7 @@ def run(args) -> int:
     if unknown:
         raise ParameterError(f"--models: unknown family {unknown[0]!r}; families: "
                              f"{', '.join(FAMILIES)}")
-    options = {name: value for name, value in (
-        ("columns", args.columns), ("list_separator", args.list_separator),
-        ("auto_id", args.auto_id), ("category_from", args.category_from),
-        ("category_level", args.category_level))
-        if value is not None}
+    options = reader_options(args)
     output = args.output
     if output is None:
         first = os.path.basename(os.path.normpath(args.archive[0]))

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..evaluation.datasets import convert_semeval, convert_stackexchange, convert_stackfaq
+from ..evaluation.datasets import (convert_semeval, convert_stackexchange, convert_stackfaq)
 from ..exceptions import CQASearchError
-from ._common import add_common_options, os_error_reason, print_or_fail, run_command
+from ._common import (COMMANDS, add_common_options, os_error_reason, print_or_fail, run_command)
 
-HELP = "turn a judged collection into archive.jsonl, queries.jsonl, qrels.txt (+ candidates.run)"
+HELP = COMMANDS["convert"][1]
 
 
 def configure(parser) -> None:

@@ -9,15 +9,15 @@ import numpy as np
 
 from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
 from ..engine import SearchConfig, SearchEngine
-from ..evaluation import evaluate, feature_table, read_qrels, read_queries, run_queries, summarize
+from ..evaluation import (evaluate, feature_table, read_qrels, read_queries, run_queries,
+                          summarize)
 from ..index.build import build_index
 from ..index.models import add_model
 from ..presentation import Presenter
-from ._common import Style, add_common_options, format_hit, run_command
+from ._common import COMMANDS, Style, add_common_options, format_hit, run_command
 from .fit import fit_family
 
-HELP = ("build indexes/demo from the demo archive shipped with cqa_search, search it, then "
-        "learn its models and a ranker and search again")
+HELP = COMMANDS["demo"][1]
 
 #: Demo queries shown: each shares few or no words with the questions that answer it.
 SHOWN = ("dq01", "dq02", "dq05", "dq03")

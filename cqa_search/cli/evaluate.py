@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..engine import SearchConfig, SearchEngine
+from ..engine import SearchConfig
 from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
                           run_queries, summarize, write_run)
 from ..exceptions import QueryError
 from ..retrieval import parse_model
-from ._common import add_common_options, run_command
+from ._common import COMMANDS, add_common_options, positive_int, run_command
+from .query import open_engine
 
-HELP = "evaluate a retrieval model (or a given run) against relevance judgments"
+HELP = COMMANDS["evaluate"][1]
 
 
 def configure(parser) -> None:
@@ -25,11 +26,16 @@ def configure(parser) -> None:
                         help="semeval: top 10, ties in run order, every judged query counts; "
                              "trec: trec_eval semantics (default: %(default)s)")
     parser.add_argument("--model", default="bm25", metavar="SPEC",
-                        help="term model, e.g. bm25, lm-jm:lam=0.5, lm-dir:mu=500, vsm, "
+                        help="retrieval model, e.g. bm25, lm-jm:lam=0.5, lm-dir:mu=500, vsm, "
                              "answers-bm25 (default: %(default)s)")
+    parser.add_argument("--ranker", metavar="NAME|none",
+                        help="the stored ranker that orders the candidates: the full pipeline "
+                             "(default: the index's 'ranker' when it has one; 'none': the "
+                             "retrieval model alone)")
     parser.add_argument("--metrics", nargs="+", default=["map", "mrr", "p@1", "p@5", "p@10"],
                         help="map, mrr, p@K, r@K, ndcg@K (default: %(default)s)")
-    parser.add_argument("-k", type=int, default=100, help="depth of full retrieval (default: 100)")
+    parser.add_argument("-k", type=positive_int, default=100,
+                        help="depth of full retrieval (default: 100)")
     parser.add_argument("--run-out", metavar="FILE", help="write the run (TREC format)")
     parser.add_argument("--compare", metavar="RUN",
                         help="another run: print its scores, the difference and p-values "
@@ -57,11 +63,13 @@ def run(args) -> int:
     if args.run is not None:
         run_, label = read_run(args.run), args.run
     else:
-        engine = SearchEngine.open(args.index, config=SearchConfig(retrieval=model, features=()))
+        engine = open_engine(args, retrieval=model)
+        if engine.ranker is None:  # the retrieval model alone: no features to compute
+            engine = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None))
         candidates = read_run(args.candidates) if args.candidates else None
         run_ = run_queries(engine, read_queries(args.queries), candidates=candidates, k=args.k,
                            progress=not args.quiet)
-        label = args.model
+        label = args.model + (f"+{engine.config.ranker}" if engine.ranker is not None else "")
     if args.run_out:
         write_run(run_, args.run_out, tag=label.replace(" ", "_"))
     per_query = evaluate(run_, qrels, metrics=args.metrics, convention=args.convention)

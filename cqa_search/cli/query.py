@@ -1,4 +1,10 @@
-"""``cqa-search query INDEX [TEXT]``: search once, or interactively when TEXT is omitted."""
+"""``cqa-search query INDEX [TEXT]``: search once, interactively, or a batch from stdin.
+
+- ``cqa-search query INDEX "text"``: one search (``--json`` for one JSON document);
+- ``cqa-search query INDEX`` on a terminal: an interactive session (``:help``);
+- ``... | cqa-search query INDEX``: one query per line (``QID<TAB>text`` or text): results
+  as text, or JSON lines with ``--json``, and a TREC run with ``--run-out``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -6,25 +12,28 @@ import json
 import os
 import sys
 
-from ..engine import SearchEngine
+from ..engine import SearchConfig, SearchEngine
+from ..evaluation.trec import write_run
 from ..exceptions import QueryError
 from ..presentation import Presenter
-from ..query_parser import parse_query
-from ._common import (Style, add_common_options, format_explanation, format_hit, format_question,
-                      run_command)
+from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
+                      format_question, positive_int, run_command)
 
-HELP = "search an index once, or interactively when no query text is given"
+HELP = COMMANDS["query"][1]
+
+COMMAND_NAMES = (":k", ":category", ":categories", ":show", ":answers", ":explain", ":help",
+                 ":quit")
 
 REPL_HELP = """\
-Type a question to search. Commands:
+Type a question to search. Commands (Tab completes them and category names):
   :k N              show N results (now {k})
   :category NAME    search only this category; ':category' alone clears it (now {category})
-  :categories       list the categories of the index
-  :show N           show result N of the last search in full, with all its answers
+  :categories       the categories of the index, with their questions
+  :show N           result N of the last search in full, with all its answers
   :answers on|off   show the best answer under each result (now {answers})
   :explain on|off   show why each result ranks there (now {explain})
   :help             this help
-  :quit             leave (also Ctrl-D)
+  :quit             leave (also Ctrl-D; Ctrl-C clears the line)
 Query syntax (one query at a time):
   renew work visa          any of the words, best matches first
   +visa renew              visa required        visa AND renew    both required
@@ -39,22 +48,50 @@ Query syntax (one query at a time):
 def configure(parser) -> None:
     parser.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
     parser.add_argument("text", nargs="*", metavar="TEXT",
-                        help="the question to search for (omit for an interactive session)")
-    parser.add_argument("-k", type=int, default=10, help="number of results (default: 10)")
+                        help="the question to search for (omit for an interactive session, "
+                             "or pipe one query per line)")
+    parser.add_argument("-k", type=positive_int, default=10,
+                        help="number of results (default: 10)")
     parser.add_argument("--category", help="return only questions of this category")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
+    parser.add_argument("--ranker", metavar="NAME|none",
+                        help="the stored ranker that orders the candidates (default: the "
+                             "index's 'ranker' when it has one; 'none': the retrieval model's "
+                             "order)")
+    parser.add_argument("--json", action="store_true",
+                        help="print results as JSON (one line per query when piped)")
+    parser.add_argument("--run-out", metavar="FILE",
+                        help="also write the results of piped queries as a TREC run")
     parser.add_argument("--no-answers", dest="answers", action="store_false",
                         help="do not show the best answer of each result")
     parser.add_argument("--explain", action="store_true",
                         help="show each feature's contribution to a result's score (the "
                              "ranker's weights times the features; the feature scores when the "
                              "index has no ranker)")
+    parser.add_argument("--verify", action="store_true",
+                        help="check every file of the index against its checksum first")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                         help="highlight matched words (default: on terminals)")
     add_common_options(parser)
 
 
+def open_engine(args, **config) -> SearchEngine:
+    """The engine of ``args.index`` with ``--ranker NAME|none`` (and ``--verify``) applied;
+    a ranker asked for by name must exist."""
+    if args.ranker is not None:
+        config["ranker"] = None if args.ranker.lower() == "none" else args.ranker
+    engine = SearchEngine.open(args.index, verify=getattr(args, "verify", False),
+                               config=SearchConfig(**config))
+    if args.ranker and args.ranker.lower() != "none" and engine.ranker is None:
+        rankers = [n for n, m in engine.models.items() if hasattr(m, "predict")]
+        raise QueryError(f"this index has no ranker {args.ranker!r} (rankers: "
+                         f"{', '.join(rankers) or 'none'})")
+    return engine
+
+
 def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
+    if results.field == "answers":
+        print(style.dim("no question holds these words; questions whose answers do:"),
+              file=out)
     if not len(results):
         print("no matching questions", file=out)
     for hit in results:
@@ -64,6 +101,16 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
     for word, options in presenter.suggestions(results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
         print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
+
+
+def results_json(presenter, results, *, qid=None, typed=None, explain=False) -> str:
+    """One query's results as a JSON document (one line): the server's ``/api/search``
+    document (:meth:`~cqa_search.presentation.Presenter.results_dict`), with ``qid`` first
+    for queries read from standard input."""
+    doc = presenter.results_dict(results, typed=typed, explain=explain)
+    if qid is not None:
+        doc = {"qid": qid, **doc}
+    return json.dumps(doc, ensure_ascii=False)
 
 
 class _Session:
@@ -80,6 +127,35 @@ class _Session:
     def say(self, text=""):
         print(text, file=self.out)
 
+    @property
+    def prompt(self) -> str:
+        return f"cqa [{self.category}]> " if self.category else "cqa> "
+
+    def complete(self, line) -> list:
+        """Completions of a whole input line (commands, then category names)."""
+        if not line.startswith(":"):
+            return []
+        name, space, arg = line.partition(" ")
+        if not space:
+            return [c + " " for c in COMMAND_NAMES if c.startswith(name)]
+        if name == ":category":
+            folded = arg.casefold()
+            return [f"{name} {c}" for c in sorted(self.engine.categories)
+                    if c.casefold().startswith(folded)]
+        if name in (":answers", ":explain"):
+            return [f"{name} {v}" for v in ("on", "off") if v.startswith(arg)]
+        return []
+
+    def categories_table(self) -> str:
+        cats = self.engine.categories
+        if not len(cats):
+            return "(this index has no categories)"
+        counts = cats.counts()
+        rows = sorted(zip(cats, counts.tolist()), key=lambda r: (-r[1], r[0]))
+        width = max(len(name) for name, _ in rows)
+        lines = [f"  {name:<{width}}  {n:>7,}" for name, n in rows]
+        return "\n".join([f"  {'category':<{width}}  {'questions':>7}"] + lines)
+
     def command(self, line) -> bool:
         """Run a ``:command``; False to quit."""
         name, _, arg = line[1:].strip().partition(" ")
@@ -91,7 +167,7 @@ class _Session:
                                       answers="on" if self.answers else "off",
                                       explain="on" if self.explain else "off"))
         elif name == "k":
-            if not arg.isdigit() or int(arg) < 1:
+            if not (arg.isascii() and arg.isdigit()) or int(arg) < 1:
                 self.say("usage: :k N (a positive number)")
             else:
                 self.k = int(arg)
@@ -104,9 +180,10 @@ class _Session:
                 self.category = None
                 self.say("searching all categories")
         elif name == "categories":
-            self.say(", ".join(sorted(self.engine.categories)) or "(this index has no categories)")
+            self.say(self.categories_table())
         elif name == "show":
-            if self.last is None or not arg.isdigit() or not 1 <= int(arg) <= len(self.last):
+            if self.last is None or not (arg.isascii() and arg.isdigit()) \
+                    or not 1 <= int(arg) <= len(self.last):
                 self.say("usage: :show N, with N a result number of the last search")
             else:
                 self.say(format_question(self.last[int(arg) - 1].question, self.style))
@@ -120,48 +197,50 @@ class _Session:
         return True
 
     def search(self, line) -> None:
-        parsed = parse_query(line)
-        category = parsed.category or self.category
-        if not parsed.text.strip():
-            self.say("type some words to search for (or :help)")
-            return
-        self.last = self.engine.search(parsed, k=self.k, category=category)
+        self.last = self.engine.search(line, k=self.k, category=self.category)
         _print_results(self.presenter, self.last, self.style, answers=self.answers,
                        explain=self.explain, out=self.out)
 
+    def handle(self, line) -> bool:
+        """One input line; False to quit. A query's error is reported and the session
+        goes on."""
+        line = line.strip()
+        if not line:
+            return True
+        try:
+            if line.startswith(":"):
+                return self.command(line)
+            self.search(line)
+        except QueryError as exc:
+            self.say(f"error: {exc}")
+        return True
+
     def loop(self, stdin) -> None:
-        interactive = stdin.isatty()
-        history = _history() if interactive else None
-        if interactive:
-            self.say(f"{self.engine.n_docs:,} questions indexed. Type a question, or :help.")
+        history = _readline(self)
+        self.say(f"{self.engine.n_docs:,} questions indexed. Type a question, or :help.")
+        warned = False
         try:
             while True:
                 try:
-                    line = input("cqa> ") if interactive else stdin.readline()
-                except EOFError:
-                    break
-                if not interactive and not line:
-                    break
-                line = line.strip()
-                if not line:
+                    line = input(self.prompt) if stdin is sys.stdin else stdin.readline()
+                except KeyboardInterrupt:  # clears the line, as in a shell
+                    self.say("^C" if warned else "^C  (:quit or Ctrl-D to leave)")
+                    warned = True
                     continue
-                try:
-                    if line.startswith(":"):
-                        if not self.command(line):
-                            break
-                    else:
-                        self.search(line)
-                except QueryError as exc:
-                    self.say(f"error: {exc}")
-        except KeyboardInterrupt:
-            self.say()
+                except EOFError:
+                    self.say()
+                    break
+                if stdin is not sys.stdin and not line:
+                    break
+                if not self.handle(line):
+                    break
         finally:
             if history:
                 history()
 
 
-def _history():
-    """Enable line editing and a persistent history; returns the saver (or None)."""
+def _readline(session):
+    """Line editing, Tab completion and a persistent history; returns the saver."""
     try:
         import readline
     except ImportError:
@@ -172,6 +251,15 @@ def _history():
     except OSError:
         pass
     readline.set_history_length(1000)
+    readline.set_completer_delims("")  # complete whole lines: category names have spaces
+    matches = []
+
+    def completer(text, state):
+        if state == 0:
+            matches[:] = session.complete(readline.get_line_buffer())
+        return matches[state] if state < len(matches) else None
+    readline.set_completer(completer)
+    readline.parse_and_bind("tab: complete")
 
     def save():
         try:
@@ -181,26 +269,63 @@ def _history():
     return save
 
 
+def _batch(engine, args, style, stdin) -> int:
+    """One query per input line (``QID<TAB>text`` or text); text or JSON lines out."""
+    presenter = Presenter(engine)
+    run, n, errors = {}, 0, 0
+    for number, line in enumerate(stdin, start=1):
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        qid, tab, text = line.partition("\t")
+        if not tab:
+            qid, text = str(number), line
+        n += 1
+        try:
+            results = engine.search(text, k=args.k, category=args.category)
+        except QueryError as exc:
+            errors += 1
+            if args.json:
+                print(json.dumps({"qid": qid, "query": text, "error": str(exc)},
+                                 ensure_ascii=False))
+            else:
+                print(f"query {qid}: error: {exc}", file=sys.stderr)
+            continue
+        run[qid] = dict(zip(results.doc_ids, results.scores.tolist()))
+        if args.json:
+            print(results_json(presenter, results, qid=qid, typed=text,
+                               explain=args.explain))
+        else:
+            print(style.bold(f"query {qid}: {text}"))
+            _print_results(presenter, results, style, answers=args.answers,
+                           explain=args.explain, out=sys.stdout)
+            print()
+    if args.run_out:
+        write_run(run, args.run_out, tag="cqa-search")
+    print(f"{n} queries searched" + (f", {errors} refused" if errors else "")
+          + (f"; run written to {args.run_out}" if args.run_out else ""), file=sys.stderr)
+    return 1 if errors and errors == n else 0
+
+
 def run(args) -> int:
-    if args.k < 1:
-        raise QueryError(f"-k must be a positive integer; got {args.k}")
-    engine = SearchEngine.open(args.index)
+    engine = open_engine(args)
     style = Style("never" if args.json else args.color)
     if args.category is not None:
         engine.categories.id(args.category)  # fail early, with suggestions
     if not args.text:
-        _Session(engine, args, style).loop(sys.stdin)
-        return 0
-    typed = " ".join(args.text)
-    parsed = parse_query(typed)
-    category = parsed.category or args.category
-    if not parsed.text.strip():
-        raise QueryError("empty query: type some words to search for")
-    results = engine.search(parsed, k=args.k, category=category)
+        if sys.stdin.isatty():
+            if args.run_out:
+                raise QueryError("--run-out applies to queries given on standard input")
+            _Session(engine, args, style).loop(sys.stdin)
+            return 0
+        return _batch(engine, args, style, sys.stdin)
+    if args.run_out:
+        raise QueryError("--run-out applies to queries given on standard input")
     presenter = Presenter(engine)
-    if args.json:  # the document of the server's /api/search
-        print(json.dumps(presenter.results_dict(results, typed=typed, category=category,
-                                                explain=args.explain), ensure_ascii=False))
+    typed = " ".join(args.text)
+    results = engine.search(typed, k=args.k, category=args.category)
+    if args.json:
+        print(results_json(presenter, results, typed=typed, explain=args.explain))
     else:
         _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
                        out=sys.stdout)

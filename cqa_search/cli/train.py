@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 import numpy as np
 
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation import feature_table, read_qrels, read_queries, read_run
-from ..index.models import add_model
 from ..exceptions import QueryError
+from ..index.models import add_model
 from ..ranking import LEARNERS, LinearRanker, cross_validate
-from ._common import add_common_options, run_command
+from ._common import COMMANDS, add_common_options, positive_int, run_command
 
-HELP = "train a ranker on judged queries and store it in the index (search then ranks with it)"
+HELP = COMMANDS["train"][1]
 
 
 def _param(text):
@@ -35,7 +36,7 @@ def configure(parser) -> None:
     parser.add_argument("--candidates", metavar="RUN",
                         help="rank these candidates (TREC run; their scores are the given_* "
                              "features) instead of the top -k of full retrieval")
-    parser.add_argument("-k", type=int, default=100,
+    parser.add_argument("-k", type=positive_int, default=100,
                         help="candidates per query from full retrieval (default: 100)")
     parser.add_argument("--learner", choices=list(LEARNERS), default="powell",
                         help="how the weights are learned (default: %(default)s)")
@@ -121,8 +122,6 @@ def summary(ranker, *, n_queries, n_useful, n_rows, n_pairs, cv=None) -> str:
 
 
 def run(args) -> int:
-    if args.k < 1:
-        raise QueryError(f"-k must be a positive integer; got {args.k}")
     if args.cv is not None and args.cv < 2:
         raise QueryError(f"--cv must be at least 2; got {args.cv}")
     engine = SearchEngine.open(args.index, config=SearchConfig(ranker=None))
@@ -131,8 +130,10 @@ def run(args) -> int:
     if not queries:
         raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}")
     candidates = read_run(args.candidates) if args.candidates else None
+    t0 = time.perf_counter()
     X, qid, docs, names = feature_table(engine, queries, candidates=candidates, k=args.k,
                                         progress=not args.quiet)
+    t1 = time.perf_counter()
     if len(X) == 0:
         raise QueryError("the queries have no candidates to learn from")
     cols = _columns(names, args.features, args.exclude)
@@ -154,13 +155,18 @@ def run(args) -> int:
                             random_state=args.random_state, feature_names=names)
     print(summary(ranker, n_queries=len(queries), n_useful=n_useful, n_rows=len(X),
                   n_pairs=n_pairs, cv=cv))
+    print(f"time         {time.perf_counter() - t0:.1f} s (candidates and features "
+          f"{t1 - t0:.1f} s, learning {time.perf_counter() - t1:.1f} s)")
     if args.dry_run:
         print("\n(dry run: nothing stored)")
     else:
         add_model(engine, args.name, ranker)
+        use = "" if args.name == "ranker" else f" --ranker {args.name}"
         print(f"\nstored as model {args.name!r} in {args.index}"
-              + (": searches now rank with it" if args.name == "ranker" else
-                 f" (search with SearchConfig(ranker={args.name!r}))"))
+              + (": searches now rank with it" if args.name == "ranker" else "")
+              + f"\nsearch with it:   cqa-search query {args.index}{use} \"your question\""
+              f"\nevaluate it:      cqa-search evaluate {args.index}{use} --queries Q "
+              f"--qrels R")
     return 0
 
 

@@ -22,7 +22,8 @@ from ..readers import read_questions
 from ..readers.semeval import read_original_questions
 from .trec import _lines, write_qrels, write_queries, write_run
 
-__all__ = ["Collection", "convert_semeval", "convert_stackexchange", "convert_stackfaq"]
+__all__ = ["Collection", "convert_semeval", "convert_stackexchange", "convert_stackfaq",
+           "semeval_comment_ranking"]
 
 ARCHIVE, QUERIES, QRELS, CANDIDATES = "archive.jsonl", "queries.jsonl", "qrels.txt", "candidates.run"
 
@@ -161,3 +162,49 @@ def convert_stackfaq(xml_path, out_dir) -> Collection:
     if not archive:
         raise ArchiveError("no <qapair> element: not a StackFAQ file", xml_path)
     return _write(out_dir, archive, queries, qrels)
+
+
+#: RELC_RELEVANCE2RELQ -> relevance in subtask A (PotentiallyUseful counts as Bad).
+COMMENT_RELEVANCE = {"Good": 1, "PotentiallyUseful": 0, "Bad": 0}
+
+
+def semeval_comment_ranking(xml_paths):
+    """SemEval-2016 Task 3 subtask A: rank the comments of each related question.
+
+    The "queries" are the threads subtask A keeps: every related question with comments
+    that is not a repeat of an earlier thread (``SubtaskA_Skip_Because_Same_As_RelQuestion_ID``);
+    the candidates are its comments, relevant when ``RELC_RELEVANCE2RELQ`` is Good
+    (PotentiallyUseful and Bad are not). Score with ``evaluate(run, qrels)`` (the official
+    conventions: top 10, a thread without a Good comment scores 0 and counts).
+
+    Parameters
+    ----------
+    xml_paths : list of path
+        2016 (or 2015-reformatted) XML files with comment labels.
+
+    Returns
+    -------
+    qrels : dict
+        ``{RELQ_ID: {RELC_ID: 0 or 1}}``.
+    run : dict
+        The chronological order (the official IR baseline): ``{RELQ_ID: {RELC_ID: 1/k}}``
+        for the comment at position ``k`` (1-based).
+
+    Raises
+    ------
+    ArchiveError
+        A kept thread whose comments lack a label (e.g. the unlabelled test input).
+    """
+    qrels, run = {}, {}
+    for question in read_questions(list(xml_paths), format="semeval"):
+        ids = question.extra.get("answer_ids") or []
+        if "repeat_of" in question.extra or not ids:
+            continue
+        labels = question.extra.get("answer_labels") or [None] * len(ids)
+        if any(label not in COMMENT_RELEVANCE for label in labels):
+            bad = next(label for label in labels if label not in COMMENT_RELEVANCE)
+            raise ArchiveError(f"thread {question.id}: comment label {bad!r} is not one of "
+                               f"{{'Good', 'PotentiallyUseful', 'Bad'}}")
+        qrels[question.id] = {c: COMMENT_RELEVANCE[label] for c, label in zip(ids, labels)}
+        run[question.id] = {c: 1.0 / k for k, c in enumerate(ids, 1)}
+    return qrels, run

@@ -25,6 +25,7 @@ log2 discount, as trec_eval's ``ndcg_cut``), for any positive integer ``k``.
 from __future__ import annotations
 
 import numpy as np
+
 from ..exceptions import ParameterError
 
 __all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric"]

@@ -10,26 +10,40 @@ from dataclasses import replace
 import numpy as np
 
 from ..index.build import progress_bar
+from ..parallel import map_queries, n_workers
 
 __all__ = ["run_queries", "feature_table"]
 
 
 def _results(engine, query, candidates, k):
-    """The engine's results of one query: a rerank of its candidates, or full retrieval
-    (without the query itself when it is an archived question)."""
+    """``(doc ids, scores, features)`` of one query: a rerank of its candidates, or full
+    retrieval (without the query itself when it is an archived question)."""
     qid, text, category = query["id"], query["text"], query.get("category")
     if candidates is not None:
         given = candidates.get(qid, {})
         if not given:
-            return []
+            return [], np.zeros(0), np.zeros((0, len(engine.feature_names)))
         res = engine.rerank(text, list(given), scores=list(given.values()), category=category)
-        return list(zip(res.doc_ids, res.scores.tolist()))
+        return list(res.doc_ids), res.scores, res.features
     res = engine.retrieve(text, None if k is None else k + 1, category=category)
-    ranked = [(d, s) for d, s in zip(res.doc_ids, res.scores.tolist()) if d != qid]
-    return ranked[:k]
+    keep = [i for i, d in enumerate(res.doc_ids) if d != qid][:k]
+    return [res.doc_ids[i] for i in keep], res.scores[keep], res.features[keep]
 
 
-def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> dict:
+def _run_one(state, query):
+    engine, candidates, k = state
+    doc_ids, scores, _ = _results(engine, query, candidates, k)
+    return dict(zip(doc_ids, scores.tolist()))
+
+
+def _features_one(state, query):
+    engine, candidates, k = state
+    doc_ids, _, features = _results(engine, query, candidates, k)
+    return doc_ids, np.asarray(features)
+
+
+def run_queries(engine, queries, *, candidates=None, k=100, n_jobs=None,
+                progress=False) -> dict:
     """A run ``{qid: {doc_id: score}}`` of ``engine`` for evaluation.
 
     Parameters
@@ -45,8 +59,11 @@ def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> d
         question used as a query) never retrieves itself.
     k : int or None, default 100
         Depth of full retrieval.
+    n_jobs : int or None, default None
+        Worker processes (-1: one per core; None or 1: this process); see
+        :mod:`cqa_search.parallel`.
     progress : bool, default False
-        Show a progress bar on stderr.
+        Show a progress bar on stderr (this process only).
 
     Examples
     --------
@@ -60,21 +77,26 @@ def run_queries(engine, queries, *, candidates=None, k=100, progress=False) -> d
     """
     if candidates is None:
         engine._check_k(k)
+    queries = list(queries)
+    if n_workers(n_jobs, len(queries)) > 1:
+        runs = map_queries(_run_one, queries, state=(engine, candidates, k), n_jobs=n_jobs)
+        return {q["id"]: run for q, run in zip(queries, runs)}
     out = {}
     bar = progress_bar(progress, "evaluating", "queries")
     for query in queries:
-        out[query["id"]] = dict(_results(engine, query, candidates, k))
+        out[query["id"]] = _run_one((engine, candidates, k), query)
         bar.update()
     bar.close()
     return out
 
 
-def feature_table(engine, queries, *, candidates=None, k=100, progress=False):
+def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progress=False):
     """Features of (query, candidate) pairs, for training and analysing rankers.
 
     Candidates are the given ones (``candidates``, a run) or the top ``k`` of the
     retrieval model (full retrieval; a query never gets itself). The engine's ranker is
-    not applied: the candidates are those the ranker would reorder.
+    not applied: the candidates are those the ranker would reorder. ``n_jobs`` as
+    :func:`run_queries`.
 
     Returns
     -------
@@ -85,20 +107,24 @@ def feature_table(engine, queries, *, candidates=None, k=100, progress=False):
     """
     if engine.ranker is not None:
         engine = engine.with_config(replace(engine.config, ranker=None))
-    run = run_queries(engine, queries, candidates=candidates, k=k, progress=progress)
+    if candidates is None:
+        engine._check_k(k)
+    queries = list(queries)
+    state = (engine, candidates, k)
+    if n_workers(n_jobs, len(queries)) > 1:
+        parts = map_queries(_features_one, queries, state=state, n_jobs=n_jobs)
+    else:
+        parts = []
+        bar = progress_bar(progress, "candidates and their features", "queries", len(queries))
+        for query in queries:
+            parts.append(_features_one(state, query))
+            bar.update()
+        bar.close()
     blocks, qids, docs = [], [], []
-    for query in queries:
-        ranked = list(run[query["id"]])
-        if not ranked:
-            continue
-        given = candidates.get(query["id"], {}) if candidates is not None else None
-        rows = engine.archive.rows(ranked).astype(np.int64)
-        category = engine.categories[engine.categories.id(query.get("category"))] \
-            if query.get("category") is not None else None
-        q = engine.analyze(query["text"], category, None if given is None else {
-            engine.archive.row(d): float(v) for d, v in given.items()})
-        blocks.append(engine.feature_scores(q, rows))
-        qids.extend([query["id"]] * len(ranked))
-        docs.extend(ranked)
+    for query, (doc_ids, features) in zip(queries, parts):
+        if doc_ids:
+            blocks.append(features)
+            qids.extend([query["id"]] * len(doc_ids))
+            docs.extend(doc_ids)
     X = np.vstack(blocks) if blocks else np.zeros((0, len(engine.feature_names)))
     return X, np.array(qids, dtype=str), np.array(docs, dtype=str), engine.feature_names

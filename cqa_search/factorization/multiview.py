@@ -43,6 +43,7 @@ factors, one per view; with VSM they are combined linearly by the ranker (eq. 20
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import time
@@ -55,11 +56,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import RANDOM_STATE, Interval, validate_params
+from ..exceptions import IndexFormatError, ParameterError
+from ..features import analyze
+from ..index.validate import check_array
 from .dictd import DEFAULT_DICT_DIR
-from .nnls import nnls_gram
-from ..exceptions import ParameterError
-from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder,
-                    build_view, find_translation_table, make_translator, parse_views)
+from ._blas import one_blas_thread
+from .nnls import GramFactor, nnls_gram
+from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder, build_view,
+                    find_translation_table, make_translator, parse_views)
 
 __all__ = ["MultiViewNMF", "MultiViewModel", "MultiViewScorer"]
 
@@ -535,7 +539,7 @@ class MultiViewModel(BaseEstimator):
         self.lambdas_ = lam
         self.loss_curve_ = nmf.loss_curve_
         self.n_iter_ = nmf.n_iter_
-        self._grams = None
+        self._grams = self._solvers = None
         return self
 
     def describe(self) -> str:
@@ -559,6 +563,12 @@ class MultiViewModel(BaseEstimator):
             self._grams = _fold_grams(self.components_, self.lambdas_)
         return self._grams
 
+    def _query_solvers(self):
+        """One :class:`GramFactor` per view (single right-hand sides), cached."""
+        if getattr(self, "_solvers", None) is None:
+            self._solvers = [GramFactor(g) for g in self._fold_systems()]
+        return self._solvers
+
     def transform_query(self, query, view) -> list:
         """The query's factors in every view (eqs. 17 and 19): a list of (n_components,).
 
@@ -569,13 +579,48 @@ class MultiViewModel(BaseEstimator):
         """
         check_is_fitted(self, "components_")
         n_terms = len(view.index.vocab)
-        xs = [enc.encode_query(query, view.analyzer, n_terms) for enc in self.encoders_]
-        return [v[0] for v in _fold_in(self.components_, self.lambdas_, xs,
-                                       self._fold_systems())]
+        out = []
+        for p, (enc, H, solver) in enumerate(zip(self.encoders_, self.components_,
+                                                 self._query_solvers())):
+            x = enc.encode_query(query, view.analyzer, n_terms)
+            b = np.asarray(H[:, x.indices], dtype=np.float64) @ x.data   # U_p^T q_p
+            if p > 0:
+                b += self.lambdas_[p] * out[0]
+            out.append(solver.solve(b))
+        return out
 
     def scorer(self, view) -> "MultiViewScorer":
         """The ``mv_*`` features of candidates (a :class:`FeatureScorer`)."""
         return MultiViewScorer(self, view)
+
+    def _new_rows(self, view):
+        """Factors, in every view, of the questions the index gained since the fit, folded
+        in as queries are (eqs. 17 and 19): a list of (n_new, n_components), or None."""
+        check_is_fitted(self, "components_")
+        n_fit, n_docs = self.doc_factors_[0].shape[0], view.n_docs
+        if n_docs < n_fit:
+            raise IndexFormatError(f"this multiview model covers {n_fit} questions but the "
+                                   f"index has only {n_docs}: fit it again")
+        if n_docs == n_fit:
+            return None
+        logger.info("folding in %d questions added since the multiview model was fitted",
+                    n_docs - n_fit)
+        queries = [analyze(view.index, view.analyzer, view.archive[row].text)
+                   for row in range(n_fit, n_docs)]
+        xs = [sp.vstack([enc.encode_query(q, view.analyzer, None) for q in queries])
+              for enc in self.encoders_]
+        return _fold_in(self.components_, self.lambdas_, xs, self._fold_systems())
+
+    def select_rows(self, view, rows) -> "MultiViewModel":
+        """A copy whose question factors are those of ``rows`` of ``view``, in that order
+        (questions added since the fit folded in first): what a compaction stores."""
+        new = self._new_rows(view)
+        model = copy.copy(self)
+        model.doc_factors_ = [
+            np.ascontiguousarray((W if new is None else np.vstack(
+                [W, np.asarray(n, dtype=np.float32)]))[np.asarray(rows)])
+            for W, n in zip(self.doc_factors_, new or [None] * len(self.doc_factors_))]
+        return model
 
     # -- storage ---------------------------------------------------------------------
     def state(self):
@@ -603,8 +648,12 @@ class MultiViewModel(BaseEstimator):
         model.view_names_ = names
         model.encoders_ = [ViewEncoder.from_state(m, arrays, f"view{p}_")
                            for p, m in enumerate(meta["views"])]
-        model.components_ = [arrays[f"view{p}_components"] for p in range(len(names))]
-        model.doc_factors_ = [arrays[f"view{p}_doc_factors"] for p in range(len(names))]
+        model.components_ = [check_array(arrays[f"view{p}_components"], f"view {p} components",
+                                         kind="f", ndim=2, finite=True)
+                              for p in range(len(names))]
+        model.doc_factors_ = [check_array(arrays[f"view{p}_doc_factors"], f"view {p} factors",
+                                          kind="f", ndim=2, finite=True)
+                              for p in range(len(names))]
         model.lambdas_ = np.asarray(meta["lambdas"], dtype=np.float64)
         model.loss_curve_ = list(meta["loss_curve"])
         model.n_iter_ = int(meta["n_iter"])
@@ -615,7 +664,7 @@ class MultiViewModel(BaseEstimator):
                     or W.shape[0] != model.doc_factors_[0].shape[0]:
                 raise ValueError(f"multiview model: the arrays of view {names[p]!r} have "
                                  "inconsistent shapes")
-        model._grams = None
+        model._grams = model._solvers = None
         return model
 
 
@@ -628,26 +677,27 @@ class MultiViewScorer:
     """
 
     def __init__(self, model, view):
-        n_docs = model.doc_factors_[0].shape[0]
-        if n_docs != view.n_docs:
-            raise ValueError(f"this multiview model was fitted on {n_docs} questions but the "
-                             f"index has {view.n_docs}; fit it again on this index")
         self.model = model
         self.view = view
         self.names = model.feature_names
+        new = model._new_rows(view)  # questions added since the fit, folded in once
+        self._doc_factors = [np.asarray(W) for W in model.doc_factors_] if new is None else [
+            np.vstack([W, np.asarray(n, dtype=np.float32)])
+            for W, n in zip(model.doc_factors_, new)]
 
     def score(self, query, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         key = ("multiview", id(self.model))
-        vq = query.cache.get(key)
-        if vq is None:
-            vq = query.cache[key] = self.model.transform_query(query, self.view)
         out = np.zeros((len(rows), len(self.names)))
-        if len(rows) == 0:
-            return out
-        for p, (W, v) in enumerate(zip(self.model.doc_factors_, vq)):
-            D = np.asarray(W[rows], dtype=np.float64)
-            den = np.linalg.norm(D, axis=1) * np.linalg.norm(v)
-            num = D @ v
-            out[:, p] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+        with one_blas_thread():
+            vq = query.cache.get(key)
+            if vq is None:
+                vq = query.cache[key] = self.model.transform_query(query, self.view)
+            if len(rows) == 0:
+                return out
+            for p, (W, v) in enumerate(zip(self._doc_factors, vq)):
+                D = np.asarray(W[rows], dtype=np.float64)
+                den = np.linalg.norm(D, axis=1) * np.linalg.norm(v)
+                num = D @ v
+                out[:, p] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
         return out

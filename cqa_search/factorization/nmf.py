@@ -170,12 +170,14 @@ class _State:
         # pass over V.
         self.sv = [np.ones(n_shared + n_category) for _ in range(n_groups)]
         self.C = None      # per group V_p V_p^T
+        self.DV = None     # per group D_p V_p^T of the current V (scales absorbed)
         self.Z = None      # category topics on multi-group terms, (n_multi, P K_p)
         self.B = None      # per group U_s^T U_p
 
 
 def _fix(den):
-    den[den == 0] = _EPSILON
+    if not den.all():          # one pass without a temporary in the usual case
+        den[den == 0] = _EPSILON
     return den
 
 
@@ -255,12 +257,13 @@ def _objective(st, prob, beta, gamma):
     _apply_scales(st, prob)
     UsUs = st.Us.T @ st.Us
     data = 0.0
-    st.C = []
+    st.C, st.DV = [], []
     for p in range(prob.n_groups):
         Vt = st.Vt[prob.rows(p)]
         st.C.append(Vt.T @ Vt)
         Uloc = np.hstack([st.Us[prob.T[p]], st.Up[p]])
-        cross = float(np.einsum("ij,ij->", prob.X[p].T @ Vt, Uloc))
+        st.DV.append(prob.X[p].T @ Vt)
+        cross = float(np.einsum("ij,ij->", st.DV[p], Uloc))
         data += _data_term(st, prob, p, _group_gram(st, prob, p, UsUs), cross)
     st.B = _gram_blocks(st, prob)
     c, e = _regularisation_terms(st, prob, beta, gamma)
@@ -323,13 +326,15 @@ def _update_coefficients(st, prob):
         Vt, sv = st.Vt[prob.rows(p)], st.sv[p]        # V_p^T = Vt * sv
         gram = _group_gram(st, prob, p, UsUs)
         st.B.append(gram[:st.Ks, st.Ks:].copy())
-        Uloc = np.hstack([st.Us[prob.T[p]], st.Up[p]]) * sv
-        num = prob.X[p] @ Uloc                         # (U^T D_p)^T * sv, N_p x K
+        U = np.hstack([st.Us[prob.T[p]], st.Up[p]])
+        num = prob.X[p] @ (U * sv)                     # (U^T D_p)^T * sv, N_p x K
         den = _fix(Vt @ (sv[:, None] * gram))          # V_p^T (U^T U)
         Vt *= num
         Vt /= den                                      # the new V_p^T, scales absorbed
-        inv = np.divide(1.0, sv, out=np.zeros_like(sv), where=sv > 0)
-        cross = float(np.einsum("ij,ij->j", num, Vt) @ inv)
+        # D_p V_p^T: <U^T D_p, V_p> here (|T_p| x K, not N_p x K) and, times the scales,
+        # the numerators of the next sweep's U updates (V does not change before them)
+        st.DV[p] = prob.X[p].T @ Vt
+        cross = float(np.einsum("ij,ij->", st.DV[p], U))
         st.sv[p] = np.ones_like(sv)
         st.C[p] = Vt.T @ Vt
         data += _data_term(st, prob, p, gram, cross)
@@ -372,8 +377,7 @@ def _rescale(st, prob, data, coef, expo, previous):
 
 def _sweep(st, prob, beta, gamma, previous):
     """One sweep of eqs. 4–6 plus the rescaling; returns (objective, rescaling fraction)."""
-    num_u = [(prob.X[p].T @ st.Vt[prob.rows(p)]) * st.sv[p]               # D_p V_p^T
-             for p in range(prob.n_groups)]
+    num_u = [st.DV[p] * st.sv[p] for p in range(prob.n_groups)]          # D_p V_p^T
     _update_shared(st, prob, num_u, beta)
     _update_category(st, prob, num_u, beta, gamma)
     data = _update_coefficients(st, prob)

@@ -39,6 +39,7 @@ engine ranker (kind ``"topic-interpolation"``).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import sys
@@ -52,9 +53,11 @@ from sklearn.feature_extraction.text import TfidfTransformer
 
 from .._utils import RANDOM_STATE, InstanceOf, Interval, validate_params
 from ..exceptions import IndexFormatError, ParameterError
+from ..index.validate import InvalidArray, check_array, check_sparse
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
+from ._blas import one_blas_thread
 from .nnls import GramFactor
 
 __all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "interpolate",
@@ -87,7 +90,8 @@ def term_question_matrix(view, field="question"):
     """
     fi = view.index[field]
     if fi.n_terms == 0 or fi.nnz == 0:
-        raise ParameterError(f"the {field!r} field of this index has no terms: nothing to factorize")
+        raise ParameterError(f"the {field!r} field of this index has no terms: nothing to "
+                             "factorize")
     tfidf = TfidfTransformer()
     X = tfidf.fit_transform(fi.matrix())
     return sp.csc_matrix(X.T), tfidf.idf_
@@ -195,6 +199,11 @@ class TopicModel(BaseEstimator):
     @property
     def feature_name_(self) -> str:
         return self.feature_name or f"topic_{self.model}"
+
+    @property
+    def feature_names(self) -> tuple:
+        """The features the model gives (one: :attr:`feature_name_`)."""
+        return (self.feature_name_,)
 
     def _estimator(self):
         common = dict(max_iter=self.max_iter, tol=self.tol, random_state=self.random_state)
@@ -315,7 +324,24 @@ class TopicModel(BaseEstimator):
     def from_state(cls, params, meta, arrays):
         """The inverse of :meth:`state`."""
         model = cls(**params)
-        model.categories_ = list(meta["categories"])
+        cats = meta["categories"]
+        if not isinstance(cats, list) or not all(c is None or isinstance(c, str) for c in cats):
+            raise InvalidArray("topic model: categories must be a list of names")
+        n_terms = len(check_array(arrays["idf"], "topic idf", kind="f", finite=True))
+        shared = check_array(arrays["shared_topics"], "shared topics", kind="f", ndim=2,
+                             shape=(n_terms, None), finite=True)
+        shape = meta["category_topics_shape"]
+        if not (isinstance(shape, list) and len(shape) == 2 and shape[0] == n_terms
+                and isinstance(shape[1], int) and shape[1] >= 0):
+            raise InvalidArray("topic model: bad category topics shape")
+        check_sparse(arrays["category_topics_indptr"], arrays["category_topics_indices"],
+                     arrays["category_topics_data"], tuple(shape), "category topics")
+        K = shared.shape[1] + shape[1] // max(len(cats), 1)
+        doc_topics = check_array(arrays["doc_topics"], "question topics", kind="f", ndim=2,
+                                 shape=(None, K), finite=True)
+        check_array(arrays["doc_group"], "question groups", kind="iu",
+                    shape=(len(doc_topics),), low=0, high=max(len(cats) - 1, 0))
+        model.categories_ = list(cats)
         model.n_iter_ = int(meta["n_iter"])
         model.initial_loss_ = float(meta["initial_loss"])
         model.n_partial_rescalings_ = int(meta["n_partial_rescalings"])
@@ -520,6 +546,17 @@ class TopicModel(BaseEstimator):
         """The feature scorer (one column, :attr:`feature_name_`)."""
         return TopicScorer(self, view)
 
+    def select_rows(self, view, rows) -> "TopicModel":
+        """A copy whose question coefficients are those of ``rows`` of ``view``, in that
+        order (questions added since the fit folded in first): what a compaction stores."""
+        coef, groups = self._new_rows(view)
+        rows = np.asarray(rows)
+        model = copy.copy(self)
+        model.doc_topics_ = np.ascontiguousarray(
+            np.vstack([self.doc_topics_, coef.astype(np.float32)])[rows])
+        model.doc_group_ = np.concatenate([self.doc_group_, groups.astype(np.int32)])[rows]
+        return model
+
 
 class TopicScorer:
     """``s_topic`` (eq. 13) of candidate rows; the query is folded in once per query.
@@ -539,7 +576,7 @@ class TopicScorer:
         else:
             doc_topics, doc_group = model.doc_topics_, model.doc_group_
         self._Ks = model.shared_topics_.shape[1]
-        self._doc_topics, self._doc_group = doc_topics, doc_group
+        self._doc_topics, self._doc_group = np.asarray(doc_topics), np.asarray(doc_group)
         self._norms = np.sqrt(np.einsum("ij,ij->i", doc_topics, doc_topics, dtype=np.float64))
 
     def query_vector(self, query):
@@ -557,6 +594,10 @@ class TopicScorer:
         out = np.zeros((len(rows), 1))
         if len(rows) == 0 or len(query.term_ids) == 0:
             return out
+        with one_blas_thread():
+            return self._score(query, rows, out)
+
+    def _score(self, query, rows, out):
         v, group, vnorm = self.query_vector(query)
         if vnorm == 0:
             return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import sys
 import time
 from array import array
@@ -16,7 +17,7 @@ from ..archive import Question
 from ..exceptions import ArchiveError, ParameterError
 from ..readers import ReadReport, read_questions
 from ..retrieval.bm25 import BM25
-from .layout import write_index
+from .layout import SegmentWriter, write_globals
 from .store import IndexWriter
 from .term_index import FIELDS, TermIndexBuilder
 
@@ -143,7 +144,8 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
         categories, doc_category = {}, array("i")
         n_answers = n_best = n_dup_links = 0
         bar = progress_bar(progress, "indexing", "questions")
-        with writer.open("archive.jsonl", "wb") as out:
+        segment = SegmentWriter(writer, "seg-000001")
+        with segment.archive() as out:
             for question in questions:
                 if not isinstance(question, Question):
                     raise TypeError(f"archive items must be Question; got "
@@ -156,7 +158,8 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
                 offsets.append(offsets[-1] + len(line))
                 doc_ids.append(question.id)
                 cat = question.category
-                doc_category.append(-1 if cat is None else categories.setdefault(cat, len(categories)))
+                doc_category.append(-1 if cat is None
+                                    else categories.setdefault(cat, len(categories)))
                 n_answers += len(question.answers)
                 n_best += question.best_answer is not None
                 n_dup_links += len(question.duplicate_of)
@@ -169,15 +172,22 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
                                   if report.n_skipped else ""))
         logger.info("building postings for %d questions", len(doc_ids))
         index = builder.build()
-        stats = {"n_docs": len(doc_ids), "n_terms": len(index.vocab), "n_answers": n_answers,
-                 "n_with_best_answer": n_best, "n_categories": len(categories),
-                 "n_duplicate_links": n_dup_links, "n_skipped": report.n_skipped}
-        write_index(writer, index, analyzer=analyzer, doc_ids=doc_ids,
-                    archive_offsets=np.frombuffer(offsets, dtype=np.int64),
-                    categories=list(categories),
-                    doc_category=np.frombuffer(doc_category, dtype=np.int32),
-                    surface=builder.surface_words(), stats=stats, sources=sources or [],
-                    precomputed=[("question", BM25())])
+        entry = segment.finish(index, doc_ids=doc_ids,
+                               archive_offsets=np.frombuffer(offsets, dtype=np.int64),
+                               doc_category=np.frombuffer(doc_category, dtype=np.int32),
+                               precomputed=[("question", BM25())])
+        field_stats = write_globals(
+            writer, vocab_terms=index.vocab.terms, categories=list(categories),
+            surface=builder.surface_words(), doc_ids=doc_ids,
+            field_stats={name: fi.stats for name, fi in index.fields.items()})
+        stats = {"n_docs": len(doc_ids), "n_rows": len(doc_ids), "n_terms": len(index.vocab),
+                 "n_answers": n_answers, "n_with_best_answer": n_best,
+                 "n_categories": len(categories), "n_duplicate_links": n_dup_links,
+                 "n_skipped": report.n_skipped, "fields": field_stats}
+        writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
+                       "analyzer": analyzer.to_config(), "segments": [entry], "stats": stats,
+                       "counters": {"added": 0, "deleted": 0}, "sources": sources or [],
+                       "models": {}})
     return BuildSummary(
         path=os.fspath(path), n_questions=len(doc_ids), n_answers=n_answers,
         n_categories=len(categories), n_terms=len(index.vocab), n_skipped=report.n_skipped,

@@ -1,35 +1,44 @@
 """The files of one index generation: what each holds, how it is written and read back.
 
-Paths are relative to the generation directory (see :mod:`cqa_search.index.store`)::
+A generation holds one or more *segments* (a build writes one; each live addition of
+questions writes one more; a compaction merges them into one), and the files every
+segment shares. Paths are relative to the generation directory (see
+:mod:`cqa_search.index.store`)::
 
-    manifest.json          format, analyzer config, fields (nnz, total terms, stored
-                           weights), stats, sources, models, files (bytes + sha256)
-    vocab.json             terms in term-id order (one vocabulary for every field)
-    doc_ids.json           external question ids in row order
-    categories.json        category names in category-id order (first seen at build)
-    surface.json           surface word -> document frequency of its term ("did you mean")
-    archive.jsonl          the questions, canonical JSONL, in row order
-    archive_offsets.npy    int64 (n_docs + 1,): byte offset of each line of archive.jsonl
-    doc_category.npy       int32 (n_docs,): category id of each row, -1 for none
-    doc_id_rank.npy        int32 (n_docs,): rank of each row's doc id in sorted order
+    manifest.json          format, analyzer config, segments (rows, deleted rows, fields:
+                           nnz, total terms, stored weights), stats, models, files
+    vocab.json             terms in term-id order (one vocabulary for every field and
+                           segment; append-only: a new segment's terms come after)
+    categories.json        category names in category-id order (first seen)
+    surface.json           surface word -> term id, the words of "did you mean"
+    doc_id_rank.npy        int32 (n_rows,): rank of each row's doc id in sorted order
                            (ties of equal scores break by doc id)
-    fields/<field>/indptr.npy    int64 (n_terms + 1,)  postings of term t:
-    fields/<field>/indices.npy   int32 (nnz,)            indices[indptr[t]:indptr[t+1]]
-    fields/<field>/counts.npy    int32 (nnz,)          term counts of those postings
-    fields/<field>/doc_len.npy   int32 (n_docs,)       terms per document
-    fields/<field>/sequence.npy  int32 (total_terms,)  every document's terms in order
-    fields/question/bm25.npy     float32 (nnz,)        precomputed BM25 posting weights
+    stats/<field>/df.npy         int64 (n_terms,)  documents holding each term } over the
+    stats/<field>/term_freq.npy  int64 (n_terms,)  occurrences of each term    } live rows
+    segments/<seg>/archive.jsonl        the questions, canonical JSONL, in row order
+    segments/<seg>/archive_offsets.npy  int64 (n + 1,): byte offset of each line
+    segments/<seg>/doc_ids.json         external question ids in row order
+    segments/<seg>/doc_category.npy     int32 (n,): category id of each row, -1 for none
+    segments/<seg>/deleted.npy          bool (n,): rows deleted since (tombstones), if any
+    segments/<seg>/fields/<field>/indptr.npy    int64 (n_terms_seg + 1,)  postings of t:
+    segments/<seg>/fields/<field>/indices.npy   int32 (nnz,)   indices[indptr[t]:indptr[t+1]]
+    segments/<seg>/fields/<field>/counts.npy    int32 (nnz,)   term counts of those postings
+    segments/<seg>/fields/<field>/doc_len.npy   int32 (n,)     terms per document
+    segments/<seg>/fields/<field>/sequence.npy  int32 (total,) every document's terms in order
+    segments/<seg>/fields/question/bm25.npy     float32 (nnz,) precomputed BM25 weights (a
+                                                one-segment generation without deletions)
     models/<name>/         model.json (kind, params, meta, array names) + <array>.npy
 
-:func:`write_index` writes all but the models and the archive lines (streamed by the
-builder); :func:`load_index` reads a generation back into an :class:`IndexData`, checking
-every array (shape, bounds, offsets) and the statistics against the manifest.
+A segment's rows follow those of the segments before it. In memory, the segments of a
+generation are one index (:meth:`FieldIndex.concat`), scored with the stored statistics of
+the live rows, so that scores equal those of a fresh build of the live archive; deleted
+rows never match. :func:`load_index` reads a generation back into an :class:`IndexData`,
+checking every array (shape, bounds, offsets) and the statistics against the manifest.
 """
 from __future__ import annotations
 
 import difflib
 import os
-import secrets
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,11 +47,20 @@ from ..analysis import Analyzer
 from ..archive import Archive
 from ..exceptions import ArchiveError, IndexFormatError, QueryError
 from .store import StoredIndex
-from .term_index import FieldIndex, TermIndex
+from .term_index import CollectionStats, FieldIndex, TermIndex
 from .validate import InvalidArray, check_array, check_offsets
 from .vocab import Vocabulary
 
-__all__ = ["Categories", "IndexData", "write_index", "load_index"]
+__all__ = ["Categories", "IndexData", "IndexHead", "SegmentWriter", "write_globals",
+           "read_head", "load_index", "segment_dir", "doc_id_ranks", "FIELD_FILES"]
+
+#: The arrays of a field in a segment.
+FIELD_FILES = ("indptr", "indices", "counts", "doc_len", "sequence")
+_REBUILD = "rebuild it with `cqa-search build-index`"
+
+
+def segment_dir(name) -> str:
+    return f"segments/{name}"
 
 
 class Categories:
@@ -103,7 +121,13 @@ class Categories:
         if found is not None:
             return found
         folded = list(self._folded)
-        close = difflib.get_close_matches(name.casefold(), folded, n=3, cutoff=0.5)
+        wanted = name.strip().casefold()
+        words = wanted.split()
+        # "Sightseeing" for "Sightseeing and Tourist attractions": a prefix, or every word
+        close = [f for f in folded if f.startswith(wanted)
+                 or all(any(w2.startswith(w) for w2 in f.split()) for w in words)][:3]
+        close += [c for c in difflib.get_close_matches(wanted, folded, n=3, cutoff=0.5)
+                  if c not in close][:3 - len(close)]
         hint = (f"; did you mean {' or '.join(repr(self.names[self._folded[c]]) for c in close)}?"
                 if close else f" (categories: {', '.join(sorted(self.names)[:20])}"
                               + (", ..." if len(self.names) > 20 else "") + ")")
@@ -120,10 +144,13 @@ class IndexData:
         The generation's files and manifest.
     analyzer : Analyzer
     index : TermIndex
+        Its segments as one index, scored with the statistics of the live rows.
     archive : Archive
-        Lazy: questions are read from ``archive.jsonl`` on access.
+        Lazy: questions are read from the segments' ``archive.jsonl`` on access.
     categories : Categories
-    doc_id_rank : ndarray of int32, shape (n_docs,)
+    doc_id_rank : ndarray of int32, shape (n_rows,)
+    live : ndarray of bool, shape (n_rows,), or None
+        False for the rows of deleted questions; None when none was deleted.
     """
 
     stored: StoredIndex
@@ -132,112 +159,230 @@ class IndexData:
     archive: Archive
     categories: Categories
     doc_id_rank: np.ndarray
+    live: np.ndarray | None = None
+
+    @property
+    def n_questions(self) -> int:
+        """Questions searched (rows less deleted ones)."""
+        n = self.index.n_docs
+        return n if self.live is None else int(self.live.sum())
 
     def surface_words(self) -> dict:
-        """Surface word -> document frequency of its term (read on first use)."""
-        return self.stored.json("surface.json")
+        """Surface word -> document frequency of its term over the fields (the candidates
+        of "did you mean"; read on first use)."""
+        words = self.stored.json("surface.json")
+        self.stored.check(isinstance(words, dict), "surface.json is not a mapping")
+        df = sum(np.asarray(f.stats.df, dtype=np.int64) for f in self.index.fields.values())
+        n = len(df)
+        return {w: int(df[t]) for w, t in words.items()
+                if isinstance(t, int) and 0 <= t < n and df[t] > 0}
 
 
-def write_index(writer, index: TermIndex, *, analyzer, doc_ids, archive_offsets, categories,
-                doc_category, surface, stats, sources, precomputed=()) -> str:
-    """Write every file but the archive lines (already written) and commit the generation.
+def doc_id_ranks(doc_ids) -> np.ndarray:
+    """int32 rank of each row's doc id in sorted order (equal ids: the same rank order)."""
+    order = np.array(sorted(range(len(doc_ids)), key=doc_ids.__getitem__), dtype=np.int64)
+    rank = np.empty(len(doc_ids), dtype=np.int32)
+    rank[order] = np.arange(len(doc_ids), dtype=np.int32)
+    return rank
 
-    The manifest gets a new ``build_id``: models fitted on an earlier build of the index
-    are not carried over (:func:`~cqa_search.index.models.add_model` refuses them).
+
+class SegmentWriter:
+    """Writes one segment of a generation (its archive lines, ids, categories, postings).
 
     Parameters
     ----------
     writer : IndexWriter
-    index : TermIndex
-    analyzer : Analyzer
-    doc_ids : list of str
-    archive_offsets : ndarray of int64, shape (n_docs + 1,)
-    categories : list of str
-    doc_category : ndarray of int32, shape (n_docs,)
-    surface : dict
-        Surface word -> document frequency.
-    stats : dict
-        Counts for the manifest (``n_docs``, ``n_terms``, ...).
-    sources : list of str
-        Archive files the index was built from.
-    precomputed : sequence of (field, TermModel)
-        Term models whose posting weights are stored (e.g. BM25 on the questions: the
-        hot path of search).
-
-    Returns
-    -------
-    str
-        The new generation's name.
+    name : str
+        E.g. ``"seg-000001"``.
     """
-    fields = {}
-    for name, fi in index.fields.items():
-        base = f"fields/{name}"
-        for key in ("indptr", "indices", "counts", "doc_len", "sequence"):
-            writer.array(f"{base}/{key}.npy", getattr(fi, key))
-        fields[name] = {"nnz": fi.nnz, "total_terms": fi.total_terms, "weights": {}}
-    for field_name, model in precomputed:
-        rel = f"fields/{field_name}/{model.name}.npy"
-        writer.array(rel, model.posting_weights(index[field_name]))
-        fields[field_name]["weights"][model.cache_key()] = rel
-    writer.json("vocab.json", index.vocab.terms)
-    writer.json("doc_ids.json", doc_ids)
+
+    def __init__(self, writer, name):
+        self.writer, self.name = writer, name
+        self.base = segment_dir(name)
+
+    def archive(self):
+        """The segment's ``archive.jsonl``, open for writing (binary, hashed)."""
+        return self.writer.open(f"{self.base}/archive.jsonl", "wb")
+
+    def finish(self, index: TermIndex, *, doc_ids, archive_offsets, doc_category,
+               deleted=None, precomputed=()) -> dict:
+        """Write everything but the archive lines; returns the segment's manifest entry.
+
+        ``precomputed``: term models whose posting weights are stored (they depend on the
+        collection's statistics: only for a generation whose single segment is the whole
+        live collection).
+        """
+        w, base = self.writer, self.base
+        fields = {}
+        for name, fi in index.fields.items():
+            for key in FIELD_FILES:
+                w.array(f"{base}/fields/{name}/{key}.npy", getattr(fi, key))
+            fields[name] = {"nnz": fi.nnz, "total_terms": fi.total_terms, "n_terms": fi.n_terms,
+                            "weights": {}}
+        for field_name, model in precomputed:
+            rel = f"{base}/fields/{field_name}/{model.name}.npy"
+            w.array(rel, model.posting_weights(index[field_name]))
+            fields[field_name]["weights"][model.cache_key()] = rel
+        w.json(f"{base}/doc_ids.json", list(doc_ids))
+        w.array(f"{base}/archive_offsets.npy", np.asarray(archive_offsets, dtype=np.int64))
+        w.array(f"{base}/doc_category.npy", np.asarray(doc_category, dtype=np.int32))
+        n_deleted = 0
+        if deleted is not None and deleted.any():
+            w.array(f"{base}/deleted.npy", np.asarray(deleted, dtype=bool))
+            n_deleted = int(deleted.sum())
+        return {"name": self.name, "n_docs": len(doc_ids), "n_deleted": n_deleted,
+                "fields": fields}
+
+
+def write_globals(writer, *, vocab_terms, categories, surface, doc_ids, field_stats) -> dict:
+    """Write the files a generation's segments share; returns the manifest's ``stats``
+    entries of the fields (``field_stats``: name -> CollectionStats of the live rows)."""
+    writer.json("vocab.json", list(vocab_terms))
     writer.json("categories.json", list(categories))
     writer.json("surface.json", surface)
-    writer.array("archive_offsets.npy", archive_offsets)
-    writer.array("doc_category.npy", doc_category)
-    order = np.array(sorted(range(len(doc_ids)), key=doc_ids.__getitem__), dtype=np.int64)
-    rank = np.empty(len(doc_ids), dtype=np.int32)
-    rank[order] = np.arange(len(doc_ids), dtype=np.int32)
-    writer.array("doc_id_rank.npy", rank)
-    return writer.commit({"build_id": secrets.token_hex(8), "analyzer": analyzer.to_config(),
-                          "fields": fields, "stats": stats, "sources": list(sources),
-                          "models": {}})
+    writer.array("doc_id_rank.npy", doc_id_ranks(doc_ids))
+    out = {}
+    for name, stats in field_stats.items():
+        writer.array(f"stats/{name}/df.npy", np.asarray(stats.df, dtype=np.int64))
+        writer.array(f"stats/{name}/term_freq.npy", np.asarray(stats.term_freq, dtype=np.int64))
+        out[name] = {"n_docs": stats.n_docs, "total_terms": stats.total_terms}
+    return out
 
 
 def _manifest_parts(stored):
     m = stored.manifest
     try:
         stats = m["stats"]
-        n_docs, n_terms = int(stats["n_docs"]), int(stats["n_terms"])
+        n_rows, n_terms = int(stats["n_rows"]), int(stats["n_terms"])
         analyzer = Analyzer.from_config(m["analyzer"])
-        field_meta = dict(m["fields"])
-        for meta in field_meta.values():
-            int(meta["nnz"]), int(meta["total_terms"]), dict(meta.get("weights", {}))
+        field_stats = {name: (int(v["n_docs"]), int(v["total_terms"]))
+                       for name, v in dict(stats["fields"]).items()}
+        segments = list(m["segments"])
+        for seg in segments:
+            str(seg["name"]), int(seg["n_docs"]), int(seg["n_deleted"])
+            for meta in dict(seg["fields"]).values():
+                int(meta["nnz"]), int(meta["total_terms"]), int(meta["n_terms"])
+                dict(meta.get("weights", {}))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: bad manifest ({exc!r}); "
-                               "rebuild it with `cqa-search build-index`") from None
-    if n_docs < 1 or n_terms < 0 or "question" not in field_meta:
-        raise IndexFormatError(f"corrupted index {stored.path}: bad manifest statistics; "
-                               "rebuild it with `cqa-search build-index`")
-    return n_docs, n_terms, analyzer, field_meta
+                               f"{_REBUILD}") from None
+    stored.check(n_rows >= 1 and n_terms >= 0 and "question" in field_stats and segments
+                 and sum(int(s["n_docs"]) for s in segments) == n_rows
+                 and all(set(s["fields"]) == set(field_stats) for s in segments)
+                 and all(".." not in str(s["name"]) and "/" not in str(s["name"])
+                         for s in segments),
+                 "bad manifest statistics")
+    return n_rows, n_terms, analyzer, field_stats, segments
 
 
 def _strings(value, what, length, stored) -> list:
     stored.check(isinstance(value, list) and len(value) == length
-                 and all(isinstance(v, str) for v in value),
+                 and set(map(type, value)) <= {str},
                  f"{what} is not a list of {length} strings")
     return value
 
 
-def _field(stored, name, meta, n_docs, n_terms) -> FieldIndex:
-    base = f"fields/{name}"
-    nnz, total = int(meta["nnz"]), int(meta["total_terms"])
-    arrays = {key: stored.array(f"{base}/{key}.npy")
-              for key in ("indptr", "indices", "counts", "doc_len", "sequence")}
-    check_offsets(arrays["indptr"], f"{base}/indptr.npy", length=n_terms + 1, total=nnz)
-    check_array(arrays["indices"], f"{base}/indices.npy", kind="iu", shape=(nnz,), low=0,
+def _field(stored, base, name, meta, n_docs, n_terms) -> FieldIndex:
+    nnz, total, seg_terms = int(meta["nnz"]), int(meta["total_terms"]), int(meta["n_terms"])
+    stored.check(0 <= seg_terms <= n_terms, f"{base}: field {name} has more terms than the "
+                                            "vocabulary")
+    arrays = {key: stored.array(f"{base}/fields/{name}/{key}.npy") for key in FIELD_FILES}
+    where = f"{base}/fields/{name}"
+    check_offsets(arrays["indptr"], f"{where}/indptr.npy", length=seg_terms + 1, total=nnz)
+    check_array(arrays["indices"], f"{where}/indices.npy", kind="iu", shape=(nnz,), low=0,
                 high=n_docs - 1)
-    check_array(arrays["counts"], f"{base}/counts.npy", kind="iu", shape=(nnz,), low=1)
-    check_array(arrays["doc_len"], f"{base}/doc_len.npy", kind="iu", shape=(n_docs,), low=0)
-    check_array(arrays["sequence"], f"{base}/sequence.npy", kind="iu", shape=(total,), low=0,
-                high=max(n_terms - 1, 0))
+    check_array(arrays["counts"], f"{where}/counts.npy", kind="iu", shape=(nnz,), low=1)
+    check_array(arrays["doc_len"], f"{where}/doc_len.npy", kind="iu", shape=(n_docs,), low=0)
+    check_array(arrays["sequence"], f"{where}/sequence.npy", kind="iu", shape=(total,), low=0,
+                high=max(seg_terms - 1, 0))
     fi = FieldIndex(name, **arrays)
     stored.check(fi.total_terms == total, f"field {name} document lengths do not match the "
                                           "manifest")
-    for key, rel in meta.get("weights", {}).items():
-        weights = check_array(stored.array(rel), rel, kind="f", shape=(nnz,), finite=True)
-        fi.store_weights(key, weights)
     return fi
+
+
+def _stats(stored, name, n_docs, total_terms, n_terms) -> CollectionStats:
+    df = check_array(stored.array(f"stats/{name}/df.npy"), f"stats/{name}/df.npy", kind="iu",
+                     shape=(n_terms,), low=0, high=n_docs)
+    tf = check_array(stored.array(f"stats/{name}/term_freq.npy"),
+                     f"stats/{name}/term_freq.npy", kind="iu", shape=(n_terms,), low=0)
+    return CollectionStats(n_docs, df, tf, total_terms)
+
+
+@dataclass
+class IndexHead:
+    """What a generation stores besides its postings and questions: enough to change it
+    (add or delete questions) without reading the postings.
+
+    Attributes
+    ----------
+    stored : StoredIndex
+    analyzer : Analyzer
+    terms : list of str
+        The vocabulary, in term-id order.
+    categories : list of str
+    segments : list of dict
+        The manifest's segment entries.
+    doc_ids : list of str
+        Every row's question id (deleted rows included).
+    deleted : ndarray of bool, shape (n_rows,)
+    stats : dict of str to CollectionStats
+        Each field's statistics over the live rows.
+    """
+
+    stored: StoredIndex
+    analyzer: Analyzer
+    terms: list
+    categories: list
+    segments: list
+    doc_ids: list
+    deleted: np.ndarray
+    stats: dict
+
+    def segment_field(self, k, name) -> FieldIndex:
+        """Field ``name`` of segment ``k`` alone (its own rows from 0)."""
+        seg = self.segments[k]
+        return _field(self.stored, segment_dir(seg["name"]), name, seg["fields"][name],
+                      int(seg["n_docs"]), len(self.terms))
+
+
+def read_head(stored: StoredIndex) -> IndexHead:
+    """A generation's :class:`IndexHead` (checked like :func:`load_index` checks it).
+
+    Raises
+    ------
+    IndexFormatError
+        A file is missing, unreadable or disagrees with the manifest.
+    """
+    n_rows, n_terms, analyzer, field_stats, segments = _manifest_parts(stored)
+    terms = _strings(stored.json("vocab.json"), "vocab.json", n_terms, stored)
+    names = stored.json("categories.json")
+    stored.check(isinstance(names, list) and all(isinstance(n, str) for n in names),
+                 "categories.json is not a list of strings")
+    doc_ids, deleted = [], []
+    try:
+        for seg in segments:
+            base, n = segment_dir(seg["name"]), int(seg["n_docs"])
+            doc_ids += _strings(stored.json(f"{base}/doc_ids.json"), f"{base}/doc_ids.json",
+                                n, stored)
+            if int(seg["n_deleted"]):
+                mask = check_array(stored.array(f"{base}/deleted.npy"), f"{base}/deleted.npy",
+                                   kind="b", shape=(n,))
+                stored.check(int(mask.sum()) == int(seg["n_deleted"]),
+                             f"{base}/deleted.npy does not match the manifest")
+            else:
+                mask = np.zeros(n, dtype=bool)
+            deleted.append(mask)
+        deleted = np.concatenate(deleted)
+        n_live = n_rows - int(deleted.sum())
+        stats = {}
+        for name, (n_docs, total) in field_stats.items():
+            stored.check(n_docs == n_live, f"field {name} counts {n_docs} questions, the "
+                                           f"segments {n_live}")
+            stats[name] = _stats(stored, name, n_docs, total, n_terms)
+    except InvalidArray as exc:
+        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {_REBUILD}") from None
+    return IndexHead(stored, analyzer, terms, names, segments, doc_ids, deleted, stats)
 
 
 def load_index(stored: StoredIndex) -> IndexData:
@@ -249,28 +394,44 @@ def load_index(stored: StoredIndex) -> IndexData:
         A file is missing or unreadable, an array is malformed or out of range, or a
         statistic disagrees with the manifest.
     """
-    n_docs, n_terms, analyzer, field_meta = _manifest_parts(stored)
-    terms = _strings(stored.json("vocab.json"), "vocab.json", n_terms, stored)
-    doc_ids = _strings(stored.json("doc_ids.json"), "doc_ids.json", n_docs, stored)
-    names = stored.json("categories.json")
-    stored.check(isinstance(names, list) and all(isinstance(n, str) for n in names),
-                 "categories.json is not a list of strings")
+    head = read_head(stored)
+    n_terms, names = len(head.terms), head.categories
+    parts, fields, categories = [], {name: [] for name in head.stats}, []
+    start = 0
     try:
-        fields = {name: _field(stored, name, meta, n_docs, n_terms)
-                  for name, meta in field_meta.items()}
-        offsets = check_offsets(stored.array("archive_offsets.npy"), "archive_offsets.npy",
-                                length=n_docs + 1,
-                                total=os.path.getsize(stored.file("archive.jsonl")))
-        doc_category = check_array(stored.array("doc_category.npy"), "doc_category.npy",
-                                   kind="iu", shape=(n_docs,), low=-1, high=len(names) - 1)
+        for k, seg in enumerate(head.segments):
+            base, n = segment_dir(seg["name"]), int(seg["n_docs"])
+            offsets = check_offsets(stored.array(f"{base}/archive_offsets.npy"),
+                                    f"{base}/archive_offsets.npy", length=n + 1,
+                                    total=os.path.getsize(stored.file(f"{base}/archive.jsonl")))
+            parts.append((stored.file(f"{base}/archive.jsonl"), offsets,
+                          head.doc_ids[start:start + n]))
+            start += n
+            categories.append(check_array(stored.array(f"{base}/doc_category.npy"),
+                                          f"{base}/doc_category.npy", kind="iu", shape=(n,),
+                                          low=-1, high=len(names) - 1))
+            for name in head.stats:
+                fields[name].append((head.segment_field(k, name), seg["fields"][name]))
+        n_rows = len(head.doc_ids)
         doc_id_rank = check_array(stored.array("doc_id_rank.npy"), "doc_id_rank.npy",
-                                  kind="iu", shape=(n_docs,), low=0, high=n_docs - 1)
+                                  kind="iu", shape=(n_rows,), low=0, high=n_rows - 1)
+        deleted = head.deleted
+        index_fields = {}
+        for name, segs in fields.items():
+            merged = FieldIndex.concat([fi for fi, _ in segs], n_terms).with_stats(
+                head.stats[name])
+            if len(segs) == 1 and not deleted.any():
+                for key, rel in segs[0][1].get("weights", {}).items():
+                    merged.store_weights(key, check_array(stored.array(rel), rel, kind="f",
+                                                          shape=(merged.nnz,), finite=True))
+            index_fields[name] = merged
     except InvalidArray as exc:
-        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; rebuild it with "
-                               "`cqa-search build-index`") from None
+        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {_REBUILD}") from None
+    live = None if not deleted.any() else ~deleted
     try:
-        archive = Archive._lazy(stored.file("archive.jsonl"), offsets, doc_ids)
+        archive = Archive._lazy(parts, live)
     except ArchiveError as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: {exc}") from None
-    return IndexData(stored, analyzer, TermIndex(Vocabulary(terms), fields), archive,
-                     Categories(names, doc_category), doc_id_rank)
+    doc_category = categories[0] if len(categories) == 1 else np.concatenate(categories)
+    return IndexData(stored, head.analyzer, TermIndex(Vocabulary(head.terms), index_fields),
+                     archive, Categories(names, doc_category), doc_id_rank, live)

@@ -40,6 +40,7 @@ MODEL_KINDS = {
     "topic-interpolation": "cqa_search.factorization.topics:TopicInterpolation",
     "multiview": "cqa_search.factorization.multiview:MultiViewModel",
     "ranker": "cqa_search.ranking.linear:LinearRanker",
+    "answers": "cqa_search.answers:AnswerSelector",
 }
 
 
@@ -56,11 +57,16 @@ class Family:
     default_name : str
         Name the model is stored under; ``{param}`` fields are filled from its parameters
         (e.g. ``"topics-{model}"``).
+    inputs : str or None
+        ``"module"`` with ``configure_inputs(parser)`` and ``fit_inputs(args, engine) ->
+        dict``: what a fit reads besides its parameters (labels, another model), passed
+        to ``fit`` as keyword arguments.
     """
 
     kind: str
     summary: str
     default_name: str
+    inputs: str | None = None
 
     def store_name(self, params) -> str:
         return self.default_name.format(**params)
@@ -78,6 +84,10 @@ FAMILIES = {
     "multiview": Family("multiview", "SMT + MF: the questions factorized jointly with their "
                         "translations (dictionaries, IBM Model 1, supplied translations; Zhou "
                         "et al. 2013): one feature mv_<view> per view", "multiview"),
+    "answers": Family("answers", "best-answer selection for archives that mark no best "
+                      "answer: scores each answer of a question (translation likelihood, "
+                      "term scores, length, position, asker) and stores the one to show",
+                      "answers", inputs="cqa_search.cli.fit_answers"),
 }
 
 
@@ -125,9 +135,11 @@ def add_model(index, name, model) -> str:
     Raises
     ------
     ParameterError
-        Bad name, unregistered kind.
+        Bad name, unregistered kind, or the model gives a feature another stored model
+        gives (a second topic model needs its own ``feature_name``).
     IndexFormatError
-        No index at the path, or it was rebuilt since ``index`` (an engine) was opened.
+        No index at the path, or it was rebuilt or compacted since ``index`` (an engine)
+        was opened (its rows changed).
     """
     _check_name(name)
     kind = getattr(model, "kind", None)
@@ -139,20 +151,34 @@ def add_model(index, name, model) -> str:
         raise ParameterError(f"cannot store {type(model).__name__}: not a registered model kind")
     fitted_on = getattr(index, "manifest", None)
     path = getattr(index, "path", index)
-    open_index(path)  # a clear error before anything is written
+    fitted_on = fitted_on if fitted_on is not None else open_index(path).manifest
     meta, arrays = model.state()
     prefix = f"models/{name}/"
+    # the feature columns the model adds to every hit (rankers and answer choosers add none)
+    produced = list(getattr(model, "feature_names", ())) if hasattr(model, "scorer") else []
 
     def manifest(base):
         if base is None:
             raise IndexFormatError(f"no index at {path} (build one with `cqa-search build-index`)")
-        if fitted_on is not None and base.manifest.get("build_id") != fitted_on.get("build_id"):
-            raise IndexFormatError(f"{path} was rebuilt while model {name!r} was being fitted; "
-                                   "fit it again on the new index")
+        if base.manifest.get("rows_id") != fitted_on.get("rows_id"):
+            raise IndexFormatError(f"{path} was rebuilt or compacted while model {name!r} was "
+                                   "being fitted: its rows changed; fit it again")
         out = {k: v for k, v in base.manifest.items()
                if k not in ("format", "format_version", "package_version", "created", "files")}
         models = dict(base.models)
-        models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created()}
+        for other, entry in models.items():
+            shared = [f for f in entry.get("features", ()) if f in produced]
+            if other != name and shared:
+                raise ParameterError(
+                    f"model {name!r} gives the feature(s) {', '.join(shared)}, which the stored "
+                    f"model {other!r} gives already: store it as {other!r} to replace that "
+                    "one, or give its features other names (the feature_name / "
+                    "feature_prefix parameter)")
+        # What the model saw: `cqa-search info` counts the questions added or deleted since.
+        models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created(),
+                        "counters": dict(fitted_on.get("counters", {})),
+                        "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
+                        "features": produced}
         out["models"] = models
         return out
 

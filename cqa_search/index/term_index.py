@@ -12,11 +12,10 @@ from __future__ import annotations
 from array import array
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..archive import Question
-from .vocab import Vocabulary
 from ..exceptions import ParameterError
+from .vocab import Vocabulary
 
 __all__ = ["FIELDS", "CollectionStats", "FieldIndex", "TermIndex", "TermIndexBuilder"]
 
@@ -162,6 +161,42 @@ class FieldIndex:
             self._stats = CollectionStats.of(self)
         return self._stats
 
+    @classmethod
+    def concat(cls, parts, n_terms) -> "FieldIndex":
+        """One field over the rows of ``parts`` one after the other (segments of an index,
+        over one vocabulary; a part may know fewer terms than ``n_terms``).
+
+        The postings of term ``t`` are those of every part in turn, with their rows
+        shifted: the merge is a few passes of vectorised copies.
+        """
+        parts = list(parts)
+        if len(parts) == 1 and parts[0].n_terms == n_terms:
+            return parts[0]
+        counts_by_part = [np.pad(np.diff(p.indptr).astype(np.int64), (0, n_terms - p.n_terms))
+                          for p in parts]
+        per_term = np.sum(counts_by_part, axis=0) if parts else np.zeros(n_terms, np.int64)
+        indptr = np.concatenate(([0], np.cumsum(per_term))).astype(np.int64)
+        nnz = int(indptr[-1])
+        indices = np.empty(nnz, dtype=np.int32)
+        counts = np.empty(nnz, dtype=np.int32)
+        before = np.zeros(n_terms, dtype=np.int64)  # postings of earlier parts, per term
+        row0 = 0
+        for part, sizes in zip(parts, counts_by_part):
+            k = part.nnz
+            if k:
+                # posting j of term t goes to indptr[t] + before[t] + (j - part.indptr[t])
+                start = np.asarray(part.indptr[:-1], dtype=np.int64)
+                shift = indptr[:part.n_terms] + before[:part.n_terms] - start
+                dest = np.arange(k, dtype=np.int64)
+                dest += np.repeat(shift, sizes[:part.n_terms])
+                indices[dest] = np.asarray(part.indices) + row0
+                counts[dest] = part.counts
+            before += sizes
+            row0 += part.n_docs
+        doc_len = np.concatenate([np.asarray(p.doc_len) for p in parts]).astype(np.int32)
+        sequence = np.concatenate([np.asarray(p.sequence) for p in parts]).astype(np.int32)
+        return cls(parts[0].name if parts else "", indptr, indices, counts, doc_len, sequence)
+
     def with_stats(self, stats: CollectionStats) -> "FieldIndex":
         """The same postings scored with the statistics of a larger collection (a new
         object: weights derived from other statistics are kept apart)."""
@@ -203,16 +238,24 @@ class FieldIndex:
             self._offsets = np.concatenate(([0], np.cumsum(self.doc_len, dtype=np.int64)))
         return self.sequence[self._offsets[row]:self._offsets[row + 1]]
 
-    def rows_matrix(self) -> sp.csr_matrix:
+    def rows_matrix(self):
         """Counts as a CSR matrix (document-major), built once from the postings."""
         if self._rows is None:
             self._rows = self.matrix().tocsr()
         return self._rows
 
-    def matrix(self, data=None) -> sp.csc_matrix:
+    def matrix(self, data=None):
         """The postings as a scipy CSC matrix (n_docs, n_terms) of ``data`` (counts)."""
+        import scipy.sparse as sp  # on first use: searching never needs scipy
+
         data = self.counts if data is None else data
         return sp.csc_matrix((data, self.indices, self.indptr), shape=(self.n_docs, self.n_terms))
+
+
+def _csc(*args, **kwargs):
+    import scipy.sparse as sp
+
+    return sp.csc_matrix(*args, **kwargs)
 
 
 class TermIndex:
@@ -221,10 +264,20 @@ class TermIndex:
     def __init__(self, vocab: Vocabulary, fields: dict):
         self.vocab = vocab
         self.fields = fields
+        self._known = None
 
     @property
     def n_docs(self) -> int:
         return next(iter(self.fields.values())).n_docs
+
+    def known_ids(self, terms) -> np.ndarray:
+        """Term id of each of ``terms``, -1 for a term no live question holds in any field
+        (absent, or left only by deleted questions: a fresh build would not have it)."""
+        if self._known is None:  # id -> id if known else -1, and -1 -> -1 (last slot)
+            live = np.logical_or.reduce([np.asarray(f.stats.df) > 0
+                                         for f in self.fields.values()])
+            self._known = np.append(np.where(live, np.arange(len(live)), -1), -1)
+        return self._known[self.vocab.ids(terms)]
 
     def __getitem__(self, field) -> FieldIndex:
         return self.fields[field]
@@ -245,16 +298,19 @@ class TermIndexBuilder:
         Names from :data:`FIELDS`.
     batch_size : int
         Questions per batch.
+    vocab : Vocabulary, optional
+        A vocabulary to extend (terms it has keep their ids; new terms come after): the
+        parts of one archive (segments, shards) then share term ids. A new one by default.
     """
 
-    def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096):
+    def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096, vocab=None):
         unknown = [f for f in fields if f not in FIELDS]
         if unknown:
             raise ParameterError(f"fields must be among {{{', '.join(map(repr, FIELDS))}}}; "
-                             f"got {unknown[0]!r}")
+                                 f"got {unknown[0]!r}")
         self.analyzer = analyzer
         self.field_names = tuple(fields)
-        self.vocab = Vocabulary()
+        self.vocab = Vocabulary() if vocab is None else vocab
         self.n_docs = 0
         self._batch_size = batch_size
         self._token_ids = {}
@@ -312,11 +368,9 @@ class TermIndexBuilder:
         self._batch_start = self.n_docs
 
     def surface_words(self) -> dict:
-        """Every surface word met that is not a stopword -> document frequency of its term
-        (summed over the fields): the candidates of "did you mean". Call after
-        :meth:`build`."""
-        df = sum(np.diff(c) for c in self._df_indptrs)
-        return {tok: int(df[tid]) for tok, tid in self._token_ids.items() if tid >= 0}
+        """Every surface word met that is not a stopword -> its term id: the candidates of
+        "did you mean"."""
+        return {tok: tid for tok, tid in self._token_ids.items() if tid >= 0}
 
     def build(self) -> TermIndex:
         """The finished index (the builder should not be used afterwards)."""
@@ -330,7 +384,7 @@ class TermIndexBuilder:
             else:
                 rows = terms = counts = np.zeros(0, np.int32)
             del chunks
-            postings = sp.csc_matrix((counts, (rows, terms)), shape=(self.n_docs, n_terms))
+            postings = _csc((counts, (rows, terms)), shape=(self.n_docs, n_terms))
             del rows, terms, counts
             postings.sort_indices()
             doc_len = np.concatenate(self._doc_len.pop(name) or [np.zeros(0, np.int32)])
@@ -338,5 +392,4 @@ class TermIndexBuilder:
             fields[name] = FieldIndex(
                 name, postings.indptr.astype(np.int64), postings.indices.astype(np.int32),
                 postings.data.astype(np.int32), doc_len, sequence)
-        self._df_indptrs = [fi.indptr for fi in fields.values()]
         return TermIndex(self.vocab, fields)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from ..exceptions import ParameterError
 
 __all__ = ["QueryGroups", "average_precision", "mean_average_precision", "query_folds",

@@ -52,8 +52,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._utils import RANDOM_STATE, Interval, validate_params
 from ..exceptions import ConvergenceWarning, ParameterError
-from . import (boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm,
-               stacking)
+from ..index.validate import check_array
+from . import boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm, stacking
 from ._utils import LearnerFit, QueryGroups, mean_average_precision, query_folds
 
 __all__ = ["LinearRanker", "LEARNERS", "cross_validate", "cross_val_predict"]
@@ -484,6 +484,9 @@ class LinearRanker(BaseEstimator):
                 or (n_steps and not 0 <= get["step_feature"].min()
                     <= get["step_feature"].max() < d)):
             raise ValueError("ranker arrays do not match its features")
+        for key in ("coef", "intercept", "norm_offset", "norm_scale", "step_threshold",
+                    "step_coef"):
+            check_array(get[key], f"ranker {key}", kind="fiu", finite=True)
         model.feature_names_in_ = np.array(names, dtype=object)
         model.n_features_in_ = d
         model.coef_ = get["coef"].astype(np.float64)

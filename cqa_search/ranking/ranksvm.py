@@ -23,7 +23,6 @@ Tomeh et al. (2013), §2.1 (RankSVM as base ranker and as meta-ranker).
 """
 from __future__ import annotations
 
-
 import numpy as np
 from sklearn.svm import LinearSVC
 

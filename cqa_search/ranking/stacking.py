@@ -37,8 +37,8 @@ import numbers
 import numpy as np
 
 from .._utils import Interval
-from ._utils import LearnerFit, query_folds
 from ..exceptions import ParameterError
+from ._utils import LearnerFit, query_folds
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ import stat
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Mapping
-from pyexpat import ErrorString, errors as expat_errors
+from pyexpat import ErrorString
+from pyexpat import errors as expat_errors
 
 from ..archive import SCHEMA_KEYS, Question
 from ..exceptions import ArchiveError

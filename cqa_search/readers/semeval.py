@@ -45,8 +45,9 @@ def read(path, *, report: ReadReport):
     ``category`` = ``RELQ_CATEGORY``, ``answers`` = the comment texts in thread order,
     ``best_answer`` = None. ``extra`` holds ``answer_labels`` (``RELC_RELEVANCE2RELQ``
     of each comment, in the order of ``answers``; None when absent), ``answer_ids``
-    (``RELC_ID``), and ``date``, ``user_id`` and ``repeat_of`` (``RELQ_DATE``,
-    ``RELQ_USERID``, the first occurrence of a repeated thread) when present.
+    (``RELC_ID``), ``answer_user_ids`` (``RELC_USERID``: who wrote each comment), and
+    ``date``, ``user_id`` and ``repeat_of`` (``RELQ_DATE``, ``RELQ_USERID``: who asked,
+    the first occurrence of a repeated thread) when present.
 
     Parameters
     ----------
@@ -82,6 +83,7 @@ def read(path, *, report: ReadReport):
         extra = {
             "answer_labels": [c.get("RELC_RELEVANCE2RELQ") for c in comments],
             "answer_ids": [c.get("RELC_ID") for c in comments],
+            "answer_user_ids": [c.get("RELC_USERID") for c in comments],
         }
         for element, attribute, key in ((question, "RELQ_DATE", "date"),
                                         (question, "RELQ_USERID", "user_id"),

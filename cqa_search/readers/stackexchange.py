@@ -21,7 +21,7 @@ import re
 from html.parser import HTMLParser
 
 from ..exceptions import ArchiveError
-from ._base import ReadReport, check_file, iter_xml, make_question, logger
+from ._base import ReadReport, check_file, iter_xml, logger, make_question
 
 __all__ = ["read", "strip_html"]
 

@@ -1,12 +1,12 @@
 """Term retrieval models (BM25, query likelihood, VSM) and top-k candidate selection."""
 from __future__ import annotations
 
+from ..exceptions import ParameterError
 from .base import TermModel
 from .bm25 import BM25
 from .candidates import top_k
 from .lm import LMDirichlet, LMJelinekMercer
 from .vsm import VSM
-from ..exceptions import ParameterError
 
 __all__ = ["MODELS", "TermModel", "BM25", "LMJelinekMercer", "LMDirichlet", "VSM", "top_k",
            "make_model", "parse_model"]

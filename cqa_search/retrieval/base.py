@@ -18,8 +18,9 @@ import numpy as np
 from .._utils import get_params, validate_params
 from ..exceptions import ParameterError
 from ..index.term_index import FieldIndex
+from .postings import locate
 
-__all__ = ["TermModel", "accumulate", "gather", "matching", "posting_terms"]
+__all__ = ["TermModel", "accumulate", "postings", "gather", "matching", "posting_terms"]
 
 # Postings processed at once when computing posting weights: bounds the float64
 # temporaries (a few arrays of this length) without slowing the vectorised arithmetic.
@@ -40,8 +41,9 @@ def matching(field: FieldIndex, term_ids) -> np.ndarray:
     return mask
 
 
-def accumulate(field: FieldIndex, term_ids, coef, weights) -> np.ndarray:
-    """``sum_t coef_t * weights[postings of t]`` for every document (dense float64)."""
+def postings(field: FieldIndex, term_ids, coef, weights):
+    """The postings of ``term_ids`` one term after the other: their rows and their weights
+    times the term's ``coef``."""
     indptr, indices = field.indptr, field.indices
     parts_idx, parts_w = [], []
     for t, c in zip(term_ids.tolist(), coef.tolist()):
@@ -50,9 +52,17 @@ def accumulate(field: FieldIndex, term_ids, coef, weights) -> np.ndarray:
         w = weights[lo:hi]
         parts_w.append(w if c == 1.0 else w * c)
     if not parts_idx:
-        return np.zeros(field.n_docs)
+        return np.zeros(0, dtype=np.int32), np.zeros(0)
     idx = parts_idx[0] if len(parts_idx) == 1 else np.concatenate(parts_idx)
     w = parts_w[0] if len(parts_w) == 1 else np.concatenate(parts_w)
+    return idx, w
+
+
+def accumulate(field: FieldIndex, term_ids, coef, weights) -> np.ndarray:
+    """``sum_t coef_t * weights[postings of t]`` for every document (dense float64)."""
+    idx, w = postings(field, term_ids, coef, weights)
+    if not len(idx):  # numpy's bincount of nothing is int64 whatever the weights
+        return np.zeros(field.n_docs)
     return np.bincount(idx, weights=w, minlength=field.n_docs)
 
 
@@ -66,22 +76,7 @@ def gather(field: FieldIndex, term_ids, rows):
     i, j : ndarray of int64
         Their row index into ``rows`` and term index into ``term_ids``.
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    indptr, indices = field.indptr, field.indices
-    found_pos, found_i, found_j = [], [], []
-    for j, t in enumerate(term_ids.tolist()):
-        lo, hi = int(indptr[t]), int(indptr[t + 1])
-        if hi == lo:
-            continue
-        pos = np.minimum(np.searchsorted(indices[lo:hi], rows), hi - lo - 1)
-        hit = np.flatnonzero(indices[lo + pos] == rows)
-        found_pos.append(lo + pos[hit])
-        found_i.append(hit)
-        found_j.append(np.full(len(hit), j))
-    if not found_pos:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    return np.concatenate(found_pos), np.concatenate(found_i), np.concatenate(found_j)
+    return locate(field.indptr, field.indices, term_ids, rows)
 
 
 class TermModel:

@@ -1,9 +1,12 @@
-"""Top-k selection over dense score vectors, with deterministic tie-breaking and filters."""
+"""Candidate selection: the top k of a term model over the archive, exact, with
+deterministic tie-breaking and filters."""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["top_k"]
+from .base import TermModel, postings
+
+__all__ = ["top_k", "retrieve"]
 
 
 def top_k(scores, k, *, allowed=None, tie_rank=None) -> np.ndarray:
@@ -50,3 +53,113 @@ def top_k(scores, k, *, allowed=None, tie_rank=None) -> np.ndarray:
     order = np.lexsort((secondary, -sub))
     out = rows[order]
     return out if k is None else out[:k]
+
+
+def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None,
+             allowed=None, tie_rank=None, prune=True):
+    """The ``k`` best documents of a term model and their scores.
+
+    The result is that of scoring every document (:meth:`TermModel.score_all`) and
+    keeping the top ``k`` of those matching a query term (and of the category, and
+    allowed): ``top_k(scores, k, allowed=matched, tie_rank=tie_rank)``, with identical
+    scores and order. When scores are sums of positive posting weights (no document part
+    nor constant: BM25), the top ``k`` is chosen among the query terms' postings rather
+    than among every document, which saves two passes over all documents.
+
+    Parameters
+    ----------
+    model : TermModel
+    field : FieldIndex
+        The field the model scores.
+    term_ids : ndarray of int, distinct ids of the query terms
+    qtf : ndarray of float, their frequencies in the query
+    k : int or None
+        How many (None: every matching document).
+    doc_category : ndarray of int, shape (n_docs,), optional
+    category : int, optional
+        Keep only documents with ``doc_category == category``.
+    allowed : ndarray of bool, shape (n_docs,), optional
+        Keep only these documents (e.g. not deleted, passing a query's filters).
+    tie_rank : ndarray of int, shape (n_docs,), optional
+        Secondary key for equal scores (default: the row).
+    prune : bool, default True
+        False: always select among every document (the reference path).
+
+    Returns
+    -------
+    rows : ndarray of int64, sorted by ``(-score, tie_rank)``
+    scores : ndarray of float64
+    """
+    term_ids = np.asarray(term_ids, dtype=np.int64)
+    qtf = np.asarray(qtf, dtype=np.float64)
+    usable, uqtf = model._usable(field, term_ids, qtf)
+    if prune and k is not None and len(usable) and _sums_of_weights(model) \
+            and not model._weights_can_be_zero():
+        return _postings_top_k(field, usable, model._query_weights(field, usable, uqtf),
+                               model.posting_weights(field), k, doc_category, category,
+                               allowed, tie_rank)
+    scores, matched = model.score_all(field, term_ids, qtf)
+    if category is not None:
+        matched &= doc_category == category
+    if allowed is not None:
+        matched &= allowed
+    rows = top_k(scores, k, allowed=matched, tie_rank=tie_rank)
+    return rows, scores[rows]
+
+
+def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, allowed,
+                    tie_rank):
+    """Exhaustive scores (:func:`~cqa_search.retrieval.base.accumulate`), but the top
+    ``k`` chosen among few documents rather than among all of them.
+
+    Each of the documents holding one query term has its full score, so the k-th best
+    score among the (wanted) documents of the rarest term with at least ``k`` of them
+    bounds the overall k-th best from below: only documents reaching that bound can be in
+    the top ``k`` or tied with its last. When no term has ``k`` wanted documents, the
+    bound is the ``k * n_terms``-th largest score read at every posting instead (a
+    document occurs at most once per term, so those postings hold ``k`` documents).
+    """
+    idx, w = postings(field, term_ids, coef, weights)
+    scores = np.bincount(idx, weights=w, minlength=field.n_docs)  # = accumulate()
+
+    def wanted(rows):  # mask of the rows passing the filters
+        keep = np.ones(len(rows), dtype=bool)
+        if category is not None:
+            keep &= doc_category[rows] == category
+        if allowed is not None:
+            keep &= allowed[rows]
+        return keep
+
+    filtered = category is not None or allowed is not None
+    indptr, indices = field.indptr, field.indices
+    lengths = indptr[term_ids + 1] - indptr[term_ids]
+    for j in np.argsort(lengths, kind="stable").tolist():
+        if lengths[j] < k:
+            continue
+        t = term_ids[j]
+        rows = indices[indptr[t]:indptr[t + 1]]
+        values = scores[rows[wanted(rows)] if filtered else rows]
+        if len(values) >= k:
+            theta = np.partition(values, len(values) - k)[len(values) - k]
+            rows = np.flatnonzero(scores >= theta)
+            break
+    else:
+        values = scores[idx]
+        if filtered:
+            values[~wanted(idx)] = 0.0
+        m = k * len(term_ids)
+        keep = values > 0
+        if len(values) > m:
+            keep &= values >= np.partition(values, len(values) - m)[len(values) - m]
+        rows = np.unique(idx[keep]).astype(np.int64)
+    if filtered:
+        rows = rows[wanted(rows)]
+    top = top_k(scores[rows], k, tie_rank=rows if tie_rank is None else tie_rank[rows])
+    return rows[top], scores[rows[top]]
+
+
+def _sums_of_weights(model):
+    """Scores are sums of posting weights only (no document part, no constant)."""
+    cls = type(model)
+    return cls._doc_part is TermModel._doc_part and cls._constant is TermModel._constant
+

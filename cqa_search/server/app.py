@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException
 from .._version import __version__
 from ..exceptions import CQASearchError, IndexFormatError
 from ..presentation import source_url
-from ..query_parser import MAX_QUERY_CHARS, parse_query
+from ..query_parser import MAX_QUERY_CHARS
 from . import schema
 from .live import LiveIndex
 
@@ -158,7 +158,7 @@ def create_app(index, *, interval: float = 0.5) -> FastAPI:
     >>> out = os.path.join(tempfile.mkdtemp(), "idx")
     >>> _ = build_index([Question("a", "How to renew my visa?", category="Visas")], out)
     >>> with TestClient(create_app(out)) as client:
-    ...     client.get("/api/search", params={"q": "visa renewal"}).json()["hits"][0]["doc_id"]
+    ...     client.get("/api/search", params={"q": "visa renewal"}).json()["hits"][0]["id"]
     'a'
     """
     live = LiveIndex(index, interval=interval)
@@ -198,12 +198,8 @@ def create_app(index, *, interval: float = 0.5) -> FastAPI:
                                                    "(with a ranker)")] = False,
     ):
         engine, presenter = live.current()
-        parsed = parse_query(q)
-        name = parsed.category or category or None
-        results = engine.search(parsed, k=k, category=name)
-        if name is not None:
-            name = engine.categories[engine.categories.id(name)]
-        body = presenter.results_dict(results, typed=q, category=name, explain=explain)
+        results = engine.search(q, k=k, category=category or None)
+        body = presenter.results_dict(results, typed=q, explain=explain)
         body["generation"] = engine.generation
         return _JSON(body)
 

@@ -16,25 +16,26 @@ class Segment(BaseModel):
 
 
 class Answer(BaseModel):
-    label: str = Field(description='"best answer", or "first answer" when the archive '
-                                   "marks no best one")
-    snippet: list[Segment] = Field(description="a query-biased excerpt of the answer")
+    label: str = Field(description='"best answer" (marked so in the archive), "chosen '
+                                   'answer" (by the index\'s answer selector) or "first '
+                                   'answer"')
+    snippet: str = Field(description="a query-biased excerpt of the answer")
+    snippet_marked: list[Segment] = Field(description="the same excerpt, matches marked")
 
 
 class Hit(BaseModel):
     rank: int
-    doc_id: str
+    id: str = Field(description="the question's id in the archive")
     score: float
-    title: str
+    title: str = Field(description="the title (or the start of the body when there is none)")
     category: str | None
     tags: list[str]
     url: str | None = Field(description="the original post, when the archive has one")
-    best_answer: str | None = Field(description="the best answer's text (None when the "
-                                                "archive marks none)")
     n_answers: int
+    snippet: str = Field(description="a query-biased excerpt of the body")
     title_marked: list[Segment] = Field(description="the title (or the start of the body "
                                                     "when there is none), matches marked")
-    snippet: list[Segment] = Field(description="a query-biased excerpt of the body")
+    snippet_marked: list[Segment] = Field(description="the body's excerpt, matches marked")
     answer: Answer | None
     features: dict[str, float] = Field(description="every feature score of the hit")
     contributions: dict[str, float] | None = Field(
@@ -61,6 +62,8 @@ class SearchResults(BaseModel):
     query: str = Field(description="the words searched (the query syntax removed)")
     category: str | None = Field(description="the category filter applied")
     query_terms: list[str] = Field(description="the analysed query terms found in the index")
+    matched_in: str = Field(description='the field the hits matched in: "question", or '
+                                        '"answers" when no question holds the words')
     unknown_words: list[str] = Field(description="query words the archive does not have")
     suggestions: dict[str, list[str]] = Field(description='"did you mean" words for each '
                                                           "unknown word")

@@ -2,8 +2,9 @@
 (Jeon et al.), TransLM (Xue et al.) and the phrase-based P-Trans with its features.
 
 Train with ``TranslationModel().fit(engine.view)`` (or ``cqa-search fit INDEX
-translation``); the stored :class:`TranslationModel` gives the features ``wt``, ``translm``, ``ptrans_pt``,
-``ptrans_ipt``, ``ptrans_lw``, ``ptrans_ilw``, ``ptrans_pa`` and ``ptrans_uwp``.
+translation``); the stored :class:`TranslationModel` gives the features ``wt``,
+``translm``, ``ptrans_pt``, ``ptrans_ipt``, ``ptrans_lw``, ``ptrans_ilw``, ``ptrans_pa`` and
+``ptrans_uwp``.
 """
 from .corpus import ParallelCorpus, build_parallel_corpus
 from .ibm1 import IBMModel1

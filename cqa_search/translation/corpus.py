@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..exceptions import ParameterError
 from ._arrays import gather_segments, offsets_from_lengths, progress
 from .textrank import textrank_filter
-from ..exceptions import ParameterError
 
 __all__ = ["ParallelCorpus", "CorpusStats", "build_parallel_corpus", "ANSWER_PAIRS"]
 

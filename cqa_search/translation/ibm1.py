@@ -33,6 +33,7 @@ NULL word and row ``1 + s`` the source term ``s``.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import time
@@ -44,8 +45,8 @@ from sklearn.base import BaseEstimator
 
 from .._utils import Interval, validate_params
 from ..exceptions import ConvergenceWarning, NotFittedError
-from ._arrays import (_bits, csr_lookup, offsets_from_lengths, progress, segment_ids,
-                      group)
+from ..index.validate import InvalidArray, check_array, check_sparse
+from ._arrays import _bits, csr_lookup, group, offsets_from_lengths, progress, segment_ids
 from .corpus import ParallelCorpus
 
 __all__ = ["IBMModel1"]
@@ -396,6 +397,26 @@ class IBMModel1(BaseEstimator):
             best_p[g0:g1] = top
         return best_pos[segs.token_segment], best_p[segs.token_segment]
 
+    def extended(self, n_terms) -> "IBMModel1":
+        """The model over a vocabulary grown to ``n_terms`` terms: a new term, seen in no
+        training pair, translates to itself (``p(s|s) = 1``), as the fit treats every
+        term it never saw as a source."""
+        self._check_fitted()
+        n = self.n_terms_
+        if n_terms == n:
+            return self
+        m = self.translation_probs_
+        new = np.arange(n, n_terms, dtype=np.int64)
+        indptr = np.concatenate([m.indptr.astype(np.int64),
+                                 m.indptr[-1] + 1 + np.arange(len(new), dtype=np.int64)])
+        table = sp.csr_matrix((np.concatenate([m.data, np.ones(len(new), m.data.dtype)]),
+                               np.concatenate([m.indices, new.astype(m.indices.dtype)]), indptr),
+                              shape=(n_terms + 1, n_terms))
+        model = copy.copy(self)
+        model.translation_probs_, model.n_terms_ = table, n_terms
+        model.n_identity_rows_ = self.n_identity_rows_ + len(new)
+        return model
+
     # -- storage ---------------------------------------------------------------------------
     def state(self):
         """(meta, arrays) for :func:`cqa_search.engine.add_model`."""
@@ -414,6 +435,11 @@ class IBMModel1(BaseEstimator):
         """The fitted model stored by :meth:`state`."""
         model = cls(**params)
         n = int(meta["n_terms"])
+        if n < 0:
+            raise InvalidArray(f"ibm1 table: n_terms is {n}")
+        check_sparse(arrays["indptr"], arrays["indices"], arrays["data"], (n + 1, n),
+                     "ibm1 table")
+        check_array(arrays["data"], "ibm1 probabilities", kind="f", low=0.0, high=1.0 + 1e-5)
         model.translation_probs_ = sp.csr_matrix(
             (arrays["data"], arrays["indices"], arrays["indptr"]), shape=(n + 1, n))
         model.n_terms_ = n

@@ -15,6 +15,7 @@ and gives the features ``wt``, ``translm``, ``ptrans_pt``, ``ptrans_ipt``, ``ptr
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 import time
@@ -284,14 +285,27 @@ class TranslationModel(BaseEstimator):
         return "\n".join(lines)
 
     def scorer(self, view) -> TranslationScorer:
-        """The feature scorer of this model over an index (same vocabulary)."""
+        """The feature scorer of this model over an index (its vocabulary, or one it grew
+        to since the fit: see :meth:`extended`)."""
         self._check_fitted()
         n_terms = len(view.index.vocab)
-        if n_terms != self.ibm1_.n_terms_:
+        if n_terms < self.ibm1_.n_terms_:
             raise ValueError(f"this translation model was trained on a vocabulary of "
                              f"{self.ibm1_.n_terms_} terms; the index has {n_terms}")
         validate_params(self)
-        return TranslationScorer(self, view)
+        return TranslationScorer(self.extended(n_terms), view)
+
+    def extended(self, n_terms) -> "TranslationModel":
+        """The model over a vocabulary grown to ``n_terms`` terms (an index that gained
+        questions since the fit): new terms translate to themselves and are in no
+        bi-phrase, as words the training pairs never had."""
+        self._check_fitted()
+        if n_terms == self.ibm1_.n_terms_:
+            return self
+        model = copy.copy(self)
+        model.ibm1_ = self.ibm1_.extended(n_terms)
+        model.phrase_table_ = self.phrase_table_.extended(n_terms)
+        return model
 
     # -- storage ---------------------------------------------------------------------------
     def state(self):

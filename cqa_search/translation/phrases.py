@@ -31,6 +31,7 @@ pairs or phrases).
 """
 from __future__ import annotations
 
+import copy
 import logging
 import numbers
 
@@ -39,6 +40,7 @@ from sklearn.base import BaseEstimator
 
 from .._utils import Interval, validate_params
 from ..exceptions import NotFittedError
+from ..index.validate import InvalidArray, check_array
 from ._arrays import csr_lookup, group, search, segment_ids
 
 __all__ = ["extract_phrases", "PhraseVocabulary", "PhraseTable"]
@@ -176,6 +178,17 @@ class PhraseVocabulary:
     def max_length(self) -> int:
         return len(self.level_keys) + 1
 
+    def extended(self, n_terms) -> "PhraseVocabulary":
+        """The same phrases over a vocabulary grown to ``n_terms`` terms (new terms are
+        one-word phrases; the longer phrases' ids move up by the number of new terms)."""
+        V = self.n_terms
+        return PhraseVocabulary(n_terms, [(k // V) * n_terms + k % V for k in self.level_keys])
+
+    def shift(self, ids, n_terms):
+        """Phrase ids of this vocabulary in :meth:`extended` ``(n_terms)``'s numbering."""
+        ids = np.asarray(ids, dtype=np.int64)
+        return np.where(ids >= self.n_terms, ids + (n_terms - self.n_terms), ids)
+
     def __len__(self):
         return int(self.level_base[-1])
 
@@ -257,28 +270,6 @@ class PhraseVocabulary:
             hit = keys_k[at] == keys
             out[k][pos[hit]] = self.level_base[k] + at[hit]
         return out
-
-    def span_ids(self, tokens, starts, lengths) -> np.ndarray:
-        """Phrase ids of the spans ``tokens[starts[k]:starts[k] + lengths[k]]`` (-1 when
-        unknown); the spans must lie inside ``tokens``."""
-        tokens = np.asarray(tokens, dtype=np.int64)
-        starts = np.asarray(starts, dtype=np.int64)
-        lengths = np.asarray(lengths, dtype=np.int64)
-        ids = tokens[starts] if len(starts) else np.zeros(0, np.int64)
-        ids = np.where(lengths <= self.max_length, ids, -1)
-        V = self.n_terms
-        for k in range(1, min(int(lengths.max(initial=1)), self.max_length)):
-            active = np.flatnonzero((lengths > k) & (ids >= 0))
-            keys_k = self.level_keys[k - 1]
-            if len(active) == 0:
-                break
-            if len(keys_k) == 0:
-                ids[active] = -1
-                continue
-            keys = (ids[active] - self.level_base[k - 1]) * V + tokens[starts[active] + k]
-            at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
-            ids[active] = np.where(keys_k[at] == keys, self.level_base[k] + at, -1)
-        return ids
 
     def phrase_id(self, terms) -> int:
         """Id of one phrase given as term ids (-1 if unknown)."""
@@ -407,6 +398,22 @@ class PhraseTable(BaseEstimator):
         if not hasattr(self, "pair_keys_"):
             raise NotFittedError("this PhraseTable is not fitted yet; call fit first")
 
+    def extended(self, n_terms) -> "PhraseTable":
+        """The table over a vocabulary grown to ``n_terms`` terms (an index that gained
+        questions since the fit): the same bi-phrases, the new terms in none."""
+        self._check_fitted()
+        vocab = self.vocabulary_
+        if n_terms == vocab.n_terms:
+            return self
+        n_old = len(vocab)
+        wider = vocab.extended(n_terms)
+        n_new = len(wider)
+        src = vocab.shift(self.pair_keys_ // n_old, n_terms)
+        tgt = vocab.shift(self.pair_keys_ % n_old, n_terms)
+        table = copy.copy(self)
+        table._set(wider, src * n_new + tgt, self.counts_, self.lex_forward_, self.lex_inverse_)
+        return table
+
     @property
     def n_pairs(self) -> int:
         self._check_fitted()
@@ -463,8 +470,26 @@ class PhraseTable(BaseEstimator):
     def from_state(cls, params, meta, arrays):
         model = cls(**params)
         sizes = np.asarray(meta["level_sizes"], dtype=np.int64)
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        V = int(meta["n_terms"])
         keys = arrays["phrase_keys"]
+        if V < 0 or sizes.ndim != 1 or (sizes < 0).any():
+            raise InvalidArray("phrase table: bad level sizes")
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        check_array(keys, "phrase keys", kind="iu", shape=(int(bounds[-1]),))
+        n_prev = V
+        for level, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]), start=2):
+            check_array(keys[a:b], f"phrase keys of length {level}", kind="iu", low=0,
+                        high=n_prev * V - 1)
+            if b - a > 1 and not (np.diff(keys[a:b]) > 0).all():
+                raise InvalidArray(f"phrase keys of length {level} are not sorted")
+            n_prev = int(b - a)
+        n = V + int(bounds[-1])
+        pairs = check_array(arrays["pair_keys"], "bi-phrase keys", kind="iu", low=0,
+                            high=n * n - 1)
+        check_array(arrays["counts"], "bi-phrase counts", kind="iu", shape=pairs.shape, low=1)
+        for name in ("lex_forward", "lex_inverse"):
+            check_array(arrays[name], f"phrase table {name}", kind="f", shape=pairs.shape,
+                        finite=True)
         vocab = PhraseVocabulary(meta["n_terms"], [keys[a:b] for a, b in zip(bounds[:-1],
                                                                             bounds[1:])])
         model._set(vocab, np.asarray(arrays["pair_keys"]), np.asarray(arrays["counts"]),

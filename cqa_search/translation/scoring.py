@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import offsets_from_lengths
+from ._arrays import offsets_from_lengths, sort_with_index
 
 __all__ = ["FEATURE_NAMES", "segment_dp", "TranslationScorer"]
 
@@ -82,10 +82,17 @@ FEATURE_NAMES = ("wt", "translm", "ptrans_pt", "ptrans_ipt", "ptrans_lw", "ptran
 
 _NEG = -np.inf
 _FLOOR = -1e30
+# The sum-form DP runs on probabilities; each row is rescaled every _RESCALE positions
+# (by the largest value of its window), which keeps every value a span probability can
+# reach in range: the values of a row shrink by at most one length-1 span probability
+# (> 0: the background) per position, and a float32 table value is > 1e-45.
+_RESCALE = 4
 
 
 def segment_dp(span_logp, mode="sum"):
     """Monotone segmentation DP (zhou2011 eqs. 12-14) in log space, batched.
+
+    The plain form of the kernels the scorer runs (which keep only the values they need).
 
     Parameters
     ----------
@@ -102,7 +109,7 @@ def segment_dp(span_logp, mode="sum"):
         positions; ``alpha[:, 0] = 0``.
     back : ndarray of int8, shape (batch, n_positions + 1) or None
         With ``mode="max"``: the length of the last phrase of the best segmentation of
-        the first ``p`` positions.
+        the first ``p`` positions (the longest among equally good ones).
 
     Examples
     --------
@@ -117,60 +124,75 @@ def segment_dp(span_logp, mode="sum"):
     if mode not in ("sum", "max"):
         raise ValueError(f"mode must be one of {{'sum', 'max'}}; got {mode!r}")
     span_logp = np.asarray(span_logp, dtype=np.float64)
-    if mode == "sum":
-        return _dp(span_logp, span_logp[:0])[0], None
-    _, alpha, back = _dp(np.zeros((0,) + span_logp.shape[1:]), span_logp)
-    return alpha, back
-
-
-def _dp(span_sum, span_max, sum_lengths=None):
-    """Sum-form DP of the rows of ``span_sum`` and max-form DP (with back-pointers) of the
-    rows of ``span_max``, in one pass over the positions.
-
-    ``span_sum`` has shape (rows, P, L) and ``span_max`` (rows, P_max, L) with
-    ``P_max <= P``; ``sum_lengths`` (default: P) is the number of positions of each sum
-    row, after which its alpha is not needed (it stays -inf). The rows still running at
-    a position are a contiguous block (max rows first, then the sum rows sorted by
-    decreasing length), so late positions cost little.
-    """
-    n_sum, P, L = span_sum.shape
-    n_max, P_max = len(span_max), span_max.shape[1]
-    sum_lengths = np.full(n_sum, P) if sum_lengths is None else np.asarray(sum_lengths)
-    order = np.argsort(-sum_lengths, kind="stable")
-    running = np.searchsorted(-sum_lengths[order], -np.arange(P + 1), side="right")
-    # -inf is replaced by a huge negative number so no step needs an isfinite test: a
-    # path through an impossible span stays below _FLOOR and is mapped back to -inf.
-    rev = np.full((n_max + n_sum, P, L), _FLOOR)             # [.., L - l]: length l
-    np.maximum(span_max[:, :, ::-1], _FLOOR, out=rev[:n_max, :P_max])
-    np.maximum(span_sum[order][:, :, ::-1], _FLOOR, out=rev[n_max:])
-    pad = np.full((n_max + n_sum, L + P), _FLOOR)             # pad[:, L - 1 + p] = alpha_p
+    B, P, L = span_logp.shape
+    rev = np.maximum(span_logp[:, :, ::-1], _FLOOR)          # [.., L - l]: length l
+    pad = np.full((B, L + P), _FLOOR)                        # pad[:, L - 1 + p] = alpha_p
     pad[:, L - 1] = 0.0
-    back = np.zeros((n_max, P_max + 1), dtype=np.int8)
+    back = np.zeros((B, P + 1), dtype=np.int8)
     for p in range(1, P + 1):
-        lo = 0 if p <= P_max else n_max
-        hi = n_max + running[p]
-        if hi <= lo:
-            break
-        # alpha_{p-L}, ..., alpha_{p-1} + spans of length L, ..., 1 ending at position p-1
-        cand = pad[lo:hi, p - 1:p - 1 + L] + rev[lo:hi, p - 1]
+        cand = pad[:, p - 1:p - 1 + L] + rev[:, p - 1]
         top = cand.max(axis=1)
-        split = n_max - lo
-        if split > 0:
-            pad[:n_max, L - 1 + p] = top[:split]
-            back[:, p] = L - cand[:split].argmax(axis=1)
-        cand = cand[max(split, 0):]
-        top = top[max(split, 0):]
-        cand -= top[:, None]
-        pad[n_max:hi, L - 1 + p] = top + np.log(np.exp(cand).sum(axis=1))
+        if mode == "max":
+            pad[:, L - 1 + p] = top
+            back[:, p] = L - cand.argmax(axis=1)
+        else:
+            pad[:, L - 1 + p] = top + np.log(np.exp(cand - top[:, None]).sum(axis=1))
     alpha = pad[:, L - 1:]
     alpha[alpha < _FLOOR / 2] = _NEG
-    summed = np.empty((n_sum, P + 1))
-    summed[order] = alpha[n_max:]
-    return summed, alpha[:n_max, :P_max + 1], back
+    return alpha, (back if mode == "max" else None)
+
+
+def _sum_dp(probs, lengths):
+    """``log alpha`` of the sum-form DP of every row at the end of the row.
+
+    ``probs`` (P, L, R) holds span probabilities with the lengths reversed:
+    ``probs[p, L - l, r]`` is the probability of the span of length ``l`` ending at
+    position ``p`` of row ``r`` (0: no such span); ``lengths`` (R,), non-increasing, is
+    the number of positions of each row. Rows still running at a position are then a
+    leading block, so late positions cost little.
+    """
+    P, L, R = probs.shape
+    running = np.searchsorted(-lengths, -np.arange(P + 1), side="right")
+    alpha = np.zeros((P + L, R))                 # alpha[L - 1 + p]: scaled alpha_p
+    alpha[L - 1] = 1.0
+    log_scale = np.zeros(R)
+    for p in range(1, P + 1):
+        hi = running[p]
+        if hi == 0:
+            break
+        np.einsum("lr,lr->r", alpha[p - 1:p - 1 + L, :hi], probs[p - 1, :, :hi],
+                  out=alpha[L - 1 + p, :hi])
+        if p % _RESCALE == 0:
+            window = alpha[p:p + L, :hi]
+            top = window.max(axis=0)
+            top[top == 0] = 1.0
+            window /= top
+            log_scale[:hi] += np.log(top)
+    with np.errstate(divide="ignore"):
+        return np.log(alpha[L - 1 + lengths, np.arange(R)]) + log_scale
+
+
+def _viterbi(logp):
+    """Max-form DP over rows of ``logp`` (P, L, R) (log-probabilities, lengths reversed
+    as in :func:`_sum_dp`, at least ``_FLOOR``): ``alpha`` (R, P + 1) and the length
+    of the last phrase ``back`` (R, P + 1), the same as :func:`segment_dp`."""
+    P, L, R = logp.shape
+    pad = np.full((P + L, R), _FLOOR)
+    pad[L - 1] = 0.0
+    back = np.zeros((P + 1, R), dtype=np.int8)
+    cols = np.arange(R)
+    for p in range(1, P + 1):
+        cand = pad[p - 1:p - 1 + L] + logp[p - 1]
+        arg = cand.argmax(axis=0)
+        pad[L - 1 + p] = cand[arg, cols]
+        back[p] = L - arg
+    alpha = pad[L - 1:].T
+    alpha[alpha < _FLOOR / 2] = _NEG
+    return alpha, back.T
 
 
 class _Docs:
-    """Token sequences of candidate rows in one field, flat and padded."""
+    """Token sequences of candidate rows in one field, flat."""
 
     def __init__(self, sequence, offsets, rows):
         starts = offsets[rows]
@@ -184,13 +206,42 @@ class _Docs:
         self.n = len(rows)
         self.width = int(lengths.max(initial=0))
 
-    def reduce(self, values, ufunc, empty):
-        """Per-document reduction of per-token rows ``values`` (n_tok, k)."""
-        out = np.full((self.n,) + values.shape[1:], empty, dtype=values.dtype)
-        nonempty = self.lengths > 0
-        if nonempty.any():
-            out[nonempty] = ufunc.reduceat(values, self.offsets[:-1][nonempty], axis=0)
-        return out
+
+class _Pairs:
+    """The distinct (candidate, word) pairs of a field whose word translates into a query
+    term, with the word's last position and count in the candidate, and the non-zero
+    ``P(w | word)`` of each pair as entries (candidate, query term, probability).
+
+    ``P(w | word)`` depends on the word only, and is zero for all but a few query terms,
+    so eq. 9 and the word-translation sums need these entries rather than a dense
+    (token, query term) block.
+    """
+
+    def __init__(self, docs, tables):
+        zero = max(tables.f_zero, 1)
+        f_row = tables.f_map[docs.tokens + 1]
+        keep = np.flatnonzero(f_row != tables.f_zero)
+        keys, local = sort_with_index(docs.doc[keep] * zero + f_row[keep], docs.n * zero,
+                                      docs.local[keep], max(docs.width, 1))
+        last = np.ones(len(keys), dtype=bool)               # last of its (doc, word) group
+        np.not_equal(keys[1:], keys[:-1], out=last[:-1])
+        ends = np.flatnonzero(last)
+        count = np.diff(ends, prepend=-1).astype(np.float64)
+        doc = keys[ends] // zero
+        pair, term, self.prob = tables.forward_entries(keys[ends] % zero)
+        self.doc, self.term = doc[pair], term
+        self.last, self.count = local[ends][pair], count[pair]
+        self.n, self.n_terms = docs.n, len(tables.f_null)
+
+    def by_doc_term(self):
+        """Entries grouped by (candidate, query term): their order, group starts, and
+        the flat index ``doc * n_terms + term`` of each group."""
+        key = self.doc * self.n_terms + self.term
+        keys, order = sort_with_index(key, max(self.n * self.n_terms, 1))
+        first = np.ones(len(keys), dtype=bool)
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        return order, starts, keys[starts]
 
 
 def _slices(matrix, which):
@@ -204,22 +255,6 @@ def _slices(matrix, which):
             matrix.data[idx])
 
 
-def _log(values):
-    """float64 log of stored float32 probabilities (0 -> -inf)."""
-    with np.errstate(divide="ignore"):
-        return np.log(values.astype(np.float64))
-
-
-def _pad(spans, width):
-    """Span arrays (B, P, L) padded with impossible spans to ``width`` positions."""
-    B, P, L = spans.shape
-    if P == width:
-        return spans
-    out = np.full((B, width, L), _NEG)
-    out[:, :P] = spans
-    return out
-
-
 def _distinct(ids, bound):
     """Sorted distinct values of ``ids`` in ``[0, bound)`` (a mask: cheaper than a sort)."""
     mark = np.zeros(bound, dtype=bool)
@@ -231,43 +266,56 @@ class _QueryTables:
     """The IBM 1 probabilities a query needs, as small dense blocks.
 
     Forward: ``P(w | t)`` for the distinct query terms ``w`` and any archive word ``t``
-    (or NULL). Inverse: ``P(t | w)`` for any archive word ``t`` given a query term ``w``
-    (or NULL).
+    (or NULL), the non-zero ones by compact row ``f_map[t + 1]`` (``f_zero``: none) in
+    CSR form, ``f_null`` for NULL as a dense row. Inverse:
+    eq. 9 in the other direction, the query position ``i_align[i_map[t]]`` each archive
+    word ``t`` aligns to (-1: none).
     """
 
-    def __init__(self, csr, csc, terms):
+    def __init__(self, csr, csc, terms, last_pos):
         n_rows, n_terms = csr.shape
         col, row, data = _slices(csc, terms)        # col: query term, row: table row
         rows = _distinct(row, n_rows)
+        self.f_zero = len(rows)
         self.f_map = np.full(n_rows, len(rows), dtype=np.int64)   # absent: the zero row
         self.f_map[rows] = np.arange(len(rows))
-        self.f_dense = np.zeros((len(rows) + 1, len(terms)))
-        self.f_dense[self.f_map[row], col] = data
-        self.f_null = self.f_dense[self.f_map[0]]
+        compact = self.f_map[row]
+        by_row = np.argsort(compact, kind="stable")
+        self.f_indptr = offsets_from_lengths(np.bincount(compact, minlength=len(rows) + 1))
+        self.f_term, self.f_prob = col[by_row], data[by_row].astype(np.float64)
+        self.f_null = np.zeros(len(terms))
+        null = slice(self.f_indptr[self.f_map[0]], self.f_indptr[self.f_map[0] + 1])
+        self.f_null[self.f_term[null]] = self.f_prob[null]
         k, word, data = _slices(csr, np.concatenate([[0], terms + 1]))   # k = 0: NULL
         words = _distinct(word, n_terms)
         self.i_map = np.full(n_terms, len(words), dtype=np.int64)
         self.i_map[words] = np.arange(len(words))
-        self.i_dense = np.zeros((len(words) + 1, len(terms) + 1))
-        self.i_dense[self.i_map[word], k] = data
+        dense = np.zeros((len(words) + 1, len(terms) + 1))
+        dense[self.i_map[word], k] = data
+        P, p_null = dense[:, 1:], dense[:, 0]       # P(word | w), P(word | NULL)
+        top = P.max(axis=1, initial=0.0)
+        win = (P == top[:, None]) & (P > 0) & (top >= p_null)[:, None]
+        self.i_align = np.where(win, last_pos[None, :], -1).max(axis=1, initial=-1)
 
-    def forward(self, words) -> np.ndarray:
-        """(len(words), n_terms): ``P(w | word)`` for each distinct query term ``w``."""
-        return self.f_dense[self.f_map[words + 1]]
+    def forward_entries(self, compact_rows):
+        """The non-zero ``P(w | word)`` of words given by their compact row: (index into
+        ``compact_rows``, query term index, probability)."""
+        starts = self.f_indptr[compact_rows]
+        lengths = self.f_indptr[compact_rows + 1] - starts
+        offsets = offsets_from_lengths(lengths)
+        idx = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return np.repeat(np.arange(len(compact_rows)), lengths), self.f_term[idx], \
+            self.f_prob[idx]
 
-    def inverse(self, words):
-        """``P(word | w)`` (len(words), n_terms) and ``P(word | NULL)`` (len(words),)."""
-        block = self.i_dense[self.i_map[words]]
-        return block[:, 1:], block[:, 0]
 
-
-def _hull_spans(A, max_length, tight):
+def _hull_spans(A, max_length, tight, known):
     """Bi-phrase candidates: the windows of ``A`` (n, P) of every length.
 
     ``A[c, x]`` is the position (in the other sequence) that position ``x`` is aligned
     to, or -1. Returns the windows ``(length, c, x1)`` that hold a link and whose links
     span at most ``max_length`` positions ``(y1, y2)``; with ``tight``, the first and
-    last positions of the window must be aligned.
+    last positions of the window must be aligned. ``known(length)`` (bool, broadcast to
+    ``(n, P - length + 1)``) keeps only windows that can be a phrase of the table.
     """
     n, P = A.shape
     aligned = A >= 0
@@ -280,7 +328,7 @@ def _hull_spans(A, max_length, tight):
             lo = np.minimum(lo[:, :-1], lo1[:, length - 1:])
             hi = np.maximum(hi[:, :-1], hi1[:, length - 1:])
             linked = linked[:, :-1] | aligned[:, length - 1:]
-        ok = linked & (hi - lo < max_length)
+        ok = linked & (hi - lo < max_length) & known(length)
         if tight:
             ok &= aligned[:, :P - length + 1] & aligned[:, length - 1:]
         c, x1 = np.nonzero(ok)
@@ -311,7 +359,8 @@ class TranslationScorer:
         for name in ("question", "answers"):
             if name in index.fields:
                 f = index[name]
-                self._fields[name] = (f.sequence, offsets_from_lengths(f.doc_len))
+                # plain views of memory-mapped arrays index faster
+                self._fields[name] = (np.asarray(f.sequence), offsets_from_lengths(f.doc_len))
         q = index["question"]
         bg = np.asarray(q.stats.collection_prob, dtype=np.float64)
         self._bg_known = bg > 0
@@ -334,9 +383,9 @@ class TranslationScorer:
             terms, pos_term = np.unique(seq, return_inverse=True)
             last_pos = np.zeros(len(terms), dtype=np.int64)
             last_pos[pos_term] = np.arange(len(seq))          # later positions overwrite
-            tables = _QueryTables(self._csr, self._csc, terms)
+            tables = _QueryTables(self._csr, self._csc, terms, last_pos)
             ngrams = self._table.vocabulary_.ngram_ids(seq, np.array([0, len(seq)]), self._L)
-            state = query.cache[key] = (seq, terms, pos_term, last_pos, tables, ngrams)
+            state = query.cache[key] = (seq, terms, pos_term, tables, ngrams)
         return state
 
     def score(self, query, rows) -> np.ndarray:
@@ -344,107 +393,139 @@ class TranslationScorer:
         out = np.zeros((len(rows), len(self.names)))
         if len(rows) == 0 or len(query.sequence) == 0:
             return out
-        seq, terms, pos_term, last_pos, tables, qng = self._query_state(query)
+        seq, terms, pos_term, tables, qng = self._query_state(query)
         m = self.model
-        n, J = len(rows), len(seq)
+        n, J, L = len(rows), len(seq), self._L
         question = _Docs(*self._fields["question"], rows)
-        P_q = tables.forward(question.tokens)                      # (n_tok, n_terms)
-        out[:, 0], out[:, 1] = self._word_models(question, P_q, terms, query)
+        vocab = self._table.vocabulary_
+        question.ngrams = vocab.ngram_ids(question.tokens, question.offsets, L)
+        q_pairs = _Pairs(question, tables)
+        out[:, 0], out[:, 1] = self._word_models(question, q_pairs, terms, query)
         mu1 = m.question_weight if "answers" in self._fields else 1.0
-        parts = [(question, P_q, mu1)]
+        parts = [(question, q_pairs, mu1)]
         if mu1 < 1.0:
             answers = _Docs(*self._fields["answers"], rows)
-            parts.append((answers, tables.forward(answers.tokens), 1.0 - mu1))
-        bg_q = np.log(m.lam * self._bg[seq])
-        F_pt, F_lw, S1, S2, BG, aligned = [], [], [], [], [], []
-        for docs, P, mu in parts:
-            A = self._align(docs, P, tables.f_null)[:, pos_term]   # (n, J)
-            spans = self._forward_spans(docs, A, qng, bg_q)
-            for lst, val in zip((F_pt, F_lw, S1, S2, BG), spans):
-                lst.append(val)
-            aligned.append(A >= 0)
+            answers.ngrams = vocab.ngram_ids(answers.tokens, answers.offsets, L)
+            parts.append((answers, _Pairs(answers, tables), 1.0 - mu1))
         n_parts = len(parts)
+        n_fwd = n_parts * n
+        # The DPs over the query (PT and LW of each part: columns k * n + c and
+        # n_fwd + k * n + c of ``fwd_probs``, all J long) and over the question part in
+        # the other direction (PT and LW of candidate c: columns col[c] and col[n + c] of
+        # ``inv_probs``, by decreasing length as the DP kernel wants), apart: a long
+        # candidate does not lengthen the query's DPs.
+        fwd_probs = np.zeros((J, L, 2 * n_fwd))
+        inv_len = np.concatenate([question.lengths, question.lengths])
+        col = np.empty(2 * n, dtype=np.int64)
+        col[np.argsort(-inv_len, kind="stable")] = np.arange(2 * n)
+        inv_probs = np.zeros((max(question.width, 1), L, 2 * n))
+        bg_q = m.lam * self._bg[seq]
+        S1, S2, BG, aligned = [], [], [], []
+        for k, (docs, pairs, _) in enumerate(parts):
+            A = self._align(pairs, tables.f_null)[:, pos_term]      # (n, J)
+            s1, s2, bg = self._forward_spans(docs, A, qng, bg_q, fwd_probs,
+                                             np.arange(k * n, (k + 1) * n),
+                                             np.arange(n_fwd + k * n, n_fwd + (k + 1) * n))
+            S1.append(s1)
+            S2.append(s2)
+            BG.append(bg)
+            aligned.append(A >= 0)
+        self._inverse_spans(question, tables, qng, inv_probs, col[:n], col[n:])
         logmu = np.log(np.array([mu for _, _, mu in parts]))
-        # all DPs in one pass: sum form of PT/LW (both parts) and of the inverse direction,
-        # max form of PT (both parts) for the Viterbi segmentation
-        G_pt, G_lw = self._inverse_spans(question, tables, last_pos, qng)
-        width = max(J, G_pt.shape[1])
-        forward = _pad(np.concatenate(F_pt + F_lw), width)
-        probs = np.concatenate([forward, _pad(G_pt, width), _pad(G_lw, width)])
-        if m.segmentation == "sum":
-            lengths = np.concatenate([np.full(2 * n_parts * n, J), question.lengths,
-                                      question.lengths])
-            summed, vit, back = _dp(probs, np.concatenate(F_pt), lengths)
-        else:                   # every DP in max form; the PT rows give the Viterbi B^
-            summed, back = segment_dp(probs, "max")
-            vit, back = summed[:n_parts * n], back[:n_parts * n]
-        final = summed[:2 * n_parts * n, J].reshape(2, n_parts, n)  # (pt|lw, part, n)
-        out[:, 2], out[:, 4] = np.logaddexp.reduce(final + logmu[None, :, None], axis=1)
-        ends = np.concatenate([question.lengths, question.lengths])
-        inv = summed[2 * n_parts * n:][np.arange(2 * n), ends]
-        out[:, 3], out[:, 5] = inv[:n], inv[n:]
+        with np.errstate(divide="ignore"):
+            if m.segmentation == "sum":
+                final = _sum_dp(fwd_probs, np.full(2 * n_fwd, J))
+                inv = _sum_dp(inv_probs, inv_len[np.argsort(col)])[col]
+                vit, back = _viterbi(np.maximum(np.log(fwd_probs[:, :, :n_fwd]), _FLOOR))
+                vit_final = vit[:, J]
+            else:               # every DP in max form; the PT rows give the Viterbi B^
+                alpha, back = _viterbi(np.maximum(np.log(fwd_probs), _FLOOR))
+                final = alpha[:, J]
+                vit_final, back = final[:n_fwd], back[:n_fwd]
+                alpha, _ = _viterbi(np.maximum(np.log(inv_probs), _FLOOR))
+                inv = alpha[col, inv_len]
+        fwd = final[:2 * n_fwd].reshape(2, n_parts, n)              # (pt|lw, part, n)
+        out[:, 2], out[:, 4] = np.logaddexp.reduce(fwd + logmu[None, :, None], axis=1)
+        out[:, 3], out[:, 5] = inv.reshape(2, n)
         # Viterbi segmentation B^ of the part with the higher mu * max-probability
-        best = (vit[:, J].reshape(n_parts, n) + logmu[:, None]).argmax(axis=0)
+        best = (vit_final.reshape(n_parts, n) + logmu[:, None]).argmax(axis=0)
         pick = best * n + np.arange(n)
         out[:, 6] = self._distortion(back[pick, :J + 1], np.concatenate(S1)[pick],
                                      np.concatenate(S2)[pick], np.concatenate(BG)[pick])
         out[:, 7] = (~np.concatenate(aligned)[pick]).sum(axis=1) / J
         return out
 
-    def _word_models(self, docs, P, terms, query):
+    def _word_models(self, docs, pairs, terms, query):
         """wt and translm of the question part."""
         m = self.model
         keep = self._bg_known[terms]
         if not keep.any():
             return 0.0, 0.0
+        J = len(terms)
         length = np.maximum(docs.lengths, 1)[:, None]
-        p_tr = docs.reduce(P, np.add, 0.0) / length
-        match = (docs.tokens[:, None] == terms[None, :]).astype(np.float64)
-        p_ml = docs.reduce(match, np.add, 0.0) / length
+        p_tr = np.bincount(pairs.doc * J + pairs.term, weights=pairs.prob * pairs.count,
+                           minlength=docs.n * J).reshape(docs.n, J) / length
+        at = np.minimum(np.searchsorted(terms, docs.tokens), J - 1)
+        hit = np.flatnonzero(terms[at] == docs.tokens)
+        p_ml = np.bincount(docs.doc[hit] * J + at[hit], minlength=docs.n * J).reshape(
+            docs.n, J) / length
         bg = self._bg[terms]
-        qtf = np.bincount(np.searchsorted(terms, query.sequence), minlength=len(terms))
+        qtf = np.bincount(np.searchsorted(terms, query.sequence), minlength=J)
         qtf = np.where(keep, qtf, 0.0)
         lam, beta = m.lam, m.beta
         with np.errstate(divide="ignore", invalid="ignore"):
             wt = np.where(keep, np.log((1 - lam) * p_tr + lam * bg), 0.0)
             tlm = np.where(keep, np.log((1 - lam) * (beta * p_tr + (1 - beta) * p_ml)
                                         + lam * bg), 0.0)
-        return wt @ qtf, tlm @ qtf
+        # einsum, not BLAS: a threaded matrix-vector product waits for a busy core
+        return np.einsum("ij,j->i", wt, qtf), np.einsum("ij,j->i", tlm, qtf)
 
     @staticmethod
-    def _align(docs, P, p_null):
-        """Eq. 9 for every candidate and distinct query term: local position or -1."""
-        top = docs.reduce(P, np.maximum, 0.0)                      # (n, n_terms)
-        top_tok = top[docs.doc]
-        win = (P == top_tok) & (P > 0) & (top_tok >= p_null[None, :])
-        pos = np.where(win, docs.local[:, None], -1)
-        return docs.reduce(pos, np.maximum, -1)
+    def _align(pairs, p_null):
+        """Eq. 9 for every candidate and distinct query term: local position or -1.
 
-    def _forward_spans(self, docs, A, qng, bg_q):
-        """Log phi(w|t), lex(w|t) of the bi-phrases ending at each query position."""
+        The winners are the words of largest ``P(w | word) > 0`` (at least NULL's); the
+        last position among them.
+        """
+        order, starts, flat = pairs.by_doc_term()
+        prob = pairs.prob[order]
+        top = np.repeat(np.maximum.reduceat(prob, starts) if len(starts) else prob,
+                        np.diff(starts, append=len(prob)))
+        win = (prob == top) & (prob > 0) & (top >= p_null[pairs.term[order]])
+        A = np.full(pairs.n * pairs.n_terms, -1, dtype=np.int64)
+        if len(starts):
+            A[flat] = np.maximum.reduceat(np.where(win, pairs.last[order], -1), starts)
+        return A.reshape(pairs.n, pairs.n_terms)
+
+    def _forward_spans(self, docs, A, qng, bg_q, probs, pt_cols, lw_cols):
+        """phi(w|t) and lex(w|t) of the bi-phrases ending at each query position, into
+        ``probs[:J, :, pt_cols[c]]`` and ``probs[:J, :, lw_cols[c]]``; returns the
+        document spans (S1, S2) of each bi-phrase and the background positions BG."""
         n, J = A.shape
         L = self._L
-        F_pt = np.full((n, J, L), _NEG)
-        F_lw = np.full((n, J, L), _NEG)
         S1 = np.zeros((n, J, L), dtype=np.int64)
         S2 = np.zeros((n, J, L), dtype=np.int64)
-        length, c, j1, s1, s2 = _hull_spans(A, L, self._tight)
-        src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + s1, s2 - s1 + 1)
+        known = qng >= 0                                   # query n-grams in the table
+        length, c, j1, s1, s2 = _hull_spans(A, L, self._tight,
+                                            lambda k: known[k - 1, :J - k + 1][None, :])
+        src = docs.ngrams[s2 - s1, docs.offsets[c] + s1]
         idx = self._table.find(src, qng[length - 1, j1])
         hit = idx >= 0
         length, c, j2 = length[hit], c[hit], j1[hit] + length[hit] - 1
         idx = idx[hit]
-        F_pt[c, j2, length - 1] = _log(self._table.forward_[idx])
-        F_lw[c, j2, length - 1] = _log(self._table.lex_forward_[idx])
+        probs[j2, L - length, pt_cols[c]] = self._table.forward_[idx]
+        probs[j2, L - length, lw_cols[c]] = self._table.lex_forward_[idx]
         S1[c, j2, length - 1] = s1[hit]
         S2[c, j2, length - 1] = s2[hit]
-        BG = ~np.isfinite(F_pt[:, :, 0])
-        F_pt[:, :, 0] = np.where(BG, bg_q[None, :], F_pt[:, :, 0])
-        F_lw[:, :, 0] = np.where(BG, bg_q[None, :], F_lw[:, :, 0])
-        return F_pt, F_lw, S1, S2, BG
+        ones = probs[:J, L - 1]                                     # length-1 spans
+        BG = ones[:, pt_cols] == 0                                  # (J, n)
+        for cols in (pt_cols, lw_cols):
+            ones[:, cols] = np.where(BG, bg_q[:, None], ones[:, cols])
+        return S1, S2, BG.T
 
-    def _inverse_spans(self, docs, tables, last_pos, qng):
-        """Log phi(t|w), lex(t|w) of the bi-phrases ending at each document position.
+    def _inverse_spans(self, docs, tables, qng, probs, pt_cols, lw_cols):
+        """phi(t|w) and lex(t|w) of the bi-phrases ending at each document position, into
+        ``probs[:, :, pt_cols[c]]`` and ``probs[:, :, lw_cols[c]]``.
 
         Each document word is aligned to a query position by eq. 9 in this direction
         (``argmax_j P(t_i | w_j)``, NULL included; ties: the last position).
@@ -452,51 +533,45 @@ class TranslationScorer:
         n = docs.n
         L = self._L
         I = max(docs.width, 1)
-        P, p_null = tables.inverse(docs.tokens)                   # (n_tok, n_terms)
-        top = P.max(axis=1, initial=0.0)
-        win = (P == top[:, None]) & (P > 0) & (top >= p_null)[:, None]
-        a = np.where(win, last_pos[None, :], -1).max(axis=1, initial=-1)
         A = np.full((n, I), -1, dtype=np.int64)
-        A[docs.doc, docs.local] = a
-        G_pt = np.full((n, I, L), _NEG)
-        G_lw = np.full((n, I, L), _NEG)
-        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight)
-        inside = i1 + length <= docs.lengths[c]
-        length, c, i1, j1, j2 = length[inside], c[inside], i1[inside], j1[inside], j2[inside]
-        src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + i1, length)
+        A[docs.doc, docs.local] = tables.i_align[tables.i_map[docs.tokens]]
+        known = np.zeros((L, n, I), dtype=bool)            # document n-grams in the table
+        known[:, docs.doc, docs.local] = docs.ngrams >= 0
+        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight,
+                                            lambda k: known[k - 1, :, :I - k + 1])
+        src = docs.ngrams[length - 1, docs.offsets[c] + i1]
         idx = self._table.find(src, qng[j2 - j1, j1])
         hit = idx >= 0
         length, c, idx = length[hit], c[hit], idx[hit]
         i2 = i1[hit] + length - 1
-        G_pt[c, i2, length - 1] = _log(self._table.inverse_[idx])
-        G_lw[c, i2, length - 1] = _log(self._table.lex_inverse_[idx])
-        pad = np.zeros((n, I), dtype=np.int64)
-        pad[docs.doc, docs.local] = docs.tokens
-        bg_d = np.log(self.model.lam * self._bg[pad])
-        background = ~np.isfinite(G_pt[:, :, 0])
-        G_pt[:, :, 0] = np.where(background, bg_d, G_pt[:, :, 0])
-        G_lw[:, :, 0] = np.where(background, bg_d, G_lw[:, :, 0])
-        return G_pt, G_lw
+        probs[i2, L - length, pt_cols[c]] = self._table.inverse_[idx]
+        probs[i2, L - length, lw_cols[c]] = self._table.lex_inverse_[idx]
+        bg_d = self.model.lam * self._bg[docs.tokens]
+        for cols in (pt_cols, lw_cols):
+            one = probs[docs.local, L - 1, cols[docs.doc]]
+            probs[docs.local, L - 1, cols[docs.doc]] = np.where(one == 0, bg_d, one)
 
     @staticmethod
     def _distortion(back, S1, S2, BG):
         """PA along the Viterbi segmentation (background words skipped)."""
         n, width = back.shape
+        # the segmentation, from the last position back: path[c, k] is the end (in
+        # positions, exclusive) of the k-th segment from the end, 0 once done
+        path = np.zeros((n, width), dtype=np.int64)
         cur = np.full(n, width - 1)
-        next_start = np.full(n, -1, dtype=np.int64)
-        pa = np.zeros(n)
-        for _ in range(width - 1):
-            c = np.flatnonzero(cur > 0)
-            if len(c) == 0:
+        ar = np.arange(n)
+        for k in range(width - 1):
+            path[:, k] = cur
+            cur = cur - back[ar, cur]
+            if not cur.any():
                 break
-            p = cur[c]
-            length = back[c, p].astype(np.int64)
-            end = p - 1
-            real = ~((length == 1) & BG[c, end])
-            s_start = S1[c, end, length - 1]
-            s_end = S2[c, end, length - 1]
-            follow = real & (next_start[c] >= 0)
-            pa[c[follow]] += np.abs(next_start[c[follow]] - s_end[follow] - 1)
-            next_start[c[real]] = s_start[real]
-            cur[c] = p - length
-        return pa
+        c, k = np.nonzero(path)
+        p = path[c, k]
+        length = back[c, p].astype(np.int64)
+        end = p - 1
+        real = ~((length == 1) & BG[c, end])
+        c, k, end, length = c[real], k[real], end[real], length[real]
+        # consecutive real segments of a row (k increasing = right to left)
+        same = c[1:] == c[:-1]
+        gaps = S1[c[:-1], end[:-1], length[:-1] - 1] - S2[c[1:], end[1:], length[1:] - 1] - 1
+        return np.bincount(c[1:][same], weights=np.abs(gaps[same]), minlength=n).astype(float)

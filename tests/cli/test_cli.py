@@ -31,29 +31,80 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
 
     code, out, _ = run(capsys, "query", out_dir, "category:cars engine battery", "--json")
     doc = json.loads(out)
-    assert doc["category"] == "cars" and doc["hits"][0]["category"] == "Cars"
-    assert set(doc["hits"][0]) == {"rank", "doc_id", "score", "title", "category", "best_answer",
-                                   "features", "tags", "url", "n_answers", "title_marked",
-                                   "snippet", "answer"}  # Presenter.hit_dict
+    assert doc["category"] == "Cars" and doc["hits"][0]["category"] == "Cars"
+    assert doc["matched_in"] == "question"
+    assert set(doc["hits"][0]) == {"rank", "id", "score", "title", "snippet", "category",
+                                   "tags", "url", "n_answers", "answer", "features",
+                                   "title_marked", "snippet_marked"}  # Presenter.hit_dict
+    assert doc["hits"][0]["answer"]["label"] == "best answer"
+
+    # words found only in answers: the questions whose answers hold them
+    code, out, _ = run(capsys, "query", out_dir, "alternator", "--color", "never")
+    assert "no question holds these words; questions whose answers do:" in out and "t07" in out
+    # a required word is required in the answers then; no answer holding it: no hits at all
+    code, out, _ = run(capsys, "query", out_dir, "+alternator -dying", "--color", "never")
+    assert code == 0 and "no matching questions" in out and "answers do" not in out
+    code, out, _ = run(capsys, "query", out_dir, "+alternator", "--json")
+    doc = json.loads(out)
+    assert doc["matched_in"] == "answers" and [h["id"] for h in doc["hits"]] == ["t07"]
 
     code, out, _ = run(capsys, "query", out_dir, "furnture")
     assert "'furnture' is not in the archive; did you mean furniture?" in out
 
 
-def test_interactive_session(capsys, monkeypatch, toy_index):
+def _session(toy_index, **options):
+    from argparse import Namespace
+
+    from cqa_search import SearchEngine
+    from cqa_search.cli._common import Style
+    from cqa_search.cli.query import _Session
+
+    args = Namespace(k=10, category=None, answers=True, explain=False, **options)
+    out = io.StringIO()
+    return _Session(SearchEngine.open(toy_index), args, Style("never"), out=out), out
+
+
+def test_interactive_session(toy_index):
+    session, out = _session(toy_index)
     script = "\n".join([":k 2", "renew visa", ":show 2", ":category cars", "battery",
-                        ":category Nope", "category:Shopping sofa", ":categories", ":bogus",
-                        "", ":quit", "never reached"])
-    monkeypatch.setattr(sys, "stdin", io.StringIO(script))
-    code, out, _ = run(capsys, "query", toy_index, "--color", "never")
-    assert code == 0
+                        ":category Nope", "category:Shopping sofa", ":k ²", ":show ²",
+                        ":categories", ":bogus", "", ":quit", "never reached"])
+    session.loop(io.StringIO(script))
+    out = out.getvalue()
     assert " 1. " in out and " 3. " not in out
     assert "answer 1 (best):" in out  # :show 2 prints t01 with its answers
     assert "searching only category 'Cars'" in out and "t07" in out
     assert "error: unknown category 'Nope'" in out
     assert "t04" in out  # the per-query category filter
-    assert "Cars, Shopping, Visas" in out and "unknown command :bogus" in out
-    assert "never reached" not in out
+    assert "usage: :k N" in out and "usage: :show N" in out  # '²' is a digit, not a number
+    assert "unknown command :bogus" in out and "never reached" not in out
+    assert "  category  questions" in out  # :categories: a table with counts
+
+
+def test_session_prompt_completion_and_categories_table(toy_index):
+    session, out = _session(toy_index)
+    assert session.prompt == "cqa> "
+    assert session.complete(":cat") == [":category ", ":categories "]
+    assert session.complete(":category s") == [":category Shopping"]
+    assert session.complete(":explain o") == [":explain on", ":explain off"]
+    assert session.complete("visa") == []
+    session.handle(":category visas")
+    assert session.prompt == "cqa [Visas]> "
+    assert [line.split() for line in session.categories_table().splitlines()] == [
+        ["category", "questions"], ["Cars", "4"], ["Visas", "4"], ["Shopping", "3"]]
+
+
+def test_piped_queries_give_json_lines_and_a_run(capsys, monkeypatch, toy_index, tmp_path):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\trenew visa\ncheap sofa\n\n-visa\n"))
+    code, out, err = run(capsys, "query", toy_index, "--json", "-k", "2", "--run-out",
+                         tmp_path / "run.txt")
+    assert code == 0
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert [d["qid"] for d in docs] == ["a", "2", "4"] and "error" in docs[2]
+    assert [h["id"] for h in docs[0]["hits"]] == ["t02", "t01"]
+    run_lines = (tmp_path / "run.txt").read_text().splitlines()
+    assert run_lines[0].split()[:4] == ["a", "Q0", "t02", "1"] and len(run_lines) == 4
+    assert "3 queries searched, 1 refused" in err
 
 
 def held_out_scores(out):
@@ -100,6 +151,16 @@ def test_module_entry_point_and_help():
     proc = subprocess.run([sys.executable, "-m", "cqa_search"], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("argv", [["query", "{index}", "visa", "-k", "0"],
+                                  ["query", "{index}", "visa", "-k", "many"],
+                                  ["query", "{index}", "visa", "--bogus"]])
+def test_usage_errors_exit_2(capsys, toy_index, argv):
+    with pytest.raises(SystemExit) as exc:
+        main([a.format(index=toy_index) for a in argv])
+    assert exc.value.code == 2
+    assert "usage:" in capsys.readouterr().err
 
 
 # -- user mistakes: a message and exit status 1, never a traceback ----------------------------
@@ -149,7 +210,6 @@ def test_skip_invalid_reports_the_count(capsys, tmp_path):
     (["query", "{tmp}", "visa"], "is not a cqa_search index"),
     (["query", "{index}", "   "], "empty query"),
     (["query", "{index}", "visa", "--category", "car"], "unknown category 'car'; did you mean 'Cars'"),
-    (["query", "{index}", "visa", "-k", "0"], "-k must be a positive integer"),
 ])
 def test_user_errors(capsys, tmp_path, fixtures, toy_index, argv, message):
     write(tmp_path / "x.weird", "hello")

@@ -11,7 +11,7 @@ import dataclasses
 
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
 from cqa_search.cli import fit as fit_cli
-from cqa_search.exceptions import ConvergenceWarning, NotFittedError
+from cqa_search.exceptions import ConvergenceWarning, IndexFormatError, NotFittedError
 from cqa_search.factorization.multiview import (MultiViewModel, MultiViewNMF, _cd_pass,
                                                 _fold_in, _init_factors)
 from cqa_search.factorization.views import (DummyTranslator, Translator, make_translator,
@@ -320,7 +320,7 @@ def test_model_errors(index):
     model = _fit(engine, views=[])
     other = tmp = os.path.join(os.path.dirname(index), "other")
     build_index(ARCHIVE[:4], tmp)
-    with pytest.raises(ValueError, match="fitted on 8 questions but the index has 4"):
+    with pytest.raises(IndexFormatError, match="covers 8 questions but the index has only 4"):
         model.scorer(SearchEngine.open(other).view)
 
 
@@ -341,3 +341,26 @@ def test_cli_fits_and_stores_a_model(index, capsys):
     assert "does not exist" in err and "apt-get install dict-freedict-eng-fra" in err
     assert fit_cli.main([str(index), "multiview", "-q"]) == 1   # default view: ibm1
     assert "needs an IBM Model 1 translation table" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_single_query_fold_in_equals_the_batched_solver(tmp_path):
+    """transform_query (one GramFactor NNLS per view) == _fold_in (block pivoting)."""
+    from cqa_search import Question, SearchEngine, build_index
+    from cqa_search.factorization.multiview import MultiViewModel, _fold_in
+    from cqa_search.factorization.views import DummyTranslator
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    qs = [Question(f"q{i}", " ".join(rng.choice(words, 8))) for i in range(60)]
+    build_index(qs, tmp_path / "idx", fields=("question",))
+    engine = SearchEngine.open(tmp_path / "idx")
+    model = MultiViewModel(n_components=6, max_iter=20, tol=0, random_state=0).fit(
+        engine.view, translators=[DummyTranslator(name="copy")])
+    n_terms = len(engine.index.vocab)
+    for text in ("w1 w2 w3", "w5 w5 w30 w39 w0", "w7"):
+        q = engine.analyze(text)
+        xs = [enc.encode_query(q, engine.analyzer, n_terms) for enc in model.encoders_]
+        batched = _fold_in(model.components_, model.lambdas_, xs)
+        for got, ref in zip(model.transform_query(q, engine.view), batched):
+            np.testing.assert_allclose(got, ref[0], rtol=1e-9, atol=1e-12)

@@ -27,6 +27,14 @@ def live(path):
     return path / current_generation(path)
 
 
+SEG = "segments/seg-000001"
+
+
+def seg(path):
+    """The directory of the (single) segment of an index's live generation."""
+    return live(path) / SEG
+
+
 def generations(path):
     return sorted(p.name for p in path.iterdir() if p.name.startswith("gen-"))
 
@@ -97,7 +105,7 @@ def test_an_index_of_the_old_layout_asks_for_a_rebuild_and_can_be_rebuilt(tmp_pa
 
 
 def test_truncated_file_raises(index_copy):
-    path = live(index_copy) / "fields" / "question" / "indices.npy"
+    path = seg(index_copy) / "fields" / "question" / "indices.npy"
     path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(IndexFormatError, match=r"corrupted index .*indices.npy has \d+ bytes, "
                                                r"expected \d+"):
@@ -120,7 +128,7 @@ def test_missing_live_generation_and_bad_pointer(index_copy):
 
 
 def test_altered_bytes_are_caught_by_verify(index_copy):
-    path = live(index_copy) / "fields" / "question" / "counts.npy"
+    path = seg(index_copy) / "fields" / "question" / "counts.npy"
     data = bytearray(path.read_bytes())
     data[-4] ^= 0x02  # the last count's low byte: a count, still in range
     path.write_bytes(bytes(data))
@@ -130,7 +138,7 @@ def test_altered_bytes_are_caught_by_verify(index_copy):
 
 
 def test_inconsistent_array_raises_on_open(index_copy):
-    path = live(index_copy) / "fields" / "question" / "doc_len.npy"
+    path = seg(index_copy) / "fields" / "question" / "doc_len.npy"
     arr = np.load(path)
     arr[0] += 1
     np.save(path, arr)  # same size, but the lengths no longer add up
@@ -139,11 +147,11 @@ def test_inconsistent_array_raises_on_open(index_copy):
 
 
 def test_pickled_array_is_refused(index_copy):
-    path = live(index_copy) / "doc_category.npy"
+    path = seg(index_copy) / "doc_category.npy"
     np.save(path, np.array([object()] * 12), allow_pickle=True)
-    _rewrite_manifest(index_copy, lambda m: m["files"]["doc_category.npy"].update(
+    _rewrite_manifest(index_copy, lambda m: m["files"][f"{SEG}/doc_category.npy"].update(
         bytes=path.stat().st_size))
-    with pytest.raises(IndexFormatError, match="cannot read doc_category.npy"):
+    with pytest.raises(IndexFormatError, match="cannot read .*/doc_category.npy"):
         SearchEngine.open(index_copy)
 
 
@@ -263,6 +271,38 @@ def test_directories_and_files_follow_the_umask(tmp_path):
         build_index([Question("a", "renew visa")], out)
     finally:
         os.umask(old)
-    for path in (out, live(out), live(out) / "fields", live(out) / "vocab.json"):
+    for path in (out, live(out), seg(out) / "fields", live(out) / "vocab.json"):
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & 0o044 == 0o044, (path, oct(mode))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m["files"]["vocab.json"].pop("bytes"), "file list of its manifest.json is malformed"),
+    (lambda m: m.update(files=[]), "file list of its manifest.json is malformed"),
+    (lambda m: m.update(files=None), "file list of its manifest.json is malformed"),
+    (lambda m: m.update(stats={"n_docs": "many"}), "bad manifest"),
+    (lambda m: m.update(models={"x": 3}), "model list of its manifest.json is malformed"),
+    (lambda m: m.update(analyzer={"stem": "klingon"}), "bad manifest"),
+])
+def test_malformed_manifests_are_corrupted_indexes(index_copy, change, message):
+    _rewrite_manifest(index_copy, change)
+    with pytest.raises(IndexFormatError, match=message):
+        SearchEngine.open(index_copy)
+
+
+def test_manifest_as_a_directory_and_bad_arrays(index_copy):
+    root = live(index_copy)
+    saved = (root / SEG / "doc_category.npy").read_bytes()
+    np.save(root / SEG / "doc_category.npy", np.full(12, 7, dtype=np.int32))  # no category 7
+    with pytest.raises(IndexFormatError, match="doc_category.npy holds 7, above its bound 2"):
+        SearchEngine.open(index_copy)
+    (root / SEG / "doc_category.npy").write_bytes(saved)
+    indptr = np.load(root / SEG / "fields" / "question" / "indptr.npy")
+    indptr[3], indptr[4] = indptr[4], indptr[3] - 1  # offsets out of order
+    np.save(root / SEG / "fields" / "question" / "indptr.npy", indptr)
+    with pytest.raises(IndexFormatError, match="indptr.npy is not non-decreasing"):
+        SearchEngine.open(index_copy)
+    (root / "manifest.json").unlink()
+    (root / "manifest.json").mkdir()
+    with pytest.raises(IndexFormatError, match="unreadable gen-000001/manifest.json"):
+        SearchEngine.open(index_copy)

@@ -2,6 +2,8 @@
 from collections import Counter
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cqa_search.analysis import Analyzer
 from cqa_search.archive import Question
@@ -104,3 +106,44 @@ def test_parts_scored_with_the_whole_collections_statistics_score_as_one_index()
         np.testing.assert_allclose(split, full, rtol=1e-6, err_msg=model.name)
         alone = np.concatenate([model.score_all(p, ids, qtf)[0] for p in parts])
         assert not np.allclose(alone, full)  # the parts' own statistics would differ
+
+
+def test_a_builder_extending_a_vocabulary_keeps_its_ids():
+    from cqa_search.index.vocab import Vocabulary
+
+    first = TermIndexBuilder(Analyzer(), ("question",))
+    first.add(Question("a", "renew visa office"))
+    first = first.build()
+    vocab = Vocabulary(first.vocab.terms)
+    second = TermIndexBuilder(Analyzer(), ("question",), vocab=vocab)
+    second.add(Question("b", "visa fees at the office"))
+    second = second.build()
+    assert second.vocab.terms[:3] == first.vocab.terms == ["renew", "visa", "offic"]
+    assert second.vocab.terms[3:] == ["fee"]
+    assert second["question"].n_terms == 4 and second["question"].terms_of(0).tolist() == [1, 3, 2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n_parts=st.integers(1, 5), n_terms=st.integers(1, 12))
+def test_concat_equals_the_stacked_count_matrix(seed, n_parts, n_terms):
+    """Segments merged at open: the postings of each term are those of every part in turn,
+    rows shifted; checked against scipy's stacking of the parts' count matrices."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    parts, dense = [], []
+    for _ in range(n_parts):
+        n_docs, known = int(rng.integers(0, 9)), int(rng.integers(0, n_terms + 1))
+        m = np.where(rng.random((n_docs, known)) < 0.4, rng.integers(1, 4, (n_docs, known)), 0)
+        csc = sp.csc_matrix(m)
+        doc_len = m.sum(axis=1).astype(np.int32)
+        parts.append(FieldIndex("question", csc.indptr.astype(np.int64),
+                                csc.indices.astype(np.int32), csc.data.astype(np.int32),
+                                doc_len, np.zeros(int(doc_len.sum()), np.int32)))
+        dense.append(np.pad(m, ((0, 0), (0, n_terms - known))))
+    merged = FieldIndex.concat(parts, n_terms)
+    expected = sp.csc_matrix(np.vstack(dense).reshape(-1, n_terms))
+    assert merged.indptr.tolist() == expected.indptr.tolist()
+    assert merged.indices.tolist() == expected.indices.tolist()
+    assert merged.counts.tolist() == expected.data.tolist()
+    assert merged.doc_len.tolist() == np.vstack(dense).reshape(-1, n_terms).sum(axis=1).tolist()

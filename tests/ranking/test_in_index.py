@@ -103,6 +103,31 @@ def test_train_command_stores_a_ranker(index, judged, capsys):
     ranker = engine.models["ranker"]
     assert ranker.learner == "coordinate-ascent" and engine.ranker is ranker
     assert ranker.random_state == 0 and ranker.params == {"n_restarts": 2}
+    assert "time         " in out and "cqa-search query" in out
+
+
+def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, judged, capsys,
+                                                                     tmp_path):
+    from cqa_search.cli.__main__ import main
+    from cqa_search.evaluation import read_run
+
+    queries, qrels = judged
+    engine = SearchEngine.open(index)
+    X, y, qid, names = table(engine)
+    add_model(index, "ranker", LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=names))
+    args = ["evaluate", str(index), "--queries", str(queries), "--qrels", str(qrels), "-q"]
+    assert main(args + ["--run-out", str(tmp_path / "pipeline.run")]) == 0
+    assert "bm25+ranker" in capsys.readouterr().out
+    assert main(args + ["--ranker", "none", "--run-out", str(tmp_path / "bm25.run")]) == 0
+    pipeline, bm25 = read_run(tmp_path / "pipeline.run"), read_run(tmp_path / "bm25.run")
+    ranked = SearchEngine.open(index)
+    for q in QUERIES:
+        expected = ranked.retrieve(q["text"], 100)
+        assert list(pipeline[q["id"]]) == [d for d in expected.doc_ids if d != q["id"]]
+    assert pipeline != bm25
+    assert main(args + ["--ranker", "nope"]) == 1
+    assert "this index has no ranker 'nope' (rankers: ranker)" in capsys.readouterr().err
+    assert main(["query", str(index), "visa", "--ranker", "none", "--json"]) == 0
 
 
 def test_train_command_options_and_errors(index, judged, capsys):
@@ -115,7 +140,7 @@ def test_train_command_options_and_errors(index, judged, capsys):
                 if line and not line.startswith("(")]
     assert features == ["bm25", "vsm", "answers_bm25", "answers_lm_jm", "category_match",
                         "log_length"]
-    assert "SearchConfig(ranker='svm')" in out
+    assert "cqa-search query" in out and "--ranker svm" in out
     ranker = SearchEngine.open(index).models["svm"]
     assert all(not f.startswith(("given_", "lm_")) for f in ranker.feature_names_in_)
 

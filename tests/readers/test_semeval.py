@@ -57,6 +57,7 @@ def test_repeats_are_kept_and_marked(fixtures):
     assert gym.answers == ("About 300 QR at the small ones.", "Try swimming instead & save money.")
     assert gym.extra["answer_labels"] == ["Good", "PotentiallyUseful"]
     assert gym.extra["answer_ids"] == ["Q1_R1_C1", "Q1_R1_C2"]
+    assert gym.extra["answer_user_ids"] == ["U11", "U12"] and gym.extra["user_id"] == "U10"
     assert questions[1].body == "" and questions[1].answers == ()
 
 

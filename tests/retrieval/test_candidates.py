@@ -17,3 +17,63 @@ def test_top_k_equals_full_sort_with_ties_by_rank(scores, k, seed):
     assert top_k(scores, k, allowed=allowed, tie_rank=tie_rank).tolist() == expected
     assert top_k(scores, None, allowed=np.flatnonzero(allowed), tie_rank=tie_rank).tolist() == \
         sorted(np.flatnonzero(allowed), key=lambda r: (-scores[r], tie_rank[r]))
+
+
+# -- retrieve: the top k chosen among the postings, against exhaustive top_k ------------
+def random_field(rng, n_docs, n_terms, density):
+    """A field with few distinct (tf, length) values, so scores tie often."""
+    from cqa_search.index.term_index import FieldIndex
+
+    present = rng.random((n_docs, n_terms)) < density
+    counts = np.where(present, rng.integers(1, 3, (n_docs, n_terms)), 0)
+    indptr = np.concatenate([[0], np.cumsum(present.sum(axis=0))]).astype(np.int64)
+    indices = np.concatenate([np.flatnonzero(present[:, t]) for t in range(n_terms)]
+                             ).astype(np.int32)
+    data = np.concatenate([counts[present[:, t], t] for t in range(n_terms)]).astype(np.int32)
+    doc_len = np.maximum(counts.sum(axis=1), rng.integers(1, 4, n_docs)).astype(np.int32)
+    return FieldIndex("question", indptr, indices, data, doc_len,
+                      np.zeros(int(doc_len.sum()), dtype=np.int32))
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 400), n_terms=st.integers(1, 6),
+       density=st.sampled_from([0.02, 0.2, 0.6]), k=st.integers(1, 25),
+       filtered=st.booleans(), deleted=st.sampled_from([None, 0.1, 0.9]))
+def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, filtered,
+                                          deleted):
+    from cqa_search.retrieval import BM25
+    from cqa_search.retrieval.candidates import retrieve
+
+    rng = np.random.default_rng(seed)
+    field = random_field(rng, n_docs, n_terms, density)
+    model = BM25()
+    term_ids = np.sort(rng.choice(n_terms, rng.integers(1, n_terms + 1), replace=False))
+    qtf = rng.integers(1, 3, len(term_ids)).astype(float)
+    doc_category = rng.integers(-1, 3, n_docs).astype(np.int32)
+    category = int(rng.integers(0, 3)) if filtered else None
+    tie_rank = rng.permutation(n_docs).astype(np.int32)
+    allowed = None if deleted is None else rng.random(n_docs) >= deleted
+    scores, matched = model.score_all(field, term_ids, qtf)
+    if filtered:
+        matched &= doc_category == category
+    if allowed is not None:
+        matched &= allowed
+    expected = top_k(scores, k, allowed=matched, tie_rank=tie_rank)
+    rows, got = retrieve(model, field, term_ids, qtf, k, doc_category=doc_category,
+                         category=category, allowed=allowed, tie_rank=tie_rank)
+    assert rows.tolist() == expected.tolist()
+    assert got.tolist() == scores[expected].tolist()            # bit for bit
+
+
+def test_retrieve_of_other_models_and_of_every_match():
+    from cqa_search.retrieval import BM25, LMDirichlet
+    from cqa_search.retrieval.candidates import retrieve
+
+    field = random_field(np.random.default_rng(0), 50, 4, 0.3)
+    terms, qtf = np.array([0, 2]), np.array([1.0, 2.0])
+    for model in (BM25(), LMDirichlet()):      # LM has a document part: the reference path
+        scores, matched = model.score_all(field, terms, qtf)
+        for k in (3, None):
+            rows, got = retrieve(model, field, terms, qtf, k)
+            assert rows.tolist() == top_k(scores, k, allowed=matched).tolist()
+            assert got.tolist() == scores[rows].tolist()

@@ -54,11 +54,10 @@ def test_same_results_as_the_python_api(q, category, ranked, toy_index, ranked_i
     response = http.get("/api/search", params=params)
     assert response.status_code == 200, response.text
     doc = response.json()
-    assert [h["doc_id"] for h in doc["hits"]] == list(expected.doc_ids)
+    assert [h["id"] for h in doc["hits"]] == list(expected.doc_ids)
     assert [h["score"] for h in doc["hits"]] == expected.scores.tolist()
     # the whole document is the presenter's (the CLI's --json), plus the generation
-    same = Presenter(engine).results_dict(expected, typed=q, category=doc["category"],
-                                          explain=True)
+    same = Presenter(engine).results_dict(expected, typed=q, explain=True)
     assert doc == {**same, "generation": engine.generation}
     assert (doc["ranking"]["ranker"] is not None) == ranked
     assert all(("contributions" in h) == ranked for h in doc["hits"])
@@ -210,7 +209,7 @@ def test_concurrent_requests_give_the_sequential_results(ranked_client, ranked_i
     expected = [list(engine.search(q).doc_ids) for q in queries]
 
     def ask(q):
-        return [h["doc_id"] for h in ranked_client.get("/api/search", params={"q": q}).json()["hits"]]
+        return [h["id"] for h in ranked_client.get("/api/search", params={"q": q}).json()["hits"]]
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(ask, queries)) == expected
@@ -242,7 +241,7 @@ def test_rebuild_refit_and_breakage_while_serving_fail_no_request(tmp_path, toy_
             wait_for(lambda: generation() == rebuilt, "the rebuilt index")
             n = len(answers)
             wait_for(lambda: len(answers) > n + 3, "answers from the rebuilt index")
-            assert answers[-1][1]["hits"][0]["doc_id"] == "z1"
+            assert answers[-1][1]["hits"][0]["id"] == "z1"
 
             train_ranker(path)  # a refit: a new generation with a ranker, same archive
             refit = current_generation(path)

@@ -93,7 +93,7 @@ def params(driver):
 def api_doc_ids(server, **query):
     import httpx2 as httpx
 
-    return [h["doc_id"] for h in httpx.get(server + "/api/search", params=query).json()["hits"]]
+    return [h["id"] for h in httpx.get(server + "/api/search", params=query).json()["hits"]]
 
 
 def test_search_facet_explain_keyboard_and_history(server, browser, shots):

@@ -80,7 +80,7 @@ def test_serves_until_interrupted(toy_index):
                 time.sleep(0.1)
         assert health["status"] == "ok" and health["n_docs"] == 12
         with urllib.request.urlopen(url + "/api/search?q=renew+visa&k=2", timeout=10) as r:
-            assert {h["doc_id"] for h in json.load(r)["hits"]} == {"t01", "t02"}
+            assert {h["id"] for h in json.load(r)["hits"]} == {"t01", "t02"}
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

@@ -86,3 +86,32 @@ def test_cli_fit_translation(index_copy, capsys):
     code = main(["fit", str(index_copy), "translation", "-q", "--answers", "none"])
     out, err = capsys.readouterr()
     assert code == 1 and "error: no parallel pairs" in err and "Traceback" not in err
+
+
+def test_a_model_extended_to_a_grown_vocabulary_scores_the_old_terms_as_before(index_copy):
+    """An index that gained questions has more terms than the model: the extended model
+    (new terms translate to themselves, are in no bi-phrase) gives the old terms' features
+    unchanged."""
+    from cqa_search.translation.scoring import TranslationScorer
+
+    engine = SearchEngine.open(index_copy)
+    model = TranslationModel(textrank=False, tol=None, max_iter=3).fit(engine.view)
+    n = len(engine.index.vocab)
+    wider = model.extended(n + 50)
+    assert wider.ibm1_.translation_probs_.shape == (n + 51, n + 50)
+    np.testing.assert_allclose(wider.ibm1_.translation_probs_.sum(axis=1), 1.0, rtol=1e-6)
+    assert wider.ibm1_.translation_probs_[n + 10, n + 9] == 1.0  # a new term: itself
+    assert model.extended(n) is model
+    rows = np.arange(engine.n_docs)
+    for text in ("visa office renewal", "cheap sofa furniture shop", "the car will not start"):
+        q = engine.analyze(text)
+        np.testing.assert_allclose(TranslationScorer(wider, engine.view).score(q, rows),
+                                   TranslationScorer(model, engine.view).score(q, rows),
+                                   rtol=1e-12, atol=1e-12)
+    old = model.phrase_table_
+    new = wider.phrase_table_
+    pairs = old.pair_keys_[:50]
+    n_old = len(old.vocabulary_)
+    src, tgt = pairs // n_old, pairs % n_old
+    idx = new.find(old.vocabulary_.shift(src, n + 50), old.vocabulary_.shift(tgt, n + 50))
+    np.testing.assert_array_equal(new.forward_[idx], old.forward_[np.arange(50)])

@@ -267,3 +267,31 @@ def test_question_only_index(tmp_path):
     for j, name in enumerate(FEATURE_NAMES):
         if ref[name] is not None:
             assert got[0, j] == pytest.approx(ref[name], rel=1e-9)
+
+
+# -- the scorer's DP kernels against segment_dp ----------------------------------------------
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), n_rows=st.integers(1, 12), P=st.integers(1, 40),
+       L=st.integers(1, 5), tiny=st.booleans())
+def test_dp_kernels_match_segment_dp(seed, n_rows, P, L, tiny):
+    """Probability-space sums (rescaled) and log-space Viterbi give segment_dp's values,
+    for rows of different lengths, impossible spans and, with ``tiny``, probabilities down
+    to float32's smallest normal numbers."""
+    from cqa_search.translation.scoring import _sum_dp, _viterbi, _FLOOR
+    rng = np.random.default_rng(seed)
+    low = -87.0 if tiny else -6.0                 # exp(-87) ~ 1.6e-38
+    logp = rng.uniform(low, 0.0, (n_rows, P, L))
+    logp[rng.random((n_rows, P, L)) < 0.4] = -np.inf
+    logp[:, :, 0] = np.where(np.isfinite(logp[:, :, 0]), logp[:, :, 0], low)  # length 1 exists
+    lengths = np.sort(rng.integers(0, P + 1, n_rows))[::-1]
+    probs = np.exp(logp[:, :, ::-1]).transpose(1, 2, 0).copy()   # (P, L, rows), reversed
+    with np.errstate(divide="ignore"):
+        logp = np.log(probs).transpose(2, 0, 1)[:, :, ::-1]    # what the scorer logs
+    final = _sum_dp(probs, lengths)
+    for r in range(n_rows):
+        alpha, _ = segment_dp(logp[r:r + 1, :lengths[r]], "sum")
+        assert final[r] == pytest.approx(alpha[0, -1], rel=1e-12, abs=1e-12)
+    with np.errstate(divide="ignore"):
+        vit, back = _viterbi(np.maximum(np.log(probs), _FLOOR))
+    ref, ref_back = segment_dp(logp, "max")
+    assert np.array_equal(vit, ref) and np.array_equal(back, ref_back)

@@ -173,7 +173,7 @@
   }
 
   function renderHit(hit, state, ranking) {
-    const target = { ...state, question: hit.doc_id };
+    const target = { ...state, question: hit.id };
     const titleId = `hit-${hit.rank}`;
     const meta = [];
     if (hit.category) meta.push(el("span", { class: "category", text: hit.category }));
@@ -185,14 +185,14 @@
     }
     return el("li", { class: "hit" }, el("article", { "aria-labelledby": titleId },
       el("h2", { class: "hit-title", id: titleId },
-         el("a", { href: urlFor(target), class: "hit-link", dataset: { doc: hit.doc_id },
+         el("a", { href: urlFor(target), class: "hit-link", dataset: { doc: hit.id },
                    onclick: (event) => { event.preventDefault(); fromResults = true; go(target); } },
             marked(hit.title_marked))),
       el("p", { class: "meta" }, meta.flatMap((m, i) => (i ? [" · ", m] : [m]))),
-      hit.snippet.length ? el("p", { class: "snippet" }, marked(hit.snippet)) : null,
+      hit.snippet_marked.length ? el("p", { class: "snippet" }, marked(hit.snippet_marked)) : null,
       hit.answer ? el("div", { class: "answer" },
                       el("span", { class: "label", text: hit.answer.label }),
-                      el("p", {}, marked(hit.answer.snippet))) : null,
+                      el("p", {}, marked(hit.answer.snippet_marked))) : null,
       el("details", { class: "why" }, el("summary", { text: "Why this rank" }),
          explanation(hit, ranking))));
   }

@@ -1,0 +1,25 @@
+"""``cqa-search compact INDEX``: merge an index's segments and drop its deleted questions."""
+from __future__ import annotations
+
+import argparse
+
+from ..index.live import compact
+from ._common import COMMANDS, add_common_options, print_or_fail, run_command
+
+HELP = COMMANDS["compact"][1]
+
+
+def configure(parser) -> None:
+    parser.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
+    add_common_options(parser)
+
+
+def run(args) -> int:
+    print_or_fail(compact(args.index))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="cqa-search compact", description=HELP)
+    configure(parser)
+    return run_command(run, parser.parse_args(argv))

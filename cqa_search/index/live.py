@@ -1,0 +1,439 @@
+"""A live archive: questions added and deleted without a rebuild, and compaction.
+
+Each change is one new generation (:class:`~cqa_search.index.store.IndexWriter`), written
+under the writers' lock from the generation live at that moment, so that it is atomic,
+survives a crash at any point (the previous generation stays live) and never races
+another writer:
+
+- :func:`add_questions` writes the new questions as one more *segment*: its postings use
+  the index's vocabulary, extended with the new terms (term ids only grow);
+- :func:`delete_questions` marks rows as deleted (*tombstones*, ``deleted.npy`` of their
+  segment); a question replaced by ``add_questions(..., replace=True)`` is deleted and
+  added again;
+- :func:`compact` merges the segments into one without the deleted rows, renumbering the
+  rows; stored models with a row per question follow (``select_rows``).
+
+Collection statistics (document frequencies, lengths, term frequencies) are those of the
+live rows, kept up to date by each change, so every score after a change equals that of a
+fresh build of the same live archive. Stored models stay usable: new questions are folded
+into the topic and multiview models when an engine opens the index, get translation
+features from the existing tables, and the ranker is unchanged; ``cqa-search info``
+says how many questions each model has not seen.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import time
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..archive import Question
+from ..exceptions import ArchiveError, ParameterError
+from ..retrieval.bm25 import BM25
+from .build import _paths, progress_bar
+from .layout import SegmentWriter, load_index, read_head, segment_dir, write_globals
+from .models import load_models
+from .store import IndexWriter, open_index
+from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
+from .vocab import Vocabulary
+
+__all__ = ["add_questions", "delete_questions", "compact", "ChangeSummary", "index_info"]
+
+logger = logging.getLogger(__name__)
+
+_SEGMENT = re.compile(r"seg-(\d+)\Z")
+# Files every generation rewrites (the rest of the live generation is kept as it is).
+_GLOBAL = ("vocab.json", "categories.json", "surface.json", "doc_id_rank.npy")
+
+
+@dataclass(frozen=True)
+class ChangeSummary:
+    """What :func:`add_questions`, :func:`delete_questions` or :func:`compact` did."""
+
+    action: str
+    path: str
+    generation: str
+    added: int = 0
+    deleted: int = 0
+    n_questions: int = 0
+    n_segments: int = 0
+    seconds: float = 0.0
+    n_skipped: int = 0
+    details: dict = field(default_factory=dict)
+
+    def __str__(self):
+        lines = [f"{self.action:<10} {self.path} (generation {self.generation})"]
+        if self.added:
+            lines.append(f"added      {self.added:,} questions")
+        if self.deleted:
+            lines.append(f"deleted    {self.deleted:,} questions")
+        if self.n_skipped:
+            lines.append(f"skipped    {self.n_skipped:,} invalid records")
+        for key, value in self.details.items():
+            lines.append(f"{key:<10} {value}")
+        lines.append(f"questions  {self.n_questions:,} in {self.n_segments} segment"
+                     + "s" * (self.n_segments != 1))
+        lines.append(f"time       {self.seconds:.2f} s")
+        return "\n".join(lines)
+
+
+def _minus(a: CollectionStats, b: CollectionStats) -> CollectionStats:
+    n = len(a.df)
+    df = np.asarray(a.df, dtype=np.int64) - np.pad(np.asarray(b.df, np.int64), (0, n - len(b.df)))
+    tf = np.asarray(a.term_freq, dtype=np.int64) - np.pad(np.asarray(b.term_freq, np.int64),
+                                                          (0, n - len(b.term_freq)))
+    return CollectionStats(a.n_docs - b.n_docs, df, tf, a.total_terms - b.total_terms)
+
+
+def _plus(a: CollectionStats, b: CollectionStats, n_terms) -> CollectionStats:
+    """``a + b`` over a vocabulary of ``n_terms`` (both may know fewer terms)."""
+    pad = CollectionStats(0, np.zeros(n_terms, np.int64), np.zeros(n_terms, np.int64), 0)
+    return pad + a + b
+
+
+class _Change:
+    """A change of the live generation, prepared under the writers' lock from its
+    :class:`~cqa_search.index.layout.IndexHead` (the postings are not read)."""
+
+    def __init__(self, writer, base):
+        self.writer, self.base = writer, base
+        self.head = read_head(base)
+        m = base.manifest
+        self.manifest = {k: v for k, v in m.items()
+                         if k not in ("format", "format_version", "package_version", "created",
+                                      "files")}
+        self.segments = [dict(s) for s in m["segments"]]
+        self.starts = np.cumsum([0] + [int(s["n_docs"]) for s in self.segments])
+        self.live = ~self.head.deleted
+        self.rows = dict(zip(self.head.doc_ids, range(len(self.head.doc_ids))))
+        for row in np.flatnonzero(self.head.deleted).tolist():  # a replaced id: its new row
+            doc_id = self.head.doc_ids[row]
+            if self.rows.get(doc_id) == row:
+                del self.rows[doc_id]
+        self.changed = set()  # segments whose deleted mask changes
+
+    def delete_rows(self, rows) -> dict:
+        """Mark ``rows`` deleted; returns each field's statistics of those rows (to take
+        them out of the collection's)."""
+        n_terms = len(self.head.terms)
+        removed = {name: CollectionStats(0, np.zeros(n_terms, np.int64),
+                                         np.zeros(n_terms, np.int64), 0)
+                   for name in self.head.stats}
+        by_segment = {}
+        for row in rows:
+            k = int(np.searchsorted(self.starts, row, side="right")) - 1
+            by_segment.setdefault(k, []).append(int(row) - int(self.starts[k]))
+            self.live[int(row)] = False
+        for k, local in by_segment.items():
+            for name in self.head.stats:
+                field = self.head.segment_field(k, name)
+                stats = removed[name]
+                for r in local:
+                    terms, counts = np.unique(np.asarray(field.terms_of(r)), return_counts=True)
+                    stats.df[terms] += 1
+                    stats.term_freq[terms] += counts
+                    stats.n_docs += 1
+                    stats.total_terms += len(field.terms_of(r))
+            self.changed.add(k)
+        for k in self.changed:
+            seg = self.segments[k]
+            seg["n_deleted"] = int((~self.live[self.starts[k]:self.starts[k + 1]]).sum())
+        return removed
+
+    def counters(self, added=0, deleted=0) -> dict:
+        counters = dict(self.manifest.get("counters", {}))
+        counters["added"] = int(counters.get("added", 0)) + added
+        counters["deleted"] = int(counters.get("deleted", 0)) + deleted
+        return counters
+
+    def stats_entry(self, live, n_terms, extra) -> dict:
+        out = {k: v for k, v in self.manifest["stats"].items() if k != "fields"}
+        out.update(n_rows=int(len(live)), n_docs=int(live.sum()), n_terms=int(n_terms),
+                   **extra)
+        return out
+
+    def commit(self, *, vocab_terms, categories, surface, doc_ids, field_stats, stats,
+               counters, new_segment=None) -> str:
+        w = self.writer
+        for k in self.changed:
+            mask = ~self.live[self.starts[k]:self.starts[k + 1]]
+            w.array(f"{segment_dir(self.segments[k]['name'])}/deleted.npy", mask)
+        segments = self.segments + ([new_segment] if new_segment else [])
+        fields = write_globals(w, vocab_terms=vocab_terms, categories=categories,
+                               surface=surface, doc_ids=doc_ids, field_stats=field_stats)
+        manifest = dict(self.manifest)
+        manifest.update(segments=segments, counters=counters,
+                        stats={**stats, "fields": fields})
+        rewritten = {f"{segment_dir(self.segments[k]['name'])}/deleted.npy"
+                     for k in self.changed}
+        keep = [rel for rel in self.base.manifest["files"]
+                if rel not in rewritten and rel not in _GLOBAL and not rel.startswith("stats/")]
+        return w.commit(manifest, keep=keep)
+
+
+def add_questions(path, archive, *, replace=False, format=None, skip_invalid=False,
+                  progress=False, **reader_options) -> ChangeSummary:
+    """Add questions to the index at ``path`` as a new segment (atomically).
+
+    Parameters
+    ----------
+    path : path
+        An index (built by :func:`~cqa_search.build_index`).
+    archive : path, list of paths, or iterable of Question
+        The new questions (files are read as :func:`~cqa_search.build_index` reads them).
+    replace : bool, default False
+        A question whose id the index has replaces it (e.g. with new answers); without
+        it such a question is refused, naming its id.
+    format, skip_invalid, progress, **reader_options
+        As :func:`~cqa_search.build_index`.
+
+    Returns
+    -------
+    ChangeSummary
+
+    Raises
+    ------
+    ArchiveError
+        A question id the index already has (without ``replace``), twice in the new
+        questions, an invalid record, no question at all.
+    IndexFormatError
+        No index at ``path``.
+    """
+    from ..readers import ReadReport, read_questions
+
+    t0 = time.perf_counter()
+    open_index(path)  # a clear error before anything is written
+    report = ReadReport(skip_invalid=skip_invalid)
+    sources = _paths(archive)
+    if sources is not None:
+        questions = read_questions(sources, format=format, report=report, **reader_options)
+    elif format is not None or reader_options:
+        raise ParameterError("format and reader options apply only when archive is a path")
+    elif isinstance(archive, Iterable):
+        questions = iter(archive)
+    else:
+        raise TypeError(f"archive must be a path, a list of paths or an iterable of Question; "
+                        f"got {type(archive).__name__}")
+    with IndexWriter(path) as writer:
+        change = _Change(writer, writer.begin())
+        head = change.head
+        number = max(int(_SEGMENT.match(s["name"]).group(1)) for s in change.segments) + 1
+        segment = SegmentWriter(writer, f"seg-{number:06d}")
+        builder = TermIndexBuilder(head.analyzer, tuple(head.stats),
+                                   vocab=Vocabulary(head.terms))
+        categories = {name: i for i, name in enumerate(head.categories)}
+        offsets, doc_ids, doc_category = array("q", [0]), [], array("i")
+        seen, replaced = set(), []
+        n_answers = n_best = n_links = 0
+        bar = progress_bar(progress, "adding", "questions")
+        with segment.archive() as out:
+            for question in questions:
+                if not isinstance(question, Question):
+                    raise TypeError(f"archive items must be Question; got "
+                                    f"{type(question).__name__}")
+                if question.id in seen:
+                    raise ArchiveError(f"question id {question.id!r} is twice in the new "
+                                       "questions")
+                seen.add(question.id)
+                if question.id in change.rows:
+                    if not replace:
+                        raise ArchiveError(f"question id {question.id!r} is already in the "
+                                           "index (add it with --replace to replace it)")
+                    replaced.append(change.rows[question.id])
+                line = question.to_json_bytes() + b"\n"
+                out.write(line)
+                offsets.append(offsets[-1] + len(line))
+                doc_ids.append(question.id)
+                cat = question.category
+                doc_category.append(-1 if cat is None
+                                    else categories.setdefault(cat, len(categories)))
+                n_answers += len(question.answers)
+                n_best += question.best_answer is not None
+                n_links += len(question.duplicate_of)
+                builder.add(question)
+                bar.update()
+        bar.close()
+        if not doc_ids:
+            raise ArchiveError("no question to add" + (f" ({report.n_skipped} invalid records "
+                                                       "skipped)" if report.n_skipped else ""))
+        part = builder.build()
+        n_terms = len(part.vocab)
+        removed = change.delete_rows(replaced) if replaced else {}
+        new_segment = segment.finish(part, doc_ids=doc_ids,
+                                     archive_offsets=np.frombuffer(offsets, dtype=np.int64),
+                                     doc_category=np.frombuffer(doc_category, dtype=np.int32))
+        field_stats = {}
+        for name, stats in head.stats.items():
+            stats = _plus(stats, part[name].stats, n_terms)
+            field_stats[name] = _minus(stats, removed[name]) if removed else stats
+        live = np.concatenate([change.live, np.ones(len(doc_ids), dtype=bool)])
+        surface = {**head.stored.json("surface.json"), **builder.surface_words()}
+        old = change.manifest["stats"]
+        stats = change.stats_entry(live, n_terms, {
+            "n_answers": int(old.get("n_answers", 0)) + n_answers,
+            "n_with_best_answer": int(old.get("n_with_best_answer", 0)) + n_best,
+            "n_duplicate_links": int(old.get("n_duplicate_links", 0)) + n_links,
+            "n_categories": len(categories)})
+        generation = change.commit(
+            vocab_terms=part.vocab.terms, categories=list(categories), surface=surface,
+            doc_ids=head.doc_ids + doc_ids, field_stats=field_stats, stats=stats,
+            counters=change.counters(len(doc_ids), len(replaced)), new_segment=new_segment)
+    return ChangeSummary("added", os.fspath(path), generation, added=len(doc_ids),
+                         deleted=len(replaced), n_questions=int(live.sum()),
+                         n_segments=len(change.segments) + 1,
+                         seconds=time.perf_counter() - t0, n_skipped=report.n_skipped,
+                         details={"replaced": f"{len(replaced):,} questions"} if replaced
+                         else {})
+
+
+def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
+    """Delete questions from the index at ``path`` by id (atomically; tombstones).
+
+    Raises
+    ------
+    ArchiveError
+        An id the index does not have (unless ``missing_ok``), or no id.
+    """
+    t0 = time.perf_counter()
+    doc_ids = list(dict.fromkeys(str(d) for d in doc_ids))
+    if not doc_ids:
+        raise ArchiveError("no question id to delete")
+    open_index(path)
+    with IndexWriter(path) as writer:
+        change = _Change(writer, writer.begin())
+        head = change.head
+        missing = [d for d in doc_ids if d not in change.rows]
+        if missing and not missing_ok:
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise ArchiveError(f"the index has no question {', '.join(map(repr, missing[:5]))}"
+                               f"{more}")
+        rows = [change.rows[d] for d in doc_ids if d in change.rows]
+        if len(rows) == int(change.live.sum()):
+            raise ArchiveError("deleting every question would leave an empty index; build a "
+                               "new one instead")
+        removed = change.delete_rows(rows)
+        field_stats = {name: _minus(stats, removed[name]) for name, stats in head.stats.items()}
+        generation = change.commit(
+            vocab_terms=head.terms, categories=head.categories,
+            surface=head.stored.json("surface.json"), doc_ids=head.doc_ids,
+            field_stats=field_stats, stats=change.stats_entry(change.live, len(head.terms), {}),
+            counters=change.counters(deleted=len(rows)))
+    return ChangeSummary("deleted", os.fspath(path), generation, deleted=len(rows),
+                         n_questions=int(change.live.sum()), n_segments=len(change.segments),
+                         seconds=time.perf_counter() - t0,
+                         details={"not found": ", ".join(missing)} if missing else {})
+
+
+def compact(path, *, progress=False) -> ChangeSummary:
+    """Merge the segments of the index at ``path`` into one, without its deleted rows.
+
+    Rows are renumbered: stored models with a row per question are carried over to the new
+    rows (``select_rows``; questions added since their fit are folded in first); the
+    others are kept as they are. Models fitted before the compaction and stored after it
+    are refused (they would address the old rows).
+    """
+    from ..features import IndexView
+
+    t0 = time.perf_counter()
+    open_index(path)
+    with IndexWriter(path) as writer:
+        change = _Change(writer, writer.begin())
+        base = change.base
+        data = load_index(base)
+        index = data.index
+        keep_rows = np.flatnonzero(change.live)
+        n_terms = len(index.vocab)
+        segment = SegmentWriter(writer, "seg-000001")
+        offsets = array("q", [0])
+        with segment.archive() as out:
+            for row in keep_rows.tolist():
+                line = data.archive.line(row)
+                out.write(line)
+                offsets.append(offsets[-1] + len(line))
+        fields = {name: _select(fi, keep_rows, n_terms) for name, fi in index.fields.items()}
+        merged = TermIndex(index.vocab, fields)
+        doc_ids = [data.archive.doc_ids[r] for r in keep_rows.tolist()]
+        entry = segment.finish(merged, doc_ids=doc_ids,
+                               archive_offsets=np.frombuffer(offsets, dtype=np.int64),
+                               doc_category=np.asarray(data.categories.doc_category)[keep_rows],
+                               precomputed=[("question", BM25())])
+        stats = change.stats_entry(np.ones(len(keep_rows), dtype=bool), n_terms, {})
+        field_stats = write_globals(
+            writer, vocab_terms=index.vocab.terms, categories=list(data.categories.names),
+            surface=data.stored.json("surface.json"), doc_ids=doc_ids,
+            field_stats={name: fi.stats for name, fi in fields.items()})
+        models = load_models(base)
+        view = IndexView(index, data.archive, data.analyzer, data.categories, models)
+        carried = []
+        manifest_models = dict(base.models)
+        for name, model in models.items():
+            if hasattr(model, "select_rows"):
+                moved = model.select_rows(view, keep_rows)
+                meta, arrays = moved.state()
+                prefix = f"models/{name}/"
+                for key, arr in arrays.items():
+                    writer.array(f"{prefix}{key}.npy", arr)
+                writer.json(f"{prefix}model.json", {"kind": moved.kind,
+                                                    "params": moved.get_params(),
+                                                    "meta": meta, "arrays": list(arrays)})
+                carried.append(name)
+        manifest = dict(change.manifest)
+        manifest.update(segments=[entry], stats={**stats, "fields": field_stats},
+                        rows_id=secrets.token_hex(8), models=manifest_models)
+        keep = [rel for rel in base.manifest["files"] if rel.startswith("models/")
+                and rel.split("/")[1] not in carried]
+        generation = writer.commit(manifest, keep=keep)
+    return ChangeSummary("compacted", os.fspath(path), generation,
+                         deleted=int(len(change.live) - len(keep_rows)),
+                         n_questions=len(keep_rows), n_segments=1,
+                         seconds=time.perf_counter() - t0,
+                         details={"segments": f"{len(change.segments)} merged into 1"}
+                         | ({"models": ", ".join(carried) + " carried over to the new rows"}
+                            if carried else {}))
+
+
+def _select(field: FieldIndex, rows, n_terms) -> FieldIndex:
+    """The field over ``rows`` only (in their order), with its own statistics."""
+    m = field.rows_matrix()[rows].tocsc()
+    m.sort_indices()
+    lengths = np.asarray(field.doc_len)[rows]
+    starts = np.concatenate(([0], np.cumsum(np.asarray(field.doc_len, dtype=np.int64))))
+    sequence = np.concatenate([np.asarray(field.sequence[starts[r]:starts[r + 1]])
+                               for r in rows.tolist()]) if len(rows) else np.zeros(0, np.int32)
+    out = FieldIndex(field.name, m.indptr.astype(np.int64), m.indices.astype(np.int32),
+                     m.data.astype(np.int32), lengths.astype(np.int32),
+                     sequence.astype(np.int32))
+    if out.n_terms != n_terms:
+        raise AssertionError("compaction changed the vocabulary")  # pragma: no cover
+    return out
+
+
+def index_info(path) -> dict:
+    """What ``cqa-search info`` shows: generation, segments, questions, and for every stored
+    model how many questions were added and deleted since its fit."""
+    stored = open_index(path)
+    m = stored.manifest
+    counters = m.get("counters", {})
+    stats = m.get("stats", {})
+    models = {}
+    for name, entry in stored.models.items():
+        fitted = entry.get("counters", {})
+        models[name] = {"kind": entry["kind"], "created": entry.get("created"),
+                        "added_since": int(counters.get("added", 0))
+                        - int(fitted.get("added", 0)),
+                        "deleted_since": int(counters.get("deleted", 0))
+                        - int(fitted.get("deleted", 0))}
+    return {"path": stored.path, "generation": stored.generation,
+            "created": m.get("created"), "format_version": m.get("format_version"),
+            "questions": int(stats.get("n_docs", 0)), "rows": int(stats.get("n_rows", 0)),
+            "segments": [{"name": s["name"], "rows": int(s["n_docs"]),
+                          "deleted": int(s["n_deleted"])} for s in m.get("segments", [])],
+            "terms": int(stats.get("n_terms", 0)), "categories": int(stats.get("n_categories", 0)),
+            "fields": list(stats.get("fields", {})), "models": models,
+            "analyzer": m.get("analyzer"), "sources": m.get("sources", [])}

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""A live archive at scale: adding questions to a large index against a full rebuild,
+query speed with many segments against after a compaction, and size on disk.
+
+1. builds an index of the first N questions of a synthetic archive
+   (``../shared/bench/synth_archive.py``), then adds the next ``--batch`` questions with
+   ``cqa-search add`` semantics (:func:`cqa_search.add_questions`) and rebuilds the N +
+   batch questions from scratch: the ratio of the two times (best of ``--repeats``; CPU
+   and wall time);
+2. adds batches until the index has ``--segments`` segments, then times opening the index
+   and BM25 top-10 queries (``--queries``), compacts it and times both again;
+3. reports the live generation's size on disk (a file shared by several generations
+   through a hard link counts once) before and after compaction, beside the rebuild's.
+
+Usage: scripts/bench_live.py [--n 200000] [--batch 1000] [--segments 10] [--queries 500]
+       [--work DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SYNTH = os.path.join(HERE, "..", "..", "shared", "bench", "synth_archive.py")
+
+
+def timed(fn):
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return out, time.process_time() - c0, time.perf_counter() - w0
+
+
+def du(path) -> int:
+    """Bytes of the live generation's files (hard links counted once)."""
+    from cqa_search.index.store import current_generation
+
+    root = os.path.join(path, current_generation(path))
+    seen, total = set(), 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            st = os.stat(os.path.join(folder, name))
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                total += st.st_size
+    return total
+
+
+def query_speed(path, queries, repeats=3):
+    from cqa_search import SearchConfig, SearchEngine
+
+    (engine, c_open, w_open) = timed(lambda: SearchEngine.open(
+        path, config=SearchConfig(features=(), ranker=None)))
+    engine.search(queries[0], k=10)  # posting weights, computed once per open
+    best = None
+    for _ in range(repeats):
+        _, cpu, wall = timed(lambda: [engine.search(q, k=10) for q in queries])
+        best = cpu if best is None else min(best, cpu)
+    return {"open_cpu_s": c_open, "open_wall_s": w_open,
+            "queries_per_s_cpu": len(queries) / best}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    ap.add_argument("--n", type=int, default=200_000,
+                    help="questions in the index before adding (default %(default)s)")
+    ap.add_argument("--batch", type=int, default=1_000,
+                    help="questions per add (default %(default)s)")
+    ap.add_argument("--segments", type=int, default=10,
+                    help="adds until the index has this many segments (default %(default)s)")
+    ap.add_argument("--queries", type=int, default=500,
+                    help="BM25 queries timed before and after compaction (default %(default)s)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="timings repeated, the best kept (default %(default)s)")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_bench_live"),
+                    help="where the synthetic archive and indexes go (default %(default)s)")
+    args = ap.parse_args(argv)
+    from cqa_search import Question, add_questions, build_index, compact
+
+    os.makedirs(args.work, exist_ok=True)
+    total = args.n + args.batch * args.segments
+    archive = os.path.join(args.work, f"synth{total}.jsonl")
+    queries_file = os.path.join(args.work, f"synth{total}_queries.jsonl")
+    if not os.path.exists(archive):
+        subprocess.run([sys.executable, SYNTH, str(total), archive, "--queries",
+                        str(args.queries), queries_file], check=True)
+    with open(archive, encoding="utf-8") as f:
+        questions = [Question.from_dict(json.loads(line)) for line in f]
+    with open(queries_file, encoding="utf-8") as f:
+        queries = [json.loads(line)["text"] for line in f][:args.queries]
+    first, batches = questions[:args.n], [
+        questions[args.n + i * args.batch: args.n + (i + 1) * args.batch]
+        for i in range(args.segments)]
+    live = os.path.join(args.work, "live")
+    rebuilt = os.path.join(args.work, "rebuilt")
+    report = {"n": args.n, "batch": args.batch}
+    adds, rebuilds = [], []
+    for _ in range(args.repeats):
+        build_index(first, live)
+        _, cpu, wall = timed(lambda: add_questions(live, batches[0]))
+        adds.append((cpu, wall))
+        _, cpu, wall = timed(lambda: build_index(first + batches[0], rebuilt))
+        rebuilds.append((cpu, wall))
+    add_cpu, add_wall = min(a[0] for a in adds), min(a[1] for a in adds)
+    re_cpu, re_wall = min(r[0] for r in rebuilds), min(r[1] for r in rebuilds)
+    report.update(add_cpu_s=add_cpu, add_wall_s=add_wall, rebuild_cpu_s=re_cpu,
+                  rebuild_wall_s=re_wall, speedup_cpu=re_cpu / add_cpu,
+                  speedup_wall=re_wall / add_wall)
+    for batch in batches[1:]:
+        add_questions(live, batch)
+    report["segments"] = args.segments + 1
+    report["segmented"] = query_speed(live, queries)
+    report["segmented"]["bytes"] = du(live)
+    _, cpu, wall = timed(lambda: compact(live))
+    report["compact_cpu_s"], report["compact_wall_s"] = cpu, wall
+    report["compacted"] = query_speed(live, queries)
+    report["compacted"]["bytes"] = du(live)
+    build_index(first + [q for b in batches for q in b], rebuilt)
+    report["rebuilt"] = query_speed(rebuilt, queries)
+    report["rebuilt"]["bytes"] = du(rebuilt)
+    print(json.dumps(report, indent=1))
+    s, c, r = report["segmented"], report["compacted"], report["rebuilt"]
+    print(f"\n| | time (CPU s) | wall s |\n|---|---:|---:|\n"
+          f"| add {args.batch:,} questions to {args.n:,} | {add_cpu:.2f} | {add_wall:.2f} |\n"
+          f"| rebuild all {args.n + args.batch:,} | {re_cpu:.1f} | {re_wall:.1f} |\n"
+          f"| ratio | {re_cpu / add_cpu:.0f}x | {re_wall / add_wall:.0f}x |\n"
+          f"| compact {report['segments']} segments | {report['compact_cpu_s']:.1f} | "
+          f"{report['compact_wall_s']:.1f} |\n")
+    print("| index | open (CPU s) | BM25 top-10 q/s (CPU) | size on disk (MB) |\n"
+          "|---|---:|---:|---:|")
+    for label, x in ((f"{report['segments']} segments", s), ("after compact", c),
+                     ("fresh build", r)):
+        print(f"| {label} | {x['open_cpu_s']:.2f} | {x['queries_per_s_cpu']:,.0f} | "
+              f"{x['bytes'] / 2**20:,.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The benchmark and paper-table scripts start, and the benchmarks run end to end on a
+tiny archive (their full runs are documented in BENCHMARKS.md)."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = sorted(f for f in os.listdir(os.path.join(ROOT, "scripts")) if f.endswith(".py"))
+WORDS = ("visa renew passport sofa cheap car engine battery water tap doha bank loan school "
+         "fees").split()
+
+
+def run(script, *args, cwd=ROOT):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", script), *args],
+                         cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def write_archive(path, n, n_queries=None, queries=None, seed=0):
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"q{i}", "title": " ".join(rng.choices(WORDS, k=4)),
+                                "body": " ".join(rng.choices(WORDS, k=12)),
+                                "category": rng.choice(["A", "B"])}) + "\n")
+    if queries:
+        with open(queries, "w", encoding="utf-8") as f:
+            for i in range(n_queries):
+                f.write(json.dumps({"id": f"t{i}", "text": " ".join(rng.choices(WORDS, k=3))})
+                        + "\n")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help(script):
+    assert "usage" in run(script, "--help").lower()
+
+
+def test_bench_search_tiny(tmp_path):
+    archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
+    write_archive(archive, 300, 20, queries)
+    out = run("bench_search.py", str(archive), str(queries), "--engines", "cqa-question",
+              "--check", "0", "--work-dir", str(tmp_path / "work"))
+    assert "| cqa_search `fields=(question)`, BM25 top-10" in out
+
+
+def test_bench_live_tiny(tmp_path):
+    n, batch, segments, n_queries = 200, 10, 3, 10
+    total = n + batch * segments
+    write_archive(tmp_path / f"synth{total}.jsonl", total, n_queries,
+                  tmp_path / f"synth{total}_queries.jsonl")
+    out = run("bench_live.py", "--n", str(n), "--batch", str(batch), "--segments",
+              str(segments), "--queries", str(n_queries), "--repeats", "1", "--work",
+              str(tmp_path))
+    report = json.loads(out[:out.index("\n}\n") + 3])
+    assert report["segments"] == segments + 1 and report["speedup_cpu"] > 0
+
+
+def test_bench_parallel_tiny(tmp_path):
+    archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
+    write_archive(archive, 300, 30, queries)
+    from cqa_search import build_index
+
+    build_index(str(archive), str(tmp_path / "idx"))
+    out = run("bench_parallel.py", str(tmp_path / "idx"), str(queries), "--bm25-only",
+              "--repeats", "1")
+    assert "30 queries" in out
