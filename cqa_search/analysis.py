@@ -99,6 +99,7 @@ class Analyzer:
         # surface token -> term ("" for a stopword), so that each distinct word is stemmed
         # about once; emptied when it reaches _CACHE_SIZE entries.
         self._cache = {}
+        self._whoosh = None
 
     def _validate(self):
         validate_params(self)
@@ -196,13 +197,58 @@ class Analyzer:
         return token in self._stopwords
 
     def whoosh_analyzer(self):
-        """The same analysis as a whoosh analyzer (for highlighting with whoosh)."""
-        from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, StopFilter
+        """This analysis as a whoosh analyzer (for highlighting with whoosh): whoosh
+        tokens whose text is the index term (or the surface word of a stopword), with the
+        character offsets of the word in the text. Made once; safe to share between
+        threads."""
+        if self._whoosh is None:
+            self._whoosh = _WhooshAnalysis(self)
+        return self._whoosh
 
-        chain = RegexTokenizer(self.token_pattern)
-        if self.lowercase:
-            chain = chain | LowercaseFilter()
-        chain = chain | StopFilter(stoplist=self._stopwords, minsize=1)
-        if self._stemmer is not None:
-            chain = chain | StemFilter(stemfn=self.stem_word, cachesize=50000)
-        return chain
+
+class _WhooshAnalysis:
+    """An :class:`Analyzer` as a whoosh analyzer: one pass over the text, terms from the
+    analyzer's own cache (whoosh's chain of filters costs several times more per word).
+
+    Words are found in the text as it is, so that offsets point into it, and a word that
+    is not ASCII is analysed on its own (normalised, lowercased and split again): for
+    NFKC-normalised text the terms are those of :meth:`Analyzer.analyze`; a word that
+    normalisation would join with the next character (a decomposed accent) may differ.
+    """
+
+    def __init__(self, analyzer):
+        from whoosh.analysis import Token
+
+        self._token = Token
+        self._analyzer = analyzer
+
+    def __call__(self, value, positions=False, chars=False, keeporiginal=False,
+                 removestops=True, start_pos=0, start_char=0, mode="", **kwargs):
+        analyzer = self._analyzer
+        lower = analyzer.lowercase
+        scan = value.lower() if lower else value
+        # Unless lowercasing moved offsets (a few letters change length): then word by word.
+        lowered = lower and len(scan) == len(value)
+        if not lowered:
+            scan = value
+        t = self._token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        pos = start_pos
+        for match in analyzer._regex.finditer(scan):
+            start, end = match.span()
+            word = match.group()
+            if not word.isascii():
+                words = analyzer.tokenize(word)
+            else:
+                words = (word.lower() if lower and not lowered else word,)
+            for word in words:
+                term = analyzer.term(word)
+                if term or not removestops:
+                    t.text, t.stopped, t.boost = term or word, not term, 1.0
+                    if keeporiginal:
+                        t.original = value[start:end]
+                    if positions:
+                        t.pos = pos
+                    if chars:
+                        t.startchar, t.endchar = start_char + start, start_char + end
+                    yield t
+                pos += 1

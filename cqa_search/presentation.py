@@ -1,19 +1,32 @@
-"""What a person sees of results: matched words highlighted, "did you mean" suggestions.
+"""What a person sees of results: matched words highlighted, "did you mean" suggestions,
+and results as JSON-ready data.
 
-Built on whoosh's highlighter and spelling automata; the command line and the server
-share these helpers. The hot scoring path does not use whoosh.
+Built on whoosh's highlighter and spelling automata (imported on first use); the command
+line and the server share these helpers (:meth:`Presenter.results_dict` is both the CLI's
+``--json`` and the server's ``/api/search``). The hot scoring path does not use whoosh.
 """
 from __future__ import annotations
 
 import functools
+import re
 import warnings
 from bisect import bisect_left
 
-__all__ = ["highlight", "snippet", "Suggester", "Presenter", "MAX_SUGGESTED_WORD"]
+__all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", "Suggester",
+           "Presenter", "MAX_SUGGESTED_WORD"]
 
 #: Longest word "did you mean" looks at: the edit automaton of a longer word costs
 #: seconds and memory (a 20,000-character word took 41 s), and no real word is longer.
 MAX_SUGGESTED_WORD = 40
+# Marks around highlighted words in text cut into segments: control characters that are
+# removed from the text first, so that no archive text can forge a mark.
+_START, _END = "\x02", "\x03"
+_UNMARKED = str.maketrans({_START: " ", _END: " "})
+# Sites of the StackExchange network: their ids "<site>:<Id>" (the stackexchange reader's)
+# name a post at https://<site>/q/<Id>.
+_STACKEXCHANGE_SITE = re.compile(
+    r"(?:[a-z0-9-]+\.)*(?:stackexchange\.com|stackoverflow\.com|serverfault\.com|"
+    r"superuser\.com|askubuntu\.com|mathoverflow\.net|stackapps\.com)\Z")
 
 
 def _shorten(text, width) -> str:
@@ -85,6 +98,68 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
     out = _wh.highlight(text, terms, analyzer.whoosh_analyzer(), fragmenter, _Formatter(),
                         top=1 if whole else top)
     return out or text
+
+
+def segments(text: str, terms, analyzer, *, width=None) -> list:
+    """``text`` cut into ``{"text": str, "match": bool}`` segments, the words whose index
+    term is in ``terms`` matched: the whole text, or with ``width`` a query-biased excerpt
+    of it (:func:`snippet`). What a client that is not a terminal (a web page) renders.
+
+    Examples
+    --------
+    >>> from cqa_search.analysis import Analyzer
+    >>> segments("Renewing my visa", {"visa"}, Analyzer())
+    [{'text': 'Renewing my ', 'match': False}, {'text': 'visa', 'match': True}]
+    """
+    text = text.translate(_UNMARKED)
+    if width is None:
+        marked = highlight(text, terms, analyzer, start=_START, end=_END)
+    else:
+        marked = snippet(text, terms, analyzer, width=width, start=_START, end=_END)
+    # The marks come in pairs: odd parts of the split are the matches.
+    return [{"text": part, "match": i % 2 == 1}
+            for i, part in enumerate(re.split("[\x02\x03]", marked)) if part]
+
+
+def source_url(question) -> str | None:
+    """The original post of an archived question, when the archive has one: its ``url``
+    (or ``link``) field, else for a StackExchange id ``<site>:<Id>``
+    ``https://<site>/q/<Id>``.
+
+    Examples
+    --------
+    >>> from cqa_search.archive import Question
+    >>> source_url(Question("ai.stackexchange.com:123", "How do transformers work?"))
+    'https://ai.stackexchange.com/q/123'
+    >>> source_url(Question("Q268_R4", "Where to buy a sofa?")) is None
+    True
+    """
+    for key in ("url", "link"):
+        url = question.extra.get(key)
+        if isinstance(url, str) and url.startswith(("https://", "http://")):
+            return url
+    site, sep, post = question.id.rpartition(":")
+    if sep and post.isdigit() and _STACKEXCHANGE_SITE.match(site):
+        return f"https://{site}/q/{post}"
+    return None
+
+
+def corrected_query(typed: str, suggestions) -> str | None:
+    """``typed`` with each unknown word replaced by its first suggestion ("did you mean"),
+    or None when no word has one.
+
+    Examples
+    --------
+    >>> corrected_query("Resdence visa", {"resdence": ["residence"], "xq": []})
+    'residence visa'
+    """
+    out, changed = typed, False
+    for word, options in suggestions.items():
+        if options:
+            out, n = re.subn(rf"(?<!\w){re.escape(word)}(?!\w)", lambda _: options[0], out,
+                             flags=re.IGNORECASE)
+            changed = changed or n > 0
+    return out if changed else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -189,11 +264,21 @@ class Presenter:
         :func:`snippet`."""
         return snippet(text, terms, self.engine.analyzer, **kwargs)
 
-    def suggest(self, word: str, limit: int = 3) -> list:
-        """Archive words close to ``word`` (for "did you mean")."""
+    def segments(self, text: str, terms, *, width=None) -> list:
+        """``text`` (or an excerpt of ``width`` characters) as marked segments; see
+        :func:`segments`."""
+        return segments(text, terms, self.engine.analyzer, width=width)
+
+    def prepare(self) -> "Presenter":
+        """Read now the files suggestions need (a long-running reader: a writer may
+        remove its generation's files later, see :mod:`cqa_search.index.store`)."""
         if self._suggester is None:
             self._suggester = Suggester(self.engine.data.surface_words())
-        return self._suggester.suggest(word, limit=limit)
+        return self
+
+    def suggest(self, word: str, limit: int = 3) -> list:
+        """Archive words close to ``word`` (for "did you mean")."""
+        return self.prepare()._suggester.suggest(word, limit=limit)
 
     def suggestions(self, results) -> dict:
         """``{word: [suggestions]}`` for the query words the archive lacks."""
@@ -215,26 +300,60 @@ class Presenter:
             return "chosen answer", chosen.text
         return "first answer", question.answers[0]
 
-    def hit_record(self, hit, terms, *, ranker=None, marks=("", ""), width=200) -> dict:
-        """A hit as a JSON-ready dict: what the command line's ``--json`` and the server
-        give (title, query-biased snippets of the body and the shown answer with the
-        matched words between ``marks``, category, tags, features; the ranker's
-        contribution of each feature when ``ranker`` is given)."""
-        start, end = marks
+    def ranking(self) -> dict:
+        """What orders the hits: the retrieval model and the ranker (None without one)."""
+        config, ranker = self.engine.config, self.engine.ranker
+        info = {"retrieval": config.retrieval.feature_name, "ranker": None}
+        if ranker is not None:
+            info["ranker"] = {"name": config.ranker, "learner": getattr(ranker, "learner", None),
+                              "n_candidates": config.n_candidates,
+                              "intercept": float(getattr(ranker, "intercept_", 0.0)),
+                              "features": [str(f) for f in ranker.feature_names_in_]}
+        return info
+
+    def hit_dict(self, hit, terms, *, explain=False, width=200) -> dict:
+        """One hit as JSON-ready data (the CLI's ``--json`` and the server's).
+
+        Keys: ``rank``, ``id``, ``score``, ``title``, ``category``, ``tags``, ``url``
+        (:func:`source_url`), ``n_answers``, ``features``; ``snippet``, a query-biased
+        excerpt of the body; ``answer`` (``{"label", "snippet"}``, see :meth:`answer`;
+        None without answers); the same texts as marked segments (:func:`segments`) for
+        clients that render matches: ``title_marked``, ``snippet_marked`` and the answer's
+        ``snippet_marked``; with ``explain`` and a ranker, ``contributions`` (the ranker's
+        :meth:`~cqa_search.ranking.LinearRanker.explain`).
+        """
         question = hit.question
         answer = self.answer(hit)
-        record = {"rank": hit.rank, "id": hit.doc_id, "score": hit.score,
-                  "title": self.highlight(question.title, terms, start=start, end=end)
-                  if start else question.title,
-                  "snippet": self.snippet(question.body, terms, width=width, start=start,
-                                          end=end) if question.body else "",
-                  "category": question.category, "tags": list(question.tags),
-                  "n_answers": len(question.answers),
-                  "answer": None if answer is None else {
-                      "label": answer[0],
-                      "snippet": self.snippet(answer[1], terms, width=width, start=start,
-                                              end=end)},
-                  "features": dict(hit.features)}
-        if ranker is not None:
-            record["contributions"] = ranker.explain(hit.features)
-        return record
+        title = question.title or _shorten(question.body, width // 2)
+        body = question.body if question.title else ""
+        out = {"rank": hit.rank, "id": hit.doc_id, "score": hit.score, "title": title,
+               "category": question.category, "tags": list(question.tags),
+               "url": source_url(question), "n_answers": len(question.answers),
+               "snippet": self.snippet(body, terms, width=width, start="", end="")
+               if body else "",
+               "answer": None if answer is None else {
+                   "label": answer[0],
+                   "snippet": self.snippet(answer[1], terms, width=width, start="", end=""),
+                   "snippet_marked": self.segments(answer[1], terms, width=width)},
+               "title_marked": self.segments(question.title or question.body, terms,
+                                             width=None if question.title else width // 2),
+               "snippet_marked": self.segments(body, terms, width=width) if body else [],
+               "features": dict(hit.features)}
+        if explain and self.engine.ranker is not None:
+            out["contributions"] = self.engine.ranker.explain(hit.features)
+        return out
+
+    def results_dict(self, results, *, typed=None, explain=False) -> dict:
+        """Results as JSON-ready data: ``query`` (the words searched), ``category`` (the
+        filter applied), ``query_terms``, ``matched_in`` (the field the hits matched in),
+        ``unknown_words``, ``suggestions``, ``did_you_mean`` (``typed``, the query as
+        typed, corrected; None without a correction or ``typed``), ``ranking``
+        (:meth:`ranking`) and ``hits`` (:meth:`hit_dict`)."""
+        suggestions = self.suggestions(results)
+        terms = results.query_terms
+        return {"query": results.query, "category": results.category,
+                "query_terms": list(terms), "matched_in": results.field,
+                "unknown_words": list(results.unknown_words), "suggestions": suggestions,
+                "did_you_mean": None if typed is None else corrected_query(typed, suggestions),
+                "ranking": self.ranking(),
+                "hits": [self.hit_dict(hit, terms, explain=explain) for hit in results]}

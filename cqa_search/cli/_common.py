@@ -35,6 +35,8 @@ COMMANDS = {
     "compact": ("compact", "merge an index's segments into one, without deleted questions"),
     "info": ("info", "what an index holds: questions, segments, models and how stale they "
                      "are"),
+    "serve": ("serve", "serve an index over HTTP: a JSON API and a search page "
+                       "(pip install 'cqa-search[server]')"),
 }
 
 

@@ -103,17 +103,11 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
         print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
 
 
-def results_json(presenter, results, *, qid=None, explain=False) -> str:
-    """One query's results as a JSON document (one line)."""
-    engine = presenter.engine
-    doc = {"query": results.query, "category": results.category,
-           "query_terms": list(results.query_terms), "matched_in": results.field,
-           "unknown_words": list(results.unknown_words),
-           "suggestions": presenter.suggestions(results),
-           "ranker": engine.config.ranker if engine.ranker is not None else None,
-           "hits": [presenter.hit_record(h, results.query_terms,
-                                         ranker=engine.ranker if explain else None)
-                    for h in results]}
+def results_json(presenter, results, *, qid=None, typed=None, explain=False) -> str:
+    """One query's results as a JSON document (one line): the server's ``/api/search``
+    document (:meth:`~cqa_search.presentation.Presenter.results_dict`), with ``qid`` first
+    for queries read from standard input."""
+    doc = presenter.results_dict(results, typed=typed, explain=explain)
     if qid is not None:
         doc = {"qid": qid, **doc}
     return json.dumps(doc, ensure_ascii=False)
@@ -299,7 +293,7 @@ def _batch(engine, args, style, stdin) -> int:
             continue
         run[qid] = dict(zip(results.doc_ids, results.scores.tolist()))
         if args.json:
-            print(results_json(presenter, results, qid=qid,
+            print(results_json(presenter, results, qid=qid, typed=text,
                                explain=args.explain))
         else:
             print(style.bold(f"query {qid}: {text}"))
@@ -328,9 +322,10 @@ def run(args) -> int:
     if args.run_out:
         raise QueryError("--run-out applies to queries given on standard input")
     presenter = Presenter(engine)
-    results = engine.search(" ".join(args.text), k=args.k, category=args.category)
+    typed = " ".join(args.text)
+    results = engine.search(typed, k=args.k, category=args.category)
     if args.json:
-        print(results_json(presenter, results, explain=args.explain))
+        print(results_json(presenter, results, typed=typed, explain=args.explain))
     else:
         _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
                        out=sys.stdout)

@@ -31,9 +31,11 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
 
     code, out, _ = run(capsys, "query", out_dir, "category:cars engine battery", "--json")
     doc = json.loads(out)
-    assert doc["hits"][0]["category"] == "Cars" and doc["matched_in"] == "question"
+    assert doc["category"] == "Cars" and doc["hits"][0]["category"] == "Cars"
+    assert doc["matched_in"] == "question"
     assert set(doc["hits"][0]) == {"rank", "id", "score", "title", "snippet", "category",
-                                   "tags", "n_answers", "answer", "features"}
+                                   "tags", "url", "n_answers", "answer", "features",
+                                   "title_marked", "snippet_marked"}  # Presenter.hit_dict
     assert doc["hits"][0]["answer"]["label"] == "best answer"
 
     # words found only in answers: the questions whose answers hold them

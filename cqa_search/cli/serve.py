@@ -1,0 +1,80 @@
+"""``cqa-search serve INDEX``: the search page and the JSON API over HTTP (read-only)."""
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+
+from ..exceptions import CQASearchError, ParameterError
+from ._common import add_common_options, run_command
+
+HELP = ("serve a search page and a JSON API over an index (read-only; follows rebuilds "
+        "without a restart; needs the server extra: pip install 'cqa-search[server]')")
+
+
+def configure(parser) -> None:
+    parser.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default: %(default)s, this machine only; "
+                             "0.0.0.0 for every interface)")
+    parser.add_argument("--port", type=int, default=8080, help="port (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="server processes (default: %(default)s; each maps the index)")
+    add_common_options(parser)
+
+
+def _uvicorn():
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn
+    except ImportError as exc:
+        raise CQASearchError(f"serve needs the server extra ({exc.name} is not installed): "
+                             "pip install 'cqa-search[server]'") from None
+    return uvicorn
+
+
+def _loopback(host) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args) -> int:
+    if not 0 < args.port < 65536:
+        raise ParameterError(f"--port must be between 1 and 65535; got {args.port}")
+    if args.workers < 1:
+        raise ParameterError(f"--workers must be a positive integer; got {args.workers}")
+    uvicorn = _uvicorn()
+    from ..index.store import is_compatible
+    from ..server.app import INDEX_VARIABLE, MAX_TARGET_BYTES, create_app
+
+    index = os.path.abspath(args.index)
+    if not is_compatible(index):
+        print(f"cqa-search: warning: no index to serve at {index} yet (the API answers 503 "
+              "until one is built there)", file=sys.stderr)
+    if not _loopback(args.host):
+        print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
+              "server (read-only)", file=sys.stderr)
+    options = dict(host=args.host, port=args.port, log_level="info" if args.verbose else
+                   "warning", h11_max_incomplete_event_size=MAX_TARGET_BYTES + 16384,  # + headers
+                  
+                   server_header=False)
+    print(f"serving {index} on http://{args.host}:{args.port}/ (Ctrl-C stops)",
+          file=sys.stderr, flush=True)
+    if args.workers == 1:
+        uvicorn.run(create_app(index), **options)
+    else:  # worker processes make the application from the environment
+        os.environ[INDEX_VARIABLE] = index
+        uvicorn.run("cqa_search.server.app:app_from_environment", factory=True,
+                    workers=args.workers, **options)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="cqa-search serve", description=HELP)
+    configure(parser)
+    return run_command(run, parser.parse_args(argv))

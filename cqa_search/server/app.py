@@ -1,0 +1,249 @@
+"""The ASGI application: a read-only JSON API over one index, and the search page.
+
+============================  ===========================================================
+``GET /``                     the search page (``static/``: plain HTML, CSS and JS)
+``GET /api/search``           ``q`` (the query syntax of the CLI), ``k``, ``category``,
+                              ``explain``: the hits of :meth:`SearchEngine.search` as
+                              :meth:`Presenter.results_dict` gives them
+``GET /api/questions/{id}``   an archived question with all its answers
+``GET /api/categories``       the categories with their numbers of questions
+``GET /health``               the generation served and its number of questions
+``GET /openapi.json``         the OpenAPI schema of all of these
+============================  ===========================================================
+
+Errors are JSON (:class:`~cqa_search.server.schema.Error`): 400 for a bad query or
+parameter, 404, 405, 413/414 for a request too large, 503 while no index can be opened,
+500 (no traceback: it is logged) for a bug. The engine follows the index's generations
+(:class:`~cqa_search.server.live.LiveIndex`); its calls run in the threadpool of the
+framework, never on the event loop, with one BLAS thread.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+from fastapi import FastAPI, Query
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
+
+from .._version import __version__
+from ..exceptions import CQASearchError, IndexFormatError
+from ..presentation import source_url
+from ..query_parser import MAX_QUERY_CHARS
+from . import schema
+from .live import LiveIndex
+
+__all__ = ["create_app", "app_from_environment", "MAX_K", "MAX_TARGET_BYTES"]
+
+#: Largest ``k`` a client may ask for.
+MAX_K = 100
+#: Longest request target (path and query string) in bytes: a query of MAX_QUERY_CHARS
+#: characters fits, percent-encoded, when they take at most two UTF-8 bytes (as Latin,
+#: Greek, Cyrillic, Arabic or Hebrew letters do).
+MAX_TARGET_BYTES = 64_000
+#: The environment variable naming the index of :func:`app_from_environment`.
+INDEX_VARIABLE = "CQA_SEARCH_INDEX"
+
+STATIC = Path(__file__).resolve().parent / "static"
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy",
+     b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+     b"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+]
+_ERRORS = {status: {"model": schema.Error, "description": text} for status, text in
+           [(400, "bad query or parameter"), (503, "no index can be opened")]}
+
+
+class _JSON(JSONResponse):
+    def render(self, content) -> bytes:
+        return orjson.dumps(content)
+
+
+def _error(status: int, detail: str, headers=None) -> _JSON:
+    from http import HTTPStatus
+
+    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+    return _JSON({"status": status, "error": phrase, "detail": detail}, status_code=status,
+                 headers=headers)
+
+
+class _Guard:
+    """ASGI middleware: refuses request bodies (413) and long targets (414) before any
+    parsing, and adds the security headers to every response."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+        refusal = None
+        if target > MAX_TARGET_BYTES:
+            refusal = _error(414, f"the request target has {target:,} "
+                             f"bytes; at most {MAX_TARGET_BYTES:,} are taken")
+        else:
+            for name, value in scope["headers"]:
+                if (name == b"content-length" and value.strip() not in (b"", b"0")) or \
+                        name == b"transfer-encoding":
+                    refusal = _error(413, "this API is read-only: "
+                                     "requests have no body")
+                    break
+
+        async def secured(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()),
+                                                  *_SECURITY_HEADERS]}
+            await send(message)
+
+        if refusal is not None:
+            return await refusal(scope, receive, secured)
+        return await self.app(scope, receive, secured)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("query", "path")]
+        parts.append(f"{'.'.join(loc) or 'request'}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(IndexFormatError)
+    async def no_index(request, exc):
+        return _error(503, f"no index to search: {exc}", headers={"Retry-After": "5"})
+
+    @app.exception_handler(CQASearchError)
+    async def bad_input(request, exc):
+        return _error(400, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_parameter(request, exc):
+        return _error(400, _validation_message(exc))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request, exc):
+        return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def bug(request, exc):  # the ASGI server logs the traceback
+        return _error(500, "internal error (logged by the server)")
+
+
+def create_app(index, *, interval: float = 0.5) -> FastAPI:
+    """The ASGI application serving the index at ``index``.
+
+    Parameters
+    ----------
+    index : path
+        An index directory (from ``cqa-search build-index``); it may not exist yet: the
+        API answers 503 until it does.
+    interval : float, default 0.5
+        Seconds between two checks for a new generation of the index.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fastapi.testclient import TestClient
+    >>> from cqa_search import Question, build_index
+    >>> out = os.path.join(tempfile.mkdtemp(), "idx")
+    >>> _ = build_index([Question("a", "How to renew my visa?", category="Visas")], out)
+    >>> with TestClient(create_app(out)) as client:
+    ...     client.get("/api/search", params={"q": "visa renewal"}).json()["hits"][0]["id"]
+    'a'
+    """
+    live = LiveIndex(index, interval=interval)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        from threadpoolctl import threadpool_limits
+
+        # Requests run in threads: BLAS threads of their own would only compete.
+        limits = threadpool_limits(limits=1)
+        live.start()
+        try:
+            yield
+        finally:
+            live.stop()
+            limits.restore_original_limits()
+
+    app = FastAPI(title="cqa_search", version=__version__, lifespan=lifespan,
+                  description="Question retrieval over a community-QA archive: search it, "
+                              "read its questions. Read-only.",
+                  default_response_class=_JSON, docs_url=None, redoc_url=None)
+    app.state.live = live
+    app.add_middleware(_Guard)
+    _handlers(app)
+
+    @app.get("/api/search", response_model=schema.SearchResults, responses=_ERRORS,
+             summary="Search the archive")
+    def search(
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
+                                description="the new question, in the query syntax: "
+                                            "+word, -word, \"a phrase\", title:word, "
+                                            "category:Name, ...")],
+        k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 10,
+        category: Annotated[str | None, Query(max_length=500, description=(
+            "only this category (case-insensitive; a category: in q wins)"))] = None,
+        explain: Annotated[bool, Query(description="add each hit's feature contributions "
+                                                   "(with a ranker)")] = False,
+    ):
+        engine, presenter = live.current()
+        results = engine.search(q, k=k, category=category or None)
+        body = presenter.results_dict(results, typed=q, explain=explain)
+        body["generation"] = engine.generation
+        return _JSON(body)
+
+    @app.get("/api/questions/{doc_id:path}", response_model=schema.Question,
+             responses={404: {"model": schema.Error, "description": "no such question"},
+                        503: _ERRORS[503]}, summary="An archived question with its answers")
+    def question(doc_id: str):
+        engine, _ = live.current()
+        if doc_id not in engine.archive:
+            raise HTTPException(404, f"no question {doc_id!r} in the archive")
+        found = engine.archive.get(doc_id)
+        return _JSON({**found.to_dict(), "url": source_url(found),
+                      "generation": engine.generation})
+
+    @app.get("/api/categories", response_model=schema.Categories,
+             responses={503: _ERRORS[503]}, summary="The categories and their sizes")
+    def categories():
+        engine, _ = live.current()
+        counts = engine.categories.counts().tolist()
+        found = sorted(({"name": n, "count": c} for n, c in zip(engine.categories, counts)),
+                       key=lambda c: (-c["count"], c["name"].casefold()))
+        return _JSON({"categories": found, "n_docs": engine.n_docs,
+                      "generation": engine.generation})
+
+    @app.get("/health", response_model=schema.Health, responses={503: _ERRORS[503]},
+             summary="The generation served")
+    def health():
+        engine, _ = live.current()
+        return _JSON({"status": "ok" if live.error is None else "stale",
+                      "generation": engine.generation, "n_docs": engine.n_docs,
+                      "error": live.error, "version": __version__})
+
+    @app.get("/", include_in_schema=False)
+    def page():
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """:func:`create_app` for the index named by ``$CQA_SEARCH_INDEX`` (the factory that
+    uvicorn's worker processes call)."""
+    index = os.environ.get(INDEX_VARIABLE)
+    if not index:
+        raise CQASearchError(f"set {INDEX_VARIABLE} to the index directory to serve")
+    return create_app(index)

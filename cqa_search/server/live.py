@@ -1,0 +1,136 @@
+"""The engine of an index's live generation, for a long-running server.
+
+A writer (``cqa-search build-index``, ``fit``, ``train``) switches an index to a new
+generation atomically (:mod:`cqa_search.index.store`). :class:`LiveIndex` follows it: a
+background thread calls :meth:`SearchEngine.reopen` every ``interval`` seconds, prepares
+the new engine (and what its presenter reads from disk) and then swaps it in. Requests
+never wait for that: they keep the engine they got, whose files stay readable (open or
+memory-mapped) after the writer removes its generation.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from ..engine import SearchEngine
+from ..exceptions import CQASearchError, IndexFormatError
+from ..presentation import Presenter
+
+__all__ = ["LiveIndex"]
+
+logger = logging.getLogger(__name__)
+
+
+class LiveIndex:
+    """The current (engine, presenter) of the index at ``path``.
+
+    Parameters
+    ----------
+    path : path
+        The index directory; it need not exist yet (requests fail with
+        :class:`IndexFormatError` until it does).
+    interval : float, default 0.5
+        Seconds between two checks for a new generation (one small file read).
+
+    Attributes
+    ----------
+    error : str or None
+        Why the index could not be (re)opened at the last attempt; the engine of the last
+        good generation keeps serving meanwhile.
+    """
+
+    def __init__(self, path, *, interval=0.5):
+        self.path = os.fspath(path)
+        self.interval = interval
+        self.error = None
+        self._state = None
+        self._lock = threading.Lock()  # one opener at a time
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _prepared(self, engine):
+        return engine, Presenter(engine).prepare()
+
+    def current(self):
+        """``(engine, presenter)`` of the last generation opened.
+
+        Raises
+        ------
+        IndexFormatError
+            No generation could be opened yet (no index, or an unreadable one).
+        """
+        state = self._state
+        if state is not None:
+            return state
+        with self._lock:  # nothing to serve: open now rather than at the next check
+            if self._state is None:
+                self._state = self._open_first()
+            return self._state
+
+    def _open_first(self):
+        try:
+            state = self._prepared(SearchEngine.open(self.path))
+        except CQASearchError as exc:
+            self._failed(exc)
+            raise IndexFormatError(str(exc)) from None
+        self._recovered(state[0])
+        return state
+
+    def refresh(self) -> None:
+        """Open the live generation if it is not the one served (what the background
+        thread does every ``interval`` seconds)."""
+        with self._lock:
+            state = self._state
+            if state is None:
+                try:
+                    self._state = self._open_first()
+                except IndexFormatError:
+                    pass
+                return
+            try:
+                engine = state[0].reopen()
+                if engine is not state[0]:
+                    self._state = self._prepared(engine)
+                    logger.info("serving generation %s of %s (%d questions)",
+                                engine.generation, self.path, engine.n_docs)
+            except CQASearchError as exc:
+                self._failed(exc)
+                return
+            self._recovered(self._state[0])
+
+    def _failed(self, exc) -> None:
+        message = str(exc)
+        if message != self.error:
+            logger.warning("cannot open the index: %s%s", message,
+                           "" if self._state is None else
+                           f" (still serving generation {self._state[0].generation})")
+        self.error = message
+
+    def _recovered(self, engine) -> None:
+        if self.error is not None:
+            logger.warning("serving generation %s of %s again", engine.generation, self.path)
+        self.error = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.refresh()
+            except Exception:  # noqa: BLE001 - a bug must not stop the following
+                logger.exception("checking the index for a new generation failed")
+
+    def start(self) -> None:
+        """Open the index (if it can be) and follow its generations in the background."""
+        self.refresh()
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="cqa-search-live-index",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop following (the engine served stays)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None

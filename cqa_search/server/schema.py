@@ -1,0 +1,116 @@
+"""The JSON documents of the API, as pydantic models: they make the OpenAPI schema.
+
+The documents themselves are made by :class:`cqa_search.presentation.Presenter` (the same
+as ``cqa-search query --json``); the tests check every response against these models.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Segment(BaseModel):
+    """A piece of text; ``match``: a word of the query (to highlight)."""
+
+    text: str
+    match: bool
+
+
+class Answer(BaseModel):
+    label: str = Field(description='"best answer" (marked so in the archive), "chosen '
+                                   'answer" (by the index\'s answer selector) or "first '
+                                   'answer"')
+    snippet: str = Field(description="a query-biased excerpt of the answer")
+    snippet_marked: list[Segment] = Field(description="the same excerpt, matches marked")
+
+
+class Hit(BaseModel):
+    rank: int
+    id: str = Field(description="the question's id in the archive")
+    score: float
+    title: str = Field(description="the title (or the start of the body when there is none)")
+    category: str | None
+    tags: list[str]
+    url: str | None = Field(description="the original post, when the archive has one")
+    n_answers: int
+    snippet: str = Field(description="a query-biased excerpt of the body")
+    title_marked: list[Segment] = Field(description="the title (or the start of the body "
+                                                    "when there is none), matches marked")
+    snippet_marked: list[Segment] = Field(description="the body's excerpt, matches marked")
+    answer: Answer | None
+    features: dict[str, float] = Field(description="every feature score of the hit")
+    contributions: dict[str, float] | None = Field(
+        None, description="with explain=true and a ranker: each feature's share of the "
+                          "score (the ranker's weight times the normalised feature), largest "
+                          "first; the score is their sum plus the ranker's intercept")
+
+
+class Ranker(BaseModel):
+    name: str
+    learner: str | None
+    n_candidates: int = Field(description="how many retrieval candidates it reorders")
+    intercept: float
+    features: list[str]
+
+
+class Ranking(BaseModel):
+    retrieval: str = Field(description="the term model that retrieves the candidates")
+    ranker: Ranker | None = Field(description="the learned ranker that orders them; None: "
+                                              "the retrieval model's order")
+
+
+class SearchResults(BaseModel):
+    query: str = Field(description="the words searched (the query syntax removed)")
+    category: str | None = Field(description="the category filter applied")
+    query_terms: list[str] = Field(description="the analysed query terms found in the index")
+    matched_in: str = Field(description='the field the hits matched in: "question", or '
+                                        '"answers" when no question holds the words')
+    unknown_words: list[str] = Field(description="query words the archive does not have")
+    suggestions: dict[str, list[str]] = Field(description='"did you mean" words for each '
+                                                          "unknown word")
+    did_you_mean: str | None = Field(description="the query with unknown words corrected")
+    ranking: Ranking
+    hits: list[Hit]
+    generation: str = Field(description="the index generation searched")
+
+
+class Question(BaseModel):
+    """An archived question with all its answers (and any other field of its record)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    title: str
+    body: str
+    category: str | None
+    tags: list[str]
+    answers: list[str]
+    best_answer: int | None = Field(description="index of the best answer in answers")
+    duplicate_of: list[str]
+    url: str | None
+    generation: str
+
+
+class Category(BaseModel):
+    name: str
+    count: int = Field(description="questions of this category in the archive")
+
+
+class Categories(BaseModel):
+    categories: list[Category] = Field(description="most questions first")
+    n_docs: int
+    generation: str
+
+
+class Health(BaseModel):
+    status: str = Field(description='"ok", or "stale" when the index can no longer be '
+                                    "opened and the last good generation is served")
+    generation: str
+    n_docs: int
+    error: str | None
+    version: str
+
+
+class Error(BaseModel):
+    status: int
+    error: str
+    detail: str

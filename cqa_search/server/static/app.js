@@ -1,0 +1,376 @@
+// The search page: reads its state from the URL (?q=&category=&k=&question=), asks the
+// JSON API and renders. No framework, no build step. Text from the archive is only ever
+// set as text (textContent), never parsed as HTML.
+"use strict";
+
+(() => {
+  const K_STEP = 10;
+  const K_MAX = 100;
+  const $ = (selector) => document.querySelector(selector);
+  const form = $("#search");
+  const box = $("#q");
+  const statusLine = $("#status");
+  const didYouMean = $("#did-you-mean");
+  const intro = $("#intro");
+  const hitList = $("#hits");
+  const more = $("#more");
+  const questionView = $("#question");
+  const facet = $("#facet");
+  let categories = null; // {categories: [{name, count}], n_docs}
+  let pending = null; // AbortController of the request in flight
+  let fromResults = false; // the question view was opened from the results (back = history)
+
+  // -- state in the URL ----------------------------------------------------------------
+  function readState() {
+    const p = new URLSearchParams(location.search);
+    const k = Math.min(K_MAX, Math.max(K_STEP, parseInt(p.get("k"), 10) || K_STEP));
+    return { q: (p.get("q") || "").trim(), category: p.get("category") || "", k,
+             question: p.get("question") || "" };
+  }
+
+  function urlFor(state) {
+    const p = new URLSearchParams();
+    if (state.q) p.set("q", state.q);
+    if (state.category) p.set("category", state.category);
+    if (state.k && state.k !== K_STEP) p.set("k", String(state.k));
+    if (state.question) p.set("question", state.question);
+    const query = p.toString();
+    return query ? "?" + query : location.pathname;
+  }
+
+  function go(state, { replace = false } = {}) {
+    const url = urlFor(state);
+    if (replace) history.replaceState(null, "", url);
+    else history.pushState(null, "", url);
+    render();
+  }
+
+  // -- DOM helpers ---------------------------------------------------------------------
+  function el(tag, props = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key === "dataset") Object.assign(node.dataset, value);
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined && child !== false) {
+        node.append(typeof child === "string" ? document.createTextNode(child) : child);
+      }
+    }
+    return node;
+  }
+
+  // Segments [{text, match}] as text nodes with <mark> around the matches.
+  function marked(segments) {
+    return segments.map((s) => (s.match ? el("mark", { text: s.text })
+                                         : document.createTextNode(s.text)));
+  }
+
+  function number(x) {
+    if (x === 0) return "0";
+    return Math.abs(x) >= 100 ? x.toFixed(1) : x.toPrecision(3);
+  }
+
+  function setStatus(text, isError = false) {
+    statusLine.textContent = text;
+    statusLine.classList.toggle("error", isError);
+  }
+
+  async function api(path, params = {}) {
+    if (pending) pending.abort();
+    pending = new AbortController();
+    const url = path + (Object.keys(params).length ? "?" + new URLSearchParams(params) : "");
+    const response = await fetch(url, { signal: pending.signal,
+                                        headers: { Accept: "application/json" } });
+    let body = null;
+    try { body = await response.json(); } catch (e) { body = null; }
+    if (!response.ok) {
+      const detail = body && body.detail ? body.detail : response.statusText;
+      throw new Error(detail);
+    }
+    return body;
+  }
+
+  // -- the category facet --------------------------------------------------------------
+  async function loadCategories() {
+    try {
+      const response = await fetch("/api/categories", { headers: { Accept: "application/json" } });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.detail || response.statusText);
+      categories = body;
+    } catch (e) {
+      categories = null;
+      setStatus(e.message, true);
+    }
+  }
+
+  function renderFacet(state, active) {
+    facet.replaceChildren();
+    if (!categories || !categories.categories.length) {
+      facet.closest("nav").hidden = true;
+      return;
+    }
+    facet.closest("nav").hidden = false;
+    const entries = [{ name: "", label: "All categories", count: categories.n_docs },
+                     ...categories.categories.map((c) => ({ name: c.name, label: c.name,
+                                                            count: c.count }))];
+    for (const entry of entries) {
+      const selected = entry.name.toLowerCase() === (active || "").toLowerCase();
+      const target = { q: state.q, category: entry.name, k: K_STEP };
+      const link = el("a", {
+        href: urlFor(target), "aria-current": selected ? "true" : null,
+        "aria-label": `${entry.label}, ${entry.count} questions`,
+        onclick: (event) => { event.preventDefault(); go(target); },
+      }, el("span", { class: "name", text: entry.label }),
+         el("span", { class: "count", text: entry.count.toLocaleString() }));
+      facet.append(el("li", {}, link));
+    }
+  }
+
+  // -- results -------------------------------------------------------------------------
+  function explanation(hit, ranking) {
+    const rows = [];
+    const ranker = ranking.ranker;
+    let caption;
+    if (ranker && hit.contributions) {
+      const values = Object.entries(hit.contributions);
+      const largest = Math.max(1e-12, ...values.map(([, c]) => Math.abs(c)));
+      for (const [name, c] of values) {
+        const bar = el("span", { class: "bar " + (c < 0 ? "neg" : "pos") });
+        bar.style.width = `${(100 * Math.abs(c)) / largest}%`;
+        rows.push(el("tr", {}, el("th", { scope: "row", text: name }),
+                      el("td", { text: number(hit.features[name]) }),
+                      el("td", { class: "num", text: (c > 0 ? "+" : "") + number(c) }),
+                      el("td", { class: "barcell", "aria-hidden": "true" }, bar)));
+      }
+      caption = `Score ${number(hit.score)} = the ${ranker.learner || ranker.name} ranker's ` +
+        `feature contributions` + (ranker.intercept ? ` ${ranker.intercept >= 0 ? "+" : "−"} ` +
+        `intercept ${number(Math.abs(ranker.intercept))}` : "") +
+        ` (on the top ${ranker.n_candidates} ${ranking.retrieval} candidates)`;
+      return el("table", {}, el("caption", { text: caption }),
+                el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "feature" }),
+                                   el("th", { scope: "col", text: "value" }),
+                                   el("th", { scope: "col", text: "contribution" }),
+                                   el("th", { scope: "col", class: "barcell" },
+                                      el("span", { class: "visually-hidden", text: "bar" })))),
+                el("tbody", {}, rows));
+    }
+    for (const [name, value] of Object.entries(hit.features)) {
+      rows.push(el("tr", { class: name === ranking.retrieval ? "key" : null },
+                    el("th", { scope: "row", text: name }),
+                    el("td", { class: "num", text: number(value) })));
+    }
+    caption = `No trained ranker: hits are in ${ranking.retrieval} order (score = ` +
+      `${ranking.retrieval}). Every feature score of this hit:`;
+    return el("table", {}, el("caption", { text: caption }),
+              el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "feature" }),
+                                 el("th", { scope: "col", text: "value" }))),
+              el("tbody", {}, rows));
+  }
+
+  function renderHit(hit, state, ranking) {
+    const target = { ...state, question: hit.id };
+    const titleId = `hit-${hit.rank}`;
+    const meta = [];
+    if (hit.category) meta.push(el("span", { class: "category", text: hit.category }));
+    meta.push(el("span", { text: `score ${number(hit.score)}` }));
+    meta.push(el("span", { text: hit.n_answers === 1 ? "1 answer" : `${hit.n_answers} answers` }));
+    if (hit.url) {
+      meta.push(el("a", { href: hit.url, rel: "noopener noreferrer", target: "_blank",
+                          text: "original post ↗" }));
+    }
+    return el("li", { class: "hit" }, el("article", { "aria-labelledby": titleId },
+      el("h2", { class: "hit-title", id: titleId },
+         el("a", { href: urlFor(target), class: "hit-link", dataset: { doc: hit.id },
+                   onclick: (event) => { event.preventDefault(); fromResults = true; go(target); } },
+            marked(hit.title_marked))),
+      el("p", { class: "meta" }, meta.flatMap((m, i) => (i ? [" · ", m] : [m]))),
+      hit.snippet_marked.length ? el("p", { class: "snippet" }, marked(hit.snippet_marked)) : null,
+      hit.answer ? el("div", { class: "answer" },
+                      el("span", { class: "label", text: hit.answer.label }),
+                      el("p", {}, marked(hit.answer.snippet_marked))) : null,
+      el("details", { class: "why" }, el("summary", { text: "Why this rank" }),
+         explanation(hit, ranking))));
+  }
+
+  function renderDidYouMean(data, state) {
+    didYouMean.replaceChildren();
+    const missing = data.unknown_words.filter((w) => !(data.suggestions[w] || []).length);
+    if (data.did_you_mean) {
+      const target = { q: data.did_you_mean, category: state.category, k: K_STEP };
+      didYouMean.append("Did you mean ",
+        el("a", { href: urlFor(target), onclick: (event) => { event.preventDefault(); go(target); } },
+           el("strong", { text: data.did_you_mean })), "?");
+    }
+    if (missing.length) {
+      didYouMean.append(data.did_you_mean ? " " : "",
+        `Not in the archive: ${missing.map((w) => `“${w}”`).join(", ")}.`);
+    }
+    didYouMean.hidden = !didYouMean.childNodes.length;
+  }
+
+  async function search(state) {
+    const params = { q: state.q, k: String(state.k), explain: "true" };
+    if (state.category) params.category = state.category;
+    setStatus("Searching…");
+    document.body.setAttribute("aria-busy", "true");
+    const started = performance.now();
+    let data;
+    try {
+      data = await api("/api/search", params);
+    } catch (e) {
+      if (e.name === "AbortError") return;
+      hitList.replaceChildren();
+      didYouMean.hidden = true;
+      more.hidden = true;
+      setStatus(e.message, true);
+      return;
+    } finally {
+      document.body.removeAttribute("aria-busy");
+    }
+    const ms = Math.round(performance.now() - started);
+    renderFacet(state, data.category || state.category);
+    renderDidYouMean(data, state);
+    const where = data.category ? ` in ${data.category}` : "";
+    const ranking = data.ranking;
+    const order = ranking.ranker ? `${ranking.retrieval} + ${ranking.ranker.learner || ranking.ranker.name} ranker`
+                                 : ranking.retrieval;
+    setStatus(data.hits.length
+      ? `${data.hits.length === state.k ? "Top " : ""}${data.hits.length} ` +
+        `${data.hits.length === 1 ? "question" : "questions"}${where} · ranked by ${order} · ${ms} ms`
+      : `No matching questions${where}.`);
+    hitList.replaceChildren(...data.hits.map((hit) => renderHit(hit, state, ranking)));
+    more.hidden = !(data.hits.length === state.k && state.k < K_MAX);
+  }
+
+  // -- one question with all its answers -------------------------------------------------
+  async function showQuestion(state) {
+    setStatus("Loading…");
+    let q;
+    try {
+      q = await api("/api/questions/" + encodeURIComponent(state.question));
+    } catch (e) {
+      if (e.name === "AbortError") return;
+      setStatus(e.message, true);
+      return;
+    }
+    setStatus("");
+    const back = { ...state, question: "" };
+    const answers = q.answers.map((text, i) => el("li", { class: i === q.best_answer ? "best" : null },
+      i === q.best_answer ? el("span", { class: "label", text: "best answer" }) : null,
+      el("p", { class: "text", text })));
+    const meta = [];
+    if (q.category) meta.push(el("span", { class: "category", text: q.category }));
+    if (q.tags.length) meta.push(el("span", { text: "tags: " + q.tags.join(", ") }));
+    if (q.url) meta.push(el("a", { href: q.url, rel: "noopener noreferrer", target: "_blank",
+                                   text: "original post ↗" }));
+    meta.push(el("span", { class: "id", text: q.id }));
+    questionView.replaceChildren(
+      el("p", {}, el("a", { href: urlFor(back), class: "back", onclick: (event) => {
+        event.preventDefault();
+        if (fromResults) history.back(); else go(back);
+      } }, state.q ? "← Back to the results" : "← Search")),
+      el("h2", { id: "question-title", text: q.title || q.id }),
+      el("p", { class: "meta" }, meta.flatMap((m, i) => (i ? [" · ", m] : [m]))),
+      q.body ? el("p", { class: "text body", text: q.body }) : null,
+      el("h3", { text: q.answers.length === 1 ? "1 answer" : `${q.answers.length} answers` }),
+      q.answers.length ? el("ol", { class: "answers" }, answers) : el("p", { text: "No answers." }));
+    document.title = `${q.title || q.id} – cqa_search`;
+    questionView.querySelector(".back").focus();
+  }
+
+  // -- render the state of the URL ---------------------------------------------------------
+  async function render() {
+    const state = readState();
+    if (document.activeElement !== box) box.value = state.q;
+    $("#category-field").value = state.category;
+    $("#category-field").disabled = !state.category;
+    if (categories === null) await loadCategories();
+    renderFacet(state, state.category);
+    const viewing = Boolean(state.question);
+    questionView.hidden = !viewing;
+    hitList.hidden = viewing;
+    intro.hidden = viewing || Boolean(state.q);
+    if (viewing) {
+      didYouMean.hidden = true;
+      more.hidden = true;
+      fromResults = fromResults && Boolean(state.q);
+      return showQuestion(state);
+    }
+    fromResults = false;
+    document.title = state.q ? `${state.q} – cqa_search` : "cqa_search";
+    if (!state.q) {
+      hitList.replaceChildren();
+      didYouMean.hidden = true;
+      more.hidden = true;
+      if (categories) {
+        setStatus(`${categories.n_docs.toLocaleString()} questions in ` +
+                  `${categories.categories.length} categories.`);
+      }
+      return undefined;
+    }
+    return search(state);
+  }
+
+  // -- events ------------------------------------------------------------------------------
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const q = box.value.trim();
+    const state = readState();
+    if (!q) { box.focus(); return; }
+    go({ q, category: state.category, k: K_STEP });
+  });
+
+  more.addEventListener("click", () => {
+    const state = readState();
+    const shown = hitList.children.length;
+    go({ ...state, k: Math.min(K_MAX, state.k + K_STEP) }, { replace: true });
+    // Keep the reader's place: focus the first new result once it is there.
+    const wait = setInterval(() => {
+      if (hitList.children.length > shown) {
+        clearInterval(wait);
+        const link = hitList.children[shown].querySelector(".hit-link");
+        if (link) link.focus();
+      }
+    }, 50);
+    setTimeout(() => clearInterval(wait), 10000);
+  });
+
+  function hitLinks() { return Array.from(hitList.querySelectorAll(".hit-link")); }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target;
+    const typing = target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement;
+    if (event.key === "/" && !typing) {
+      event.preventDefault();
+      box.focus();
+      box.select();
+      return;
+    }
+    if (event.key === "Escape") {
+      box.focus();
+      return;
+    }
+    if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
+    const links = hitLinks();
+    if (!links.length || hitList.hidden) return;
+    const at = links.indexOf(target);
+    if (target === box && event.key === "ArrowDown") {
+      event.preventDefault();
+      links[0].focus();
+    } else if (at >= 0) {
+      event.preventDefault();
+      if (event.key === "ArrowDown") links[Math.min(links.length - 1, at + 1)].focus();
+      else if (at === 0) box.focus();
+      else links[at - 1].focus();
+    }
+  });
+
+  window.addEventListener("popstate", render);
+  render();
+})();

@@ -1,0 +1,268 @@
+"""The JSON API through the framework's test client: same results as the Python API, the
+documented schema, errors and limits, and an index rebuilt while the server runs."""
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from fastapi.testclient import TestClient
+
+from cqa_search import Question, SearchEngine, build_index
+from cqa_search.index.store import CURRENT, current_generation
+from cqa_search.presentation import Presenter
+from cqa_search.query_parser import MAX_QUERY_CHARS
+from cqa_search.server import create_app
+from cqa_search.server import schema
+from cqa_search.server.app import MAX_K, MAX_TARGET_BYTES
+
+QUERIES = [("renew my visa", None), ("category:cars engine battery", None),
+           ('"second hand" sofa', None), ("+visa -family office", None),
+           ("title:visa renewal", None), ("cheap furniture", "shopping"),
+           ("car", "Cars"), ("how do I transfer my car", None), ("furnture sofa", None)]
+
+
+def wait_for(condition, what, timeout=30.0):
+    """Poll ``condition()`` until true (a bounded wait for an event, not a timing check)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def client(toy_index):
+    with TestClient(create_app(toy_index)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def ranked_client(ranked_index):
+    with TestClient(create_app(ranked_index)) as c:
+        yield c
+
+
+@pytest.mark.parametrize("q,category", QUERIES)
+@pytest.mark.parametrize("ranked", [False, True])
+def test_same_results_as_the_python_api(q, category, ranked, toy_index, ranked_index, client,
+                                        ranked_client):
+    index, http = (ranked_index, ranked_client) if ranked else (toy_index, client)
+    engine = SearchEngine.open(index)
+    expected = engine.search(q, k=5, category=category)
+    params = {"q": q, "k": 5, "explain": "true", **({"category": category} if category else {})}
+    response = http.get("/api/search", params=params)
+    assert response.status_code == 200, response.text
+    doc = response.json()
+    assert [h["id"] for h in doc["hits"]] == list(expected.doc_ids)
+    assert [h["score"] for h in doc["hits"]] == expected.scores.tolist()
+    # the whole document is the presenter's (the CLI's --json), plus the generation
+    same = Presenter(engine).results_dict(expected, typed=q, explain=True)
+    assert doc == {**same, "generation": engine.generation}
+    assert (doc["ranking"]["ranker"] is not None) == ranked
+    assert all(("contributions" in h) == ranked for h in doc["hits"])
+
+
+def test_responses_follow_the_documented_schema(ranked_client):
+    docs = [(schema.SearchResults, ranked_client.get("/api/search", params={
+                "q": "renew visa furnture", "explain": "true"})),
+            (schema.SearchResults, ranked_client.get("/api/search", params={"q": "zzzz"})),
+            (schema.Question, ranked_client.get("/api/questions/t04")),
+            (schema.Categories, ranked_client.get("/api/categories")),
+            (schema.Health, ranked_client.get("/health")),
+            (schema.Error, ranked_client.get("/api/search"))]
+    for model, response in docs:
+        model.model_validate(response.json(), strict=True)
+    hits = docs[0][1].json()["hits"]
+    assert hits and all(sum(h["contributions"].values()) == pytest.approx(h["score"])
+                        for h in hits)  # the ranker's intercept is 0 here
+
+
+def test_openapi_schema_lists_the_api(client):
+    doc = client.get("/openapi.json").json()
+    assert {"/api/search", "/api/questions/{doc_id}", "/api/categories", "/health"} <= \
+        set(doc["paths"])
+    assert {"SearchResults", "Hit", "Error"} <= set(doc["components"]["schemas"])
+    params = {p["name"]: p for p in doc["paths"]["/api/search"]["get"]["parameters"]}
+    assert params["k"]["schema"]["maximum"] == MAX_K
+    assert params["q"]["schema"]["maxLength"] == MAX_QUERY_CHARS
+    assert client.get("/docs").status_code == 404  # no page that loads scripts from a CDN
+
+
+def test_question_with_all_its_answers(client, toy_questions):
+    doc = client.get("/api/questions/t04").json()
+    t04 = next(q for q in toy_questions if q.id == "t04")
+    assert doc["answers"] == list(t04.answers) and doc["best_answer"] == 1
+    assert doc["title"] == t04.title and doc["url"] is None and doc["generation"]
+
+
+def test_question_ids_with_colons_and_slashes_and_source_links(tmp_path):
+    path = tmp_path / "idx"
+    build_index([Question("ai.stackexchange.com:42", "What is a transformer?", category="ai"),
+                 Question("forum/7", "A thread id with a slash")], path)
+    with TestClient(create_app(path)) as http:
+        doc = http.get("/api/questions/ai.stackexchange.com:42").json()
+        assert doc["url"] == "https://ai.stackexchange.com/q/42"
+        assert http.get("/api/questions/forum/7").json()["title"] == "A thread id with a slash"
+        hit = http.get("/api/search", params={"q": "transformer"}).json()["hits"][0]
+        assert hit["url"] == "https://ai.stackexchange.com/q/42"
+
+
+def test_categories_with_counts(client, toy_index):
+    doc = client.get("/api/categories").json()
+    engine = SearchEngine.open(toy_index)
+    counts = dict(zip(engine.categories, engine.categories.counts().tolist()))
+    assert {c["name"]: c["count"] for c in doc["categories"]} == counts
+    assert [c["count"] for c in doc["categories"]] == sorted(counts.values(), reverse=True)
+    assert doc["n_docs"] == engine.n_docs == 12
+
+
+def test_health(client, toy_index):
+    assert client.get("/health").json() == {
+        "status": "ok", "generation": current_generation(toy_index), "n_docs": 12,
+        "error": None, "version": client.app.version}
+
+
+@pytest.mark.parametrize("method,url,params,status,detail", [
+    ("GET", "/api/search", {}, 400, r"^q: Field required"),
+    ("GET", "/api/search", {"q": ""}, 400, r"^q: String should have at least 1 character"),
+    ("GET", "/api/search", {"q": "   "}, 400, r"empty query"),
+    ("GET", "/api/search", {"q": "NOT visa"}, 400, r"empty query"),
+    ("GET", "/api/search", {"q": "visa", "k": 0}, 400, r"^k: Input should be greater than"),
+    ("GET", "/api/search", {"q": "visa", "k": MAX_K + 1}, 400, r"^k: .*less than or equal to 100"),
+    ("GET", "/api/search", {"q": "visa", "k": "ten"}, 400, r"^k: Input should be a valid integer"),
+    ("GET", "/api/search", {"q": "visa", "explain": "maybe"}, 400, r"^explain: "),
+    ("GET", "/api/search", {"q": "visa", "category": "Visaz"}, 400,
+     r"unknown category 'Visaz'.*did you mean 'Visas'"),
+    ("GET", "/api/search", {"q": "category:Nope visa"}, 400, r"unknown category 'Nope'"),
+    ("GET", "/api/search", {"q": "visa", "category": "x" * 501}, 400, r"^category: "),
+    ("GET", "/api/search", {"q": "v" * (MAX_QUERY_CHARS + 1)}, 400,
+     r"^q: String should have at most 10000 characters"),
+    ("GET", "/api/questions/nope", {}, 404, r"^no question 'nope' in the archive$"),
+    ("GET", "/nowhere", {}, 404, r"^Not Found$"),
+    ("POST", "/api/search", {"q": "visa"}, 405, r"^Method Not Allowed$"),
+    ("DELETE", "/api/questions/t01", {}, 405, r"^Method Not Allowed$"),
+])
+def test_errors_are_json_with_a_fitting_status(client, method, url, params, status, detail):
+    response = client.request(method, url, params=params)
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"status", "error", "detail"} and body["status"] == status
+    assert re.search(detail, body["detail"]), body
+    assert "Traceback" not in response.text
+
+
+def test_limits_on_request_size(client):
+    longest = ("visa " * (MAX_QUERY_CHARS // 5))[:MAX_QUERY_CHARS]
+    assert client.get("/api/search", params={"q": longest}).status_code == 200
+    # a body is refused before anything reads it
+    response = client.request("GET", "/api/search", params={"q": "visa"}, content=b"x" * 1000)
+    assert response.status_code == 413 and "read-only" in response.json()["detail"]
+    response = client.get("/api/search?q=" + "a" * MAX_TARGET_BYTES)
+    assert response.status_code == 414 and response.json()["status"] == 414
+    # the longest query fits in the target limit, percent-encoded, for two-byte letters
+    response = client.get("/api/search", params={"q": "é" * MAX_QUERY_CHARS})
+    assert response.status_code == 200 and response.json()["hits"] == []
+
+
+def test_a_bug_is_a_500_without_details(toy_index, monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(Presenter, "results_dict", broken)
+    with TestClient(create_app(toy_index), raise_server_exceptions=False) as http:
+        response = http.get("/api/search", params={"q": "visa"})
+    assert response.status_code == 500
+    assert response.json() == {"status": 500, "error": "Internal Server Error",
+                               "detail": "internal error (logged by the server)"}
+
+
+def test_security_headers_and_the_page(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert 'role="search"' in page.text and '<label for="q"' in page.text
+    for response in (page, client.get("/api/search", params={"q": "visa"}),
+                     client.get("/static/app.js"), client.get("/nowhere")):
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        assert response.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/static/app.js").headers["content-type"].startswith("text/javascript")
+    assert client.get("/static/style.css").status_code == 200
+
+
+def test_no_index_yet_is_503_then_served_without_a_restart(tmp_path, toy_questions):
+    path = tmp_path / "later"
+    with TestClient(create_app(path)) as http:
+        for url in ("/api/search?q=visa", "/api/categories", "/health", "/api/questions/t01"):
+            response = http.get(url)
+            assert response.status_code == 503, url
+            assert response.json()["detail"].startswith("no index to search: no index at ")
+            assert response.headers["retry-after"]
+        assert http.get("/").status_code == 200
+        build_index(toy_questions, path)
+        assert http.get("/api/search", params={"q": "visa"}).json()["hits"]
+
+
+def test_concurrent_requests_give_the_sequential_results(ranked_client, ranked_index):
+    engine = SearchEngine.open(ranked_index)
+    queries = [q for q, c in QUERIES if c is None] * 6
+    expected = [list(engine.search(q).doc_ids) for q in queries]
+
+    def ask(q):
+        return [h["id"] for h in ranked_client.get("/api/search", params={"q": q}).json()["hits"]]
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(ask, queries)) == expected
+
+
+def test_rebuild_refit_and_breakage_while_serving_fail_no_request(tmp_path, toy_questions,
+                                                                 extra_question, train_ranker):
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    answers, stop = [], threading.Event()
+    with TestClient(create_app(path, interval=0.02)) as http:
+        def generation():
+            return http.get("/health").json()["generation"]
+
+        def hammer():
+            while not stop.is_set():
+                r = http.get("/api/search", params={"q": "zebra visa office", "k": 3})
+                answers.append((r.status_code, r.json()))
+
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            wait_for(lambda: len(answers) >= 5, "the first answers")
+            first = generation()
+            for _ in range(3):  # the first generations are deleted meanwhile
+                build_index(toy_questions + [extra_question], path)
+            rebuilt = current_generation(path)
+            wait_for(lambda: generation() == rebuilt, "the rebuilt index")
+            n = len(answers)
+            wait_for(lambda: len(answers) > n + 3, "answers from the rebuilt index")
+            assert answers[-1][1]["hits"][0]["id"] == "z1"
+
+            train_ranker(path)  # a refit: a new generation with a ranker, same archive
+            refit = current_generation(path)
+            wait_for(lambda: generation() == refit, "the refitted index")
+            n = len(answers)
+            wait_for(lambda: len(answers) > n + 3, "answers from the refitted index")
+            assert answers[-1][1]["ranking"]["ranker"]["learner"] == "ranksvm"
+
+            (path / CURRENT).write_text("garbage\n")  # the index breaks: keep serving
+            wait_for(lambda: http.get("/health").json()["status"] == "stale", "the breakage")
+            health = http.get("/health").json()
+            assert health["generation"] == refit and "corrupted index" in health["error"]
+            n = len(answers)
+            wait_for(lambda: len(answers) > n + 3, "answers from the broken index")
+            (path / CURRENT).write_text(refit + "\n")
+            wait_for(lambda: http.get("/health").json()["status"] == "ok", "the repair")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+    statuses = {status for status, _ in answers}
+    assert statuses == {200}, [doc for status, doc in answers if status != 200][:3]
+    served = {doc["generation"] for _, doc in answers}
+    assert {first, rebuilt, refit} <= served

@@ -1,0 +1,197 @@
+"""The search page in a real browser: headless Chromium (Debian's ``chromium`` and
+``chromium-driver``) driven by Selenium against the server on a loopback port.
+
+Screenshots go to ``$CQA_SEARCH_SCREENSHOTS`` (default: the test's temporary directory).
+"""
+import os
+import shutil
+import socket
+import threading
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from cqa_search.server import create_app
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.common.exceptions import (NoSuchElementException,  # noqa: E402
+                                        StaleElementReferenceException)
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or DRIVER is None,
+    reason="headless Chromium is not installed (apt-get install chromium chromium-driver)")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--disable-dev-shm-usage", "--window-size=1280,1000"]
+
+
+@pytest.fixture(scope="module")
+def server(ranked_index):
+    """The server on a free loopback port, in a thread; yields its base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(create_app(ranked_index), log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server.should_exit = True
+    thread.join(timeout=30)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS + [f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def shots(tmp_path):
+    folder = os.environ.get("CQA_SEARCH_SCREENSHOTS") or str(tmp_path)
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def wait(driver, condition, what, timeout=60):
+    """Poll ``condition`` until true (elements may be replaced meanwhile: re-rendering)."""
+    return WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=(
+        NoSuchElementException, StaleElementReferenceException)).until(
+        lambda d: condition(d), message=f"waiting for {what}")
+
+
+def hits(driver):
+    return driver.find_elements(By.CSS_SELECTOR, "#hits .hit")
+
+
+def params(driver):
+    return {k: v[0] for k, v in parse_qs(urlparse(driver.current_url).query).items()}
+
+
+def api_doc_ids(server, **query):
+    import httpx2 as httpx
+
+    return [h["id"] for h in httpx.get(server + "/api/search", params=query).json()["hits"]]
+
+
+def test_search_facet_explain_keyboard_and_history(server, browser, shots):
+    d = browser
+    d.get(server + "/")
+    facet = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#facet a"), "the facet")
+    assert [a.text.split("\n") for a in facet] == [
+        ["All categories", "12"], ["Cars", "4"], ["Visas", "4"], ["Shopping", "3"]]
+    assert "12 questions in 3 categories" in d.find_element(By.ID, "status").text
+
+    # "/" focuses the search box; Enter searches
+    d.find_element(By.TAG_NAME, "body").send_keys("/")
+    box = d.switch_to.active_element
+    assert box.get_attribute("id") == "q"
+    box.send_keys("renew my visa", Keys.ENTER)
+    wait(d, lambda d: hits(d), "the hits")
+    assert params(d) == {"q": "renew my visa"}
+    shown = [a.get_attribute("data-doc") for a in d.find_elements(By.CSS_SELECTOR, ".hit-link")]
+    assert shown == api_doc_ids(server, q="renew my visa")
+    first = hits(d)[0]
+    marks = [m.text.lower() for m in first.find_elements(By.CSS_SELECTOR, ".hit-title mark")]
+    assert marks and all(m.startswith(("renew", "visa")) for m in marks)
+    assert first.find_element(By.CSS_SELECTOR, ".answer .label").text.lower() == "best answer"
+    status = d.find_element(By.ID, "status").text
+    assert "ranked by bm25 + ranksvm ranker" in status
+
+    # why a hit ranks: its feature contributions
+    table = first.find_element(By.CSS_SELECTOR, "details.why table")
+    assert not table.is_displayed()
+    first.find_element(By.CSS_SELECTOR, "details.why summary").click()
+    wait(d, lambda d: table.is_displayed(), "the explanation")
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) > 5 and "bm25" in {r.find_element(By.TAG_NAME, "th").text for r in rows}
+    assert "ranksvm ranker's feature contributions" in table.find_element(By.TAG_NAME, "caption").text
+    d.save_screenshot(os.path.join(shots, "search-desktop.png"))
+
+    # the facet filters, and the URL says so
+    box = d.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys("car visa", Keys.ENTER)
+    wait(d, lambda d: params(d) == {"q": "car visa"}, "the second search")
+    wait(d, lambda d: len({h.find_element(By.CSS_SELECTOR, ".category").text
+                           for h in hits(d)}) == 2, "hits of two categories")
+    shown = [a.get_attribute("data-doc") for a in d.find_elements(By.CSS_SELECTOR, ".hit-link")]
+    d.find_element(By.CSS_SELECTOR, "#facet a[aria-label^='Cars']").click()
+    wait(d, lambda d: params(d).get("category") == "Cars", "the category in the URL")
+    wait(d, lambda d: hits(d) and all(h.find_element(By.CSS_SELECTOR, ".category").text == "Cars"
+                                      for h in hits(d)), "the Cars hits")
+    current = d.find_element(By.CSS_SELECTOR, "#facet a[aria-current='true']")
+    assert current.get_attribute("aria-label").startswith("Cars")
+
+    # the back button restores the previous search
+    d.back()
+    wait(d, lambda d: params(d) == {"q": "car visa"}, "the previous URL")
+    wait(d, lambda d: [a.get_attribute("data-doc") for a in
+                       d.find_elements(By.CSS_SELECTOR, ".hit-link")] == shown, "the previous hits")
+
+    # arrow keys move between hits; Enter opens one with all its answers; back again
+    box = d.find_element(By.ID, "q")
+    box.click()
+    box.send_keys(Keys.ARROW_DOWN)
+    assert d.switch_to.active_element.get_attribute("data-doc") == shown[0]
+    d.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+    assert d.switch_to.active_element.get_attribute("data-doc") == shown[1]
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    wait(d, lambda d: params(d).get("question") == shown[1], "the question view")
+    title = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#question h2"), "its title")
+    assert title[0].text and d.find_elements(By.CSS_SELECTOR, "#question .answers li")
+    d.switch_to.active_element.send_keys(Keys.ENTER)  # the focused "back" link
+    wait(d, lambda d: params(d) == {"q": "car visa"}, "the results again")
+
+    # "did you mean"
+    box = d.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys("cheap furnture", Keys.ENTER)
+    hint = wait(d, lambda d: d.find_element(By.ID, "did-you-mean").is_displayed()
+                and d.find_element(By.ID, "did-you-mean"), "did you mean")
+    assert hint.text == "Did you mean cheap furniture?"
+    hint.find_element(By.TAG_NAME, "a").click()
+    wait(d, lambda d: params(d) == {"q": "cheap furniture"}, "the corrected search")
+
+    errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_readable_at_phone_width(server, browser, shots):
+    d = browser
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+    try:
+        d.get(server + "/?q=where+to+buy+a+cheap+sofa")
+        wait(d, lambda d: hits(d), "the hits")
+        hits(d)[0].find_element(By.CSS_SELECTOR, "details.why summary").click()
+        # nothing wider than the screen: no sideways scrolling of the page
+        assert d.execute_script("return document.documentElement.scrollWidth") <= 390
+        size = d.execute_script("return parseFloat(getComputedStyle("
+                                "document.querySelector('.snippet')).fontSize)")
+        assert size >= 14
+        d.save_screenshot(os.path.join(shots, "search-phone.png"))
+    finally:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

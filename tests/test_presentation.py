@@ -1,0 +1,122 @@
+"""What a person sees: marked segments, source links, "did you mean", the JSON document,
+and the whoosh view of an analyzer that highlighting tokenizes with."""
+import json
+import unicodedata
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from cqa_search import Question, SearchEngine, build_index
+from cqa_search.analysis import Analyzer
+from cqa_search.presentation import Presenter, corrected_query, segments, source_url
+
+
+def text_of(parts):
+    return "".join(p["text"] for p in parts)
+
+
+def test_segments_mark_the_matched_words_and_keep_the_text():
+    parts = segments("Renewing my visa, renewed.", {"renew", "visa"}, Analyzer())
+    assert parts == [{"text": "Renewing", "match": True}, {"text": " my ", "match": False},
+                     {"text": "visa", "match": True}, {"text": ", ", "match": False},
+                     {"text": "renewed", "match": True}, {"text": ".", "match": False}]
+    assert segments("no match", {"visa"}, Analyzer()) == [{"text": "no match", "match": False}]
+    assert segments("", {"visa"}, Analyzer()) == []
+
+
+def test_segments_of_an_excerpt():
+    text = "Filler words here. " * 20 + "Where can I renew my visa? " + "Thanks. " * 20
+    parts = segments(text, {"visa"}, Analyzer(), width=80)
+    assert len(text_of(parts)) < 120 and [p["text"] for p in parts if p["match"]] == ["visa"]
+
+
+def test_marks_in_the_text_cannot_forge_a_match():
+    # the control characters used as marks are removed from the text first
+    parts = segments("a \x02fake\x03 mark and a visa", {"visa"}, Analyzer())
+    assert [p["text"] for p in parts if p["match"]] == ["visa"]
+    assert "\x02" not in text_of(parts) and "\x03" not in text_of(parts)
+
+
+@pytest.mark.parametrize("doc_id,extra,url", [
+    ("ai.stackexchange.com:123", {}, "https://ai.stackexchange.com/q/123"),
+    ("bicycles.meta.stackexchange.com:7", {}, "https://bicycles.meta.stackexchange.com/q/7"),
+    ("askubuntu.com:42", {}, "https://askubuntu.com/q/42"),
+    ("Q268_R4", {}, None),
+    ("mysite:12", {}, None),                            # not a StackExchange site
+    ("ai.stackexchange.com:abc", {}, None),
+    ("q1", {"url": "https://example.org/t/1"}, "https://example.org/t/1"),
+    ("q1", {"link": "http://example.org/t/1"}, "http://example.org/t/1"),
+    ("q1", {"url": "javascript:alert(1)"}, None),       # only web links
+])
+def test_source_url(doc_id, extra, url):
+    assert source_url(Question(doc_id, "title", extra=extra)) == url
+
+
+def test_corrected_query():
+    assert corrected_query("how to renw my Pasport?", {"renw": ["renew"], "pasport": ["passport"]}) \
+        == "how to renew my passport?"
+    assert corrected_query('title:renw "renw x"', {"renw": ["renew"]}) == 'title:renew "renew x"'
+    assert corrected_query("renwal renw", {"renw": ["renew"]}) == "renwal renew"  # whole words
+    assert corrected_query("xq visa", {"xq": []}) is None
+    assert corrected_query("a+b c", {"a+b": ["ab"]}) == "ab c"  # regex characters are text
+
+
+def test_results_dict_is_json_and_matches_the_results(toy_engine):
+    show = Presenter(toy_engine)
+    results = toy_engine.search("renew my visa furnture", k=3)
+    doc = show.results_dict(results, typed="renew my visa furnture")
+    assert json.loads(json.dumps(doc)) == doc
+    assert [h["id"] for h in doc["hits"]] == list(results.doc_ids)
+    assert [h["score"] for h in doc["hits"]] == results.scores.tolist()
+    assert doc["query_terms"] == list(results.query_terms)
+    assert doc["suggestions"] == {"furnture": ["furniture"]}
+    assert doc["did_you_mean"] == "renew my visa furniture"
+    assert doc["ranking"] == {"retrieval": "bm25", "ranker": None}
+    first = doc["hits"][0]
+    assert text_of(first["title_marked"]) == first["title"] == results[0].title
+    assert any(s["match"] for s in first["title_marked"])
+    assert first["answer"]["label"] == "best answer"
+    assert first["answer"]["snippet"] in results[0].best_answer
+    assert first["features"] == results[0].features
+    assert "contributions" not in first  # no ranker to explain with
+
+
+def test_results_dict_first_answer_and_body_only_questions(tmp_path):
+    path = tmp_path / "idx"
+    build_index([Question("a", "", "where to renew a visa in doha", answers=("at the office",)),
+                 Question("b", "Visa question", "body text")], path)
+    engine = SearchEngine.open(path)
+    doc = Presenter(engine).results_dict(engine.search("renew visa"))
+    a, b = doc["hits"]
+    assert a["answer"] == {"label": "first answer", "snippet": "at the office",
+                           "snippet_marked": [{"text": "at the office", "match": False}]}
+    assert text_of(a["title_marked"]).startswith("where to renew")
+    assert a["snippet"] == "" and a["snippet_marked"] == []
+    assert b["answer"] is None and b["n_answers"] == 0 and doc["did_you_mean"] is None
+
+
+def test_whoosh_view_keeps_offsets_and_terms():
+    analyzer = Analyzer()
+    text = "The RENEWED visas of Doha, İstanbul and Café"
+    tokens = [(t.text, text[t.startchar:t.endchar], t.stopped)
+              for t in analyzer.whoosh_analyzer()(text, chars=True, removestops=False)]
+    assert tokens[:3] == [("the", "The", True), ("renew", "RENEWED", False),
+                          ("visa", "visas", False)]
+    assert [t for t, _, stop in tokens if not stop] == analyzer.analyze(text)
+    assert analyzer.whoosh_analyzer() is analyzer.whoosh_analyzer()  # made once
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60),
+       st.sampled_from([Analyzer(), Analyzer(stem="porter", stopwords=None),
+                        Analyzer(lowercase=False, stem=None)]))
+def test_whoosh_view_equals_the_analysis(text, analyzer):
+    """Oracle: the terms highlighting sees are the terms the index has (for normalised
+    text; see _WhooshAnalysis)."""
+    assume(unicodedata.is_normalized("NFKC", text))
+    tokens = [(t.text, t.startchar, t.endchar)  # whoosh reuses one token object
+              for t in analyzer.whoosh_analyzer()(text, chars=True)]
+    assert [term for term, _, _ in tokens] == analyzer.analyze(text)
+    for term, start, end in tokens:
+        assert term in analyzer.analyze(text[start:end])
