@@ -119,10 +119,15 @@ async def load(port, targets, n_requests, n_clients, timeout, on_half):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data"))
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"))
-    ap.add_argument("--clients", type=int, default=16)
-    ap.add_argument("--requests", type=int, default=4000)
+    ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data"),
+                    help="the judged collections (SemEval-2016 under it; default %(default)s)")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"),
+                    help="where the converted SemEval data and the index go "
+                         "(default %(default)s)")
+    ap.add_argument("--clients", type=int, default=16,
+                    help="concurrent clients (default %(default)s)")
+    ap.add_argument("--requests", type=int, default=4000,
+                    help="requests measured in all (default %(default)s)")
     ap.add_argument("--warmup", type=int, default=200, help="requests sent first, not measured")
     ap.add_argument("--workers", type=int, default=1, help="cqa-search serve --workers")
     ap.add_argument("--field", choices=["text", "title"], default="text",
