@@ -11,6 +11,7 @@ and returns a :class:`Collection` summary.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import xml.etree.ElementTree as ET
@@ -26,6 +27,8 @@ __all__ = ["Collection", "convert_semeval", "convert_stackexchange", "convert_st
            "semeval_comment_ranking"]
 
 ARCHIVE, QUERIES, QRELS, CANDIDATES = "archive.jsonl", "queries.jsonl", "qrels.txt", "candidates.run"
+#: ``Question.extra`` keys that hold relevance labels (the SemEval comment labels).
+LABEL_KEYS = ("answer_labels",)
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,15 @@ def _write(out_dir, questions, queries, qrels, run=None) -> Collection:
                       sum(r > 0 for r in judged), run is not None)
 
 
+def _without_labels(question):
+    if not any(key in question.extra for key in LABEL_KEYS):
+        return question
+    return dataclasses.replace(question, extra={k: v for k, v in question.extra.items()
+                                                if k not in LABEL_KEYS})
+
+
 def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
-                    extra_questions=()) -> Collection:
+                    extra_questions=(), keep_labels=False) -> Collection:
     """Convert SemEval-2016 Task 3 files (subtask B) into the evaluation layout.
 
     Parameters
@@ -89,6 +99,11 @@ def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
     extra_questions : iterable of Question
         More questions appended to the archive (e.g. read from a CSV with a column
         mapping).
+    keep_labels : bool, default False
+        Keep the comments' relevance labels (``extra["answer_labels"]``,
+        ``RELC_RELEVANCE2RELQ``) in the archive. Off by default: the archive becomes an
+        index, and the labels of an evaluation split must never reach one; keep them only
+        for a training archive (e.g. to train an answer ranker).
 
     The candidates run is the search-engine order: score ``1/RELQ_RANKING_ORDER``.
     """
@@ -111,6 +126,8 @@ def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
     if len(set(ids)) != len(ids):
         raise ArchiveError("the same original question occurs in two of the given files")
     questions = itertools.chain(read_questions([*xml_paths, *extra_archive]), extra_questions)
+    if not keep_labels:
+        questions = map(_without_labels, questions)
     return _write(out_dir, questions, queries, qrels, run)
 
 

@@ -253,6 +253,10 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
     code, out, _ = run(capsys, "convert", "semeval", fixtures / "semeval" / "sample-2016.xml",
                        "-o", tmp_path / "se")
     assert code == 0 and "candidates.run" in out
+    assert "answer_labels" not in (tmp_path / "se" / "archive.jsonl").read_text()
+    code, out, _ = run(capsys, "convert", "semeval", fixtures / "semeval" / "sample-2016.xml",
+                       "-o", tmp_path / "se-train", "--keep-labels")
+    assert code == 0 and "answer_labels" in (tmp_path / "se-train" / "archive.jsonl").read_text()
     code, out, _ = run(capsys, "build-index", tmp_path / "se" / "archive.jsonl", "-o",
                        tmp_path / "se-idx", "-q")
     assert code == 0

@@ -21,6 +21,26 @@ def test_convert_semeval_fixture(fixtures, tmp_path):
         assert list(docs.values()) == sorted(docs.values(), reverse=True)
 
 
+def test_convert_semeval_drops_comment_labels_unless_kept(fixtures, tmp_path):
+    """The comment labels of the converted split never reach the archive (an index) unless
+    explicitly kept for a training archive."""
+    xml = fixtures / "semeval" / "sample-2016.xml"
+    extra = fixtures / "semeval" / "sample-2015-multiline.xml"
+
+    def archive(out):
+        return [json.loads(line) for line in open(out / "archive.jsonl", encoding="utf-8")]
+
+    convert_semeval([xml], tmp_path / "eval", extra_archive=[extra])
+    records = archive(tmp_path / "eval")
+    assert records and not any("answer_labels" in r for r in records)
+    assert all("answer_ids" in r for r in records)  # other extras are kept
+    convert_semeval([xml], tmp_path / "train", extra_archive=[extra], keep_labels=True)
+    kept = archive(tmp_path / "train")
+    assert [r["id"] for r in kept] == [r["id"] for r in records]
+    assert all(len(r["answer_labels"]) == len(r["answers"]) for r in kept)
+    assert {"Good", "Bad"} <= {label for r in kept for label in r["answer_labels"]}
+
+
 def test_convert_semeval_real_test_with_relevancy(shared_data, tmp_path):
     folder = shared_data("semeval2016-task3-cqa-ql")
     summary = convert_semeval(
