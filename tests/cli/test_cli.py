@@ -309,6 +309,18 @@ def test_train_then_query_explains_the_ranking(capsys, tmp_path, fixtures):
     assert sum(hit["contributions"].values()) + intercept == pytest.approx(hit["score"])
 
 
+def test_build_index_text_analysis_options(capsys, tmp_path, fixtures):
+    code, _, _ = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                     tmp_path / "idx", "-q", "--stopwords", "lucene", "--token-pattern",
+                     r"(?u)\w+", "--stem", "none")
+    assert code == 0
+    analyzer = SearchEngine.open(tmp_path / "idx").analyzer
+    assert analyzer.analyze("Which one is a car?") == ["which", "one", "car"]
+    code, _, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                       tmp_path / "idx2", "--stopwords", "nope.txt")
+    assert code == 1 and "--stopwords must be 'english', 'lucene', 'none' or a file" in err
+
+
 def test_build_index_trains_models_after_indexing(capsys, tmp_path, fixtures):
     code, out, _ = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
                        tmp_path / "idx", "-q", "--models", "translation")
