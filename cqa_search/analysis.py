@@ -18,7 +18,8 @@ import Stemmer
 from ._utils import validate_params
 from .exceptions import ParameterError
 
-__all__ = ["Analyzer", "STEMMERS", "english_stop_words"]
+__all__ = ["Analyzer", "STEMMERS", "STOPWORD_LISTS", "english_stop_words",
+           "LUCENE_STOP_WORDS"]
 
 #: ``stem`` value -> PyStemmer algorithm (Snowball "english" is Porter2).
 STEMMERS = {"porter": "porter", "snowball": "english"}
@@ -30,6 +31,13 @@ _CACHE_SIZE = 1 << 18
 # Runs of two or more word characters: the same tokens as scikit-learn's r"(?u)\b\w\w+\b"
 # (a greedy run always spans a whole word), found about 1.5x faster.
 _DEFAULT_PATTERN = r"(?u)\w{2,}"
+
+
+#: Lucene's English stop set (``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``, 33 words): the
+#: short list of Lucene, Elasticsearch and Anserini, beside scikit-learn's 318 words.
+LUCENE_STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split())
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,6 +62,10 @@ def english_stop_words() -> frozenset:
     return ENGLISH_STOP_WORDS
 
 
+#: Named stopword lists (``Analyzer(stopwords=NAME)``).
+STOPWORD_LISTS = {"english": english_stop_words, "lucene": lambda: LUCENE_STOP_WORDS}
+
+
 class Analyzer:
     """Configurable tokenizer + lowercaser + stopword filter + stemmer.
 
@@ -64,9 +76,10 @@ class Analyzer:
         word characters, as scikit-learn's default pattern).
     lowercase : bool, default True
         Lowercase (after Unicode NFKC normalisation) before anything else.
-    stopwords : {"english"}, list of str or None, default "english"
-        Words dropped after lowercasing: scikit-learn's English list, a custom list, or
-        none.
+    stopwords : {"english", "lucene"}, list of str or None, default "english"
+        Words dropped after lowercasing: scikit-learn's English list (318 words),
+        Lucene's English stop set (33 words, :data:`LUCENE_STOP_WORDS`), a custom list,
+        or none.
     stem : {"snowball", "porter"} or None, default "snowball"
         Stemmer applied to the remaining tokens (PyStemmer's Snowball English = Porter2,
         or the original Porter algorithm), or no stemming.
@@ -77,6 +90,8 @@ class Analyzer:
     ['renew', 'visa', 'doha']
     >>> Analyzer(stopwords=None, stem=None).analyze("How do I renew")
     ['how', 'do', 'renew']
+    >>> Analyzer(stopwords="lucene", token_pattern=r"(?u)\\w+").analyze("How do I renew a visa")
+    ['how', 'do', 'i', 'renew', 'visa']
     >>> Analyzer.from_config(Analyzer(stem="porter").to_config()).stem
     'porter'
     """
@@ -91,8 +106,8 @@ class Analyzer:
         self.stem = stem
         self._validate()
         self._regex = re.compile(token_pattern)
-        if stopwords == "english":
-            self._stopwords = english_stop_words()
+        if isinstance(stopwords, str):
+            self._stopwords = STOPWORD_LISTS[stopwords]()
         else:
             self._stopwords = frozenset(stopwords or ())
         self._stemmer = Stemmer.Stemmer(STEMMERS[stem]) if stem else None
@@ -111,15 +126,15 @@ class Analyzer:
             raise ParameterError(f"token_pattern is not a valid regular expression: "
                                  f"{exc}") from None
         sw = self.stopwords
-        if not (sw is None or sw == "english" or
+        if not (sw is None or (isinstance(sw, str) and sw in STOPWORD_LISTS) or
                 (not isinstance(sw, str) and all(isinstance(w, str) for w in sw))):
-            raise ParameterError(f"stopwords must be 'english', a list of words or None; "
+            raise ParameterError(f"stopwords must be 'english', 'lucene', a list of words or None; "
                                  f"got {sw!r}")
 
     def get_params(self) -> dict:
         """Constructor parameters (the JSON configuration)."""
         stopwords = self.stopwords
-        if stopwords is not None and stopwords != "english":
+        if stopwords is not None and not isinstance(stopwords, str):
             stopwords = sorted(stopwords)
         return {"token_pattern": self.token_pattern, "lowercase": self.lowercase,
                 "stopwords": stopwords, "stem": self.stem}

@@ -217,7 +217,8 @@ def main(argv=None):
               file=sys.stderr)
 
     vsm_test = rows[0][1]["test"]
-    lines = base.table(rows, vsm_test, "VSM").split("\n")
+    lines = base.table(rows, vsm_test, "VSM",
+                       base.self_candidate_queries(engine, splits)).split("\n")
     lines[0] += " best earlier row (dev MAP) | test MAP vs it: p (t-test) | p (rand.) |"
     lines[1] += "---|---:|---:|"
     for i in range(len(rows)):

@@ -15,19 +15,31 @@ derived part-1 CSV, reranking their related questions inside the archive:
   that all ``feature`` values of the original question share at the start;
 - the rows of an original question come in the search-engine order (relevance falls
   with the row position as it does with the official rank on dev), so the row position
-  gives the ``given_*`` features (score 1/position); 41 of the official 1,999 rows are
-  missing, so a few positions are shifted.
+  gives the search-engine rank; 41 of the official 1,999 rows are missing, so a few
+  positions are shifted.
+
+The search-engine rank means the same for every query: the given score of a candidate is
+1/position among its query's candidates in the search-engine order, for part 1 (row
+order) as for part 2, dev and test (RELQ_RANKING_ORDER; the official 1/RELQ_RANKING_ORDER,
+up to 1/99, exists only for those), so ``given_score`` equals ``given_rrank`` and the one
+column ``given_rrank`` is the SE-rank feature.
   The part-1 related questions have no subject and no comments in the CSV: their
   ``answers_*`` features are 0, constant within each part-1 query, so they do not move
   the pairwise or per-query MAP objectives.
 
-For every learner and both feature variants (the groups' columns plus the search-engine
-rank features ``given_score`` and ``given_rrank``, or without them), a small grid of
-hyperparameters is trained on the training queries, the configuration with the best dev
-MAP is kept, and that one configuration is evaluated on test once. Stacking uses each
-base learner's dev-selected configuration (Tomeh et al.'s "best model for each ranking
+For every feature set (``--feature-sets``), every learner and both variants (the groups'
+columns plus the search-engine rank ``given_rrank``, or without it), a small grid of
+hyperparameters is trained on the training queries and scored on dev; so is
+``cqa-search train``'s default (LinearRankerCV: C and families chosen by 5-fold
+cross-validation on the training queries, never worse there than the SE order with the
+SE rank, or BM25 without it). Each table shows, per learner, the configuration with the
+best dev MAP, run on test once. The system of the whole run is the one row with the best
+dev MAP over every feature set, variant, learner and configuration: feature set, learner
+and parameters are all chosen on dev, and test is scored once. Stacking uses each base
+learner's dev-selected configuration (Tomeh et al.'s "best model for each ranking
 approach"). Official conventions (semeval): top 10, ties in the given order, a question
-without relevant candidates scores 0 and counts.
+without relevant candidates scores 0 and counts. Test MAP is also given without the 41
+test queries that have themselves among their candidates.
 Significance of test MAP: paired t-test and randomization test against the search-engine
 order (IR) and against BM25.
 
@@ -36,9 +48,12 @@ rerun once translation, topic or multiview models are stored in the index:
 term (bm25, lm_*, vsm, answers_*), translation (wt, translm, ptrans_*), topics (topic_*),
 multiview (mv_*), context (given_*, category_match, log_length), or all.
 
-Usage: scripts/semeval2016_rankers.py [--feature-set term context] [--part1 extra|none]
-       [--learners ...] [--data ../shared/data] [--work DIR] [--out FILE.md]
-       [--details FILE.json]
+Translation, topic and multiview models missing from the index are fitted with the
+defaults of ``cqa-search fit`` when a feature set needs them.
+
+Usage: scripts/semeval2016_rankers.py [--feature-sets "term context" all ...]
+       [--part1 extra|none] [--learners ...] [--data ../shared/data] [--work DIR]
+       [--out FILE.md] [--details FILE.json]
 """
 from __future__ import annotations
 
@@ -54,22 +69,26 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from semeval2016 import METRICS, prepare, score  # noqa: E402
+from semeval2016 import METRICS, map_without, prepare, score, self_candidate_queries  # noqa: E402,E501
 
 from cqa_search.evaluation import compare, evaluate, feature_table, read_qrels, read_queries, \
     read_run, summarize  # noqa: E402
+from cqa_search.index.models import add_model  # noqa: E402
 from cqa_search.evaluation.datasets import convert_semeval  # noqa: E402
 from cqa_search.exceptions import ConvergenceWarning  # noqa: E402
+from cqa_search.factorization import MultiViewModel, TopicModel  # noqa: E402
 from cqa_search.readers import read_questions  # noqa: E402
-from cqa_search.ranking import LinearRanker  # noqa: E402
+from cqa_search.ranking import LinearRanker, LinearRankerCV, NoImprovementWarning  # noqa: E402
 from cqa_search.retrieval import make_model  # noqa: E402
+from cqa_search.translation import TranslationModel  # noqa: E402
 
 GROUPS = {"term": ("bm25", "lm_", "vsm", "answers_"),
           "translation": ("wt", "translm", "ptrans_"),
           "topics": ("topic_",),
           "multiview": ("mv_",),
           "context": ("given_", "category_match", "log_length")}
-SE_RANK = ("given_score", "given_rrank")
+SE_RANK = ("given_rrank",)
+GIVEN = ("given_score", "given_rrank")
 LABELS = {"PerfectMatch": 2, "Relevant": 1, "Irrelevant": 0}
 # learner -> list of (params, other LinearRanker arguments): the dev grid
 GRIDS = {
@@ -86,6 +105,7 @@ GRIDS = {
     "lambdarank": [({"learning_rate": lr, "alpha": a}, {})
                    for lr in (0.01, 0.05) for a in (1e-4, 1e-2)],
     "stacking": [({"meta": m}, {}) for m in ("ranksvm", "coordinate-ascent")],
+    "train-defaults": [({}, {})],
 }
 
 
@@ -116,19 +136,45 @@ def part1_queries(folder):
     return queries, qrels, run
 
 
+def positions(run):
+    """The run with every candidate scored 1/position in its query's search-engine order
+    (what part 1 has), instead of the official 1/RELQ_RANKING_ORDER."""
+    out = {}
+    for qid, docs in run.items():
+        ranked = sorted(docs, key=lambda d: -docs[d])  # stable: file order on ties
+        out[qid] = {d: 1.0 / (i + 1) for i, d in enumerate(ranked)}
+    return out
+
+
+def ensure_models(engine, path, groups, log):
+    """Fit (with the defaults of ``cqa-search fit``) the models the feature groups need."""
+    from cqa_search import SearchEngine
+
+    wanted = {"translation": ("translation", TranslationModel().fit),
+              "topics": ("topics-gnmfnc", TopicModel("gnmfnc").fit),
+              "multiview": ("multiview", MultiViewModel("ibm1").fit)}
+    for group, (name, fit_model) in wanted.items():
+        if (group in groups or "all" in groups) and name not in engine.models:
+            log(f"fitting {name} with its defaults")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                add_model(path, name, fit_model(SearchEngine.open(path).view))
+    return SearchEngine.open(path)
+
+
 def load_split(out):
     return (read_queries(os.path.join(out, "queries.jsonl")),
             read_qrels(os.path.join(out, "qrels.txt")),
             read_run(os.path.join(out, "candidates.run")))
 
 
-def columns(names, feature_sets, with_se_rank):
+def columns(names, feature_set, with_se_rank):
     """Columns of the feature groups, plus (``with_se_rank``) or minus the search-engine
-    rank features."""
-    prefixes = tuple(p for s in feature_sets for p in GROUPS[s]) if "all" not in feature_sets \
+    rank feature (``given_score``, equal to it, never)."""
+    prefixes = tuple(p for s in feature_set for p in GROUPS[s]) if "all" not in feature_set \
         else ("",)
     return [j for j, n in enumerate(names)
-            if (n.startswith(prefixes) and n not in SE_RANK) or (with_se_rank and n in SE_RANK)]
+            if (n.startswith(prefixes) and n not in GIVEN) or (with_se_rank and n in SE_RANK)]
 
 
 def run_of(model, table, cols, candidates):
@@ -143,10 +189,30 @@ def run_of(model, table, cols, candidates):
 
 def fit(learner, params, extra, train, cols, names, seed):
     X, qid, _, y = train
+    used = [names[j] for j in cols]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", NoImprovementWarning)
+        if learner == "train-defaults":
+            baseline = next((b for b in ("given_rrank", "bm25") if b in used), None)
+            cv = LinearRankerCV(baseline=baseline, random_state=seed).fit(
+                X[:, cols], (y >= 1).astype(float), qid=qid, feature_names=used)
+            return _Columns(cv.best_estimator_, used)
         return LinearRanker(learner, params=params, random_state=seed, **extra).fit(
-            X[:, cols], (y >= 1).astype(float), qid=qid, feature_names=[names[j] for j in cols])
+            X[:, cols], (y >= 1).astype(float), qid=qid, feature_names=used)
+
+
+class _Columns:
+    """A ranker on a subset of ``used`` (LinearRankerCV may leave features out), applied
+    to the ``used`` columns."""
+
+    def __init__(self, ranker, used):
+        self.ranker, self.train_score_ = ranker, ranker.train_score_
+        self._cols = [used.index(f) for f in ranker.feature_names_in_]
+        self.description = ",".join(ranker.feature_names_in_)
+
+    def predict(self, X):
+        return self.ranker.predict(X[:, self._cols])
 
 
 def select(learner, grid, tables, qrels, candidates, cols, names, seed, log):
@@ -171,17 +237,19 @@ def describe(params, extra):
     return ", ".join(f"{k}={v}" for k, v in items.items()) if items else "defaults"
 
 
-def markdown(rows, baselines) -> str:
-    """``rows``: (system, features, {split: per-query DataFrame}); p-values of test MAP
-    against each baseline (name -> per-query test DataFrame)."""
+def markdown(rows, baselines, exclude) -> str:
+    """``rows``: (system, features, {split: per-query DataFrame}); test MAP without the
+    ``exclude`` queries; p-values of test MAP against each baseline (name -> per-query
+    test DataFrame)."""
+    n_other = sum(q not in exclude for q in next(iter(baselines.values())).index)
     head = ("| system | features | dev MAP | dev MRR | dev P@1 | dev P@5 | test MAP | test MRR "
-            "| test P@1 | test P@5 | " + " | ".join(f"p vs {b} (t / rand.)" for b in baselines)
-            + " |")
-    lines = [head, "|---|---|" + "---:|" * (8 + len(baselines))]
+            f"| test P@1 | test P@5 | test MAP, {n_other} queries without self-candidate | "
+            + " | ".join(f"p vs {b} (t / rand.)" for b in baselines) + " |")
+    lines = [head, "|---|---|" + "---:|" * (9 + len(baselines))]
     for system, features, per_split in rows:
         dev = summarize(per_split["dev"], percent=True)
         test = summarize(per_split["test"], percent=True)
-        cells = [f"{v:.2f}" for v in (*dev, *test)]
+        cells = [f"{v:.2f}" for v in (*dev, *test, map_without(per_split["test"], exclude))]
         for base in baselines.values():
             sig = compare(per_split["test"], base, metrics=["map"]).loc["map"]
             cells.append(f"{sig['p_ttest']:.3f} / {sig['p_randomization']:.3f}")
@@ -194,19 +262,29 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"))
-    ap.add_argument("--feature-set", nargs="+", default=["term", "context"],
-                    choices=[*GROUPS, "all"], help="feature groups (column-name prefixes)")
+    ap.add_argument("--feature-sets", nargs="+", default=["term context"], metavar="GROUPS",
+                    help="feature sets, each a space-separated list of groups among "
+                         f"{', '.join([*GROUPS, 'all'])} (column-name prefixes), e.g. "
+                         "'term context' 'term translation context' all")
     ap.add_argument("--part1", choices=["extra", "none"], default="extra",
                     help="also train on the derived part-1 CSV (default: extra)")
     ap.add_argument("--learners", nargs="+", default=list(GRIDS), choices=list(GRIDS))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", help="also write the Markdown table to this file")
+    ap.add_argument("--out", help="also write the Markdown tables to this file")
     ap.add_argument("--details", help="write every configuration's dev MAP (JSON) here")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
+    feature_sets = [tuple(fs.split()) for fs in args.feature_sets]
+    for fs in feature_sets:
+        unknown = [g for g in fs if g not in (*GROUPS, "all")]
+        if unknown or not fs:
+            ap.error(f"--feature-sets: unknown group {unknown[0] if unknown else '(none)'!r}")
     log = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     t0 = time.time()
     engine, splits = prepare(args.data, args.work)
+    engine = ensure_models(engine, os.path.join(args.work, "index"),
+                           {g for fs in feature_sets for g in fs}, log)
+    exclude = self_candidate_queries(engine, splits)
     folder = os.path.join(args.data, "semeval2016-task3-cqa-ql")
     part2 = os.path.join(args.work, "train-part2")
     if not os.path.exists(os.path.join(part2, "qrels.txt")):
@@ -216,7 +294,7 @@ def main(argv=None):
         train_sets["part1"] = part1_queries(folder)
 
     def table(queries, qrels, candidates):
-        X, qid, docs, names = feature_table(engine, queries, candidates=candidates)
+        X, qid, docs, names = feature_table(engine, queries, candidates=positions(candidates))
         y = np.array([qrels.get(q, {}).get(d, 0) for q, d in zip(qid, docs)], dtype=float)
         return X, qid, docs, y, names
 
@@ -228,47 +306,59 @@ def main(argv=None):
         *t, _ = table(*splits[split])
         tables[split], qrels[split], candidates[split] = tuple(t), splits[split][1], \
             splits[split][2]
-    for group in args.feature_set:
-        if group != "all" and not any(n.startswith(GROUPS[group]) for n in names):
-            log(f"warning: feature group {group!r} has no column in this index "
-                f"({', '.join(GROUPS[group])}*): store its models first")
     n_train_q = len(np.unique(tables["train"][1]))
     log(f"features: {', '.join(names)}; training queries {n_train_q} "
         f"({', '.join(train_sets)}), {len(tables['train'][0])} candidates")
 
     ir = {s: evaluate(d[2], d[1], metrics=METRICS) for s, d in splits.items()}
     bm25 = {s: score(engine, make_model("bm25"), d) for s, d in splits.items()}
-    rows = [("search-engine order (IR)", "given rank", ir),
-            ("BM25 (k1=1.2, b=0.75) on the candidates", "bm25", bm25)]
-    details = {}
-    for with_se in (True, False):
-        cols = columns(names, args.feature_set, with_se)
-        label = "+".join(args.feature_set) + (" + SE rank" if with_se else " (no SE rank)")
-        chosen = {}
-        log(f"{label}: {', '.join(names[j] for j in cols)}")
-        for learner in args.learners:
-            grid = GRIDS[learner]
-            if learner == "stacking":
-                base = [b for b in GRIDS if b != "stacking" and b in chosen]
-                if not base:
-                    continue
-                # each base learner with its dev-chosen options (and boosting's rounds)
-                base_params = {b: {**chosen[b][0], **chosen[b][1]} for b in base}
-                grid = [({**p, "base": base, "base_params": base_params}, {})
-                        for p, _ in GRIDS["stacking"]]
-            (params, extra, model), scores = select(learner, grid, tables, qrels, candidates,
-                                                    cols, names, args.seed, log)
-            chosen[learner] = (params, extra)
-            details[f"{label} | {learner}"] = scores
-            per_split = {s: evaluate(run_of(model, tables[s], cols, candidates[s]), qrels[s],
-                                     metrics=METRICS) for s in ("dev", "test")}
-            shown = {k: v for k, v in params.items() if k not in ("base", "base_params")}
-            rows.append((f"{learner} ({describe(shown, extra)})", label, per_split))
-    text = markdown(rows, {"IR": ir["test"], "BM25": bm25["test"]})
+    baselines = [("search-engine order (IR)", "given rank", ir),
+                 ("BM25 (k1=1.2, b=0.75) on the candidates", "bm25", bm25)]
+    details, texts, everything = {}, [], []  # everything: (dev MAP, row) of every configuration
+    for feature_set in feature_sets:
+        rows = list(baselines)
+        for with_se in (True, False):
+            cols = columns(names, feature_set, with_se)
+            label = "+".join(feature_set) + (" + SE rank" if with_se else " (no SE rank)")
+            chosen = {}
+            log(f"{label}: {', '.join(names[j] for j in cols)}")
+            for learner in args.learners:
+                grid = GRIDS[learner]
+                if learner == "stacking":
+                    base = [b for b in GRIDS if b not in ("stacking", "train-defaults")
+                            and b in chosen]
+                    if not base:
+                        continue
+                    # each base learner with its dev-chosen options (and boosting's rounds)
+                    base_params = {b: {**chosen[b][0], **chosen[b][1]} for b in base}
+                    grid = [({**p, "base": base, "base_params": base_params}, {})
+                            for p, _ in GRIDS["stacking"]]
+                (params, extra, model), scores = select(learner, grid, tables, qrels,
+                                                        candidates, cols, names, args.seed, log)
+                chosen[learner] = (params, extra)
+                details[f"{label} | {learner}"] = scores
+                per_split = {s: evaluate(run_of(model, tables[s], cols, candidates[s]),
+                                         qrels[s], metrics=METRICS) for s in ("dev", "test")}
+                shown = {k: v for k, v in params.items() if k not in ("base", "base_params")}
+                name = f"{learner} ({describe(shown, extra)})" if learner != "train-defaults" \
+                    else f"cqa-search train defaults (chose {model.description})"
+                rows.append((name, label, per_split))
+                everything.append((per_split["dev"]["map"].mean(), rows[-1]))
+        texts.append(f"#### {' + '.join(feature_set)}\n\n"
+                     + markdown(rows, {"IR": ir["test"], "BM25": bm25["test"]}, exclude))
+    # the one system of the run: best dev MAP over every feature set, variant and learner
+    # (first on ties, in run order)
+    best = max(range(len(everything)), key=lambda i: (everything[i][0], -i))
+    texts.insert(0, "#### The system chosen on dev (feature set, learner and parameters), "
+                 "test scored once\n\n"
+                 + markdown([*baselines, everything[best][1]],
+                            {"IR": ir["test"], "BM25": bm25["test"]}, exclude))
+    text = "\n\n".join(texts)
     print(text)
-    print(f"\n({len(splits['dev'][0])} dev and {len(splits['test'][0])} test queries; "
-          f"{n_train_q} training queries ({' + '.join(train_sets)}); {engine.n_docs} archive "
-          f"questions; {time.time() - t0:.0f} s)")
+    print(f"\n({len(splits['dev'][0])} dev and {len(splits['test'][0])} test queries, "
+          f"{len(exclude)} of them with themselves among their candidates; {n_train_q} "
+          f"training queries ({' + '.join(train_sets)}); {engine.n_docs} archive questions; "
+          f"{len(everything)} systems compared on dev; {time.time() - t0:.0f} s)")
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")

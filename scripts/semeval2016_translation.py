@@ -32,7 +32,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from semeval2016 import METRICS, prepare, score, table  # noqa: E402
+from semeval2016 import METRICS, prepare, score, self_candidate_queries, table  # noqa: E402
 
 from cqa_search import SearchConfig, SearchEngine  # noqa: E402
 from cqa_search.evaluation import (evaluate, feature_table, read_qrels, read_queries,  # noqa: E402
@@ -201,7 +201,7 @@ def main(argv=None):
     baseline = terms[best_term]["test"]
     say(f"\n## Reranking SemEval-2016 subtask B (MAP etc. in %; p-values: test MAP against "
         f"the best term model on dev, {best_term})\n")
-    say(table(rows, baseline, best_term))
+    say(table(rows, baseline, best_term, self_candidate_queries(engine, splits)))
     weights = choice[best_mu][1]
     say("\nP-Trans weights (z-scored features, tuned on dev): " + ", ".join(
         f"{f} {w:+.2f}" for f, w in zip(weights.feature_names_in_, weights.coef_)))

@@ -25,8 +25,23 @@ def test_config_round_trip_and_errors():
         Analyzer(stem="lancaster")
     with pytest.raises(ValueError, match="token_pattern is not a valid regular expression"):
         Analyzer(token_pattern="(")
-    with pytest.raises(ValueError, match="stopwords must be 'english', a list of words or None"):
+    with pytest.raises(ValueError, match="stopwords must be 'english', 'lucene', a list of "
+                                         "words or None"):
         Analyzer(stopwords="french")
+    lucene = Analyzer(stopwords="lucene", token_pattern=r"(?u)\w+")
+    assert Analyzer.from_config(lucene.to_config()) == lucene
+    assert lucene.to_config()["stopwords"] == "lucene"
+
+
+def test_stopword_lists():
+    from cqa_search.analysis import LUCENE_STOP_WORDS, english_stop_words
+
+    assert len(LUCENE_STOP_WORDS) == 33 and len(english_stop_words()) == 318
+    assert LUCENE_STOP_WORDS < english_stop_words() | {"such", "will"}
+    # the short list keeps words the long one drops
+    assert Analyzer(stopwords="lucene").analyze("Which one should I do first?") == \
+        ["which", "one", "should", "do", "first"]
+    assert Analyzer().analyze("Which one should I do first?") == []
 
 
 @given(st.text(alphabet=st.sampled_from("ab é_1'-. \n"), max_size=40))

@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from ..analysis import STEMMERS, Analyzer
+from ..analysis import STEMMERS, STOPWORD_LISTS, Analyzer
 from ..exceptions import CQASearchError, ParameterError
 from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
@@ -43,8 +43,13 @@ def configure(parser) -> None:
     analysis = parser.add_argument_group("text analysis (saved with the index)")
     analysis.add_argument("--stem", choices=[*STEMMERS, "none"], default="snowball",
                           help="stemmer (default: %(default)s)")
-    analysis.add_argument("--stopwords", default="english", metavar="english|none|FILE",
-                          help="stopword list: English, none, or a file with one word per line")
+    analysis.add_argument("--stopwords", default="english", metavar="english|lucene|none|FILE",
+                          help="stopword list: English (scikit-learn's 318 words), lucene "
+                               "(Lucene's 33), none, or a file with one word per line "
+                               "(default: %(default)s)")
+    analysis.add_argument("--token-pattern", default=None, metavar="REGEX",
+                          help="the tokens: matches of this regular expression (default: "
+                               "words of 2+ word characters, (?u)\\w{2,})")
     add_reader_options(parser)
     parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
                         help="after indexing, train these model families with their default "
@@ -95,17 +100,19 @@ def _analyzer(args) -> Analyzer:
     stopwords = args.stopwords
     if stopwords == "none":
         stopwords = None
-    elif stopwords != "english":
+    elif stopwords not in STOPWORD_LISTS:  # a file
         if not os.path.isfile(stopwords):
-            raise ParameterError(f"--stopwords must be 'english', 'none' or a file; no such file: "
-                             f"{stopwords}")
+            raise ParameterError(f"--stopwords must be 'english', 'lucene', 'none' or a file; no "
+                                 f"such file: {stopwords}")
         try:
             with open(stopwords, encoding="utf-8") as f:
                 stopwords = [w.strip().lower() for w in f if w.strip()]
         except (OSError, UnicodeDecodeError) as exc:
             reason = os_error_reason(exc) if isinstance(exc, OSError) else "not valid UTF-8"
             raise CQASearchError(f"cannot read --stopwords {stopwords}: {reason}") from None
-    return Analyzer(stem=None if args.stem == "none" else args.stem, stopwords=stopwords)
+    pattern = {} if args.token_pattern is None else {"token_pattern": args.token_pattern}
+    return Analyzer(stem=None if args.stem == "none" else args.stem, stopwords=stopwords,
+                    **pattern)
 
 
 def run(args) -> int:

@@ -19,6 +19,14 @@ def configure(parser) -> None:
                    help="official .relevancy gold files (override the XML labels)")
     p.add_argument("--extra-archive", nargs="+", default=[], metavar="FILE",
                    help="more archive files appended to the archive (e.g. the 2015 threads)")
+    p.add_argument("--full-retrieval", action="store_true",
+                   help="lay out for full retrieval: no candidates.run, each thread once in "
+                        "the archive (repeats merged, judgments following), a thread that is "
+                        "a query itself under the query's id")
+    p.add_argument("--keep-labels", action="store_true",
+                   help="keep the comments' relevance labels (answer_labels) in the archive; "
+                        "only for a training archive: labels of an evaluation split must "
+                        "never reach an index (default: dropped)")
     p = sub.add_parser("stackexchange", help="StackExchange dumps: queries are questions closed "
                                              "as duplicates, relevant = their originals")
     p.add_argument("dumps", nargs="+", metavar="DUMP_DIR")
@@ -33,7 +41,9 @@ def run(args) -> int:
     try:
         if args.source == "semeval":
             summary = convert_semeval(args.xml, args.output, relevancy=args.relevancy,
-                                      extra_archive=args.extra_archive)
+                                      extra_archive=args.extra_archive,
+                                      keep_labels=args.keep_labels,
+                                      full_retrieval=args.full_retrieval)
         elif args.source == "stackexchange":
             summary = convert_stackexchange(args.dumps, args.output)
         else:

@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 
-import numpy as np
-
 from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
-from ..engine import SearchConfig, SearchEngine
-from ..evaluation import (evaluate, feature_table, read_qrels, read_queries, run_queries,
-                          summarize)
+from ..engine import SearchEngine
+from ..evaluation import evaluate, read_qrels, read_queries, run_queries, summarize
 from ..index.build import build_index
-from ..index.models import add_model
 from ..presentation import Presenter
 from ._common import COMMANDS, Style, add_common_options, format_hit, run_command
 from .fit import fit_family
@@ -23,8 +19,7 @@ HELP = COMMANDS["demo"][1]
 SHOWN = ("dq01", "dq02", "dq05", "dq03")
 #: Model families fitted on the archive (``cqa-search fit INDEX FAMILY`` with its defaults).
 FAMILIES = ("translation", "topics", "multiview")
-LEARNER = "ranksvm"
-METRICS = ["map", "p@5", "mrr"]
+METRICS = ["map", "p@1", "p@5", "mrr"]
 
 
 def configure(parser) -> None:
@@ -40,10 +35,12 @@ def configure(parser) -> None:
 
 def split(queries):
     """(training, held-out) demo queries: every other query is held out, and so is every
-    query the demo shows, so that no query shown or scored was used to train the ranker."""
+    query the demo shows, so that no query shown or scored was used to train the ranker; the
+    held-out queries are scored without their category, as a user would type them."""
     held_out = [q for i, q in enumerate(queries) if i % 2 or q["id"] in SHOWN]
     ids = {q["id"] for q in held_out}
-    return [q for q in queries if q["id"] not in ids], held_out
+    return ([q for q in queries if q["id"] not in ids],
+            [{**q, "category": None} for q in held_out])
 
 
 def _show(engine, queries, qrels, k, style) -> None:
@@ -66,19 +63,9 @@ def _scores(engine, queries, qrels):
                               convention="trec"), percent=True)
 
 
-def _train_ranker(path, training, qrels, quiet):
-    """A ``LEARNER`` ranker over every feature of the index, stored as its ranker."""
-    from ..ranking import LinearRanker
-
-    engine = SearchEngine.open(path, config=SearchConfig(ranker=None))
-    X, qid, docs, names = feature_table(engine, training, k=100, progress=not quiet)
-    y = np.array([qrels.get(q, {}).get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
-    ranker = LinearRanker(LEARNER, random_state=0).fit(X, y, qid=qid, feature_names=names)
-    add_model(engine, "ranker", ranker)
-    return names
-
-
 def run(args) -> int:
+    from . import train
+
     folder = demo_dir()
     print(build_index(folder / DEMO_ARCHIVE, args.output, progress=not args.quiet))
     queries = read_queries(folder / DEMO_QUERIES)
@@ -97,9 +84,9 @@ def run(args) -> int:
         for family in FAMILIES:
             print()
             print(fit_family(args.output, family, progress=False))
-        names = _train_ranker(args.output, training, qrels, args.quiet)
-        print(f"\nranker     {LEARNER} over {len(names)} features, trained on {len(training)} "
-              f"judged demo queries (cqa-search train)")
+        print("\n" + style.bold(f"== a ranker trained on {len(training)} judged demo queries "
+                                "(cqa-search train, its defaults) ==") + "\n")
+        train.train_ranker(args.output, training, qrels, train.default_args(args.output))
         print("\n" + style.bold("== the same searches, BM25 candidates reranked by the trained "
                                 "ranker =="))
         engine = SearchEngine.open(args.output)

@@ -1,17 +1,27 @@
-"""``cqa-search train INDEX --queries Q --qrels R``: learn a ranker and store it in the index."""
+"""``cqa-search train INDEX --queries Q --qrels R``: learn a ranker and store it in the index.
+
+By default the ranker is chosen by query-grouped cross-validation
+(:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation, the model families that
+earn their place, and whether it ranks the candidates better than the retrieval model
+alone; when it does not, nothing is stored (and a ranker stored before under the same name
+is removed), so training never makes search worse.
+"""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
+import warnings
 
 import numpy as np
 
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation import feature_table, read_qrels, read_queries, read_run
 from ..exceptions import QueryError
-from ..index.models import add_model
-from ..ranking import LEARNERS, LinearRanker, cross_validate
+from ..index.models import add_model, remove_model
+from ..ranking import LEARNERS, LinearRanker, LinearRankerCV, NoImprovementWarning
+from ..ranking.selection import REGULARISATION
 from ._common import COMMANDS, add_common_options, positive_int, run_command
 
 HELP = COMMANDS["train"][1]
@@ -36,22 +46,28 @@ def configure(parser) -> None:
     parser.add_argument("--candidates", metavar="RUN",
                         help="rank these candidates (TREC run; their scores are the given_* "
                              "features) instead of the top -k of full retrieval")
-    parser.add_argument("-k", type=positive_int, default=100,
-                        help="candidates per query from full retrieval (default: 100)")
-    parser.add_argument("--learner", choices=list(LEARNERS), default="powell",
+    parser.add_argument("-k", type=positive_int, default=None,
+                        help="candidates per query from full retrieval (default: the "
+                             "engine's n_candidates, 100: the candidates search reranks)")
+    parser.add_argument("--learner", choices=list(LEARNERS), default="ranksvm",
                         help="how the weights are learned (default: %(default)s)")
     parser.add_argument("--param", action="append", type=_param, default=[],
                         metavar="KEY=VALUE",
                         help="a learner option (value read as JSON when it parses), e.g. "
-                             "C=0.1, margin=even, base='[\"powell\",\"ranksvm\"]'; repeatable")
-    parser.add_argument("--normalize", choices=["zscore", "minmax", "none"], default="zscore",
-                        help="feature normalisation (default: %(default)s)")
+                             "C=0.1, margin=even, base='[\"powell\",\"ranksvm\"]'; repeatable; "
+                             "fixing the option cross-validation would choose (C, alpha) "
+                             "turns that choice off")
+    parser.add_argument("--normalize", choices=["zscore", "minmax", "query", "none"],
+                        default="zscore",
+                        help="feature normalisation: over the training candidates, or per "
+                             "query (query: no --explain) (default: %(default)s)")
     parser.add_argument("--max-iter", type=int, default=None, metavar="N",
-                        help="iteration limit of the learner (default: the learner's)")
+                        help="iteration limit of the learner (default: the learner's, or "
+                             "chosen by cross-validation for perceptron and boosting)")
     parser.add_argument("--tol", type=float, default=1e-4, help="tolerance (default: 1e-4)")
     parser.add_argument("--early-stopping", action="store_true",
                         help="choose the number of iterations on held-out training queries "
-                             "(perceptron, boosting, lambdarank)")
+                             "(perceptron, boosting, lambdarank; with --no-cv)")
     parser.add_argument("--random-state", type=int, default=0, metavar="SEED",
                         help="seed of every random choice (default: 0)")
     parser.add_argument("--features", nargs="+", metavar="PREFIX",
@@ -63,8 +79,15 @@ def configure(parser) -> None:
     parser.add_argument("--graded", action="store_true",
                         help="pairwise learners also order the relevance grades (default: "
                              "relevant or not)")
-    parser.add_argument("--cv", type=int, metavar="N",
-                        help="also report the N-fold query-grouped cross-validated MAP")
+    parser.add_argument("--cv", type=int, default=5, metavar="N",
+                        help="folds of the query-grouped cross-validation that chooses the "
+                             "regularisation and the features and checks the ranker against "
+                             "the retrieval order (default: %(default)s)")
+    parser.add_argument("--all-features", action="store_true",
+                        help="keep every model family (no backward elimination)")
+    parser.add_argument("--no-cv", action="store_true",
+                        help="no cross-validation: fit the learner with its options on all "
+                             "the features and store it")
     parser.add_argument("--name", default="ranker",
                         help="model name in the index (default: ranker, the one search uses)")
     parser.add_argument("--dry-run", action="store_true", help="train and report, store nothing")
@@ -90,6 +113,38 @@ def _pairs(y, qid):
     return total, n_useful
 
 
+def training_table(engine, queries, qrels, *, candidates=None, k=None, graded=False,
+                   progress=False):
+    """Features and labels of the candidates a ranker will reorder.
+
+    Full retrieval (``candidates`` None): the top ``k`` of the engine's retrieval model
+    (default: its ``n_candidates``, the candidates search reranks), with the queries
+    searched as a user searches, without their category (``category_match`` is then as at
+    search time). Given candidates (a run): those, with the queries' categories.
+
+    Returns
+    -------
+    X, y, qid, doc_ids, feature_names
+        ``y`` is the relevance grade (``graded``) or 1/0.
+    """
+    engine = engine.with_config(dataclasses.replace(engine.config, ranker=None))
+    if candidates is None:
+        queries = [{**q, "category": None} for q in queries]
+        k = engine.config.n_candidates if k is None else k
+    X, qid, docs, names = feature_table(engine, queries, candidates=candidates,
+                                        k=100 if k is None else k, progress=progress)
+    grades = np.array([qrels.get(q, {}).get(d, 0) for q, d in zip(qid, docs)], dtype=np.float64)
+    return X, (grades if graded else (grades >= 1).astype(np.float64)), qid, docs, list(names)
+
+
+def selection_options(learner, params, max_iter) -> dict:
+    """:class:`LinearRankerCV` arguments for learner options fixed by the user: fixing
+    what the regularisation grid sets turns the grid off."""
+    grid = REGULARISATION.get(learner, [])
+    fixed = set(params or {}) | ({"max_iter"} if max_iter is not None else set())
+    return {"param_grid": None if any(set(p) & fixed for p in grid) else "auto"}
+
+
 def summary(ranker, *, n_queries, n_useful, n_rows, n_pairs, cv=None) -> str:
     """The training report: learner, data, MAP, and the weight of every feature."""
     params = ranker.params or {}
@@ -103,8 +158,7 @@ def summary(ranker, *, n_queries, n_useful, n_rows, n_pairs, cv=None) -> str:
     if ranker.init_score_ is not None:
         lines[-1] += f" (from {100 * ranker.init_score_:.2f} at the start)"
     if cv is not None:
-        lines.append(f"{len(cv)}-fold MAP   {100 * cv.mean():.2f} (sd {100 * cv.std():.2f} "
-                     "over folds, query-grouped)")
+        lines.extend(cv_report(cv))
     info = ranker.learner_info_
     if info.get("base") is not None:
         lines.append("base rankers " + ", ".join(
@@ -117,57 +171,112 @@ def summary(ranker, *, n_queries, n_useful, n_rows, n_pairs, cv=None) -> str:
     for j, name in enumerate(ranker.feature_names_in_):
         lines.append(f"{name:<22} {ranker.coef_[j]:>9.4f} {ranker.norm_offset_[j]:>10.4g} "
                      f"{ranker.norm_scale_[j]:>10.4g}  {n_steps[j] or ''}")
-    lines.append("(weights of the normalised features: (value - mean) / scale)")
+    lines.append("(weights of the normalised features: (value - mean) / scale)"
+                 if ranker.normalize != "query" else
+                 "(weights of the features min-max scaled among each query's candidates)")
     return "\n".join(lines)
 
 
+def cv_report(cv) -> list:
+    """Lines on what cross-validation chose (a fitted :class:`LinearRankerCV`)."""
+    best_single = cv.single_feature_
+    lines = [f"{cv.n_splits}-fold MAP   query-grouped cross-validation:"]
+    if cv.baseline is not None:
+        lines.append(f"  {'retrieval order (' + cv.baseline + ')':<34} {100 * cv.baseline_score_:6.2f}")
+    lines.append(f"  {'best single feature (' + best_single + ')':<34} "
+                 f"{100 * cv.single_scores_[best_single]:6.2f}")
+    point = ", ".join(f"{k}={v!r}" for k, v in cv.best_params_.items())
+    lines.append(f"  {'learned ranker' + (' (' + point + ')' if point else ''):<34} "
+                 f"{100 * cv.learned_score_:6.2f}")
+    for d in cv.dropped_:
+        lines.append(f"  left out {d['family']} ({', '.join(d['features'])}): MAP "
+                     f"{100 * d['map_with']:.2f} with it, {100 * d['map_without']:.2f} without "
+                     f"(gain p = {d['p_value']:.2f})")
+    chosen = {"learned": "the learned ranker", "baseline": "the retrieval order",
+              "single": f"the single feature {cv.single_feature_}"}[cv.chosen_]
+    lines.append(f"chosen       {chosen} (MAP {100 * cv.best_score_:.2f})")
+    return lines
+
+
 def run(args) -> int:
-    if args.cv is not None and args.cv < 2:
-        raise QueryError(f"--cv must be at least 2; got {args.cv}")
-    engine = SearchEngine.open(args.index, config=SearchConfig(ranker=None))
     qrels = read_qrels(args.qrels)
     queries = [q for q in read_queries(args.queries) if q["id"] in qrels]
     if not queries:
         raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}")
     candidates = read_run(args.candidates) if args.candidates else None
+    return train_ranker(args.index, queries, qrels, args, candidates=candidates)
+
+
+def train_ranker(index, queries, qrels, args, *, candidates=None) -> int:
+    """What ``cqa-search train`` does once its files are read (``args``: its options)."""
+    if not args.no_cv and args.cv < 2:
+        raise QueryError(f"--cv must be at least 2; got {args.cv}")
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
     t0 = time.perf_counter()
-    X, qid, docs, names = feature_table(engine, queries, candidates=candidates, k=args.k,
-                                        progress=not args.quiet)
-    t1 = time.perf_counter()
+    X, y, qid, docs, names = training_table(engine, queries, qrels, candidates=candidates,
+                                            k=args.k, graded=args.graded,
+                                            progress=not args.quiet)
     if len(X) == 0:
         raise QueryError("the queries have no candidates to learn from")
     cols = _columns(names, args.features, args.exclude)
     X, names = X[:, cols], [names[j] for j in cols]
-    grades = np.array([qrels[q].get(d, 0) for q, d in zip(qid, docs)], dtype=np.float64)
-    y = grades if args.graded else (grades >= 1).astype(np.float64)
+    t1 = time.perf_counter()
     n_pairs, n_useful = _pairs(y, qid)
     if n_pairs == 0:
         raise QueryError("no query has both relevant and non-relevant candidates: nothing to "
                          "learn")
-    ranker = LinearRanker(args.learner, params=dict(args.param) or None,
-                          normalize=None if args.normalize == "none" else args.normalize,
-                          max_iter=args.max_iter, tol=args.tol,
-                          early_stopping=args.early_stopping, random_state=args.random_state)
-    ranker.fit(X, y, qid=qid, feature_names=names)
+    normalize = None if args.normalize == "none" else args.normalize
+    params = dict(args.param) or None
     cv = None
-    if args.cv:
-        cv = cross_validate(ranker, X, y, qid=qid, n_splits=args.cv,
-                            random_state=args.random_state, feature_names=names)
+    if args.no_cv:
+        ranker = LinearRanker(args.learner, params=params, normalize=normalize,
+                              max_iter=args.max_iter, tol=args.tol,
+                              early_stopping=args.early_stopping, random_state=args.random_state)
+        ranker.fit(X, y, qid=qid, feature_names=names)
+    else:
+        if args.early_stopping:
+            raise QueryError("--early-stopping goes with --no-cv (cross-validation chooses "
+                             "the iterations)")
+        baseline = "given_rrank" if candidates is not None else engine.config.retrieval.feature_name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NoImprovementWarning)  # reported below
+            cv = LinearRankerCV(args.learner, params=params, normalize=normalize,
+                                select_features=not args.all_features,
+                                baseline=baseline if baseline in names else None,
+                                n_splits=args.cv, max_iter=args.max_iter, tol=args.tol,
+                                random_state=args.random_state,
+                                **selection_options(args.learner, params, args.max_iter))
+            cv.fit(X, y, qid=qid, feature_names=names)
+        ranker = cv.best_estimator_
     print(summary(ranker, n_queries=len(queries), n_useful=n_useful, n_rows=len(X),
                   n_pairs=n_pairs, cv=cv))
     print(f"time         {time.perf_counter() - t0:.1f} s (candidates and features "
           f"{t1 - t0:.1f} s, learning {time.perf_counter() - t1:.1f} s)")
-    if args.dry_run:
+    if cv is not None and not cv.improves_:
+        print(f"\nwarning: the learned ranking (cross-validated MAP {100 * cv.learned_score_:.2f}) "
+              f"is not better than the retrieval order alone ({cv.baseline}, "
+              f"{100 * cv.baseline_score_:.2f}): no ranker stored, search keeps the retrieval "
+              "order" + (f" (the ranker {args.name!r} stored before is removed)"
+                         if args.name in engine.models and not args.dry_run else ""))
+        if not args.dry_run and args.name in engine.models:
+            remove_model(index, args.name)
+    elif args.dry_run:
         print("\n(dry run: nothing stored)")
     else:
         add_model(engine, args.name, ranker)
         use = "" if args.name == "ranker" else f" --ranker {args.name}"
-        print(f"\nstored as model {args.name!r} in {args.index}"
+        print(f"\nstored as model {args.name!r} in {index}"
               + (": searches now rank with it" if args.name == "ranker" else "")
-              + f"\nsearch with it:   cqa-search query {args.index}{use} \"your question\""
-              f"\nevaluate it:      cqa-search evaluate {args.index}{use} --queries Q "
-              f"--qrels R")
+              + f"\nsearch with it:   cqa-search query {index}{use} \"your question\""
+              f"\nevaluate it:      cqa-search evaluate {index}{use} --queries Q --qrels R")
     return 0
+
+
+def default_args(index):
+    """The options of ``cqa-search train INDEX`` with their defaults (and -q)."""
+    parser = argparse.ArgumentParser(prog="cqa-search train")
+    configure(parser)
+    return parser.parse_args([str(index), "--queries", "-", "--qrels", "-", "-q"])
 
 
 def main(argv=None) -> int:

@@ -11,8 +11,10 @@ and returns a :class:`Collection` summary.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -23,9 +25,12 @@ from ..readers.semeval import read_original_questions
 from .trec import _lines, write_qrels, write_queries, write_run
 
 __all__ = ["Collection", "convert_semeval", "convert_stackexchange", "convert_stackfaq",
-           "semeval_comment_ranking"]
+           "semeval_comment_ranking", "self_candidates"]
 
 ARCHIVE, QUERIES, QRELS, CANDIDATES = "archive.jsonl", "queries.jsonl", "qrels.txt", "candidates.run"
+#: ``Question.extra`` keys that hold relevance labels (the SemEval comment labels).
+LABEL_KEYS = ("answer_labels",)
+_WORDS = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,15 @@ def _write(out_dir, questions, queries, qrels, run=None) -> Collection:
                       sum(r > 0 for r in judged), run is not None)
 
 
+def _without_labels(question):
+    if not any(key in question.extra for key in LABEL_KEYS):
+        return question
+    return dataclasses.replace(question, extra={k: v for k, v in question.extra.items()
+                                                if k not in LABEL_KEYS})
+
+
 def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
-                    extra_questions=()) -> Collection:
+                    extra_questions=(), keep_labels=False, full_retrieval=False) -> Collection:
     """Convert SemEval-2016 Task 3 files (subtask B) into the evaluation layout.
 
     Parameters
@@ -89,6 +101,20 @@ def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
     extra_questions : iterable of Question
         More questions appended to the archive (e.g. read from a CSV with a column
         mapping).
+    keep_labels : bool, default False
+        Keep the comments' relevance labels (``extra["answer_labels"]``,
+        ``RELC_RELEVANCE2RELQ``) in the archive. Off by default: the archive becomes an
+        index, and the labels of an evaluation split must never reach one; keep them only
+        for a training archive (e.g. to train an answer ranker).
+    full_retrieval : bool, default False
+        Lay the collection out for full retrieval (each original question searches the
+        whole archive) instead of reranking: no candidates run; the archive holds each
+        thread once (the task repeats a thread under a new ``RELQ_ID`` for every original
+        question it is related to: copies with the same words in subject and body are
+        merged into the first, and their judgments follow it, the highest grade winning);
+        and a thread that is an original question itself (41 of the 70 test queries have
+        one among their candidates) takes the query's id, so that the query never
+        retrieves itself and other queries still can.
 
     The candidates run is the search-engine order: score ``1/RELQ_RANKING_ORDER``.
     """
@@ -111,7 +137,72 @@ def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
     if len(set(ids)) != len(ids):
         raise ArchiveError("the same original question occurs in two of the given files")
     questions = itertools.chain(read_questions([*xml_paths, *extra_archive]), extra_questions)
+    if not keep_labels:
+        questions = map(_without_labels, questions)
+    if full_retrieval:
+        questions, qrels = _one_copy_per_thread(questions, queries, qrels)
+        run = None
     return _write(out_dir, questions, queries, qrels, run)
+
+
+def _words(title, body) -> tuple:
+    return tuple(_WORDS.findall(f"{title}\n{body}".lower()))
+
+
+def _one_copy_per_thread(questions, queries, qrels):
+    """The archive with one record per distinct text (a text that is a query's takes its
+    id) and the qrels mapped onto the kept records (see :func:`convert_semeval`)."""
+    query_of = {_words(q["title"], q["body"]): q["id"] for q in queries}
+    kept, new_id, archive = {}, {}, []
+    for q in questions:
+        key = _words(q.title, q.body)
+        if key not in kept:
+            kept[key] = query_of.get(key, q.id)
+            archive.append(q if kept[key] == q.id else dataclasses.replace(q, id=kept[key]))
+        new_id[q.id] = kept[key]
+    merged = {}
+    for qid, docs in qrels.items():
+        judged = merged.setdefault(qid, {})
+        for doc, grade in docs.items():
+            doc = new_id.get(doc, doc)
+            if doc != qid:
+                judged[doc] = max(grade, judged.get(doc, grade))
+    return archive, merged
+
+
+def self_candidates(queries, candidates, archive) -> dict:
+    """The candidates that are their query itself: ``{qid: doc_id}``.
+
+    A candidate is its query when the words of its title and body (lowercased, runs of
+    word characters: quoting, punctuation and spacing aside) are the query's. In the
+    SemEval-2016 test set, 41 of the 70 original questions have such a candidate among
+    their 10 (always PerfectMatch); train-part2 and dev have none. Only texts are read,
+    never labels.
+
+    Parameters
+    ----------
+    queries : list of dict
+        ``{"id", "text"}`` (see :func:`cqa_search.evaluation.read_queries`).
+    candidates : dict
+        ``{qid: {doc_id: score}}``.
+    archive : Archive or mapping of doc_id to Question
+        Where the candidates' texts are read (``archive.get(doc_id)``).
+
+    Returns
+    -------
+    dict
+        ``{qid: doc_id}``, the first such candidate in the given order, for the queries
+        that have one.
+    """
+    out = {}
+    for query in queries:
+        words = _WORDS.findall(query["text"].lower())
+        for doc_id in candidates.get(query["id"], {}):
+            question = archive.get(doc_id)
+            if _WORDS.findall(f"{question.title}\n{question.body}".lower()) == words:
+                out[query["id"]] = doc_id
+                break
+    return out
 
 
 def convert_stackexchange(dump_dirs, out_dir, **reader_options) -> Collection:

@@ -28,7 +28,8 @@ import numpy as np
 
 from ..exceptions import ParameterError
 
-__all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric"]
+__all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric",
+           "judged_only"]
 
 CONVENTIONS = ("semeval", "trec")
 _SEMEVAL_DEPTH = 10
@@ -140,3 +141,18 @@ def summarize(per_query, *, percent=False):
     """Mean of every metric over the queries (times 100 when ``percent``)."""
     mean = per_query.mean(axis=0) if len(per_query) else per_query.sum(axis=0) * np.nan
     return mean * 100 if percent else mean
+
+
+def judged_only(run: dict, qrels: dict) -> dict:
+    """The run with only the documents judged for their query (a *condensed list*, Sakai
+    2007): evaluating it measures a system on the judged documents alone, so that
+    unjudged ones it retrieves (judgments pooled from another system) do not count as
+    non-relevant.
+
+    Examples
+    --------
+    >>> judged_only({"q": {"a": 3.0, "x": 2.0, "b": 1.0}}, {"q": {"a": 0, "b": 1}})
+    {'q': {'a': 3.0, 'b': 1.0}}
+    """
+    return {q: {d: s for d, s in docs.items() if d in qrels.get(q, {})}
+            for q, docs in run.items()}

@@ -19,7 +19,7 @@ import numpy as np
 from ..exceptions import ParameterError
 
 __all__ = ["QueryGroups", "average_precision", "mean_average_precision", "query_folds",
-           "LearnerFit", "relevant"]
+           "query_minmax", "LearnerFit", "relevant"]
 
 #: Labels at or above this are relevant for average precision (the qrels convention).
 RELEVANCE_THRESHOLD = 1
@@ -166,6 +166,39 @@ def mean_average_precision(scores, y, groups: QueryGroups) -> float:
     """Mean of :func:`average_precision` over all queries (those without relevant rows
     count as 0, as in the SemEval convention)."""
     return float(average_precision(scores, y, groups).mean()) if groups.n_queries else 0.0
+
+
+def query_minmax(X, qid=None) -> np.ndarray:
+    """Per-query min-max normalisation: each column of each query's rows mapped to [0, 1].
+
+    A column that is constant within a query becomes 0 there. ``qid=None``: all rows are
+    one query (the candidates of one search).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> query_minmax(np.array([[1.0, 5.0], [3.0, 5.0], [10.0, 0.0]]), ["a", "a", "b"])
+    array([[0., 0.],
+           [1., 0.],
+           [0., 0.]])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if len(X) == 0:
+        return X.copy()
+    if qid is None:
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        return (X - lo) / np.where(hi > lo, hi - lo, 1.0)
+    _, codes = np.unique(np.asarray(qid), return_inverse=True)
+    codes = codes.ravel()
+    order = np.argsort(codes, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    lo = np.minimum.reduceat(X[order], starts, axis=0)
+    hi = np.maximum.reduceat(X[order], starts, axis=0)
+    group = np.cumsum(np.r_[True, np.diff(codes[order]) != 0]) - 1
+    Z = np.empty_like(X)
+    span = hi - lo
+    Z[order] = (X[order] - lo[group]) / np.where(span > 0, span, 1.0)[group]
+    return Z
 
 
 def query_folds(n_queries, n_splits, rng):

@@ -5,7 +5,8 @@ context, translation, topic, ... scores) and orders the candidates by what the s
 ranker's ``predict`` returns. Every learner of this package produces the same kind of
 model over the same columns:
 
-    z     = (x - norm_offset_) / norm_scale_             (normalisation fitted on training)
+    z     = (x - norm_offset_) / norm_scale_             (normalisation fitted on training,
+                                                          or per query: see ``normalize``)
     score = z . coef_ + intercept_
             + sum_k step_coef_[k] * [z[step_feature_[k]] > step_threshold_[k]]
 
@@ -54,7 +55,8 @@ from .._utils import RANDOM_STATE, Interval, validate_params
 from ..exceptions import ConvergenceWarning, ParameterError
 from ..index.validate import check_array
 from . import boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm, stacking
-from ._utils import LearnerFit, QueryGroups, mean_average_precision, query_folds
+from ._utils import (LearnerFit, QueryGroups, mean_average_precision, query_folds,
+                     query_minmax)
 
 __all__ = ["LinearRanker", "LEARNERS", "cross_validate", "cross_val_predict"]
 
@@ -130,9 +132,15 @@ class LinearRanker(BaseEstimator):
         The learner's options, e.g. ``{"C": 0.1}`` for ranksvm or
         ``{"base": ["powell", "ranksvm"], "meta": "ranksvm"}`` for stacking; unknown
         options are refused. Defaults: ``LEARNERS[learner].DEFAULTS``.
-    normalize : {"zscore", "minmax", None}, default "zscore"
-        Feature normalisation fitted on the training rows: mean and standard deviation,
-        or minimum and range (a constant column is left unscaled).
+    normalize : {"zscore", "minmax", "query", None}, default "zscore"
+        Feature normalisation: fitted on the training rows (``"zscore"``: mean and
+        standard deviation; ``"minmax"``: minimum and range; a constant column is left
+        unscaled), or ``"query"``: each query's candidates min-max scaled to [0, 1]
+        among themselves (LETOR's query-level normalisation), in training and when
+        ranking, so that a score's spread in one query (long queries have large BM25
+        scores) does not set its weight in another. A candidate's score then depends on
+        the other candidates of its query: ``predict`` takes their ``qid``, and
+        :meth:`explain` cannot score one candidate alone.
     max_iter : int or None, default None
         Iteration limit of the learner (its meaning and default — used when None — are
         in the module docstring's table).
@@ -193,7 +201,7 @@ class LinearRanker(BaseEstimator):
 
     _parameter_constraints = {
         "learner": tuple(LEARNERS),
-        "normalize": ("zscore", "minmax", None),
+        "normalize": ("zscore", "minmax", "query", None),
         "max_iter": [(None,), Interval(1, None, kind=numbers.Integral)],
         "tol": Interval(0, None),
         "early_stopping": (False, True),
@@ -289,10 +297,11 @@ class LinearRanker(BaseEstimator):
             offset, scale = Xc.mean(axis=0), Xc.std(axis=0)
         elif self.normalize == "minmax":
             offset, scale = Xc.min(axis=0), Xc.max(axis=0) - Xc.min(axis=0)
-        else:
+        else:  # None, or "query": per query, below
             offset, scale = np.zeros(d), np.ones(d)
         scale = np.where(scale > 0, scale, 1.0)
-        Z = (Xc - offset) / scale
+        Z = query_minmax(Xc, qid[groups.order]) if self.normalize == "query" \
+            else (Xc - offset) / scale
         rng = np.random.default_rng(self.random_state)
 
         self.validation_scores_ = None
@@ -366,18 +375,25 @@ class LinearRanker(BaseEstimator):
         return result
 
     # -- applying ----------------------------------------------------------------------
-    def _normalised(self, X):
+    def _normalised(self, X, qid=None):
         check_is_fitted(self, "coef_")
         X = self._check_X(X, self.n_features_in_)
+        if self.normalize == "query":
+            if qid is not None and len(qid) != len(X):
+                raise ValueError(f"qid has {len(qid)} rows but X has {len(X)}")
+            return query_minmax(X, qid)
         return (X - self.norm_offset_) / self.norm_scale_
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, qid=None) -> np.ndarray:
         """Scores of candidates (higher ranks first).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Columns in the order of ``feature_names_in_``.
+        qid : array-like of shape (n_samples,), optional
+            Query id of each row; used only by ``normalize="query"``, where None means
+            that all rows are the candidates of one query.
 
         Returns
         -------
@@ -388,15 +404,15 @@ class LinearRanker(BaseEstimator):
         NotFittedError
             Before ``fit``.
         """
-        Z = self._normalised(X)
+        Z = self._normalised(X, qid)
         s = Z @ self.coef_ + self.intercept_
         if len(self.step_coef_):
             s = s + (Z[:, self.step_feature_] > self.step_threshold_) @ self.step_coef_
         return s
 
-    def contributions(self, X) -> np.ndarray:
-        """Each feature's part of the score: ``predict(X) == contributions(X).sum(1) +
-        intercept_``.
+    def contributions(self, X, qid=None) -> np.ndarray:
+        """Each feature's part of the score: ``predict(X, qid) == contributions(X,
+        qid).sum(1) + intercept_``.
 
         A feature contributes its weight times its normalised value, plus (boosting)
         the weights of its thresholds that the value exceeds.
@@ -405,7 +421,7 @@ class LinearRanker(BaseEstimator):
         -------
         ndarray of shape (n_samples, n_features)
         """
-        Z = self._normalised(X)
+        Z = self._normalised(X, qid)
         out = Z * self.coef_
         if len(self.step_coef_):
             on = (Z[:, self.step_feature_] > self.step_threshold_) * self.step_coef_
@@ -432,6 +448,11 @@ class LinearRanker(BaseEstimator):
         {'bm25': 2.0, 'len': 0.0}
         """
         check_is_fitted(self, "coef_")
+        if self.normalize == "query":
+            raise ValueError("this ranker normalises the features per query "
+                             "(normalize='query'): a candidate's contributions depend on the "
+                             "other candidates of its query; use contributions(X) on all "
+                             "of them")
         names = list(self.feature_names_in_)
         if isinstance(x, Mapping):
             missing = [f for f in names if f not in x]
@@ -449,8 +470,10 @@ class LinearRanker(BaseEstimator):
         relevant rows count 0)."""
         X = self._check_X(X)
         y = np.asarray(y, dtype=np.float64)
+        qid = np.asarray(qid)
         groups = QueryGroups(qid, X, y)
-        return mean_average_precision(self.predict(X)[groups.order], y[groups.order], groups)
+        return mean_average_precision(self.predict(X, qid)[groups.order], y[groups.order],
+                                      groups)
 
     # -- storage contract (cqa_search.features) -----------------------------------------
     def state(self):
@@ -559,5 +582,5 @@ def cross_val_predict(ranker, X, y, *, qid, n_splits=5, random_state=None,
     X, y, qid = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), np.asarray(qid)
     scores = np.empty(len(X))
     for model, te in _fold_models(ranker, X, y, qid, n_splits, random_state, feature_names):
-        scores[te] = model.predict(X[te])
+        scores[te] = model.predict(X[te], qid[te])
     return scores

@@ -13,6 +13,12 @@ the ids of the questions) because an answer may come before or after its questio
 the file; the second pass yields the questions one by one, each taking its answers out
 of that table. Memory is therefore proportional to the answers' text, not to the whole
 dump.
+
+Duplicate notices. When a question was closed as a duplicate, StackExchange used to edit a
+notice naming the original(s) into the top of its body ("Possible Duplicate: <title>",
+later "This question already has an answer here: <title>"). Read as a query, such a
+question would carry its answer in its text, so :func:`strip_html` drops these notices
+(see :func:`strip_html` for the shapes recognised).
 """
 from __future__ import annotations
 
@@ -29,39 +35,98 @@ _CATEGORY_FROM = ("site", "first_tag")
 _BLOCK_TAGS = frozenset(
     "address article aside blockquote br dd div dl dt figcaption figure h1 h2 h3 h4 h5 h6 "
     "hr li ol p pre section table td th tr ul".split())
+_VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())
 _SPACES = re.compile(r"[^\S\n]+")
 _ANGLE_TAGS = re.compile(r"<([^<>]+)>")
+#: The text a duplicate notice starts with, in the forms StackExchange has used.
+_NOTICE = re.compile(
+    r"(?:possible duplicates?\s*:"
+    r"|this question already has (?:an )?answers? here\s*:"
+    r"|closed\.?\s*this question is a duplicate\b"
+    r"|this question (?:has been|was) marked as (?:a )?duplicate\b)", re.IGNORECASE)
 
 
 class _TextExtractor(HTMLParser):
-    """Collects the text of an HTML fragment, with a line break around block elements."""
+    """Collects the text of an HTML fragment, with a line break around block elements.
+
+    ``blocks`` records where each top-level element (or run of top-level text) starts in
+    ``parts``, so that leading duplicate notices can be cut off whole.
+    """
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.parts = []
+        self.blocks = []  # (tag or "#text", index of its first part)
+        self._depth = 0
 
     def handle_starttag(self, tag, attrs):
+        if self._depth == 0:
+            self.blocks.append((tag, len(self.parts)))
+        if tag not in _VOID_TAGS:
+            self._depth += 1
+        if tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_startendtag(self, tag, attrs):  # <br/>: a void element either way
+        if self._depth == 0:
+            self.blocks.append((tag, len(self.parts)))
         if tag in _BLOCK_TAGS:
             self.parts.append("\n")
 
     def handle_endtag(self, tag):
         if tag in _BLOCK_TAGS:
             self.parts.append("\n")
+        if tag not in _VOID_TAGS and self._depth > 0:
+            self._depth -= 1
 
     def handle_data(self, data):
+        if self._depth == 0 and data.strip():
+            self.blocks.append(("#text", len(self.parts)))
         self.parts.append(data)
+
+    def text_without_notices(self) -> str:
+        """The text, without the duplicate notices at the top of the fragment.
+
+        A notice is a leading top-level block (``<blockquote>``, ``<p>``, ...) whose
+        text starts with one of the :data:`_NOTICE` forms; when its text ends with a
+        colon, the list of originals right after it (``<ul>``/``<ol>``) goes too.
+        Notices further down (a meta post quoting one) are text like any other.
+        """
+        ends = [start for _, start in self.blocks[1:]] + [len(self.parts)]
+        cut, i = 0, 0
+        while i < len(self.blocks):
+            text = " ".join("".join(self.parts[self.blocks[i][1]:ends[i]]).split())
+            i += 1
+            if not text:
+                continue
+            if not _NOTICE.match(text):
+                break
+            if text.endswith(":") and i < len(self.blocks) and self.blocks[i][0] in ("ul", "ol"):
+                i += 1
+            cut = ends[i - 1]
+        return "".join(self.parts[cut:])
 
 
 def strip_html(html: str) -> str:
-    """The text of an HTML fragment: tags dropped, entities decoded, code text kept.
+    """The text of an HTML fragment: tags dropped, entities decoded, code text kept,
+    duplicate notices at the top dropped.
 
     Block elements (paragraphs, list items, ``<pre>``, ...) and ``<br>`` become line
     breaks; runs of other whitespace become one space; blank lines are dropped.
+
+    Duplicate notices are the top-level blocks at the start of the fragment whose text
+    starts with "Possible Duplicate:", "Possible Duplicates:", "This question already has
+    an answer here:" / "answers here:", "Closed. This question is a duplicate" or "This
+    question has been marked as duplicate" (any case; usually a ``<blockquote>``), with
+    the list of originals that follows a notice ending in a colon.
 
     Examples
     --------
     >>> strip_html("<p>Use <code>x &lt; 2</code>&nbsp;here.</p><ul><li>one</li><li>two</li></ul>")
     'Use x < 2 here.\\none\\ntwo'
+    >>> strip_html('<blockquote><p><strong>Possible Duplicate:</strong><br>'
+    ...            '<a href="/q/1">How to fix a flat?</a></p></blockquote><p>Tyre is flat.</p>')
+    'Tyre is flat.'
     """
     if "<" not in html and "&" not in html:
         text = html
@@ -69,7 +134,7 @@ def strip_html(html: str) -> str:
         parser = _TextExtractor()
         parser.feed(html)
         parser.close()
-        text = "".join(parser.parts)
+        text = parser.text_without_notices()
     lines = (line.strip() for line in _SPACES.sub(" ", text).split("\n"))
     return "\n".join(line for line in lines if line)
 
@@ -153,7 +218,7 @@ def read(path, *, report: ReadReport, category_from="site", site=None):
     """Yield the questions of a StackExchange dump with their answers and duplicate links.
 
     Fields: ``id`` = ``<site>:<Id>``; ``title`` = ``Title``; ``body`` = ``Body`` without
-    HTML (:func:`strip_html`); ``tags`` from ``Tags`` (``<a><b>`` or ``|a|b|``);
+    HTML and without a leading duplicate notice (:func:`strip_html`); ``tags`` from ``Tags`` (``<a><b>`` or ``|a|b|``);
     ``answers`` = the answers' text ordered by ``Score`` (highest first), then by ``Id``;
     ``best_answer`` = the position of ``AcceptedAnswerId`` among them, when present;
     ``duplicate_of`` = the originals this question duplicates (``<site>:<Id>``), from

@@ -1,8 +1,9 @@
 """Parallel corpora for the translation models, built from an index's archive.
 
 Questions and their answers are the "bitext" of a Q&A archive (zhou2011 §3.3.1): a
-question and an answer (or a title and a body, or two duplicate questions) say related
-things in different words. :class:`ParallelCorpus` keeps the (source, target) pairs as two
+question and an answer (or a title and a body, or two duplicate questions, or two
+questions whose answers are alike: Jeon et al. 2005) say related things in different
+words. :class:`ParallelCorpus` keeps the (source, target) pairs as two
 flat int32 arrays of index term ids with int64 offsets; :func:`build_parallel_corpus` makes
 one from an :class:`~cqa_search.features.IndexView`:
 
@@ -25,7 +26,8 @@ from ..exceptions import ParameterError
 from ._arrays import gather_segments, offsets_from_lengths, progress
 from .textrank import textrank_filter
 
-__all__ = ["ParallelCorpus", "CorpusStats", "build_parallel_corpus", "ANSWER_PAIRS"]
+__all__ = ["ParallelCorpus", "CorpusStats", "build_parallel_corpus", "similar_question_pairs",
+           "ANSWER_PAIRS"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,6 +160,7 @@ class CorpusStats:
     n_qa_pairs: int
     n_title_body_pairs: int
     n_duplicate_pairs: int
+    n_similar_pairs: int
     n_pairs: int
     n_dropped_empty: int
     pooled: bool
@@ -184,9 +187,51 @@ def _analyse(texts, analyzer, vocab):
     return ids[keep].astype(np.int32), offsets_from_lengths(lengths)
 
 
+def similar_question_pairs(view, *, k=5, min_similarity=0.5, batch=2048) -> np.ndarray:
+    """Pairs of archive questions whose answers are alike (Jeon, Croft and Lee 2005).
+
+    Two questions answered alike ask the same thing, often in different words: Jeon et al.
+    learn their word translation probabilities from such pairs instead of
+    question-answer pairs. Here each question is paired with the (at most) ``k``
+    questions whose answers (all of them together, the index's ``answers`` field) have the
+    highest tf-idf cosine with its own, when it is at least ``min_similarity``; each
+    unordered pair once, and never two copies of one question (the same terms in the same
+    order: they teach only that a word translates into itself). Only the archive is read,
+    never relevance labels.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_pairs, 2)
+        Rows ``(a, b)`` with ``a < b``.
+    """
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    if "answers" not in view.index.fields:
+        raise ValueError("similar questions are found by their answers: the index has no "
+                         "answers field")
+    X = TfidfTransformer(sublinear_tf=True).fit_transform(
+        view.index["answers"].rows_matrix().astype(np.float64)).tocsr()
+    XT = X.T.tocsc()
+    pairs = []
+    for start in range(0, X.shape[0], batch):
+        sim = (X[start:start + batch] @ XT).toarray()
+        rows = np.arange(start, start + sim.shape[0])
+        sim[rows - start, rows] = 0.0  # not a question with itself
+        top = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+        good = np.take_along_axis(sim, top, axis=1) >= min_similarity
+        a, b = np.repeat(rows, k)[good.ravel()], top.ravel()[good.ravel()]
+        pairs.append(np.column_stack([np.minimum(a, b), np.maximum(a, b)]))
+    pairs = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.int64)
+    pairs = np.unique(pairs, axis=0).astype(np.int64)
+    question = view.index["question"]
+    copies = np.array([np.array_equal(question.terms_of(a), question.terms_of(b))
+                       for a, b in pairs.tolist()], dtype=bool)
+    return pairs[~copies] if len(pairs) else pairs
+
+
 def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=False,
-                          pooling=True, textrank=True, window=3, damping=0.85,
-                          progress_bar=False):
+                          similar_questions=None, min_similarity=0.5, pooling=True,
+                          textrank=True, window=3, damping=0.85, progress_bar=False):
     """The parallel corpus of an index's archive.
 
     Parameters
@@ -199,7 +244,13 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
         Add (title, body) pairs of questions that have both.
     duplicates : bool, default False
         Add (question, question it duplicates) pairs, for ``duplicate_of`` links to
-        questions of the archive.
+        questions of the archive. (Duplicate links are judgments: never use them when the
+        links of evaluation queries are in the archive.)
+    similar_questions : int or None, default None
+        Add pairs of questions whose answers are alike (:func:`similar_question_pairs`):
+        each question with up to this many others.
+    min_similarity : float, default 0.5
+        The least tf-idf cosine of two questions' answers for ``similar_questions``.
     pooling : bool, default True
         Add every pair again with source and target exchanged (§3.3.1).
     textrank : bool, default True
@@ -231,6 +282,10 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
     q_offsets = offsets_from_lengths(qfield.doc_len)
     texts, pairs = [], []   # pairs: (source document, target document, kind)
     need_archive = answers is not None or title_body or duplicates
+    if similar_questions is not None:
+        for a, b in similar_question_pairs(view, k=similar_questions,
+                                           min_similarity=min_similarity).tolist():
+            pairs.append((a, b, 3))
     if need_archive:
         bar = progress(progress_bar, "reading archive", n_docs, "questions")
         archive = view.archive
@@ -280,9 +335,10 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
         raise ParameterError("no parallel pairs left: every pair has an empty side after analysis")
     if pooling:
         corpus = corpus.pooled()
-    kinds = np.bincount(pairs[:, 2], minlength=3)
+    kinds = np.bincount(pairs[:, 2], minlength=4)
     stats = CorpusStats(n_questions=n_docs, n_qa_pairs=int(kinds[0]),
                         n_title_body_pairs=int(kinds[1]), n_duplicate_pairs=int(kinds[2]),
+                        n_similar_pairs=int(kinds[3]),
                         n_pairs=corpus.n_pairs, n_dropped_empty=n_dropped, pooled=bool(pooling),
                         textrank=bool(textrank), tokens_before_textrank=int(before),
                         tokens_after_textrank=int(len(tokens)))

@@ -61,6 +61,8 @@ class TrainingSummary:
             kinds.append(f"{c['n_title_body_pairs']:,} title-body")
         if c["n_duplicate_pairs"]:
             kinds.append(f"{c['n_duplicate_pairs']:,} duplicate")
+        if c.get("n_similar_pairs"):
+            kinds.append(f"{c['n_similar_pairs']:,} similar-question")
         n_tok = c["tokens_after_textrank"]
         lines = [
             f"pairs        {c['n_pairs']:,} ({', '.join(kinds)}"
@@ -107,6 +109,11 @@ class TranslationModel(BaseEstimator):
         Also (title, body) pairs.
     duplicates : bool, default False
         Also (question, duplicated question) pairs.
+    similar_questions : int or None, default None
+        Also pairs of questions whose answers are alike (Jeon et al. 2005), each question
+        with up to this many (:func:`.corpus.similar_question_pairs`).
+    min_similarity : float, default 0.5
+        The least tf-idf cosine of their answers for two questions to pair.
     pooling : bool, default True
         Train on (q, a) and (a, q) pairs together (§3.3.1).
     textrank : bool, default True
@@ -166,6 +173,8 @@ class TranslationModel(BaseEstimator):
         "answers": ANSWER_PAIRS,
         "title_body": (False, True),
         "duplicates": (False, True),
+        "similar_questions": [(None,), Interval(1, None, kind=numbers.Integral)],
+        "min_similarity": Interval(0, 1),
         "pooling": (False, True),
         "textrank": (False, True),
         "window": Interval(2, None, kind=numbers.Integral),
@@ -181,13 +190,16 @@ class TranslationModel(BaseEstimator):
         "segmentation": ("sum", "max"),
     }
 
-    def __init__(self, *, answers="all", title_body=False, duplicates=False, pooling=True,
-                 textrank=True, window=3, damping=0.85, max_iter=10, tol=1e-3, min_prob=1e-3,
+    def __init__(self, *, answers="all", title_body=False, duplicates=False,
+                 similar_questions=None, min_similarity=0.5, pooling=True, textrank=True,
+                 window=3, damping=0.85, max_iter=10, tol=1e-3, min_prob=1e-3,
                  max_phrase_length=5, unaligned_edges=True, lam=0.2, beta=0.8,
                  question_weight=0.8, segmentation="sum"):
         self.answers = answers
         self.title_body = title_body
         self.duplicates = duplicates
+        self.similar_questions = similar_questions
+        self.min_similarity = min_similarity
         self.pooling = pooling
         self.textrank = textrank
         self.window = window
@@ -229,6 +241,7 @@ class TranslationModel(BaseEstimator):
         t0 = time.perf_counter()
         corpus, stats = build_parallel_corpus(
             X, answers=self.answers, title_body=self.title_body, duplicates=self.duplicates,
+            similar_questions=self.similar_questions, min_similarity=self.min_similarity,
             pooling=self.pooling, textrank=self.textrank, window=self.window,
             damping=self.damping, progress_bar=progress)
         seconds["corpus"] = time.perf_counter() - t0

@@ -91,11 +91,11 @@ def test_train_command_stores_a_ranker(index, judged, capsys):
     queries, qrels = judged
     code = train.main([str(index), "--queries", str(queries), "--qrels", str(qrels),
                        "--learner", "coordinate-ascent", "--param", "n_restarts=2",
-                       "--cv", "3", "-q"])
+                       "--no-cv", "-q"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "learner      coordinate-ascent (n_restarts=2)" in out
-    assert "queries      6 judged" in out and "3-fold MAP" in out and "training MAP" in out
+    assert "queries      6 judged" in out and "training MAP" in out and "fold" not in out
     for name in ("bm25", "lm_jm", "given_rrank", "log_length"):
         assert name in out
     assert "stored as model 'ranker'" in out
@@ -132,7 +132,7 @@ def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, judg
 
 def test_train_command_options_and_errors(index, judged, capsys):
     queries, qrels = judged
-    base = [str(index), "--queries", str(queries), "--qrels", str(qrels), "-q"]
+    base = [str(index), "--queries", str(queries), "--qrels", str(qrels), "-q", "--no-cv"]
     assert train.main(base + ["--learner", "ranksvm", "--exclude", "given_", "lm_",
                               "--name", "svm", "--graded"]) == 0
     out, _ = capsys.readouterr()
@@ -160,3 +160,52 @@ def test_train_command_options_and_errors(index, judged, capsys):
     with pytest.raises(SystemExit) as exc:
         train.main(base + ["--learner", "svm"])
     assert exc.value.code == 2
+    assert train.main(base[:-1] + ["--cv", "1"]) == 1
+    _, err = capsys.readouterr()
+    assert "--cv must be at least 2; got 1" in err
+
+
+def bm25_judged(index, tmp_path, position):
+    """Qrels making the candidate at ``position`` of each query's BM25 top 10 relevant."""
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    q, r = tmp_path / "q.jsonl", tmp_path / "r.txt"
+    q.write_text("".join(json.dumps(x) + "\n" for x in QUERIES))
+    lines = []
+    for query in QUERIES:
+        ranked = engine.search(query["text"], k=10).doc_ids
+        lines += [f"{query['id']} 0 {d} {int(i == position % len(ranked))}\n"
+                  for i, d in enumerate(ranked)]
+    r.write_text("".join(lines))
+    return [str(index), "--queries", str(q), "--qrels", str(r), "-k", "10", "--cv", "3", "-q"]
+
+
+def test_train_stores_nothing_when_nothing_beats_the_retrieval_order(index, tmp_path, capsys):
+    argv = bm25_judged(index, tmp_path, 0)  # BM25's first candidate is the relevant one
+    assert train.main(argv[:-3] + ["--no-cv", "-q"]) == 0  # a ranker stored before
+    assert "ranker" in SearchEngine.open(index).models
+    capsys.readouterr()
+    assert train.main(argv) == 0
+    out, _ = capsys.readouterr()
+    assert "3-fold MAP   query-grouped cross-validation:" in out
+    assert "retrieval order (bm25)" in out and "100.00" in out
+    assert "chosen       the retrieval order (MAP 100.00)" in out
+    assert ("warning: the learned ranking (cross-validated MAP" in out
+            and "no ranker stored, search keeps the retrieval order (the ranker 'ranker' "
+                "stored before is removed)" in out)
+    engine = SearchEngine.open(index)
+    assert "ranker" not in engine.models and engine.ranker is None
+
+
+def test_train_stores_a_ranker_that_beats_the_retrieval_order(index, tmp_path, capsys):
+    argv = bm25_judged(index, tmp_path, -1)  # BM25's last candidate is the relevant one
+    assert train.main(argv) == 0
+    out, _ = capsys.readouterr()
+    assert "best single feature (bm25)" in out and "stored as model 'ranker'" in out
+    chosen = float(out.split("chosen")[1].split("MAP ")[1].split(")")[0])
+    baseline = float(out.split("retrieval order (bm25)")[1].split()[0])
+    assert chosen > baseline and "warning" not in out
+    engine = SearchEngine.open(index)
+    for query in QUERIES:  # the relevant candidate now comes first
+        plain = engine.with_config(SearchConfig(ranker=None)).search(query["text"], k=10)
+        ranked = engine.search(query["text"], k=len(plain))
+        assert ranked.doc_ids[0] == plain.doc_ids[-1]

@@ -83,7 +83,7 @@ def test_not_fitted():
 @pytest.mark.parametrize("kwargs,message", [
     ({"learner": "svm"}, r"learner must be \{'powell', 'coordinate-ascent', 'ranksvm', "
                          r"'perceptron', 'boosting', 'lambdarank', 'stacking'\}; got 'svm'"),
-    ({"normalize": "l2"}, r"normalize must be \{'zscore', 'minmax', None\}; got 'l2'"),
+    ({"normalize": "l2"}, r"normalize must be \{'zscore', 'minmax', 'query', None\}; got 'l2'"),
     ({"max_iter": 0}, r"max_iter must be \{None\} or an integer in \[1, inf\); got 0"),
     ({"tol": -1.0}, r"tol must be a number in \[0, inf\); got -1.0"),
     ({"validation_fraction": 1.0}, r"validation_fraction must be a number in \(0, 1\); got 1.0"),
@@ -157,6 +157,33 @@ def test_normalisation_is_fitted_on_training_data(rankings):
     const[:, 1] = 3.0
     c = LinearRanker("ranksvm").fit(const, y, qid=qid)
     assert c.norm_scale_[1] == 1.0 and np.all(np.isfinite(c.predict(const)))
+
+
+def test_query_normalisation(rankings):
+    """normalize="query": each query's candidates min-max scaled among themselves, in
+    fitting and in predicting, so that a query's scale and offset do not matter."""
+    X, y, qid = noisy(rankings)
+    Xq = X.copy()
+    for i, q in enumerate(np.unique(qid)):  # every query on its own scale
+        Xq[qid == q] = X[qid == q] * (1.0 + i) + 10.0 * i
+    ranker = LinearRanker("ranksvm", normalize="query", random_state=0).fit(Xq, y, qid=qid)
+    same = LinearRanker("ranksvm", normalize="query", random_state=0).fit(X, y, qid=qid)
+    np.testing.assert_allclose(ranker.coef_, same.coef_)
+    # oracle: per-query min-max by hand, then no normalisation
+    Z = np.zeros_like(X)
+    for q in np.unique(qid):
+        block = X[qid == q]
+        Z[qid == q] = (block - block.min(0)) / (block.max(0) - block.min(0))
+    plain = LinearRanker("ranksvm", normalize=None, random_state=0).fit(Z, y, qid=qid)
+    np.testing.assert_allclose(ranker.coef_, plain.coef_)
+    np.testing.assert_allclose(ranker.predict(Xq, qid), plain.predict(Z))
+    first = qid == qid[0]  # qid=None: the rows are one query's candidates
+    np.testing.assert_allclose(ranker.predict(Xq[first]), plain.predict(Z[first]))
+    np.testing.assert_allclose(ranker.contributions(Xq, qid).sum(1) + ranker.intercept_,
+                               ranker.predict(Xq, qid))
+    assert ranker.score(Xq, y, qid=qid) == pytest.approx(plain.score(Z, y, qid=qid))
+    with pytest.raises(ValueError, match="normalises the features per query"):
+        ranker.explain(Xq[0])
 
 
 @pytest.mark.parametrize("learner", ["perceptron", "boosting", "lambdarank"])

@@ -65,6 +65,36 @@ def test_strip_html():
     assert strip_html("  plain\n\n  text  ") == "plain\ntext"
 
 
+def test_duplicate_notices_are_dropped(fixtures):
+    """The notice forms StackExchange put at the top of duplicates' bodies (shapes copied
+    from the real dumps: 2011 ``<br />``, 2012 indented ``<br>``, the later "already has
+    an answer here" blockquote with its list of originals) never reach the body."""
+    questions = {q.id.split(":")[1]: q for q in read_questions(fixtures / "stackexchange" / "dupsite")}
+    bodies = {k: q.body for k, q in questions.items()}
+    assert bodies["1"] == "Note:\nMy tyres feel soft after a week."
+    assert bodies["2"] == "How hard should I pump road tyres?"
+    assert bodies["3"] == "Pressure keeps dropping."  # "Possible Duplicates:", two links
+    assert bodies["4"] == "What PSI for a commuter bike?"  # "already has an answer here:"
+    assert bodies["5"] == "Flat every morning."  # "already has answers here</strong>:"
+    assert bodies["6"] == "Soft tyre again."  # header paragraph + list, no blockquote
+    assert bodies["7"] == "Pump or not?"  # "Closed. This question is a duplicate of"
+    for key in "1234567":
+        assert "tyre pressure should I run" not in bodies[key] and questions[key].duplicate_of
+    # Not notices: a real quote, a notice quoted lower down, the phrase inside a sentence.
+    assert bodies["8"] == "Possible duplicates are closed by the community.\nWho closes them?"
+    assert bodies["9"] == ("Someone wrote under my post:\nPossible Duplicate:\n"
+                           "Which tyre pressure should I run?\nWhy was it closed?")
+    assert bodies["10"] == "This question already has an answer here, I think, but it is old."
+
+
+def test_duplicate_notice_forms_of_strip_html():
+    notice = '<blockquote><p><strong>Possible Duplicate:</strong><br><a href="/q/1">T</a></p></blockquote>'
+    assert strip_html(notice + "<p>x</p>") == "x"
+    assert strip_html("\n\n" + notice + notice + "<p>x</p>") == "x"  # blank text, two notices
+    assert strip_html(notice) == ""
+    assert strip_html("<p>x</p>" + notice) == "x\nPossible Duplicate:\nT"  # not at the top
+
+
 def test_real_sites(shared_data):
     totals = [0, 0, 0, 0]
     for site, expected in SITES.items():
@@ -76,6 +106,18 @@ def test_real_sites(shared_data):
         assert all(q.id.startswith(site + ":") and q.category == site for q in questions)
         totals = [t + g for t, g in zip(totals, got)]
     assert totals == [4634, 9419, 2181, 51]
+
+
+def test_real_duplicates_carry_no_notice(shared_data):
+    """12 of the 50 duplicate questions of the 8 dumps began with a "Possible Duplicate"
+    notice naming their original; none is left."""
+    sites = [shared_data(f"stackexchange/{site}") for site in SITES]
+    questions = list(read_questions(sites))
+    duplicates = [q for q in questions if q.duplicate_of]
+    assert len(duplicates) == 50
+    assert not any(q.body.lower().startswith(("possible duplicate", "this question already has"))
+                   for q in questions)
+    assert sum("Possible Duplicate:" in q.body for q in questions) == 0
 
 
 def test_several_sites_together(shared_data):

@@ -4,7 +4,7 @@ import pytest
 
 from cqa_search import Question, SearchEngine, build_index
 from cqa_search.translation import ParallelCorpus, build_parallel_corpus
-from cqa_search.translation.corpus import concatenate
+from cqa_search.translation.corpus import concatenate, similar_question_pairs
 
 
 def terms(engine, text):
@@ -41,6 +41,32 @@ def test_pooling_best_answers_title_body_and_duplicates(gap_engine):
     dup = next(q for q in archive if q.duplicate_of)
     pair = (terms(gap_engine, dup.text), terms(gap_engine, archive.get(dup.duplicate_of[0]).text))
     assert pair in [both.pair(k) for k in range(both.n_pairs)]
+
+
+def test_similar_question_pairs_are_found_by_their_answers(tmp_path):
+    """Jeon et al.: questions answered alike pair up; copies of a question do not."""
+    office = "go to the immigration office with your passport and two photos"
+    qs = [Question("a", "how to renew my visa", answers=(office,)),
+          Question("b", "residence permit extension", answers=(office + " early",)),
+          Question("c", "cheap sofa in town", answers=("try the furniture souq",)),
+          Question("d", "how to renew my visa", answers=(office,)),  # a copy of a
+          Question("e", "no answer here")]
+    build_index(qs, tmp_path / "idx")
+    view = SearchEngine.open(tmp_path / "idx").view
+    pairs = similar_question_pairs(view, k=3, min_similarity=0.5).tolist()
+    assert pairs == [[0, 1], [1, 3]]
+    assert similar_question_pairs(view, k=3, min_similarity=0.999).tolist() == []
+    corpus, stats = build_parallel_corpus(view, answers=None, similar_questions=3,
+                                          pooling=False, textrank=False)
+    assert stats.n_similar_pairs == 2 and corpus.n_pairs == 2
+    assert corpus.pair(0) == (terms_of(view, 0), terms_of(view, 1))
+    build_index(qs, tmp_path / "q-only", fields=("question",))
+    with pytest.raises(ValueError, match="the index has no answers field"):
+        similar_question_pairs(SearchEngine.open(tmp_path / "q-only").view)
+
+
+def terms_of(view, row):
+    return view.index["question"].terms_of(row).tolist()
 
 
 def test_textrank_shrinks_the_corpus(gap_engine):
