@@ -21,6 +21,9 @@ def configure(parser) -> None:
     parser.add_argument("--port", type=int, default=8080, help="port (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=1,
                         help="server processes (default: %(default)s; each maps the index)")
+    parser.add_argument("--verify", action="store_true",
+                        help="check every file's checksum when a generation of the index is "
+                             "opened (slower start and reload; finds any damaged byte)")
     add_common_options(parser)
 
 
@@ -50,7 +53,7 @@ def run(args) -> int:
         raise ParameterError(f"--workers must be a positive integer; got {args.workers}")
     uvicorn = _uvicorn()
     from ..index.store import is_compatible
-    from ..server.app import INDEX_VARIABLE, MAX_TARGET_BYTES, create_app
+    from ..server.app import INDEX_VARIABLE, MAX_TARGET_BYTES, VERIFY_VARIABLE, create_app
 
     index = os.path.abspath(args.index)
     if not is_compatible(index):
@@ -61,14 +64,15 @@ def run(args) -> int:
               "server (read-only)", file=sys.stderr)
     options = dict(host=args.host, port=args.port, log_level="info" if args.verbose else
                    "warning", h11_max_incomplete_event_size=MAX_TARGET_BYTES + 16384,  # + headers
-                  
                    server_header=False)
     print(f"serving {index} on http://{args.host}:{args.port}/ (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     if args.workers == 1:
-        uvicorn.run(create_app(index), **options)
+        uvicorn.run(create_app(index, verify=args.verify), **options)
     else:  # worker processes make the application from the environment
         os.environ[INDEX_VARIABLE] = index
+        if args.verify:
+            os.environ[VERIFY_VARIABLE] = "1"
         uvicorn.run("cqa_search.server.app:app_from_environment", factory=True,
                     workers=args.workers, **options)
     return 0

@@ -48,6 +48,8 @@ MAX_K = 100
 MAX_TARGET_BYTES = 64_000
 #: The environment variable naming the index of :func:`app_from_environment`.
 INDEX_VARIABLE = "CQA_SEARCH_INDEX"
+#: Set (to anything) for worker processes of ``cqa-search serve --verify``.
+VERIFY_VARIABLE = "CQA_SEARCH_VERIFY"
 
 STATIC = Path(__file__).resolve().parent / "static"
 _SECURITY_HEADERS = [
@@ -139,7 +141,7 @@ def _handlers(app: FastAPI) -> None:
         return _error(500, "internal error (logged by the server)")
 
 
-def create_app(index, *, interval: float = 0.5) -> FastAPI:
+def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI:
     """The ASGI application serving the index at ``index``.
 
     Parameters
@@ -149,6 +151,9 @@ def create_app(index, *, interval: float = 0.5) -> FastAPI:
         API answers 503 until it does.
     interval : float, default 0.5
         Seconds between two checks for a new generation of the index.
+    verify : bool, default False
+        Check every file's SHA-256 when a generation is opened (see
+        :meth:`SearchEngine.open <cqa_search.SearchEngine.open>`).
 
     Examples
     --------
@@ -161,7 +166,7 @@ def create_app(index, *, interval: float = 0.5) -> FastAPI:
     ...     client.get("/api/search", params={"q": "visa renewal"}).json()["hits"][0]["id"]
     'a'
     """
-    live = LiveIndex(index, interval=interval)
+    live = LiveIndex(index, interval=interval, verify=verify)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -242,8 +247,8 @@ def create_app(index, *, interval: float = 0.5) -> FastAPI:
 
 def app_from_environment() -> FastAPI:
     """:func:`create_app` for the index named by ``$CQA_SEARCH_INDEX`` (the factory that
-    uvicorn's worker processes call)."""
+    uvicorn's worker processes call; ``$CQA_SEARCH_VERIFY`` set: ``verify=True``)."""
     index = os.environ.get(INDEX_VARIABLE)
     if not index:
         raise CQASearchError(f"set {INDEX_VARIABLE} to the index directory to serve")
-    return create_app(index)
+    return create_app(index, verify=bool(os.environ.get(VERIFY_VARIABLE)))

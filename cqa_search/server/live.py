@@ -32,6 +32,8 @@ class LiveIndex:
         :class:`IndexFormatError` until it does).
     interval : float, default 0.5
         Seconds between two checks for a new generation (one small file read).
+    verify : bool, default False
+        Check every file's SHA-256 when a generation is opened.
 
     Attributes
     ----------
@@ -40,9 +42,10 @@ class LiveIndex:
         good generation keeps serving meanwhile.
     """
 
-    def __init__(self, path, *, interval=0.5):
+    def __init__(self, path, *, interval=0.5, verify=False):
         self.path = os.fspath(path)
         self.interval = interval
+        self.verify = verify
         self.error = None
         self._state = None
         self._lock = threading.Lock()  # one opener at a time
@@ -70,7 +73,7 @@ class LiveIndex:
 
     def _open_first(self):
         try:
-            state = self._prepared(SearchEngine.open(self.path))
+            state = self._prepared(SearchEngine.open(self.path, verify=self.verify))
         except CQASearchError as exc:
             self._failed(exc)
             raise IndexFormatError(str(exc)) from None

@@ -203,6 +203,21 @@ def test_no_index_yet_is_503_then_served_without_a_restart(tmp_path, toy_questio
         assert http.get("/api/search", params={"q": "visa"}).json()["hits"]
 
 
+def test_verify_refuses_a_damaged_index_that_still_reads(tmp_path, toy_questions):
+    """A changed byte that leaves the index readable (a title in the document store) is
+    served without --verify and refused with it (503, "corrupted"), never a traceback."""
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    store = next(path.glob("gen-*/segments/*/archive.jsonl"))
+    data = store.read_bytes()
+    store.write_bytes(data.replace(b"visa", b"vIsa", 1))
+    with TestClient(create_app(path)) as http:
+        assert http.get("/api/search", params={"q": "sofa"}).status_code == 200
+    with TestClient(create_app(path, verify=True)) as http:
+        response = http.get("/api/search", params={"q": "sofa"})
+        assert response.status_code == 503 and "corrupted" in response.json()["detail"]
+
+
 def test_concurrent_requests_give_the_sequential_results(ranked_client, ranked_index):
     engine = SearchEngine.open(ranked_index)
     queries = [q for q, c in QUERIES if c is None] * 6
