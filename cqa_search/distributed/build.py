@@ -48,19 +48,17 @@ import os
 import secrets
 import time
 from array import array
-from collections.abc import Iterable
 
 import numpy as np
 
 from ..analysis import Analyzer
 from ..archive import Question
 from ..exceptions import ArchiveError, ParameterError
-from ..index.build import DEFAULT_FIELDS, BuildSummary, _paths, progress_bar
+from ..index.build import DEFAULT_FIELDS, BuildSummary, progress_bar, read_archive
 from ..index.layout import SegmentWriter, write_globals
 from ..index.store import MANIFEST, IndexWriter, open_index
 from ..index.term_index import FIELDS, CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 from ..index.vocab import Vocabulary
-from ..readers import ReadReport, read_questions
 from ..retrieval.bm25 import BM25
 from ._ray import ShardError, connect, remote
 
@@ -190,24 +188,15 @@ def _write(part, spool, start, stop, path, terms, mapping, stats, shard, n_shard
 
 def _spool(archive, out, *, format, skip_invalid, progress, reader_options):
     """Write the archive's questions as canonical JSONL; returns (line offsets, report)."""
-    report = ReadReport(skip_invalid=skip_invalid)
-    sources = _paths(archive)
-    if sources is not None:
-        questions = read_questions(sources, format=format, report=report, **reader_options)
-    elif format is not None or reader_options:
-        raise ParameterError("format and reader options apply only when archive is a path")
-    elif isinstance(archive, Iterable):
-        questions = iter(archive)
-    else:
-        raise TypeError(f"archive must be a path, a list of paths, an Archive or an iterable "
-                        f"of Question; got {type(archive).__name__}")
+    questions, report, sources = read_archive(archive, format=format, skip_invalid=skip_invalid,
+                                              reader_options=reader_options)
     offsets, seen = array("q", [0]), set()
     bar = progress_bar(progress, "reading", "questions")
     with open(out, "wb") as f:
         for question in questions:
             if not isinstance(question, Question):
                 raise TypeError(f"archive items must be Question; got {type(question).__name__}")
-            if sources is None:  # the readers check ids across files themselves
+            if not sources:  # the readers check ids across files themselves
                 if question.id in seen:
                     raise ArchiveError(f"duplicate question id {question.id!r}")
                 seen.add(question.id)

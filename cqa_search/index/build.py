@@ -75,6 +75,33 @@ def _paths(archive):
     return None
 
 
+def read_archive(archive, *, format=None, skip_invalid=False, reader_options=None):
+    """The questions of ``archive`` (paths, read streaming by
+    :func:`~cqa_search.readers.read_questions`, or an iterable of Question) for a writer.
+
+    Returns
+    -------
+    questions : iterator of Question
+    report : ReadReport
+        Filled while ``questions`` is consumed (records skipped under ``skip_invalid``).
+    sources : list of str
+        The paths read (empty for an iterable).
+    """
+    reader_options = reader_options or {}
+    report = ReadReport(skip_invalid=skip_invalid)
+    sources = _paths(archive)
+    if sources is not None:
+        questions = read_questions(sources, format=format, report=report, **reader_options)
+    elif format is not None or reader_options:
+        raise ParameterError("format and reader options apply only when archive is a path")
+    elif isinstance(archive, Iterable):
+        questions = iter(archive)
+    else:
+        raise TypeError(f"archive must be a path, a list of paths, an Archive or an iterable "
+                        f"of Question; got {type(archive).__name__}")
+    return questions, report, sources or []
+
+
 def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=None,
                 skip_invalid=False, progress=False, **reader_options) -> BuildSummary:
     """Index an archive into the directory ``path`` (atomically).
@@ -126,17 +153,8 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
     if unknown or not fields or "question" not in fields:
         raise ParameterError(f"fields must include 'question' and be among "
                              f"{{{', '.join(map(repr, FIELDS))}}}; got {tuple(fields)!r}")
-    report = ReadReport(skip_invalid=skip_invalid)
-    sources = _paths(archive)
-    if sources is not None:
-        questions = read_questions(sources, format=format, report=report, **reader_options)
-    elif format is not None or reader_options:
-        raise ParameterError("format and reader options apply only when archive is a path")
-    elif isinstance(archive, Iterable):
-        questions = iter(archive)
-    else:
-        raise TypeError(f"archive must be a path, a list of paths, an Archive or an iterable "
-                        f"of Question; got {type(archive).__name__}")
+    questions, report, sources = read_archive(archive, format=format, skip_invalid=skip_invalid,
+                                              reader_options=reader_options)
     with IndexWriter(path) as writer:
         builder = TermIndexBuilder(analyzer, fields)
         offsets = array("q", [0])

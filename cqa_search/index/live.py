@@ -28,7 +28,6 @@ import re
 import secrets
 import time
 from array import array
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +35,7 @@ import numpy as np
 from ..archive import Question
 from ..exceptions import ArchiveError, ParameterError
 from ..retrieval.bm25 import BM25
-from .build import _paths, progress_bar
+from .build import progress_bar, read_archive
 from .layout import SegmentWriter, load_index, read_head, segment_dir, write_globals
 from .models import load_models
 from .store import IndexWriter, open_index
@@ -216,21 +215,10 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
     IndexFormatError
         No index at ``path``.
     """
-    from ..readers import ReadReport, read_questions
-
     t0 = time.perf_counter()
     _unsharded(path)  # a clear error before anything is written
-    report = ReadReport(skip_invalid=skip_invalid)
-    sources = _paths(archive)
-    if sources is not None:
-        questions = read_questions(sources, format=format, report=report, **reader_options)
-    elif format is not None or reader_options:
-        raise ParameterError("format and reader options apply only when archive is a path")
-    elif isinstance(archive, Iterable):
-        questions = iter(archive)
-    else:
-        raise TypeError(f"archive must be a path, a list of paths or an iterable of Question; "
-                        f"got {type(archive).__name__}")
+    questions, report, _ = read_archive(archive, format=format, skip_invalid=skip_invalid,
+                                        reader_options=reader_options)
     with IndexWriter(path) as writer:
         change = _Change(writer, writer.begin())
         head = change.head
