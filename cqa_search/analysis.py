@@ -114,7 +114,6 @@ class Analyzer:
         # surface token -> term ("" for a stopword), so that each distinct word is stemmed
         # about once; emptied when it reaches _CACHE_SIZE entries.
         self._cache = {}
-        self._whoosh = None
 
     def _validate(self):
         validate_params(self)
@@ -211,59 +210,32 @@ class Analyzer:
         """True when the (lowercased) token is dropped as a stopword."""
         return token in self._stopwords
 
-    def whoosh_analyzer(self):
-        """This analysis as a whoosh analyzer (for highlighting with whoosh): whoosh
-        tokens whose text is the index term (or the surface word of a stopword), with the
-        character offsets of the word in the text. Made once; safe to share between
-        threads."""
-        if self._whoosh is None:
-            self._whoosh = _WhooshAnalysis(self)
-        return self._whoosh
+    def spans(self, text: str) -> list:
+        """``(start, end, term)`` of every word of ``text`` in order: the word's characters
+        ``text[start:end]`` and its index term ("" for a stopword), what highlighting needs.
 
+        Words are found in the text as it is, so that offsets point into it; a word that is
+        not ASCII is analysed on its own (normalised, lowercased and split again). For
+        NFKC-normalised text the terms are those of :meth:`analyze`; a word that
+        normalisation would join with the next character (a decomposed accent) may differ.
 
-class _WhooshAnalysis:
-    """An :class:`Analyzer` as a whoosh analyzer: one pass over the text, terms from the
-    analyzer's own cache (whoosh's chain of filters costs several times more per word).
-
-    Words are found in the text as it is, so that offsets point into it, and a word that
-    is not ASCII is analysed on its own (normalised, lowercased and split again): for
-    NFKC-normalised text the terms are those of :meth:`Analyzer.analyze`; a word that
-    normalisation would join with the next character (a decomposed accent) may differ.
-    """
-
-    def __init__(self, analyzer):
-        from whoosh.analysis import Token
-
-        self._token = Token
-        self._analyzer = analyzer
-
-    def __call__(self, value, positions=False, chars=False, keeporiginal=False,
-                 removestops=True, start_pos=0, start_char=0, mode="", **kwargs):
-        analyzer = self._analyzer
-        lower = analyzer.lowercase
-        scan = value.lower() if lower else value
+        Examples
+        --------
+        >>> Analyzer().spans("The RENEWED visas")
+        [(0, 3, ''), (4, 11, 'renew'), (12, 17, 'visa')]
+        """
+        lower = self.lowercase
+        scan = text.lower() if lower else text
         # Unless lowercasing moved offsets (a few letters change length): then word by word.
-        lowered = lower and len(scan) == len(value)
+        lowered = lower and len(scan) == len(text)
         if not lowered:
-            scan = value
-        t = self._token(positions, chars, removestops=removestops, mode=mode, **kwargs)
-        pos = start_pos
-        for match in analyzer._regex.finditer(scan):
+            scan = text
+        term, out = self.term, []
+        for match in self._regex.finditer(scan):
             start, end = match.span()
             word = match.group()
-            if not word.isascii():
-                words = analyzer.tokenize(word)
+            if word.isascii():
+                out.append((start, end, term(word.lower() if lower and not lowered else word)))
             else:
-                words = (word.lower() if lower and not lowered else word,)
-            for word in words:
-                term = analyzer.term(word)
-                if term or not removestops:
-                    t.text, t.stopped, t.boost = term or word, not term, 1.0
-                    if keeporiginal:
-                        t.original = value[start:end]
-                    if positions:
-                        t.pos = pos
-                    if chars:
-                        t.startchar, t.endchar = start_char + start, start_char + end
-                    yield t
-                pos += 1
+                out.extend((start, end, term(w)) for w in self.tokenize(word))
+        return out

@@ -8,9 +8,11 @@ line and the server share these helpers (:meth:`Presenter.results_dict` is both 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import warnings
 from bisect import bisect_left
+from collections import deque
 
 __all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", "Suggester",
            "Presenter", "MAX_SUGGESTED_WORD"]
@@ -18,6 +20,8 @@ __all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", 
 #: Longest word "did you mean" looks at: the edit automaton of a longer word costs
 #: seconds and memory (a 20,000-character word took 41 s), and no real word is longer.
 MAX_SUGGESTED_WORD = 40
+# Highlighting looks at the first 32,768 characters of a text (whoosh's default).
+_CHARLIMIT = 1 << 15
 # Marks around highlighted words in text cut into segments: control characters that are
 # removed from the text first, so that no archive text can forge a mark.
 _START, _END = "\x02", "\x03"
@@ -86,18 +90,76 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
     terms = frozenset(terms)
     if not terms or not text:
         return text
-    _wh = _whoosh().highlight
+    # the words up to the first that ends past the limit (a word longer than 1,024
+    # characters across the limit is cut there: only the end of a last fragment can move)
+    spans = analyzer.spans(text[:_CHARLIMIT + 1024])
+    if whole:
+        fragments = [(0, len(text), [w for w in itertools.takewhile(
+            lambda w: w[1] <= _CHARLIMIT, spans) if w[2] in terms])]
+    else:
+        fragments = _fragments(spans, terms, surround)
+    # whoosh's scoring: matches x 100 x distinct terms matched; ties: the earlier fragment
+    scored = [(len(m) * 100 * len({w[2] for w in m}), -i, f)
+              for i, f in enumerate(fragments) for m in [f[2]] if m]
+    best = sorted(f for _, _, f in sorted(scored, reverse=True)[:1 if whole else top])
+    if not best:
+        return text
+    return " ... ".join(_marked(text, *f, start, end) for f in best)
 
-    class _Formatter(_wh.Formatter):
-        between = " ... "
 
-        def format_token(self, text, token, replace=False):
-            return start + _wh.get_text(text, token, replace) + end
+def _marked(text, first, last, matches, start, end) -> str:
+    """``text[first:last]`` with ``start`` and ``end`` around each match."""
+    out, at = [], first
+    for s, e, _ in matches:
+        if s < at:
+            continue
+        out.append(text[at:s])
+        out.append(start + text[s:e] + end)
+        at = e
+    out.append(text[at:last])
+    return "".join(out)
 
-    fragmenter = _wh.WholeFragmenter() if whole else _wh.ContextFragmenter(surround=surround)
-    out = _wh.highlight(text, terms, analyzer.whoosh_analyzer(), fragmenter, _Formatter(),
-                        top=1 if whole else top)
-    return out or text
+
+def _fragments(spans, terms, surround, maxchars=200):
+    """Passages around the matched words: whoosh's ``ContextFragmenter`` (``surround``
+    characters of context on each side, at most ``maxchars`` characters), on the
+    analyzer's ``(start, end, term)`` spans; ``(first, last, matches)`` each."""
+    out, firsts = [], deque()
+    first, countdown, matches, length, last = None, -1, [], 0, None
+    for span in spans:
+        start, last, term = span
+        if last > _CHARLIMIT:
+            break
+        size = last - start
+        matched = term in terms
+        if countdown < 0 and not matched:
+            firsts.append(start)
+            while firsts and last - firsts[0] > surround:
+                firsts.popleft()
+        elif length + size > maxchars:
+            countdown = 0
+        elif matched:
+            countdown = surround
+            if first is None:
+                if firsts:
+                    first = firsts[0]
+                else:
+                    first = start
+                    countdown += surround
+            matches.append(span)
+        if countdown >= 0:
+            length += size
+            countdown -= size
+            if countdown <= 0:
+                out.append((_first(first, matches), last, matches))
+                firsts, first, matches, length = deque(), None, [], 0
+    if matches:
+        out.append((_first(first, matches), last, matches))
+    return out
+
+
+def _first(first, matches) -> int:
+    return first if first is not None else (matches[0][0] if matches else 0)
 
 
 def segments(text: str, terms, analyzer, *, width=None) -> list:
@@ -119,6 +181,11 @@ def segments(text: str, terms, analyzer, *, width=None) -> list:
     # The marks come in pairs: odd parts of the split are the matches.
     return [{"text": part, "match": i % 2 == 1}
             for i, part in enumerate(re.split("[\x02\x03]", marked)) if part]
+
+
+def _plain(marked) -> str:
+    """The text of marked segments (:func:`segments`) without the marks."""
+    return "".join(part["text"] for part in marked)
 
 
 def source_url(question) -> str | None:
@@ -164,13 +231,12 @@ def corrected_query(typed: str, suggestions) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _whoosh():
-    """whoosh's highlighter and spelling automata, imported on first use."""
+    """whoosh's spelling automata, imported on first use."""
     import types
 
     with warnings.catch_warnings():  # whoosh 2.7 has invalid escape sequences
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        from whoosh import highlight as wh
         from whoosh.automata.fsa import find_all_matches
         from whoosh.automata.lev import levenshtein_automaton
         from whoosh.spelling import Corrector
@@ -196,7 +262,7 @@ def _whoosh():
                         seen.add(word)
                         yield -(dist + 1.0 / (1.0 + self.freq.get(word, 0))), word
 
-    return types.SimpleNamespace(highlight=wh, RankedCorrector=RankedCorrector)
+    return types.SimpleNamespace(RankedCorrector=RankedCorrector)
 
 
 class Suggester:
@@ -326,18 +392,18 @@ class Presenter:
         answer = self.answer(hit)
         title = question.title or _shorten(question.body, width // 2)
         body = question.body if question.title else ""
+        body_marked = self.segments(body, terms, width=width) if body else []
+        answer_marked = None if answer is None else self.segments(answer[1], terms, width=width)
         out = {"rank": hit.rank, "id": hit.doc_id, "score": hit.score, "title": title,
                "category": question.category, "tags": list(question.tags),
                "url": source_url(question), "n_answers": len(question.answers),
-               "snippet": self.snippet(body, terms, width=width, start="", end="")
-               if body else "",
+               "snippet": _plain(body_marked),
                "answer": None if answer is None else {
-                   "label": answer[0],
-                   "snippet": self.snippet(answer[1], terms, width=width, start="", end=""),
-                   "snippet_marked": self.segments(answer[1], terms, width=width)},
+                   "label": answer[0], "snippet": _plain(answer_marked),
+                   "snippet_marked": answer_marked},
                "title_marked": self.segments(question.title or question.body, terms,
                                              width=None if question.title else width // 2),
-               "snippet_marked": self.segments(body, terms, width=width) if body else [],
+               "snippet_marked": body_marked,
                "features": dict(hit.features)}
         if explain and self.engine.ranker is not None:
             out["contributions"] = self.engine.ranker.explain(hit.features)

@@ -1,5 +1,5 @@
 """What a person sees: marked segments, source links, "did you mean", the JSON document,
-and the whoosh view of an analyzer that highlighting tokenizes with."""
+the analyzer spans that highlighting reads, and the highlighter against whoosh's."""
 import json
 import unicodedata
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from cqa_search import Question, SearchEngine, build_index
 from cqa_search.analysis import Analyzer
-from cqa_search.presentation import Presenter, corrected_query, segments, source_url
+from cqa_search.presentation import Presenter, corrected_query, highlight, segments, source_url
 
 
 def text_of(parts):
@@ -96,27 +96,77 @@ def test_results_dict_first_answer_and_body_only_questions(tmp_path):
     assert b["answer"] is None and b["n_answers"] == 0 and doc["did_you_mean"] is None
 
 
-def test_whoosh_view_keeps_offsets_and_terms():
+def test_spans_keep_offsets_and_terms():
     analyzer = Analyzer()
     text = "The RENEWED visas of Doha, İstanbul and Café"
-    tokens = [(t.text, text[t.startchar:t.endchar], t.stopped)
-              for t in analyzer.whoosh_analyzer()(text, chars=True, removestops=False)]
-    assert tokens[:3] == [("the", "The", True), ("renew", "RENEWED", False),
-                          ("visa", "visas", False)]
-    assert [t for t, _, stop in tokens if not stop] == analyzer.analyze(text)
-    assert analyzer.whoosh_analyzer() is analyzer.whoosh_analyzer()  # made once
+    spans = [(term, text[start:end]) for start, end, term in analyzer.spans(text)]
+    assert spans[:3] == [("", "The"), ("renew", "RENEWED"), ("visa", "visas")]
+    assert [term for term, _ in spans if term] == analyzer.analyze(text)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60),
        st.sampled_from([Analyzer(), Analyzer(stem="porter", stopwords=None),
                         Analyzer(lowercase=False, stem=None)]))
-def test_whoosh_view_equals_the_analysis(text, analyzer):
+def test_spans_equal_the_analysis(text, analyzer):
     """Oracle: the terms highlighting sees are the terms the index has (for normalised
-    text; see _WhooshAnalysis)."""
+    text; see Analyzer.spans)."""
     assume(unicodedata.is_normalized("NFKC", text))
-    tokens = [(t.text, t.startchar, t.endchar)  # whoosh reuses one token object
-              for t in analyzer.whoosh_analyzer()(text, chars=True)]
-    assert [term for term, _, _ in tokens] == analyzer.analyze(text)
-    for term, start, end in tokens:
+    spans = [(term, start, end) for start, end, term in analyzer.spans(text) if term]
+    assert [term for term, _, _ in spans] == analyzer.analyze(text)
+    for term, start, end in spans:
         assert term in analyzer.analyze(text[start:end])
+
+
+def test_highlight_prefers_passages_with_more_distinct_words():
+    text = ("visa visa visa. " + "filler words go here and on. " * 6 + "visa fee. "
+            + "more filler words here. " * 6)
+    assert highlight(text, {"visa", "fee"}, Analyzer(), whole=False, top=1, surround=10) == \
+        "and on. [visa] [fee]. more filler"
+
+
+def _whoosh_highlight(text, terms, analyzer, *, whole, top, surround):
+    """The highlighter this package used before: whoosh's, on the analyzer's spans, ties
+    between fragments broken towards the earlier one (whoosh breaks them by object id)."""
+    from whoosh import highlight as wh
+    from whoosh.analysis import Token
+
+    def analyze(value, chars=False, removestops=True, mode="", **kwargs):
+        for start, end, term in analyzer.spans(value):
+            t = Token(chars=True, removestops=removestops, mode=mode)
+            t.text, t.stopped, t.boost = term or "\0stopword", not term, 1.0
+            t.startchar, t.endchar = start, end
+            yield t
+
+    class Marks(wh.Formatter):
+        between = " ... "
+
+        def format_token(self, text, token, replace=False):
+            return "[" + wh.get_text(text, token, replace) + "]"
+
+    fragmenter = wh.WholeFragmenter() if whole else wh.ContextFragmenter(surround=surround)
+    out = wh.highlight(text, frozenset(terms), analyze, fragmenter, Marks(),
+                       top=1 if whole else top)
+    return out or text
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.sampled_from(["visa", "visas", "renewal", "the", "office", "Doha",
+                                       "of", "a", "fee", "renew", "x", "forms", "—", "é"]
+                                      + ["filler", "words", "go", "here", "and", "on"] * 4),
+                      max_size=200),
+       seps=st.lists(st.sampled_from([" ", ", ", ". ", "\n", "  "]), min_size=1),
+       terms=st.sets(st.sampled_from(["visa", "renew", "offic", "doha", "fee", "form"])),
+       whole=st.booleans(), top=st.integers(1, 3), surround=st.sampled_from([5, 10, 20, 45]))
+def test_highlight_equals_whooshs(words, seps, terms, whole, top, surround):
+    """Oracle: our highlighter gives whoosh's output (WholeFragmenter, ContextFragmenter,
+    BasicFragmentScorer, first-order fragments) for every text, term set and option."""
+    from whoosh import highlight as wh
+
+    text = "".join(w + seps[i % len(seps)] for i, w in enumerate(words))
+    analyzer = Analyzer()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(wh.Fragment, "__lt__", lambda a, b: a.startchar > b.startchar)
+        expected = _whoosh_highlight(text, terms, analyzer, whole=whole, top=top,
+                                     surround=surround)
+    assert highlight(text, terms, analyzer, whole=whole, top=top, surround=surround) == expected
