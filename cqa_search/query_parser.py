@@ -32,8 +32,12 @@ FIELDS = ("title", "body", "answers", "tag")
 #: Longest query text taken (a server takes queries from anyone).
 MAX_QUERY_CHARS = 10_000
 
-# Text with none of these is plain words: the parser would return it unchanged.
-_SYNTAX = re.compile(r'[:"()\[\]{}^]|(?:^|(?<=[\s(]))[-+\']|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
+# Text with none of these is plain words, searched as typed without the parser (whoosh's
+# parser costs milliseconds on a long question). Colons, parentheses and apostrophes of
+# ordinary prose are not syntax: a colon only after a field name, parentheses only with an
+# operator (which is syntax itself).
+_SYNTAX = re.compile(r'(?i:\b(?:category|title|body|answers|tag):)|["\[\]{}^]|(?:^|(?<=[\s(]))[-+]'
+                     r'|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
 _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
 
 
