@@ -15,24 +15,26 @@ from ..parallel import map_queries, n_workers
 __all__ = ["run_queries", "feature_table"]
 
 
-def _results(engine, query, candidates, k):
+def _results(engine, query, candidates, k, features=True):
     """``(doc ids, scores, features)`` of one query: a rerank of its candidates, or full
-    retrieval (without the query itself when it is an archived question)."""
+    retrieval (without the query itself when it is an archived question); ``features``
+    False: None in their place (hits' features are computed only when read)."""
     qid, text, category = query["id"], query["text"], query.get("category")
     if candidates is not None:
         given = candidates.get(qid, {})
         if not given:
             return [], np.zeros(0), np.zeros((0, len(engine.feature_names)))
         res = engine.rerank(text, list(given), scores=list(given.values()), category=category)
-        return list(res.doc_ids), res.scores, res.features
+        return list(res.doc_ids), res.scores, res.features if features else None
     res = engine.retrieve(text, None if k is None else k + 1, category=category)
     keep = [i for i, d in enumerate(res.doc_ids) if d != qid][:k]
-    return [res.doc_ids[i] for i in keep], res.scores[keep], res.features[keep]
+    return ([res.doc_ids[i] for i in keep], res.scores[keep],
+            res.features[keep] if features else None)
 
 
 def _run_one(state, query):
     engine, candidates, k = state
-    doc_ids, scores, _ = _results(engine, query, candidates, k)
+    doc_ids, scores, _ = _results(engine, query, candidates, k, features=False)
     return dict(zip(doc_ids, scores.tolist()))
 
 
