@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""batch_search and run_queries on one and on two worker processes: wall time, speed-up.
+"""batch_search, run_queries and feature_table on one and on two worker processes: wall
+time, speed-up.
 
 Usage: scripts/bench_parallel.py INDEX QUERIES.jsonl [--k 10] [--bm25-only] [--repeats 3]
 
@@ -16,7 +17,7 @@ import time
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("index", help="index directory")
     ap.add_argument("queries", help='JSONL, one {"id", "text"} per line')
     ap.add_argument("--k", type=int, default=10, help="hits per query (default %(default)s)")
@@ -26,7 +27,7 @@ def main(argv=None):
                     help="runs of each way, the best wall time kept (default %(default)s)")
     args = ap.parse_args(argv)
     from cqa_search import SearchConfig, SearchEngine
-    from cqa_search.evaluation import run_queries
+    from cqa_search.evaluation import feature_table, run_queries
 
     config = SearchConfig(features=(), models=(), ranker=None) if args.bm25_only else None
     engine = SearchEngine.open(args.index, config=config)
@@ -41,7 +42,8 @@ def main(argv=None):
           f"{', '.join(engine.feature_names) or 'no features'}")
     for label, call in (
             ("batch_search", lambda n: engine.batch_search(texts, k=args.k, n_jobs=n)),
-            ("run_queries", lambda n: run_queries(engine, queries, k=args.k, n_jobs=n))):
+            ("run_queries", lambda n: run_queries(engine, queries, k=args.k, n_jobs=n)),
+            ("feature_table", lambda n: feature_table(engine, queries, k=args.k, n_jobs=n))):
         best = {}
         for n in (1, 2):
             for _ in range(args.repeats):
@@ -49,7 +51,7 @@ def main(argv=None):
                 call(n)
                 wall = time.perf_counter() - t0
                 best[n] = min(best.get(n, wall), wall)
-        print(f"{label:<13} 1 process {best[1]:.2f} s ({len(queries) / best[1]:,.0f} q/s), "
+        print(f"{label:<14}1 process {best[1]:.2f} s ({len(queries) / best[1]:,.0f} q/s), "
               f"2 processes {best[2]:.2f} s ({len(queries) / best[2]:,.0f} q/s): "
               f"{best[1] / best[2]:.2f}x")
 
