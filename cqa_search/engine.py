@@ -461,9 +461,14 @@ class SearchEngine:
                 raise QueryError(f"got {len(rows)} candidates but {len(scores)} scores")
             given = dict(zip(rows.tolist(), map(float, scores)))
         q = self.analyze(text, self._name(cid), given)
+        return self._ranked(q, rows, self._retrieval_scores(q, rows), np.arange(len(rows)),
+                            None)
+
+    def _retrieval_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
+        """The retrieval model's scores of ``rows`` for ``q`` (a sharded engine asks the
+        shards holding them)."""
         model = self.config.retrieval
-        base = model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
-        return self._ranked(q, rows, base, np.arange(len(rows)), None)
+        return model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
 
     def retrieve(self, text: str, k, *, category=None) -> Results:
         """Full retrieval of ``text`` taken as plain text (no query syntax), as evaluation

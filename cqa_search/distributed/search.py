@@ -46,7 +46,7 @@ import numpy as np
 from ..analysis import Analyzer
 from ..engine import SearchConfig, SearchEngine
 from ..exceptions import CQASearchError, IndexFormatError, QueryError
-from ..index.layout import Categories, IndexData, load_index
+from ..index.layout import Categories, load_index
 from ..index.models import load_models
 from ..index.store import StoredIndex, open_index
 from ..index.term_index import CollectionStats, FieldIndex, TermIndex
@@ -342,7 +342,7 @@ class ShardedEngine(SearchEngine):
             stored.check(isinstance(names, list) and len(names) == len(counts),
                          "categories.json and category_counts.npy disagree")
             self.models = load_models(stored)
-            ray = connect(address)
+            connect(address)  # the Ray session the actors start in
             searcher = remote(_ShardSearcher, **_ACTOR_OPTIONS)
             self.actors = {s: searcher.remote(stored.path, stored.generation, manifest,
                                               shards[s]["dir"], stored.mmap)
@@ -493,15 +493,7 @@ class ShardedEngine(SearchEngine):
         rows, scores, doc_ids = self._candidates(q, depth, category_id, parsed, model)
         return self._ranked(q, rows, scores, _id_rank(doc_ids), k, field=model.field)
 
-    def rerank(self, text, doc_ids, *, scores=None, category=None):
-        cid = self.categories.id(category)
-        rows = self.archive.rows(doc_ids)
-        given = None
-        if scores is not None:
-            if len(scores) != len(rows):
-                raise QueryError(f"got {len(rows)} candidates but {len(scores)} scores")
-            given = dict(zip(rows.tolist(), map(float, scores)))
-        q = self.analyze(text, self._name(cid), given)
+    def _retrieval_scores(self, q, rows):
         model = self.config.retrieval
         base = np.zeros(len(rows))
         shard = self.shard_of(rows)
@@ -511,7 +503,7 @@ class ShardedEngine(SearchEngine):
                 for s, p in zip(shards, picks)]
         for p, part in zip(picks, self._gather(shards, refs, "scoring candidates")):
             base[p] = part
-        return self._ranked(q, rows, base, np.arange(len(rows)), None)
+        return base
 
 
 def _statistics_only(vocab, stored) -> TermIndex:
