@@ -19,10 +19,12 @@ class Vocabulary:
     """
 
     def __init__(self, terms=()):
-        self._terms = []
-        self._ids = {}
-        for term in terms:
-            self.add(term)
+        self._terms = list(terms)
+        self._ids = dict(zip(self._terms, range(len(self._terms))))
+        if len(self._ids) != len(self._terms):  # repeated terms: the first keeps its id
+            terms, self._terms, self._ids = self._terms, [], {}
+            for term in terms:
+                self.add(term)
 
     def add(self, term: str) -> int:
         """Id of ``term``, adding it when new."""
