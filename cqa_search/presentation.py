@@ -1,9 +1,11 @@
 """What a person sees of results: matched words highlighted, "did you mean" suggestions,
 and results as JSON-ready data.
 
-Built on whoosh's highlighter and spelling automata (imported on first use); the command
-line and the server share these helpers (:meth:`Presenter.results_dict` is both the CLI's
-``--json`` and the server's ``/api/search``). The hot scoring path does not use whoosh.
+Highlighting follows whoosh's fragment rules on the analyzer's word spans
+(:meth:`~cqa_search.analysis.Analyzer.spans`); "did you mean" uses whoosh's spelling
+automata (imported on first use). The command line and the server share these helpers
+(:meth:`Presenter.results_dict` is both the CLI's ``--json`` and the server's
+``/api/search``).
 """
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def configure(parser) -> None:
                              "regularisation and the features and checks the ranker against "
                              "the retrieval order (default: %(default)s)")
     parser.add_argument("--all-features", action="store_true",
-                        help="keep every model family (no backward elimination)")
+                        help="keep every model family (no family selection)")
     parser.add_argument("--no-cv", action="store_true",
                         help="no cross-validation: fit the learner with its options on all "
                              "the features and store it")
