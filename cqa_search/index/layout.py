@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,8 @@ from .validate import InvalidArray, check_array, check_offsets
 from .vocab import Vocabulary
 
 __all__ = ["Categories", "IndexData", "IndexHead", "SegmentWriter", "write_globals",
-           "read_head", "load_index", "segment_dir", "doc_id_ranks", "FIELD_FILES"]
+           "read_head", "load_index", "segment_dir", "doc_id_ranks", "extended_doc_id_ranks",
+           "FIELD_FILES"]
 
 #: The arrays of a field in a segment.
 FIELD_FILES = ("indptr", "indices", "counts", "doc_len", "sequence")
@@ -179,10 +181,33 @@ class IndexData:
 
 
 def doc_id_ranks(doc_ids) -> np.ndarray:
-    """int32 rank of each row's doc id in sorted order (equal ids: the same rank order)."""
+    """int32 rank of each row's doc id in sorted order (equal ids: in row order)."""
     order = np.array(sorted(range(len(doc_ids)), key=doc_ids.__getitem__), dtype=np.int64)
     rank = np.empty(len(doc_ids), dtype=np.int32)
     rank[order] = np.arange(len(doc_ids), dtype=np.int32)
+    return rank
+
+
+def extended_doc_id_ranks(doc_ids, ranks, new_ids) -> np.ndarray:
+    """``doc_id_ranks(doc_ids + new_ids)`` from the ranks of ``doc_ids`` (a live addition:
+    the new ids are placed by binary search instead of sorting every id again).
+
+    Examples
+    --------
+    >>> extended_doc_id_ranks(["b", "d"], np.array([0, 1]), ["c", "a", "d"]).tolist()
+    [1, 3, 2, 0, 4]
+    """
+    old = np.asarray(ranks, dtype=np.int64)
+    order = np.empty(len(old), dtype=np.int64)
+    order[old] = np.arange(len(old))
+    order = order.tolist()
+    new_order = sorted(range(len(new_ids)), key=new_ids.__getitem__)
+    # where each new id goes among the old ones (after equal ids: rows keep their order)
+    at = np.array([bisect_right(order, new_ids[j], key=doc_ids.__getitem__)
+                   for j in new_order], dtype=np.int64)
+    rank = np.empty(len(old) + len(new_ids), dtype=np.int32)
+    rank[:len(old)] = old + np.searchsorted(at, old, side="right")
+    rank[len(old) + np.asarray(new_order, dtype=np.int64)] = at + np.arange(len(new_ids))
     return rank
 
 
@@ -234,13 +259,24 @@ class SegmentWriter:
                 "fields": fields}
 
 
-def write_globals(writer, *, vocab_terms, categories, surface, doc_ids, field_stats) -> dict:
+def write_globals(writer, *, field_stats, vocab_terms=None, categories=None, surface=None,
+                  doc_ids=None, doc_id_rank=None) -> dict:
     """Write the files a generation's segments share; returns the manifest's ``stats``
-    entries of the fields (``field_stats``: name -> CollectionStats of the live rows)."""
-    writer.json("vocab.json", list(vocab_terms))
-    writer.json("categories.json", list(categories))
-    writer.json("surface.json", surface)
-    writer.array("doc_id_rank.npy", doc_id_ranks(doc_ids))
+    entries of the fields (``field_stats``: name -> CollectionStats of the live rows).
+
+    A part given as None is not written (a live change keeps the live generation's file);
+    the doc-id ranks are ``doc_id_rank``, else computed from ``doc_ids``.
+    """
+    if vocab_terms is not None:
+        writer.json("vocab.json", list(vocab_terms))
+    if categories is not None:
+        writer.json("categories.json", list(categories))
+    if surface is not None:
+        writer.json("surface.json", surface)
+    if doc_id_rank is None and doc_ids is not None:
+        doc_id_rank = doc_id_ranks(doc_ids)
+    if doc_id_rank is not None:
+        writer.array("doc_id_rank.npy", doc_id_rank)
     out = {}
     for name, stats in field_stats.items():
         writer.array(f"stats/{name}/df.npy", np.asarray(stats.df, dtype=np.int64))
@@ -339,6 +375,12 @@ class IndexHead:
     deleted: np.ndarray
     stats: dict
 
+    def doc_id_rank(self) -> np.ndarray:
+        """``doc_id_rank.npy``, checked (raises InvalidArray)."""
+        n_rows = len(self.doc_ids)
+        return check_array(self.stored.array("doc_id_rank.npy"), "doc_id_rank.npy",
+                           kind="iu", shape=(n_rows,), low=0, high=n_rows - 1)
+
     def segment_field(self, k, name) -> FieldIndex:
         """Field ``name`` of segment ``k`` alone (its own rows from 0)."""
         seg = self.segments[k]
@@ -413,8 +455,7 @@ def load_index(stored: StoredIndex) -> IndexData:
             for name in head.stats:
                 fields[name].append((head.segment_field(k, name), seg["fields"][name]))
         n_rows = len(head.doc_ids)
-        doc_id_rank = check_array(stored.array("doc_id_rank.npy"), "doc_id_rank.npy",
-                                  kind="iu", shape=(n_rows,), low=0, high=n_rows - 1)
+        doc_id_rank = head.doc_id_rank()
         deleted = head.deleted
         index_fields = {}
         for name, segs in fields.items():

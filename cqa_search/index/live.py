@@ -22,6 +22,7 @@ says how many questions each model has not seen.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -33,13 +34,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..archive import Question
-from ..exceptions import ArchiveError, ParameterError
+from ..exceptions import ArchiveError, IndexFormatError, ParameterError
 from ..retrieval.bm25 import BM25
 from .build import progress_bar, read_archive
-from .layout import SegmentWriter, load_index, read_head, segment_dir, write_globals
+from .layout import (SegmentWriter, extended_doc_id_ranks, load_index, read_head, segment_dir,
+                     write_globals)
 from .models import load_models
 from .store import IndexWriter, open_index
 from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
+from .validate import InvalidArray
 from .vocab import Vocabulary
 
 __all__ = ["add_questions", "delete_questions", "compact", "ChangeSummary", "index_info"]
@@ -47,8 +50,6 @@ __all__ = ["add_questions", "delete_questions", "compact", "ChangeSummary", "ind
 logger = logging.getLogger(__name__)
 
 _SEGMENT = re.compile(r"seg-(\d+)\Z")
-# Files every generation rewrites (the rest of the live generation is kept as it is).
-_GLOBAL = ("vocab.json", "categories.json", "surface.json", "doc_id_rank.npy")
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,22 @@ class _Change:
         self.segments = [dict(s) for s in m["segments"]]
         self.starts = np.cumsum([0] + [int(s["n_docs"]) for s in self.segments])
         self.live = ~self.head.deleted
-        self.rows = dict(zip(self.head.doc_ids, range(len(self.head.doc_ids))))
+        self.changed = set()  # segments whose deleted mask changes
+
+    @functools.cached_property
+    def rows(self) -> dict:
+        """Question id -> its live row."""
+        rows = dict(zip(self.head.doc_ids, range(len(self.head.doc_ids))))
         for row in np.flatnonzero(self.head.deleted).tolist():  # a replaced id: its new row
             doc_id = self.head.doc_ids[row]
-            if self.rows.get(doc_id) == row:
-                del self.rows[doc_id]
-        self.changed = set()  # segments whose deleted mask changes
+            if rows.get(doc_id) == row:
+                del rows[doc_id]
+        return rows
+
+    @functools.cached_property
+    def known(self):
+        """The ids of the live questions (a set costs half the dict of :attr:`rows`)."""
+        return self.rows if self.head.deleted.any() else set(self.head.doc_ids)
 
     def delete_rows(self, rows) -> dict:
         """Mark ``rows`` deleted; returns each field's statistics of those rows (to take
@@ -157,23 +168,21 @@ class _Change:
                    **extra)
         return out
 
-    def commit(self, *, vocab_terms, categories, surface, doc_ids, field_stats, stats,
-               counters, new_segment=None) -> str:
+    def commit(self, *, field_stats, stats, counters, new_segment=None, **changed) -> str:
+        """Write the deleted masks that changed, the statistics, and the shared files in
+        ``changed`` (:func:`~cqa_search.index.layout.write_globals`' parts: those not
+        given are kept as they are), then commit."""
         w = self.writer
         for k in self.changed:
             mask = ~self.live[self.starts[k]:self.starts[k + 1]]
             w.array(f"{segment_dir(self.segments[k]['name'])}/deleted.npy", mask)
         segments = self.segments + ([new_segment] if new_segment else [])
-        fields = write_globals(w, vocab_terms=vocab_terms, categories=categories,
-                               surface=surface, doc_ids=doc_ids, field_stats=field_stats)
+        fields = write_globals(w, field_stats=field_stats, **changed)
         manifest = dict(self.manifest)
         manifest.update(segments=segments, counters=counters,
                         stats={**stats, "fields": fields})
-        rewritten = {f"{segment_dir(self.segments[k]['name'])}/deleted.npy"
-                     for k in self.changed}
-        keep = [rel for rel in self.base.manifest["files"]
-                if rel not in rewritten and rel not in _GLOBAL and not rel.startswith("stats/")]
-        return w.commit(manifest, keep=keep)
+        # the live generation's files, but for those written here (IndexWriter.commit)
+        return w.commit(manifest, keep=list(self.base.manifest["files"]))
 
 
 def _unsharded(path):
@@ -240,7 +249,7 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
                     raise ArchiveError(f"question id {question.id!r} is twice in the new "
                                        "questions")
                 seen.add(question.id)
-                if question.id in change.rows:
+                if question.id in change.known:
                     if not replace:
                         raise ArchiveError(f"question id {question.id!r} is already in the "
                                            "index (add it with --replace to replace it)")
@@ -272,17 +281,25 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
             stats = _plus(stats, part[name].stats, n_terms)
             field_stats[name] = _minus(stats, removed[name]) if removed else stats
         live = np.concatenate([change.live, np.ones(len(doc_ids), dtype=bool)])
-        surface = {**head.stored.json("surface.json"), **builder.surface_words()}
+        surface = head.stored.json("surface.json")
+        new_words = {w: t for w, t in builder.surface_words().items() if w not in surface}
         old = change.manifest["stats"]
         stats = change.stats_entry(live, n_terms, {
             "n_answers": int(old.get("n_answers", 0)) + n_answers,
             "n_with_best_answer": int(old.get("n_with_best_answer", 0)) + n_best,
             "n_duplicate_links": int(old.get("n_duplicate_links", 0)) + n_links,
             "n_categories": len(categories)})
+        try:
+            ranks = extended_doc_id_ranks(head.doc_ids, head.doc_id_rank(), doc_ids)
+        except InvalidArray as exc:
+            raise IndexFormatError(f"corrupted index {head.stored.path}: {exc}; rebuild it "
+                                   "with `cqa-search build-index`") from None
         generation = change.commit(
-            vocab_terms=part.vocab.terms, categories=list(categories), surface=surface,
-            doc_ids=head.doc_ids + doc_ids, field_stats=field_stats, stats=stats,
-            counters=change.counters(len(doc_ids), len(replaced)), new_segment=new_segment)
+            field_stats=field_stats, stats=stats,
+            counters=change.counters(len(doc_ids), len(replaced)), new_segment=new_segment,
+            vocab_terms=part.vocab.terms if n_terms > len(head.terms) else None,
+            categories=list(categories) if len(categories) > len(head.categories) else None,
+            surface={**surface, **new_words} if new_words else None, doc_id_rank=ranks)
     return ChangeSummary("added", os.fspath(path), generation, added=len(doc_ids),
                          deleted=len(replaced), n_questions=int(live.sum()),
                          n_segments=len(change.segments) + 1,
@@ -319,8 +336,6 @@ def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
         removed = change.delete_rows(rows)
         field_stats = {name: _minus(stats, removed[name]) for name, stats in head.stats.items()}
         generation = change.commit(
-            vocab_terms=head.terms, categories=head.categories,
-            surface=head.stored.json("surface.json"), doc_ids=head.doc_ids,
             field_stats=field_stats, stats=change.stats_entry(change.live, len(head.terms), {}),
             counters=change.counters(deleted=len(rows)))
     return ChangeSummary("deleted", os.fspath(path), generation, deleted=len(rows),

@@ -10,6 +10,7 @@ from cqa_search import (Question, SearchConfig, SearchEngine, add_questions, bui
                         compact, delete_questions)
 from cqa_search.cli.__main__ import main
 from cqa_search.exceptions import ArchiveError, IndexFormatError
+from cqa_search.index.layout import doc_id_ranks, extended_doc_id_ranks
 from cqa_search.index.live import index_info
 from cqa_search.index.store import current_generation
 from cqa_search.retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer
@@ -88,6 +89,15 @@ def test_any_sequence_of_changes_scores_as_a_rebuild(tmp_path_factory, first, st
         rebuilt = tmp_path_factory.mktemp("rebuilt") / "idx"
         build_index(live_archive(engine), rebuilt)
         assert_same(engine, SearchEngine.open(rebuilt, config=CONFIG))
+
+
+@given(old=st.lists(st.text("abc", max_size=3)), new=st.lists(st.text("abc", max_size=3)))
+def test_extended_doc_id_ranks_are_those_of_all_ids(old, new):
+    """An addition places the new ids among the ranks of the old ones (equal ids, as a
+    replaced question's: in row order) exactly as ranking every id again would."""
+    extended = extended_doc_id_ranks(old, doc_id_ranks(old), new)
+    assert extended.dtype == np.int32
+    assert extended.tolist() == doc_id_ranks(old + new).tolist()
 
 
 @pytest.fixture
