@@ -39,6 +39,14 @@ MAX_QUERY_CHARS = 10_000
 _SYNTAX = re.compile(r'(?i:\b(?:category|title|body|answers|tag):)|["\[\]{}^]|(?:^|(?<=[\s(]))[-+]'
                      r'|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
 _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
+# The common syntax, read without whoosh (whoosh's parser costs ~4 ms on a long question
+# with a quotation in it): clauses, each a word, +word, -word or a quoted phrase (+ and -
+# allowed before it, where they start a word), at least one of them not excluded, and
+# nothing else whoosh reads as syntax (a colon, parentheses, a single quote opening a word,
+# a lone + or -, an operator word). Within it the result is whoosh's (an oracle test).
+_CLAUSE = re.compile(r'(\s*)([-+]?)(?:"([^"]*)"|([^\s"]+))')
+_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"})
+_PLAIN_WORD = re.compile(r"(?!.*\W')[^\s\"():+\-'^\[\]{}][^\s\"():^\[\]{}]*\Z")
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,12 @@ def parse_query(typed: str) -> ParsedQuery:
     """
     if not _SYNTAX.search(typed):
         return ParsedQuery(" ".join(typed.split()))
+    quick = _common_syntax(typed)
+    return quick if quick is not None else _parsed(typed)
+
+
+def _parsed(typed: str) -> ParsedQuery:
+    """:func:`parse_query` by whoosh's parser."""
     parser = getattr(_LOCAL, "parser", None)
     if parser is None:
         parser = _LOCAL.parser = _parser()
@@ -216,3 +230,40 @@ def parse_query(typed: str) -> ParsedQuery:
         return ParsedQuery(" ".join(_WORD.findall(typed)))
     return ParsedQuery(" ".join(walk.words), walk.category, tuple(walk.must),
                        tuple(walk.must_not))
+
+
+def _common_syntax(typed: str) -> ParsedQuery | None:
+    """:func:`parse_query` of text in the common syntax (see ``_CLAUSE``); None for any
+    other text. Like whoosh's tree: the required clauses' words come first, then the
+    others' in order; a phrase is required wherever it is; each group holds a clause once."""
+    required, optional, excluded = [], [], []
+    at, end = 0, len(typed.rstrip())
+    while at < end:
+        match = _CLAUSE.match(typed, at)
+        if match is None:
+            return None
+        space, sign, phrase, word = match.groups()
+        if sign and at and not space:  # + or - inside a word
+            return None
+        if phrase is not None:
+            words = tuple(phrase.split())
+            if (len(words) < 2 and sign) or "\n" in phrase:  # whoosh: no phrase over lines
+                return None
+            unit = Unit("question", words, True) if len(words) > 1 else \
+                Unit("question", words) if words else None
+        elif _PLAIN_WORD.match(word) and word not in _OPERATORS:
+            unit = Unit("question", (word,))
+        else:
+            return None
+        if unit is not None:
+            (required if sign == "+" else excluded if sign == "-" else optional).append(unit)
+        at = match.end()
+    required, optional, excluded = (list(dict.fromkeys(group))
+                                    for group in (required, optional, excluded))
+    if not (required or optional):
+        return None
+    if len(required) == 1 and not optional:  # one clause: required or not, the same hits
+        required, optional = [], required
+    words = [w for u in required + optional for w in u.words]
+    must = [(u,) for u in required] + [(u,) for u in optional if u.phrase]
+    return ParsedQuery(" ".join(words), None, tuple(must), tuple((u,) for u in excluded))

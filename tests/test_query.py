@@ -1,6 +1,9 @@
 from cqa_search.analysis import Analyzer
 from cqa_search.presentation import MAX_SUGGESTED_WORD, Suggester, highlight
-from cqa_search.query_parser import ParsedQuery, Unit, parse_query
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cqa_search.query_parser import ParsedQuery, Unit, _common_syntax, _parsed, parse_query
 
 
 def U(field, *words, phrase=False):
@@ -31,6 +34,33 @@ def test_parse_required_excluded_and_fields():
     assert parse_query("NOT (a AND b) c").must_not == ((U("question", "a"), U("question", "b")),)
     # operators only at the start of a word; unknown prefixes are words
     assert parse_query("C++ e-mail foo:bar").text == "C++ e-mail foo:bar"
+
+
+_WORDS = st.one_of(st.text("abAND", min_size=1, max_size=3),
+                   st.text("ab'.:-+(^\"", min_size=1, max_size=4))
+_CLAUSES = st.one_of(_WORDS, st.builds(lambda sign, w: sign + w, st.sampled_from("+-"), _WORDS),
+                     st.builds(lambda sign, ws: f'{sign}"{" ".join(ws)}"',
+                               st.sampled_from(["", "+", "-"]),
+                               st.lists(_WORDS, max_size=3)))
+
+
+@settings(max_examples=500)
+@given(st.lists(_CLAUSES, min_size=1, max_size=6), st.sampled_from([" ", "  ", " \t", "\n"]))
+def test_common_syntax_is_read_as_whoosh_reads_it(clauses, space):
+    """The common syntax (words, +word, -word, quoted phrases) is read without whoosh's
+    parser; wherever the quick reading applies it is whoosh's (the oracle)."""
+    typed = space.join(clauses)
+    quick = _common_syntax(typed)
+    if quick is not None:
+        assert quick == _parsed(typed), typed
+
+
+def test_common_syntax_takes_prose_with_quotations():
+    typed = 'my "residence permit" expired, what now? don\'t say -"tourist visa" +fine'
+    assert _common_syntax(typed) == _parsed(typed) == ParsedQuery(
+        "fine my residence permit expired, what now? don't say",
+        must=((U("question", "fine"),), (U("question", "residence", "permit", phrase=True),)),
+        must_not=((U("question", "tourist", "visa", phrase=True),),))
 
 
 def test_unreadable_syntax_falls_back_to_its_words():
