@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,8 +53,7 @@ from .validate import InvalidArray, check_array, check_offsets
 from .vocab import Vocabulary
 
 __all__ = ["Categories", "IndexData", "IndexHead", "SegmentWriter", "write_globals",
-           "read_head", "load_index", "segment_dir", "doc_id_ranks", "extended_doc_id_ranks",
-           "FIELD_FILES"]
+           "read_head", "load_index", "segment_dir", "doc_id_ranks", "SortedIds", "FIELD_FILES"]
 
 #: The arrays of a field in a segment.
 FIELD_FILES = ("indptr", "indices", "counts", "doc_len", "sequence")
@@ -188,27 +187,43 @@ def doc_id_ranks(doc_ids) -> np.ndarray:
     return rank
 
 
-def extended_doc_id_ranks(doc_ids, ranks, new_ids) -> np.ndarray:
-    """``doc_id_ranks(doc_ids + new_ids)`` from the ranks of ``doc_ids`` (a live addition:
-    the new ids are placed by binary search instead of sorting every id again).
+class SortedIds:
+    """Rows in the sorted order of their doc ids (from ``doc_id_rank.npy``): ids found by
+    binary search, without a mapping of every id (what a live change needs).
 
     Examples
     --------
-    >>> extended_doc_id_ranks(["b", "d"], np.array([0, 1]), ["c", "a", "d"]).tolist()
-    [1, 3, 2, 0, 4]
+    >>> ids = SortedIds(["b", "d", "b"], doc_id_ranks(["b", "d", "b"]))
+    >>> ids.rows("b"), ids.rows("c")
+    ([0, 2], [])
+    >>> ids.extended_ranks(["c", "a", "d"]).tolist()   # doc_id_ranks of all six ids
+    [1, 4, 2, 3, 0, 5]
     """
-    old = np.asarray(ranks, dtype=np.int64)
-    order = np.empty(len(old), dtype=np.int64)
-    order[old] = np.arange(len(old))
-    order = order.tolist()
-    new_order = sorted(range(len(new_ids)), key=new_ids.__getitem__)
-    # where each new id goes among the old ones (after equal ids: rows keep their order)
-    at = np.array([bisect_right(order, new_ids[j], key=doc_ids.__getitem__)
-                   for j in new_order], dtype=np.int64)
-    rank = np.empty(len(old) + len(new_ids), dtype=np.int32)
-    rank[:len(old)] = old + np.searchsorted(at, old, side="right")
-    rank[len(old) + np.asarray(new_order, dtype=np.int64)] = at + np.arange(len(new_ids))
-    return rank
+
+    def __init__(self, doc_ids, ranks):
+        self.doc_ids = doc_ids
+        ranks = np.asarray(ranks, dtype=np.int64)
+        order = np.empty(len(ranks), dtype=np.int64)
+        order[ranks] = np.arange(len(ranks))
+        self.ranks, self.order = ranks, order.tolist()
+
+    def rows(self, doc_id) -> list:
+        """The rows of ``doc_id``, in row order."""
+        key = self.doc_ids.__getitem__
+        lo = bisect_left(self.order, doc_id, key=key)
+        return self.order[lo:bisect_right(self.order, doc_id, lo=lo, key=key)]
+
+    def extended_ranks(self, new_ids) -> np.ndarray:
+        """``doc_id_ranks(doc_ids + new_ids)``: the new ids placed among the old ones."""
+        old = self.ranks
+        new_order = sorted(range(len(new_ids)), key=new_ids.__getitem__)
+        # where each new id goes among the old ones (after equal ids: rows keep their order)
+        at = np.array([bisect_right(self.order, new_ids[j], key=self.doc_ids.__getitem__)
+                       for j in new_order], dtype=np.int64)
+        rank = np.empty(len(old) + len(new_ids), dtype=np.int32)
+        rank[:len(old)] = old + np.searchsorted(at, old, side="right")
+        rank[len(old) + np.asarray(new_order, dtype=np.int64)] = at + np.arange(len(new_ids))
+        return rank
 
 
 class SegmentWriter:

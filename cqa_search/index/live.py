@@ -37,7 +37,7 @@ from ..archive import Question
 from ..exceptions import ArchiveError, IndexFormatError, ParameterError
 from ..retrieval.bm25 import BM25
 from .build import progress_bar, read_archive
-from .layout import (SegmentWriter, extended_doc_id_ranks, load_index, read_head, segment_dir,
+from .layout import (SegmentWriter, SortedIds, load_index, read_head, segment_dir,
                      write_globals)
 from .models import load_models
 from .store import IndexWriter, open_index
@@ -114,19 +114,19 @@ class _Change:
         self.changed = set()  # segments whose deleted mask changes
 
     @functools.cached_property
-    def rows(self) -> dict:
-        """Question id -> its live row."""
-        rows = dict(zip(self.head.doc_ids, range(len(self.head.doc_ids))))
-        for row in np.flatnonzero(self.head.deleted).tolist():  # a replaced id: its new row
-            doc_id = self.head.doc_ids[row]
-            if rows.get(doc_id) == row:
-                del rows[doc_id]
-        return rows
+    def ids(self) -> SortedIds:
+        try:
+            return SortedIds(self.head.doc_ids, self.head.doc_id_rank())
+        except InvalidArray as exc:
+            raise IndexFormatError(f"corrupted index {self.head.stored.path}: {exc}; rebuild "
+                                   "it with `cqa-search build-index`") from None
 
-    @functools.cached_property
-    def known(self):
-        """The ids of the live questions (a set costs half the dict of :attr:`rows`)."""
-        return self.rows if self.head.deleted.any() else set(self.head.doc_ids)
+    def row(self, doc_id) -> int | None:
+        """The live row of question ``doc_id`` (None: not in the index)."""
+        for row in self.ids.rows(doc_id):
+            if self.live[row]:
+                return row
+        return None
 
     def delete_rows(self, rows) -> dict:
         """Mark ``rows`` deleted; returns each field's statistics of those rows (to take
@@ -249,11 +249,12 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
                     raise ArchiveError(f"question id {question.id!r} is twice in the new "
                                        "questions")
                 seen.add(question.id)
-                if question.id in change.known:
+                row = change.row(question.id)
+                if row is not None:
                     if not replace:
                         raise ArchiveError(f"question id {question.id!r} is already in the "
                                            "index (add it with --replace to replace it)")
-                    replaced.append(change.rows[question.id])
+                    replaced.append(row)
                 line = question.to_json_bytes() + b"\n"
                 out.write(line)
                 offsets.append(offsets[-1] + len(line))
@@ -289,11 +290,7 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
             "n_with_best_answer": int(old.get("n_with_best_answer", 0)) + n_best,
             "n_duplicate_links": int(old.get("n_duplicate_links", 0)) + n_links,
             "n_categories": len(categories)})
-        try:
-            ranks = extended_doc_id_ranks(head.doc_ids, head.doc_id_rank(), doc_ids)
-        except InvalidArray as exc:
-            raise IndexFormatError(f"corrupted index {head.stored.path}: {exc}; rebuild it "
-                                   "with `cqa-search build-index`") from None
+        ranks = change.ids.extended_ranks(doc_ids)
         generation = change.commit(
             field_stats=field_stats, stats=stats,
             counters=change.counters(len(doc_ids), len(replaced)), new_segment=new_segment,
@@ -324,12 +321,13 @@ def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
     with IndexWriter(path) as writer:
         change = _Change(writer, writer.begin())
         head = change.head
-        missing = [d for d in doc_ids if d not in change.rows]
+        found = {d: change.row(d) for d in doc_ids}
+        missing = [d for d, row in found.items() if row is None]
         if missing and not missing_ok:
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             raise ArchiveError(f"the index has no question {', '.join(map(repr, missing[:5]))}"
                                f"{more}")
-        rows = [change.rows[d] for d in doc_ids if d in change.rows]
+        rows = [row for row in found.values() if row is not None]
         if len(rows) == int(change.live.sum()):
             raise ArchiveError("deleting every question would leave an empty index; build a "
                                "new one instead")

@@ -10,7 +10,7 @@ from cqa_search import (Question, SearchConfig, SearchEngine, add_questions, bui
                         compact, delete_questions)
 from cqa_search.cli.__main__ import main
 from cqa_search.exceptions import ArchiveError, IndexFormatError
-from cqa_search.index.layout import doc_id_ranks, extended_doc_id_ranks
+from cqa_search.index.layout import SortedIds, doc_id_ranks
 from cqa_search.index.live import index_info
 from cqa_search.index.store import current_generation
 from cqa_search.retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer
@@ -92,12 +92,16 @@ def test_any_sequence_of_changes_scores_as_a_rebuild(tmp_path_factory, first, st
 
 
 @given(old=st.lists(st.text("abc", max_size=3)), new=st.lists(st.text("abc", max_size=3)))
-def test_extended_doc_id_ranks_are_those_of_all_ids(old, new):
+def test_sorted_ids_find_rows_and_rank_new_ids_as_a_sort_of_all_ids(old, new):
     """An addition places the new ids among the ranks of the old ones (equal ids, as a
-    replaced question's: in row order) exactly as ranking every id again would."""
-    extended = extended_doc_id_ranks(old, doc_id_ranks(old), new)
+    replaced question's: in row order) exactly as ranking every id again would; an id's
+    rows are found by binary search."""
+    ids = SortedIds(old, doc_id_ranks(old))
+    extended = ids.extended_ranks(new)
     assert extended.dtype == np.int32
     assert extended.tolist() == doc_id_ranks(old + new).tolist()
+    for doc_id in set(old + new):
+        assert ids.rows(doc_id) == [r for r, d in enumerate(old) if d == doc_id]
 
 
 @pytest.fixture
