@@ -4,9 +4,10 @@ query speed with many segments against after a compaction, and size on disk.
 
 1. builds an index of the first N questions of a synthetic archive
    (``../shared/bench/synth_archive.py``), then adds the next ``--batch`` questions with
-   ``cqa-search add`` semantics (:func:`cqa_search.add_questions`) and rebuilds the N +
-   batch questions from scratch: the ratio of the two times (best of ``--repeats``; CPU
-   and wall time);
+   ``cqa-search add`` semantics (:func:`cqa_search.add_questions` reading a JSONL file) and
+   rebuilds the N + batch questions from scratch (:func:`cqa_search.build_index` reading
+   theirs): the ratio of the two times (best of ``--repeats``; CPU and wall time, each
+   call timed in a process of its own, without the start-up of Python);
 2. adds batches until the index has ``--segments`` segments, then times opening the index
    and BM25 top-10 queries (``--queries``), compacts it and times both again;
 3. reports the live generation's size on disk (a file shared by several generations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,27 @@ def du(path) -> int:
                 seen.add(st.st_ino)
                 total += st.st_size
     return total
+
+
+def timed_in_process(call):
+    """(CPU s, wall s) of ``call`` (a call of cqa_search's API, as text) in a new process,
+    once the modules it uses are imported."""
+    code = ("import json, time\nimport scipy.sparse\n"  # imported by both, before the clock
+            "from cqa_search import add_questions, build_index\n"
+            "c0, w0 = time.process_time(), time.perf_counter()\n"
+            f"{call}\n"
+            "print(json.dumps([time.process_time() - c0, time.perf_counter() - w0]))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    return tuple(json.loads(out.strip().splitlines()[-1]))
+
+
+def timed_command(args):
+    """Wall seconds of ``cqa-search ARGS`` (a new process: Python's start-up included)."""
+    w0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "cqa_search", *args], check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - w0
 
 
 def query_speed(path, queries, repeats=3):
@@ -98,18 +121,42 @@ def main(argv=None):
     live = os.path.join(args.work, "live")
     rebuilt = os.path.join(args.work, "rebuilt")
     report = {"n": args.n, "batch": args.batch}
-    adds, rebuilds = [], []
+    adds, rebuilds, cli_adds, cli_rebuilds = [], [], [], []
+    # Each timed change runs in a process of its own, reading its questions from a file as
+    # `cqa-search add` and `build-index` do (this process holds every question in memory:
+    # its garbage collector would slow a change timed here), on an index built from scratch
+    # (no earlier generation left for the change's commit to remove), after os.sync() (no
+    # write-back of the build pending in the change's fsyncs).
+    batch_file = os.path.join(args.work, "batch.jsonl")
+    rebuild_file = os.path.join(args.work, "rebuild.jsonl")
+    with open(archive, "rb") as f:
+        lines = [next(f) for _ in range(args.n + args.batch)]
+    with open(batch_file, "wb") as f:
+        f.writelines(lines[args.n:])
+    with open(rebuild_file, "wb") as f:
+        f.writelines(lines)
+    del lines
     for _ in range(args.repeats):
+        for path in (live, rebuilt):
+            shutil.rmtree(path, ignore_errors=True)
         build_index(first, live)
-        _, cpu, wall = timed(lambda: add_questions(live, batches[0]))
-        adds.append((cpu, wall))
-        _, cpu, wall = timed(lambda: build_index(first + batches[0], rebuilt))
-        rebuilds.append((cpu, wall))
+        os.sync()
+        adds.append(timed_in_process(f"add_questions({live!r}, {batch_file!r})"))
+        os.sync()
+        rebuilds.append(timed_in_process(f"build_index({rebuild_file!r}, {rebuilt!r})"))
+        # the commands a user types, start-up of Python included (wall time)
+        build_index(first, live)
+        os.sync()
+        cli_adds.append(timed_command(["add", "-q", live, batch_file]))
+        os.sync()
+        cli_rebuilds.append(timed_command(["build-index", "-q", rebuild_file, "-o", rebuilt]))
     add_cpu, add_wall = min(a[0] for a in adds), min(a[1] for a in adds)
     re_cpu, re_wall = min(r[0] for r in rebuilds), min(r[1] for r in rebuilds)
     report.update(add_cpu_s=add_cpu, add_wall_s=add_wall, rebuild_cpu_s=re_cpu,
                   rebuild_wall_s=re_wall, speedup_cpu=re_cpu / add_cpu,
-                  speedup_wall=re_wall / add_wall)
+                  speedup_wall=re_wall / add_wall, cli_add_wall_s=min(cli_adds),
+                  cli_rebuild_wall_s=min(cli_rebuilds),
+                  speedup_cli_wall=min(cli_rebuilds) / min(cli_adds))
     for batch in batches[1:]:
         add_questions(live, batch)
     report["segments"] = args.segments + 1
@@ -128,6 +175,9 @@ def main(argv=None):
           f"| add {args.batch:,} questions to {args.n:,} | {add_cpu:.2f} | {add_wall:.2f} |\n"
           f"| rebuild all {args.n + args.batch:,} | {re_cpu:.1f} | {re_wall:.1f} |\n"
           f"| ratio | {re_cpu / add_cpu:.0f}x | {re_wall / add_wall:.0f}x |\n"
+          f"| `cqa-search add` / `build-index` (start-up included) | | "
+          f"{min(cli_adds):.2f} / {min(cli_rebuilds):.1f} "
+          f"({min(cli_rebuilds) / min(cli_adds):.0f}x) |\n"
           f"| compact {report['segments']} segments | {report['compact_cpu_s']:.1f} | "
           f"{report['compact_wall_s']:.1f} |\n")
     print("| index | open (CPU s) | BM25 top-10 q/s (CPU) | size on disk (MB) |\n"

@@ -59,6 +59,7 @@ def test_bench_live_tiny(tmp_path):
               str(tmp_path))
     report = json.loads(out[:out.index("\n}\n") + 3])
     assert report["segments"] == segments + 1 and report["speedup_cpu"] > 0
+    assert report["cli_add_wall_s"] > 0 and report["speedup_cli_wall"] > 0
 
 
 def test_bench_parallel_tiny(tmp_path):
