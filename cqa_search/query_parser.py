@@ -15,7 +15,8 @@ line and the server. The syntax (what ``:help`` and the README list):
 ======================================  ===============================================
 
 Words are analysed like the archive (stemmed, stopwords dropped), so a filter matches what
-a search matches. Text without any syntax is taken as it is, without running the parser;
+a search matches. A ``+`` or ``-`` standing alone between spaces ("Doha - any ideas?") is
+punctuation, not an operator. Text without any syntax is taken as it is, without running the parser;
 text the parser cannot read (``NOT NOT NOT``) falls back to its plain words.
 """
 from __future__ import annotations
@@ -39,14 +40,22 @@ MAX_QUERY_CHARS = 10_000
 _SYNTAX = re.compile(r'(?i:\b(?:category|title|body|answers|tag):)|["\[\]{}^]|(?:^|(?<=[\s(]))[-+]'
                      r'|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
 _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
-# The common syntax, read without whoosh (whoosh's parser costs ~4 ms on a long question
-# with a quotation in it): clauses, each a word, +word, -word or a quoted phrase (+ and -
-# allowed before it, where they start a word), at least one of them not excluded, and
-# nothing else whoosh reads as syntax (a colon, parentheses, a single quote opening a word,
-# a lone + or -, an operator word). Within it the result is whoosh's (an oracle test).
-_CLAUSE = re.compile(r'(\s*)([-+]?)(?:"([^"]*)"|([^\s"]+))')
-_OPERATORS = frozenset({"AND", "OR", "NOT", "ANDNOT", "ANDMAYBE"})
-_PLAIN_WORD = re.compile(r"(?!.*\W')[^\s\"():+\-'^\[\]{}][^\s\"():^\[\]{}]*\Z")
+# The common syntax, read without whoosh (whoosh's parser tries each of its taggers at each
+# character: ~4 ms on a long question with a quotation in it): words, +word, -word and
+# quoted phrases (+ and - allowed before them at the start of a word), at least one clause
+# not excluded. A quote opens a phrase when another closes it on the same line and is a
+# character of a word otherwise, as in whoosh; an oracle test holds the result to whoosh's
+# on text of these clauses. Parentheses, brackets, colons and single quotes are punctuation
+# of the words here (prose: "Thanks :)", "Engineer(construction)"), as in text without
+# any syntax; whoosh reads what is syntax beyond these: a field (title:), an operator word,
+# a sign before a bracket (+(a b): one of them required), a range ([a TO b]), a boost (a^2).
+_PHRASE = re.compile(r'"(.*?)"')  # whoosh's PhrasePlugin (no newline in a phrase)
+_SPACE = re.compile(r"\s+")
+_NOT_COMMON = re.compile(r"(?i:\b(?:category|title|body|answers|tag):)|"
+                         r"\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b|(?:^|(?<=\s))[-+][(\[{]|"
+                         r"[\[{][^\]}]*\bTO\b|\^[0-9.]")
+# + and - alone between spaces: punctuation of prose, removed before parsing
+_LONE_SIGN = re.compile(r"(?:^|(?<=\s))[-+]+(?=\s|\Z)")
 
 
 @dataclass(frozen=True)
@@ -212,6 +221,7 @@ def parse_query(typed: str) -> ParsedQuery:
     >>> parse_query("NOT NOT NOT").text   # unreadable: its plain words
     'NOT NOT NOT'
     """
+    typed = _LONE_SIGN.sub(" ", typed)
     if not _SYNTAX.search(typed):
         return ParsedQuery(" ".join(typed.split()))
     quick = _common_syntax(typed)
@@ -233,33 +243,48 @@ def _parsed(typed: str) -> ParsedQuery:
 
 
 def _common_syntax(typed: str) -> ParsedQuery | None:
-    """:func:`parse_query` of text in the common syntax (see ``_CLAUSE``); None for any
+    """:func:`parse_query` of text in the common syntax (see ``_PHRASE``); None for any
     other text. Like whoosh's tree: the required clauses' words come first, then the
     others' in order; a phrase is required wherever it is; each group holds a clause once."""
-    required, optional, excluded = [], [], []
-    at, end = 0, len(typed.rstrip())
+    if _NOT_COMMON.search(typed):
+        return None
+    groups = {"+": [], "": [], "-": []}  # required, optional, excluded
+    at, end, sign = 0, len(typed), ""
     while at < end:
-        match = _CLAUSE.match(typed, at)
-        if match is None:
-            return None
-        space, sign, phrase, word = match.groups()
-        if sign and at and not space:  # + or - inside a word
-            return None
+        space = _SPACE.match(typed, at)
+        if space:
+            if sign:  # a lone + or -
+                return None
+            at = space.end()
+            continue
+        char = typed[at]
+        if char in "+-" and (at == 0 or typed[at - 1].isspace()):
+            if sign:
+                return None
+            sign, at = char, at + 1
+            continue
+        phrase = _PHRASE.match(typed, at) if char == '"' else None
         if phrase is not None:
-            words = tuple(phrase.split())
-            if (len(words) < 2 and sign) or "\n" in phrase:  # whoosh: no phrase over lines
+            if typed.startswith("~", phrase.end()):  # whoosh's phrase slop: "a b"~2
+                return None
+            words = tuple(phrase.group(1).split())
+            if len(words) < 2 and sign:
                 return None
             unit = Unit("question", words, True) if len(words) > 1 else \
                 Unit("question", words) if words else None
-        elif _PLAIN_WORD.match(word) and word not in _OPERATORS:
-            unit = Unit("question", (word,))
-        else:
-            return None
+            at = phrase.end()
+        else:  # a word: up to a space or a quote that opens a phrase
+            start = at
+            while at < end and not typed[at].isspace() and not (
+                    typed[at] == '"' and at > start and _PHRASE.match(typed, at)):
+                at += 1
+            unit = Unit("question", (typed[start:at],))
         if unit is not None:
-            (required if sign == "+" else excluded if sign == "-" else optional).append(unit)
-        at = match.end()
-    required, optional, excluded = (list(dict.fromkeys(group))
-                                    for group in (required, optional, excluded))
+            groups[sign].append(unit)
+        sign = ""
+    if sign:
+        return None
+    required, optional, excluded = (list(dict.fromkeys(groups[key])) for key in ("+", "", "-"))
     if not (required or optional):
         return None
     if len(required) == 1 and not optional:  # one clause: required or not, the same hits

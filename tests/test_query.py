@@ -1,9 +1,12 @@
-from cqa_search.analysis import Analyzer
-from cqa_search.presentation import MAX_SUGGESTED_WORD, Suggester, highlight
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqa_search.query_parser import ParsedQuery, Unit, _common_syntax, _parsed, parse_query
+from cqa_search.analysis import Analyzer
+from cqa_search.presentation import MAX_SUGGESTED_WORD, Suggester, highlight
+from cqa_search.query_parser import (_LONE_SIGN, ParsedQuery, Unit, _common_syntax, _parsed,
+                                     parse_query)
 
 
 def U(field, *words, phrase=False):
@@ -37,7 +40,7 @@ def test_parse_required_excluded_and_fields():
 
 
 _WORDS = st.one_of(st.text("abAND", min_size=1, max_size=3),
-                   st.text("ab'.:-+(^\"", min_size=1, max_size=4))
+                   st.text("ab'.:-+(^~2\"\n", min_size=1, max_size=4))
 _CLAUSES = st.one_of(_WORDS, st.builds(lambda sign, w: sign + w, st.sampled_from("+-"), _WORDS),
                      st.builds(lambda sign, ws: f'{sign}"{" ".join(ws)}"',
                                st.sampled_from(["", "+", "-"]),
@@ -51,8 +54,39 @@ def test_common_syntax_is_read_as_whoosh_reads_it(clauses, space):
     parser; wherever the quick reading applies it is whoosh's (the oracle)."""
     typed = space.join(clauses)
     quick = _common_syntax(typed)
-    if quick is not None:
+    if quick is not None and not _PUNCTUATION.search(typed):
         assert quick == _parsed(typed), typed
+
+
+_PUNCTUATION = re.compile(r"[()\[\]{}:'^]")
+
+
+@given(st.lists(_CLAUSES, min_size=1, max_size=6))
+def test_punctuation_in_the_common_syntax_only_separates_words(clauses):
+    """Brackets, colons and single quotes in the common syntax are punctuation: read as a
+    comma would be (a character of a word, which whoosh reads as the oracle test says)."""
+    typed = " ".join(clauses)
+    if _common_syntax(_LONE_SIGN.sub(" ", typed)) is None or not _PUNCTUATION.search(typed):
+        return
+    quick, plain = parse_query(typed), parse_query(_PUNCTUATION.sub(",", typed))
+    analyzer = Analyzer()
+
+    def terms(parsed):
+        return [[tuple(analyzer.analyze(" ".join(u.words))) for u in g] for g in parsed]
+
+    assert sorted(analyzer.analyze(quick.text)) == sorted(analyzer.analyze(plain.text))
+    assert terms(quick.must) == terms(plain.must)
+    assert terms(quick.must_not) == terms(plain.must_not)
+
+
+def test_prose_punctuation_is_not_syntax():
+    typed = 'Engineer(construction) "work visa" :) my question is: salary [2 months]'
+    assert _common_syntax(typed) == ParsedQuery(
+        "Engineer(construction) work visa :) my question is: salary [2 months]",
+        must=((U("question", "work", "visa", phrase=True),),))
+    for syntax in ('title:visa "a b"', '"a b" +(c d)', '"a b" [a TO z]', '"a b" c^2',
+                   '"a b" c OR d'):
+        assert _common_syntax(syntax) is None, syntax
 
 
 def test_common_syntax_takes_prose_with_quotations():
@@ -61,6 +95,14 @@ def test_common_syntax_takes_prose_with_quotations():
         "fine my residence permit expired, what now? don't say",
         must=((U("question", "fine"),), (U("question", "residence", "permit", phrase=True),)),
         must_not=((U("question", "tourist", "visa", phrase=True),),))
+
+
+def test_a_sign_alone_between_spaces_is_punctuation():
+    assert parse_query("Dress up night in - any ideas?") == ParsedQuery(
+        "Dress up night in any ideas?")
+    assert parse_query('visa + "work permit" - renew -fee') == ParsedQuery(
+        "visa work permit renew", must=((U("question", "work", "permit", phrase=True),),),
+        must_not=((U("question", "fee"),),))
 
 
 def test_unreadable_syntax_falls_back_to_its_words():
