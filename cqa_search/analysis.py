@@ -230,12 +230,24 @@ class Analyzer:
         lowered = lower and len(scan) == len(text)
         if not lowered:
             scan = text
+        if (lowered or not lower) and scan.isascii():  # every word as it is: in bulk
+            matches = list(self._regex.finditer(scan))
+            terms = list(map(self._cache.get, map(re.Match.group, matches)))
+            if None in terms:  # words not seen yet
+                terms = [self.term(m.group()) if t is None else t
+                         for t, m in zip(terms, matches)]
+            return list(zip(map(re.Match.start, matches), map(re.Match.end, matches), terms))
+        return self._spans_by_word(scan, lower and not lowered)
+
+    def _spans_by_word(self, scan, lower) -> list:
+        """:meth:`spans` of ``scan``, each word analysed on its own (``lower``: lowercase
+        each)."""
         term, out = self.term, []
         for match in self._regex.finditer(scan):
             start, end = match.span()
             word = match.group()
             if word.isascii():
-                out.append((start, end, term(word.lower() if lower and not lowered else word)))
+                out.append((start, end, term(word.lower() if lower else word)))
             else:
                 out.extend((start, end, term(w)) for w in self.tokenize(word))
         return out

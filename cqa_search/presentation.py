@@ -17,11 +17,13 @@ from bisect import bisect_left
 from collections import deque
 
 __all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", "Suggester",
-           "Presenter", "MAX_SUGGESTED_WORD"]
+           "Presenter", "MAX_SUGGESTED_WORD", "MAX_SUGGESTED_WORDS"]
 
 #: Longest word "did you mean" looks at: the edit automaton of a longer word costs
 #: seconds and memory (a 20,000-character word took 41 s), and no real word is longer.
 MAX_SUGGESTED_WORD = 40
+#: Most unknown words of one query that get "did you mean" suggestions.
+MAX_SUGGESTED_WORDS = 10
 # Highlighting looks at the first 32,768 characters of a text (whoosh's default).
 _CHARLIMIT = 1 << 15
 # Marks around highlighted words in text cut into segments: control characters that are
@@ -283,6 +285,8 @@ class Suggester:
 
     def __init__(self, words: dict):
         self._corrector = _whoosh().RankedCorrector(sorted(words), words)
+        # the same misspellings come back (a server's queries): each walk costs milliseconds
+        self._walk = functools.lru_cache(maxsize=4096)(self._walk)
 
     def suggest(self, word: str, limit: int = 3, maxdist: int = 2) -> list:
         """Up to ``limit`` known words within ``maxdist`` edits of ``word``, best first
@@ -295,8 +299,10 @@ class Suggester:
             return []
         if len(word) <= 3:
             maxdist = 1
-        word = word.lower()
-        return self._corrector.suggest(word, limit=limit, maxdist=maxdist, prefix=1)
+        return list(self._walk(word.lower(), limit, maxdist))
+
+    def _walk(self, word, limit, maxdist) -> tuple:
+        return tuple(self._corrector.suggest(word, limit=limit, maxdist=maxdist, prefix=1))
 
 
 class Presenter:
@@ -349,8 +355,10 @@ class Presenter:
         return self.prepare()._suggester.suggest(word, limit=limit)
 
     def suggestions(self, results) -> dict:
-        """``{word: [suggestions]}`` for the query words the archive lacks."""
-        return {w: self.suggest(w) for w in results.unknown_words}
+        """``{word: [suggestions]}`` for the query words the archive lacks (the first
+        :data:`MAX_SUGGESTED_WORDS` of them: each costs milliseconds, and a text of
+        thousands of unknown words is no misspelling)."""
+        return {w: self.suggest(w) for w in results.unknown_words[:MAX_SUGGESTED_WORDS]}
 
     def answer(self, hit):
         """``(label, text)`` of the answer shown with a hit, or None when it has none: the

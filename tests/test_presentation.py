@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from cqa_search import Question, SearchEngine, build_index
 from cqa_search.analysis import Analyzer
-from cqa_search.presentation import Presenter, corrected_query, highlight, segments, source_url
+from cqa_search.presentation import (MAX_SUGGESTED_WORDS, Presenter, corrected_query, highlight,
+                                     segments, source_url)
 
 
 def text_of(parts):
@@ -82,6 +83,16 @@ def test_results_dict_is_json_and_matches_the_results(toy_engine):
     assert "contributions" not in first  # no ranker to explain with
 
 
+def test_suggestions_for_the_first_unknown_words_only(toy_engine):
+    """A text of thousands of unknown words costs milliseconds, not seconds."""
+    words = [f"furnture{'x' * (i % 5)}q{i}" for i in range(3 * MAX_SUGGESTED_WORDS)]
+    results = toy_engine.search("furnture " + " ".join(words), k=3)
+    doc = Presenter(toy_engine).results_dict(results)
+    assert list(doc["suggestions"]) == ["furnture"] + words[:MAX_SUGGESTED_WORDS - 1]
+    assert doc["suggestions"]["furnture"] == ["furniture"]
+    assert len(doc["unknown_words"]) == 3 * MAX_SUGGESTED_WORDS + 1
+
+
 def test_results_dict_first_answer_and_body_only_questions(tmp_path):
     path = tmp_path / "idx"
     build_index([Question("a", "", "where to renew a visa in doha", answers=("at the office",)),
@@ -116,6 +127,15 @@ def test_spans_equal_the_analysis(text, analyzer):
     assert [term for term, _, _ in spans] == analyzer.analyze(text)
     for term, start, end in spans:
         assert term in analyzer.analyze(text[start:end])
+
+
+@given(st.text(alphabet=st.sampled_from("aBcEisS 1.,;'-_\n"), max_size=60),
+       st.sampled_from([Analyzer(), Analyzer(stem="porter", stopwords=None),
+                        Analyzer(lowercase=False, stem=None)]))
+def test_spans_of_ascii_text_in_bulk_equal_those_word_by_word(text, analyzer):
+    """Oracle for the bulk path of ASCII text: each word analysed on its own."""
+    scan = text.lower() if analyzer.lowercase else text
+    assert analyzer.spans(text) == analyzer._spans_by_word(scan, False)
 
 
 def test_highlight_prefers_passages_with_more_distinct_words():

@@ -14,8 +14,11 @@
 Errors are JSON (:class:`~cqa_search.server.schema.Error`): 400 for a bad query or
 parameter, 404, 405, 413/414 for a request too large, 503 while no index can be opened,
 500 (no traceback: it is logged) for a bug. The engine follows the index's generations
-(:class:`~cqa_search.server.live.LiveIndex`); searches run one at a time in a worker
-thread, never on the event loop, with one BLAS thread.
+(:class:`~cqa_search.server.live.LiveIndex`). Requests run on the event loop, one at a time,
+with one BLAS thread: Python runs one thread at a time anyway, and handing each search to a
+worker thread cost ~1.3 ms of CPU per request (a third of a SemEval query's; 217 instead of
+307 requests/s from 16 clients). A search holds the loop for its few milliseconds (a query
+of MAX_QUERY_CHARS characters with k = 100 for ~0.1 s); more processes: ``--workers``.
 """
 from __future__ import annotations
 
@@ -24,7 +27,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
-import anyio
 import orjson
 from fastapi import FastAPI, Query
 from fastapi.exceptions import RequestValidationError
@@ -168,15 +170,6 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
     'a'
     """
     live = LiveIndex(index, interval=interval, verify=verify)
-    # One search at a time in this process, in a thread (the event loop stays free for the
-    # connections): Python runs one thread at a time anyway, and requests sharing the
-    # interpreter lock in 16 threads finish in a slower, more uneven order (16 clients:
-    # p99 156-173 ms instead of 181-187, the longest 179-198 instead of 250-257 ms, the
-    # same throughput). More processes: --workers.
-    searches = anyio.CapacityLimiter(1)
-
-    async def run_in_thread(work):
-        return await anyio.to_thread.run_sync(work, limiter=searches)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -212,19 +205,16 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
         explain: Annotated[bool, Query(description="add each hit's feature contributions "
                                                    "(with a ranker)")] = False,
     ):
-        def work():
-            engine, presenter = live.current()
-            results = engine.search(q, k=k, category=category or None)
-            body = presenter.results_dict(results, typed=q, explain=explain)
-            body["generation"] = engine.generation
-            return _JSON(body)
-
-        return await run_in_thread(work)
+        engine, presenter = live.current()
+        results = engine.search(q, k=k, category=category or None)
+        body = presenter.results_dict(results, typed=q, explain=explain)
+        body["generation"] = engine.generation
+        return _JSON(body)
 
     @app.get("/api/questions/{doc_id:path}", response_model=schema.Question,
              responses={404: {"model": schema.Error, "description": "no such question"},
                         503: _ERRORS[503]}, summary="An archived question with its answers")
-    def question(doc_id: str):
+    async def question(doc_id: str):
         engine, _ = live.current()
         if doc_id not in engine.archive:
             raise HTTPException(404, f"no question {doc_id!r} in the archive")
@@ -234,7 +224,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
 
     @app.get("/api/categories", response_model=schema.Categories,
              responses={503: _ERRORS[503]}, summary="The categories and their sizes")
-    def categories():
+    async def categories():
         engine, _ = live.current()
         counts = engine.categories.counts().tolist()
         found = sorted(({"name": n, "count": c} for n, c in zip(engine.categories, counts)),
@@ -244,7 +234,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
 
     @app.get("/health", response_model=schema.Health, responses={503: _ERRORS[503]},
              summary="The generation served")
-    def health():
+    async def health():
         engine, _ = live.current()
         return _JSON({"status": "ok" if live.error is None else "stale",
                       "generation": engine.generation, "n_docs": engine.n_docs,
