@@ -20,7 +20,8 @@ def configure(parser) -> None:
                              "0.0.0.0 for every interface)")
     parser.add_argument("--port", type=int, default=8080, help="port (default: %(default)s)")
     parser.add_argument("--workers", type=int, default=1,
-                        help="server processes (default: %(default)s; each maps the index)")
+                        help="server processes (default: %(default)s; each maps the index; "
+                             "the system spreads the connections over them)")
     parser.add_argument("--verify", action="store_true",
                         help="check every file's checksum when a generation of the index is "
                              "opened (slower start and reload; finds any damaged byte)")
@@ -69,12 +70,23 @@ def run(args) -> int:
           file=sys.stderr, flush=True)
     if args.workers == 1:
         uvicorn.run(create_app(index, verify=args.verify), **options)
-    else:  # worker processes make the application from the environment
-        os.environ[INDEX_VARIABLE] = index
-        if args.verify:
-            os.environ[VERIFY_VARIABLE] = "1"
-        uvicorn.run("cqa_search.server.app:app_from_environment", factory=True,
-                    workers=args.workers, **options)
+        return 0
+    from ..server.processes import REUSE_PORT, serve_processes
+
+    if REUSE_PORT:  # the kernel spreads the connections over the processes
+        options = {k: v for k, v in options.items() if k not in ("host", "port")}
+        try:
+            return serve_processes(args.workers, index, verify=args.verify, host=args.host,
+                                   port=args.port, options=options)
+        except OSError as exc:
+            raise CQASearchError(f"cannot listen on {args.host}:{args.port}: "
+                                 f"{exc.strerror or exc}") from None
+    # uvicorn's worker processes make the application from the environment
+    os.environ[INDEX_VARIABLE] = index
+    if args.verify:
+        os.environ[VERIFY_VARIABLE] = "1"
+    uvicorn.run("cqa_search.server.app:app_from_environment", factory=True,
+                workers=args.workers, **options)
     return 0
 
 

@@ -60,11 +60,14 @@ def test_other_commands_do_not_import_the_server_stack(toy_index):
     assert out.stdout.strip() == "[]"
 
 
-def test_serves_until_interrupted(toy_index):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serves_until_interrupted(toy_index, workers):
+    """The real command, one process or several on the same port (SO_REUSEPORT: each new
+    connection goes to one of them); SIGINT stops them all."""
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "cqa_search", "serve", str(toy_index),
-                             "--port", str(port)],
+                             "--port", str(port), "--workers", str(workers)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -79,14 +82,34 @@ def test_serves_until_interrupted(toy_index):
                     raise AssertionError(proc.communicate()[1]) from None
                 time.sleep(0.1)
         assert health["status"] == "ok" and health["n_docs"] == 12
-        with urllib.request.urlopen(url + "/api/search?q=renew+visa&k=2", timeout=10) as r:
-            assert {h["id"] for h in json.load(r)["hits"]} == {"t01", "t02"}
+        for _ in range(2 * workers):  # new connections, whichever process takes them
+            with urllib.request.urlopen(url + "/api/search?q=renew+visa&k=2", timeout=30) as r:
+                assert {h["id"] for h in json.load(r)["hits"]} == {"t01", "t02"}
+        if workers > 1:
+            busy = socket.socket()
+            try:  # another program cannot take the port meanwhile
+                with pytest.raises(OSError):
+                    busy.bind(("127.0.0.1", port))
+            finally:
+                busy.close()
     finally:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert f"serving {toy_index} on http://127.0.0.1:{port}/" in err
     assert "Traceback" not in err
+
+
+def test_several_processes_on_a_port_in_use(toy_index, capsys):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        assert main(["serve", str(toy_index), "--port", str(port), "--workers", "2"]) == 1
+    finally:
+        taken.close()
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
 
 
 def test_worker_processes_make_the_app_from_the_environment(toy_index, monkeypatch):
