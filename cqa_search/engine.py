@@ -289,7 +289,9 @@ class SearchEngine:
         -------
         Results
             When no question holds any of the words but some answers do, the questions
-            whose answers match (``results.field == "answers"``).
+            whose answers match (``results.field == "answers"``); when none has every
+            required word or phrase, the hits of the words without these requirements
+            (``results.relaxed``).
 
         Raises
         ------
@@ -321,6 +323,13 @@ class SearchEngine:
             fallback = self._search(q, k, cid, in_answers, retrieval=answers)
             if len(fallback):
                 results = fallback
+        if not len(results) and query.must:
+            # Nothing has every required word or phrase (a quotation pasted with a question,
+            # say): the words without the requirements, and the results say so.
+            relaxed = self.search(dataclasses.replace(query, must=()), k, category=category)
+            if len(relaxed):
+                object.__setattr__(relaxed, "relaxed", True)
+                results = relaxed
         return results
 
     def _search(self, q: AnalyzedQuery, k, category_id, parsed=None, retrieval=None) -> Results:

@@ -422,6 +422,7 @@ class Presenter:
     def results_dict(self, results, *, typed=None, explain=False) -> dict:
         """Results as JSON-ready data: ``query`` (the words searched), ``category`` (the
         filter applied), ``query_terms``, ``matched_in`` (the field the hits matched in),
+        ``relaxed`` (the query's requirements were dropped: nothing met them),
         ``unknown_words``, ``suggestions``, ``did_you_mean`` (``typed``, the query as
         typed, corrected; None without a correction or ``typed``), ``ranking``
         (:meth:`ranking`) and ``hits`` (:meth:`hit_dict`)."""
@@ -429,6 +430,7 @@ class Presenter:
         terms = results.query_terms
         return {"query": results.query, "category": results.category,
                 "query_terms": list(terms), "matched_in": results.field,
+                "relaxed": results.relaxed,
                 "unknown_words": list(results.unknown_words), "suggestions": suggestions,
                 "did_you_mean": None if typed is None else corrected_query(typed, suggestions),
                 "ranking": self.ranking(),

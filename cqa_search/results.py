@@ -62,15 +62,18 @@ class Results:
         question held the words and the search looked in the answers instead.
     category : str or None
         The category the search was restricted to (``category=`` or ``category:``).
+    relaxed : bool
+        True when no question had every required word or phrase of the query, and the
+        hits are those of its words without these requirements (exclusions kept).
 
     Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
     """
 
     __slots__ = ("query", "doc_ids", "scores", "feature_names", "_features", "query_terms",
-                 "unknown_words", "field", "category", "_archive", "_rows")
+                 "unknown_words", "field", "category", "relaxed", "_archive", "_rows")
 
     def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
-                 unknown_words, archive, field="question", category=None):
+                 unknown_words, archive, field="question", category=None, relaxed=False):
         set_ = object.__setattr__
         set_(self, "query", query)
         set_(self, "doc_ids", tuple(doc_ids))
@@ -81,6 +84,7 @@ class Results:
         set_(self, "unknown_words", tuple(unknown_words))
         set_(self, "field", field)
         set_(self, "category", category)
+        set_(self, "relaxed", bool(relaxed))
         set_(self, "_archive", archive)
         set_(self, "_rows", _frozen(rows, np.int64))
 

@@ -89,6 +89,9 @@ def open_engine(args, **config) -> SearchEngine:
 
 
 def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
+    if results.relaxed:
+        print(style.dim("no question has every required word or phrase; questions with the "
+                        "words:"), file=out)
     if results.field == "answers":
         print(style.dim("no question holds these words; questions whose answers do:"),
               file=out)

@@ -64,6 +64,9 @@ class SearchResults(BaseModel):
     query_terms: list[str] = Field(description="the analysed query terms found in the index")
     matched_in: str = Field(description='the field the hits matched in: "question", or '
                                         '"answers" when no question holds the words')
+    relaxed: bool = Field(description="no question has every required word or phrase of "
+                                      "the query: the hits are those of its words without "
+                                      "these requirements")
     unknown_words: list[str] = Field(description="query words the archive does not have")
     suggestions: dict[str, list[str]] = Field(description='"did you mean" words for each '
                                                           "unknown word")

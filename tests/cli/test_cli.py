@@ -48,6 +48,16 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
     doc = json.loads(out)
     assert doc["matched_in"] == "answers" and [h["id"] for h in doc["hits"]] == ["t07"]
 
+    # a phrase no question has: the words without it, said so (not an empty page)
+    code, out, _ = run(capsys, "query", out_dir, '"visa battery" renew', "--json")
+    doc = json.loads(out)
+    assert doc["relaxed"] is True and doc["hits"] and doc["matched_in"] == "question"
+    assert {"t01", "t02"} <= {h["id"] for h in doc["hits"]}
+    code, out, _ = run(capsys, "query", out_dir, '"visa battery" renew', "--color", "never")
+    assert "no question has every required word or phrase; questions with the words:" in out
+    code, out, _ = run(capsys, "query", out_dir, '"renew a work visa"', "--json")
+    assert json.loads(out)["relaxed"] is False
+
     code, out, _ = run(capsys, "query", out_dir, "furnture")
     assert "'furnture' is not in the archive; did you mean furniture?" in out
 

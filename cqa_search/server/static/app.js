@@ -210,6 +210,10 @@
       didYouMean.append(data.did_you_mean ? " " : "",
         `Not in the archive: ${missing.map((w) => `“${w}”`).join(", ")}.`);
     }
+    const notes = [];
+    if (data.relaxed) notes.push("No question has every required word or phrase: questions with the words.");
+    if (data.matched_in === "answers") notes.push("No question holds these words: questions whose answers do.");
+    if (notes.length) didYouMean.append(didYouMean.childNodes.length ? " " : "", notes.join(" "));
     didYouMean.hidden = !didYouMean.childNodes.length;
   }
 
