@@ -40,9 +40,10 @@ def format_info(info) -> str:
             stale.append(f"{m['added_since']:,} questions added since")
         if m["deleted_since"]:
             stale.append(f"{m['deleted_since']:,} deleted since")
+        again = "retrain it with `cqa-search train`" if m["kind"] == "ranker" else \
+            "refit with `cqa-search fit`"
         lines.append(f"model      {name} ({m['kind']}, fitted {m['created']}): "
-                     + ("; ".join(stale) + " (refit with `cqa-search fit`)" if stale
-                        else "up to date"))
+                     + ("; ".join(stale) + f" ({again})" if stale else "up to date"))
     return "\n".join(lines)
 
 

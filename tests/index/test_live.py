@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from cqa_search import (Question, SearchConfig, SearchEngine, add_questions, build_index,
                         compact, delete_questions)
 from cqa_search.cli.__main__ import main
+from cqa_search.cli.info import format_info
 from cqa_search.exceptions import ArchiveError, IndexFormatError
 from cqa_search.index.layout import SortedIds, doc_id_ranks
 from cqa_search.index.live import index_info
@@ -163,6 +164,11 @@ def test_models_follow_additions_and_compaction(tmp_path):
     add_questions(path, [Question.from_dict(json.loads(x)) for x in lines[300:]])
     info = index_info(path)["models"]
     assert info["topics"]["added_since"] == 27 and info["translation"]["deleted_since"] == 0
+    shown = format_info({**index_info(path), "models": {
+        **info, "ranker": {**info["topics"], "kind": "ranker"}}})
+    assert "topics (topics, fitted " in shown
+    assert "27 questions added since (refit with `cqa-search fit`)" in shown
+    assert "27 questions added since (retrain it with `cqa-search train`)" in shown
     grown = SearchEngine.open(path)  # the new questions are folded into the models
     assert len(grown.index.vocab) > len(small.index.vocab)
     res = grown.search("my rice is always sticky", k=5)
