@@ -435,12 +435,16 @@ class SearchEngine:
         return out
 
     def _results_of(self, parts) -> Results:
-        """:class:`Results` from :func:`_search_parts` (computed in another process)."""
-        text, rows, scores, features, terms, unknown, field, category = parts
+        """:class:`Results` from :func:`_search_parts` (computed in another process; the
+        features that ranking did not need are computed here when first read, as in
+        :meth:`search`)."""
+        text, rows, scores, features, terms, unknown, field, category, relaxed = parts
+        if features is None:
+            features = lambda: self.feature_scores(self.analyze(text, category), rows)  # noqa: E731
         doc_ids = self.archive.doc_ids
         return Results(text, rows, [doc_ids[r] for r in rows.tolist()], scores,
                        self.feature_names, features, terms, unknown, self.archive, field,
-                       category)
+                       category, relaxed)
 
     def rerank(self, text: str, doc_ids, *, scores=None, category=None) -> Results:
         """Order only the given candidates (the rerank protocol).
@@ -493,5 +497,6 @@ def _search_parts(state, item):
     engine, k = state
     text, category = item
     res = engine.search(text, k, category=category)
-    return (res.query, res._rows, res.scores, res.features, res.query_terms,
-            res.unknown_words, res.field, res.category)
+    features = None if callable(res._features) else res.features  # None: not computed yet
+    return (res.query, res._rows, res.scores, features, res.query_terms,
+            res.unknown_words, res.field, res.category, res.relaxed)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 
-__all__ = ["map_queries", "n_workers"]
+__all__ = ["map_queries", "n_workers", "PROBE_SECONDS", "WORTH_SECONDS"]
 
 _TASK = None  # (function, shared state) of the running map, inherited by forked workers
 
@@ -38,24 +39,42 @@ def _chunk(items):
         return [function(state, item) for item in items]
 
 
+#: Seconds of items run in this process first, to estimate what the rest will cost.
+PROBE_SECONDS = 0.05
+#: Estimated seconds of the remaining items below which they stay in this process:
+#: starting and stopping the workers and sending the results back costs ~0.1 s, so a
+#: smaller batch would only be slower on several processes.
+WORTH_SECONDS = 0.5
+
+
 def map_queries(function, items, *, state, n_jobs=None) -> list:
     """``[function(state, item) for item in items]``, in order, on ``n_jobs`` processes.
 
     ``state`` (e.g. an opened engine) is shared with the workers by forking, never
     pickled; ``function``'s results are pickled back, so they should be plain data
-    (arrays, lists, dicts), not objects holding the index.
+    (arrays, lists, dicts), not objects holding the index. The first items run here for
+    :data:`PROBE_SECONDS`; the rest goes to the workers only when it is estimated to take
+    :data:`WORTH_SECONDS` or more (the results are the same either way).
     """
     global _TASK
     items = list(items)
     workers = n_workers(n_jobs, len(items))
     if workers == 1:
         return [function(state, item) for item in items]
-    size = -(-len(items) // (4 * workers))  # a few chunks per worker evens out long queries
-    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    done, started = [], time.perf_counter()
+    while len(done) < len(items) and time.perf_counter() - started < PROBE_SECONDS:
+        done.append(function(state, items[len(done)]))
+    rest = items[len(done):]
+    per_item = (time.perf_counter() - started) / max(len(done), 1)
+    if per_item * len(rest) < WORTH_SECONDS or len(rest) < 2:
+        return done + [function(state, item) for item in rest]
+    workers = min(workers, len(rest))
+    size = -(-len(rest) // (4 * workers))  # a few chunks per worker evens out long queries
+    chunks = [rest[i:i + size] for i in range(0, len(rest), size)]
     _TASK = (function, state)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             parts = pool.map(_chunk, chunks)
     finally:
         _TASK = None
-    return [result for part in parts for result in part]
+    return done + [result for part in parts for result in part]

@@ -261,12 +261,32 @@ def test_reopen_follows_the_live_generation(tmp_path):
     assert engine.search("visa").doc_ids == ("a",)  # the old engine still answers
 
 
-def test_two_worker_processes_give_the_same_results(toy_engine):
-    queries = ["renew visa", "cheap sofa", "engine start", "category:Cars battery", "visa -work"]
+def test_a_small_batch_stays_in_this_process(toy_engine, monkeypatch):
+    """Workers cost ~0.1 s to start: a batch estimated below WORTH_SECONDS is not sent."""
+    import cqa_search.parallel as parallel
+
+    def no_fork(*args, **kwargs):
+        raise AssertionError("a worker process was started")
+
+    monkeypatch.setattr(parallel.multiprocessing, "get_context", no_fork)
+    one = toy_engine.batch_search(["renew visa", "cheap sofa", "engine"], k=3, n_jobs=2)
+    assert one["0"].doc_ids == toy_engine.search("renew visa", k=3).doc_ids
+
+
+def test_two_worker_processes_give_the_same_results(toy_engine, monkeypatch):
+    import cqa_search.parallel as parallel
+
+    # every query to the workers (a batch this small would stay in this process)
+    monkeypatch.setattr(parallel, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
+    queries = ["renew visa", "cheap sofa", "engine start", "category:Cars battery", "visa -work",
+               '"visa battery" renew', "alternator"]
     one = toy_engine.batch_search(queries, k=3)
     two = toy_engine.batch_search(queries, k=3, n_jobs=2)
+    assert one["5"].relaxed and one["6"].field == "answers"
     for qid in one:
         assert one[qid].doc_ids == two[qid].doc_ids and one[qid].field == two[qid].field
+        assert one[qid].relaxed == two[qid].relaxed and one[qid].category == two[qid].category
         np.testing.assert_array_equal(one[qid].scores, two[qid].scores)
         np.testing.assert_array_equal(one[qid].features, two[qid].features)
         assert [h.title for h in two[qid]] == [h.title for h in one[qid]]
