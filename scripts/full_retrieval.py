@@ -316,7 +316,7 @@ def run_collection(key, data, work, log):
     ids = [q["id"] for q in scored]
     print("\nBM25 (k1=1.2, b=0.75) MAP by analysis: " + ", ".join(
         f"{a} {100 * bm25[a, 1.2, 0.75].loc[ids, 'map'].mean():.2f}" for a in ANALYZERS)
-        + f"; best k1, b per analysis: " + ", ".join(
+        + "; best k1, b per analysis: " + ", ".join(
         f"{a} {100 * max(bm25[a, k1, b].loc[ids, 'map'].mean() for k1, b in BM25_GRID):.2f}"
         for a in ANALYZERS) + " (on the scored queries: for reading, not for choosing).")
     print(f"\nChoices per fold: BM25 tuned: {'; '.join(tuned_choice)}. Pipeline: analysis "

@@ -469,7 +469,6 @@ def load_index(stored: StoredIndex) -> IndexData:
                                           low=-1, high=len(names) - 1))
             for name in head.stats:
                 fields[name].append((head.segment_field(k, name), seg["fields"][name]))
-        n_rows = len(head.doc_ids)
         doc_id_rank = head.doc_id_rank()
         deleted = head.deleted
         index_fields = {}

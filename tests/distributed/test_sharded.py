@@ -16,9 +16,7 @@ from cqa_search.distributed.search import ShardedEngine  # noqa: E402
 from cqa_search.exceptions import IndexFormatError, QueryError  # noqa: E402
 from cqa_search.index.models import add_model  # noqa: E402
 from cqa_search.index.store import open_index  # noqa: E402
-from cqa_search.index.term_index import CollectionStats  # noqa: E402
 from cqa_search.ranking.linear import LinearRanker  # noqa: E402
-from cqa_search.readers import read_archive  # noqa: E402
 
 DEMO = resources.files("cqa_search.data") / "demo"
 SHARDS = (1, 2, 3, 7)

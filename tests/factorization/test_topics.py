@@ -1,6 +1,5 @@
 """The stored topic model: tf-idf matrix, storage, topic score, category inference, eq. 14, CLI."""
 import copy
-import json
 import shutil
 import warnings
 

@@ -19,7 +19,7 @@ import re
 import resource
 import socket
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
