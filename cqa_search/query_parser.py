@@ -1,4 +1,5 @@
-"""The query syntax a person types, parsed with whoosh into words and filters.
+"""The query syntax a person types, parsed into words and filters (the common syntax
+directly, the rest by whoosh's query parser).
 
 One parser serves the Python API (:meth:`cqa_search.SearchEngine.search`), the command
 line and the server. The syntax (what ``:help`` and the README list):
@@ -15,9 +16,10 @@ line and the server. The syntax (what ``:help`` and the README list):
 ======================================  ===============================================
 
 Words are analysed like the archive (stemmed, stopwords dropped), so a filter matches what
-a search matches. A ``+`` or ``-`` standing alone between spaces ("Doha - any ideas?") is
-punctuation, not an operator. Text without any syntax is taken as it is, without running the parser;
-text the parser cannot read (``NOT NOT NOT``) falls back to its plain words.
+a search matches. Prose punctuation is not syntax: a ``+`` or ``-`` standing alone between
+spaces ("Doha - any ideas?"), brackets without an operator, a colon not after a field name,
+single quotes. Text without any syntax is taken as it is, without a parser; text whoosh's
+parser cannot read (``NOT NOT NOT``) falls back to its plain words.
 """
 from __future__ import annotations
 
