@@ -5,8 +5,9 @@ burst of new connections accepts all that are waiting (asyncio accepts every pen
 connection at once); with keep-alive they then stay with it. Measured with 16 clients and
 two workers: one process served nine requests in ten, and two workers were no faster than
 one. Here each process listens on a socket of its own in a ``SO_REUSEPORT`` group, and the
-kernel hands each new connection to one of them by a hash of its addresses (Linux, the BSDs;
-elsewhere :func:`serve_processes` is not used).
+kernel hands each new connection to one of them by a hash of its addresses (Linux; macOS
+and the BSDs accept ``SO_REUSEPORT`` without spreading the connections, so there and on
+Windows uvicorn's own workers serve).
 
 The parent process only watches: it starts ``n`` processes, starts a new one when one dies
 (and gives up when they die as fast as they start), and stops them all on SIGINT or SIGTERM.
@@ -18,6 +19,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 import time
 
 __all__ = ["REUSE_PORT", "listening_socket", "serve_processes"]
@@ -25,7 +27,7 @@ __all__ = ["REUSE_PORT", "listening_socket", "serve_processes"]
 logger = logging.getLogger(__name__)
 
 #: Whether this system spreads connections over a group of sockets.
-REUSE_PORT = hasattr(socket, "SO_REUSEPORT")
+REUSE_PORT = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 # A process that dies within this many seconds of its start failed to start.
 _START_SECONDS = 10.0
 _MAX_QUICK_DEATHS = 3
