@@ -71,3 +71,20 @@ def test_bench_parallel_tiny(tmp_path):
     out = run("bench_parallel.py", str(tmp_path / "idx"), str(queries), "--bm25-only",
               "--repeats", "1")
     assert "30 queries" in out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_load_server_tiny(tmp_path, workers):
+    """The loopback load (a few requests) on the demo archive, with its mid-run rebuild:
+    no request fails, and the server follows the new generation."""
+    from cqa_search.data import DEMO_ARCHIVE, demo_dir
+
+    out = run("load_server.py", "--archive", str(demo_dir() / DEMO_ARCHIVE), "--queries",
+              str(demo_dir() / "queries.jsonl"), "--work", str(tmp_path), "--clients", "3",
+              "--requests", "60", "--warmup", "5", "--workers", str(workers))
+    row = [line for line in out.splitlines() if line.startswith("| 60 |")]
+    assert row, out
+    cells = [c.strip() for c in row[0].strip("|").split("|")]
+    assert cells[1] == "0" and float(cells[2]) > 0  # errors, throughput
+    assert "gen-000001 -> gen-000002" in out
+
