@@ -147,3 +147,24 @@ def test_concat_equals_the_stacked_count_matrix(seed, n_parts, n_terms):
     assert merged.indices.tolist() == expected.indices.tolist()
     assert merged.counts.tolist() == expected.data.tolist()
     assert merged.doc_len.tolist() == np.vstack(dense).reshape(-1, n_terms).sum(axis=1).tolist()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 60), st.integers(1, 40))
+def test_postings_ordered_by_numpy_equal_scipys(seed, n_docs, n_terms):
+    """Oracle for the build's two orderings of the postings (numpy up to
+    NUMPY_ORDER_LIMIT entries, scipy's CSC conversion beyond)."""
+    import cqa_search.index.term_index as ti
+
+    rng = np.random.default_rng(seed)
+    cells = rng.random((n_docs, n_terms)) < 0.3  # each (row, term) once, rows in order
+    rows, terms = (a.astype(np.int32) for a in np.nonzero(cells))
+    counts = rng.integers(1, 5, len(rows)).astype(np.int32)
+    small = ti._by_term(rows, terms, counts, n_docs, n_terms)
+    limit, ti.NUMPY_ORDER_LIMIT = ti.NUMPY_ORDER_LIMIT, -1
+    try:
+        large = ti._by_term(rows, terms, counts, n_docs, n_terms)
+    finally:
+        ti.NUMPY_ORDER_LIMIT = limit
+    for a, b in zip(small, large):
+        assert a.dtype == b.dtype and a.tolist() == b.tolist()
