@@ -177,7 +177,8 @@ def segments(text: str, terms, analyzer, *, width=None) -> list:
     >>> segments("Renewing my visa", {"visa"}, Analyzer())
     [{'text': 'Renewing my ', 'match': False}, {'text': 'visa', 'match': True}]
     """
-    text = text.translate(_UNMARKED)
+    if _START in text or _END in text:  # (a scan for two characters costs less than translate)
+        text = text.translate(_UNMARKED)
     if width is None:
         marked = highlight(text, terms, analyzer, start=_START, end=_END)
     else:
