@@ -207,10 +207,9 @@ def main(argv=None) -> int:
 
     lat = np.array([(end - start) * 1e3 for start, end, _, _ in results])
     errors = [status for _, _, status, ok in results if not ok]
-    overlaps = [start <= rebuild.get("end", 0) and end >= rebuild.get("start", 1)
-                for start, end, _, _ in results]
-    during = lat[np.array(overlaps, dtype=bool)] if results else lat
-    steady = lat[~np.array(overlaps, dtype=bool)] if results else lat
+    overlaps = np.array([start <= rebuild.get("end", 0) and end >= rebuild.get("start", 1)
+                         for start, end, _, _ in results], dtype=bool)
+    during, steady = lat[overlaps], lat[~overlaps]
     pct = lambda a, q: float(np.percentile(a, q)) if len(a) else float("nan")  # noqa: E731
     print(f"index: {index} ({before['n_docs']:,} questions, BM25 only), generation "
           f"{before['generation']} -> {rebuilt} (rebuilt in "

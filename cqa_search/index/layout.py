@@ -391,10 +391,14 @@ class IndexHead:
     stats: dict
 
     def doc_id_rank(self) -> np.ndarray:
-        """``doc_id_rank.npy``, checked (raises InvalidArray)."""
+        """``doc_id_rank.npy``, checked (IndexFormatError when it is not sound)."""
         n_rows = len(self.doc_ids)
-        return check_array(self.stored.array("doc_id_rank.npy"), "doc_id_rank.npy",
-                           kind="iu", shape=(n_rows,), low=0, high=n_rows - 1)
+        try:
+            return check_array(self.stored.array("doc_id_rank.npy"), "doc_id_rank.npy",
+                               kind="iu", shape=(n_rows,), low=0, high=n_rows - 1)
+        except InvalidArray as exc:
+            raise IndexFormatError(f"corrupted index {self.stored.path}: {exc}; "
+                                   f"{_REBUILD}") from None
 
     def segment_field(self, k, name) -> FieldIndex:
         """Field ``name`` of segment ``k`` alone (its own rows from 0)."""

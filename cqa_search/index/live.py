@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..archive import Question
-from ..exceptions import ArchiveError, IndexFormatError, ParameterError
+from ..exceptions import ArchiveError, ParameterError
 from ..retrieval.bm25 import BM25
 from .build import progress_bar, read_archive
 from .layout import (SegmentWriter, SortedIds, load_index, read_head, segment_dir,
@@ -42,7 +42,6 @@ from .layout import (SegmentWriter, SortedIds, load_index, read_head, segment_di
 from .models import load_models
 from .store import IndexWriter, open_index
 from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
-from .validate import InvalidArray
 from .vocab import Vocabulary
 
 __all__ = ["add_questions", "delete_questions", "compact", "ChangeSummary", "index_info"]
@@ -115,11 +114,7 @@ class _Change:
 
     @functools.cached_property
     def ids(self) -> SortedIds:
-        try:
-            return SortedIds(self.head.doc_ids, self.head.doc_id_rank())
-        except InvalidArray as exc:
-            raise IndexFormatError(f"corrupted index {self.head.stored.path}: {exc}; rebuild "
-                                   "it with `cqa-search build-index`") from None
+        return SortedIds(self.head.doc_ids, self.head.doc_id_rank())
 
     def row(self, doc_id) -> int | None:
         """The live row of question ``doc_id`` (None: not in the index)."""
