@@ -66,21 +66,24 @@ def run(args) -> int:
     options = dict(host=args.host, port=args.port, log_level="info" if args.verbose else
                    "warning", h11_max_incomplete_event_size=MAX_TARGET_BYTES + 16384,  # + headers
                    server_header=False)
+    from ..server.processes import REUSE_PORT, listening_socket, serve_processes
+
+    several = args.workers > 1 and REUSE_PORT  # the kernel spreads connections over them
+    if several:
+        try:  # a clear error before anything starts
+            listening_socket(args.host, args.port).close()
+        except OSError as exc:
+            raise CQASearchError(f"cannot listen on {args.host}:{args.port}: "
+                                 f"{exc.strerror or exc}") from None
     print(f"serving {index} on http://{args.host}:{args.port}/ (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     if args.workers == 1:
         uvicorn.run(create_app(index, verify=args.verify), **options)
         return 0
-    from ..server.processes import REUSE_PORT, serve_processes
-
-    if REUSE_PORT:  # the kernel spreads the connections over the processes
+    if several:
         options = {k: v for k, v in options.items() if k not in ("host", "port")}
-        try:
-            return serve_processes(args.workers, index, verify=args.verify, host=args.host,
-                                   port=args.port, options=options)
-        except OSError as exc:
-            raise CQASearchError(f"cannot listen on {args.host}:{args.port}: "
-                                 f"{exc.strerror or exc}") from None
+        return serve_processes(args.workers, index, verify=args.verify, host=args.host,
+                               port=args.port, options=options)
     # uvicorn's worker processes make the application from the environment
     os.environ[INDEX_VARIABLE] = index
     if args.verify:

@@ -71,8 +71,8 @@ def _serve_one(index, verify, host, port, options) -> None:
 
 def serve_processes(n: int, index, *, verify: bool, host: str, port: int, options: dict) -> int:
     """Run ``n`` server processes on ``host:port`` until SIGINT or SIGTERM; returns the exit
-    status (0, or 1 when the processes keep dying as they start)."""
-    listening_socket(host, port).close()  # a clear error now if the port cannot be had
+    status (0, or 1 when the processes keep dying as they start). A port that cannot be
+    bound makes each process die as it starts: check it first (:func:`listening_socket`)."""
     context = multiprocessing.get_context("spawn")
     stopping = []
 
