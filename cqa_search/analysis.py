@@ -161,6 +161,13 @@ class Analyzer:
             text = text.lower()
         return self._regex.findall(text)
 
+    def share_cache(self, other: "Analyzer") -> None:
+        """Use the word -> term cache of ``other`` when it analyses text the same way
+        (equal parameters), e.g. the analyzer of an index's previous generation: a server
+        following rebuilds then does not stem every word it shows again."""
+        if other is not self and other == self:
+            self._cache = other._cache
+
     def _terms(self, tokens: Iterable[str], keep_empty=False) -> list:
         cache = self._cache
         missing = [t for t in dict.fromkeys(tokens) if t not in cache]  # deterministic order

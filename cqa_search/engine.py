@@ -235,8 +235,10 @@ class SearchEngine:
         if current_generation(self.path) == self.generation:
             return self
         stored = self.data.stored
-        return SearchEngine.open(self.path, mmap=stored.mmap, verify=stored.verified,
-                                 config=self.config)
+        engine = SearchEngine.open(self.path, mmap=stored.mmap, verify=stored.verified,
+                                   config=self.config)
+        engine.analyzer.share_cache(self.analyzer)  # the words analysed so far stay analysed
+        return engine
 
     def with_config(self, config: SearchConfig) -> "SearchEngine":
         """A new engine over the same (shared) index and models with another configuration."""

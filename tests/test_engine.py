@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
+from cqa_search.analysis import Analyzer
 from cqa_search.evaluation import feature_table, run_queries
 from cqa_search.exceptions import QueryError
 from cqa_search.presentation import Presenter
@@ -259,6 +260,11 @@ def test_reopen_follows_the_live_generation(tmp_path):
     assert fresh is not engine and fresh.generation == "gen-000002"
     assert fresh.config.n_candidates == 7 and fresh.search("visa").doc_ids == ("b", "c")
     assert engine.search("visa").doc_ids == ("a",)  # the old engine still answers
+    assert fresh.analyzer._cache is engine.analyzer._cache  # words analysed stay analysed
+    build_index([Question("d", "renewing visas")], path, analyzer=Analyzer(stem="porter"))
+    other = fresh.reopen()
+    assert other.analyzer._cache is not fresh.analyzer._cache  # not another analysis's terms
+    assert other.search("renewed").doc_ids == ("d",)
 
 
 def test_a_small_batch_stays_in_this_process(toy_engine, monkeypatch):

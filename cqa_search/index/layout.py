@@ -175,8 +175,11 @@ class IndexData:
         self.stored.check(isinstance(words, dict), "surface.json is not a mapping")
         df = sum(np.asarray(f.stats.df, dtype=np.int64) for f in self.index.fields.values())
         n = len(df)
-        return {w: int(df[t]) for w, t in words.items()
-                if isinstance(t, int) and 0 <= t < n and df[t] > 0}
+        # (a server reads this at every new generation: one pass in numpy, not a lookup per word)
+        ids = np.fromiter((t if type(t) is int and 0 <= t < n else n for t in words.values()),
+                          dtype=np.int64, count=len(words))
+        counts = np.append(df, 0)[ids].tolist()
+        return {w: c for w, c in zip(words, counts) if c > 0}
 
 
 def doc_id_ranks(doc_ids) -> np.ndarray:
