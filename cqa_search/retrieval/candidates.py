@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import compiled
 from .base import TermModel, postings
 
 __all__ = ["top_k", "retrieve"]
@@ -64,7 +65,9 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
     allowed): ``top_k(scores, k, allowed=matched, tie_rank=tie_rank)``, with identical
     scores and order. When scores are sums of positive posting weights (no document part
     nor constant: BM25), the top ``k`` is chosen among the query terms' postings rather
-    than among every document, which saves two passes over all documents.
+    than among every document, which saves two passes over all documents; and when the
+    compiled kernel is loaded (:mod:`~cqa_search.retrieval.compiled`, numba), by MaxScore,
+    which reads only part of the postings of long queries' frequent terms.
 
     Parameters
     ----------
@@ -95,9 +98,15 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
     usable, uqtf = model._usable(field, term_ids, qtf)
     if prune and k is not None and len(usable) and _sums_of_weights(model) \
             and not model._weights_can_be_zero():
-        return _postings_top_k(field, usable, model._query_weights(field, usable, uqtf),
-                               model.posting_weights(field), k, doc_category, category,
-                               allowed, tie_rank)
+        coef = model._query_weights(field, usable, uqtf)
+        weights = model.posting_weights(field)
+        if compiled.kernel() is not None:
+            return compiled.top_k_of_postings(
+                field.indptr, field.indices, weights, model.max_posting_weights(field),
+                usable, coef, k, doc_category=doc_category, category=category,
+                allowed=allowed, tie_rank=tie_rank)
+        return compiled.timed(_postings_top_k, field, usable, coef, weights, k, doc_category,
+                              category, allowed, tie_rank)
     scores, matched = model.score_all(field, term_ids, qtf)
     if category is not None:
         matched &= doc_category == category

@@ -175,8 +175,11 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
     async def lifespan(app):
         from threadpoolctl import threadpool_limits
 
-        # Requests run in threads: BLAS threads of their own would only compete.
+        from ..retrieval import compiled
+
+        # One BLAS thread: more would only compete with the other worker processes.
         limits = threadpool_limits(limits=1)
+        compiled.load()  # before serving, not in the middle of a request (when installed)
         live.start()
         try:
             yield

@@ -2,7 +2,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqa_search.retrieval import top_k
+from cqa_search.retrieval import compiled, top_k
+from cqa_search.retrieval.candidates import _postings_top_k
 
 
 @settings(max_examples=200, deadline=None)
@@ -63,6 +64,29 @@ def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, fil
                          category=category, allowed=allowed, tie_rank=tie_rank)
     assert rows.tolist() == expected.tolist()
     assert got.tolist() == scores[expected].tolist()            # bit for bit
+    # both twins of the pruned path, whichever retrieve() took
+    args = (term_ids, model._query_weights(field, term_ids, qtf), model.posting_weights(field))
+    rows, got = _postings_top_k(field, *args, k, doc_category, category, allowed, tie_rank)
+    assert rows.tolist() == expected.tolist() and got.tolist() == scores[expected].tolist()
+    if compiled.load():  # the compiled twin (MaxScore)
+        bounds = model.max_posting_weights(field)
+        filters = dict(doc_category=doc_category, category=category, allowed=allowed)
+        for ties in (tie_rank, None):
+            want = top_k(scores, k, allowed=matched, tie_rank=ties)
+            rows, got = compiled.top_k_of_postings(field.indptr, field.indices, args[2], bounds,
+                                                   term_ids, args[1], k, tie_rank=ties,
+                                                   **filters)
+            assert rows.tolist() == want.tolist()
+            assert got.tolist() == scores[want].tolist()
+        # query weights that float32 rounds, some far apart (terms left out of the walk
+        # early): the same products and sums as numpy's
+        coef = rng.random(len(term_ids)) * 3 + 0.1
+        coef[rng.random(len(coef)) < 0.3] *= 50
+        want = _postings_top_k(field, term_ids, coef, args[2], k, doc_category, category,
+                               allowed, tie_rank)
+        got = compiled.top_k_of_postings(field.indptr, field.indices, args[2], bounds,
+                                         term_ids, coef, k, tie_rank=tie_rank, **filters)
+        assert [a.tolist() for a in got] == [a.tolist() for a in want]
 
 
 def test_retrieve_of_other_models_and_of_every_match():

@@ -1,0 +1,166 @@
+"""The numba kernel of :mod:`cqa_search.retrieval.compiled` (importing this module imports
+numba; numba caches the compiled code on disk)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["top_k"]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def worse(s1, t1, r1, s2, t2, r2):
+    """Hit 1 ranks below hit 2: lower score, or equal and a larger (tie rank, row)."""
+    if s1 != s2:
+        return s1 < s2
+    if t1 != t2:
+        return t1 > t2
+    return r1 > r2
+
+@njit(cache=True, nogil=True)
+def sift_down(hs, ht, hr, i, n):
+    """Restore the heap (root: the worst hit kept) below position ``i`` of ``n``."""
+    while True:
+        left = 2 * i + 1
+        if left >= n:
+            return
+        w = left
+        right = left + 1
+        if right < n and worse(hs[right], ht[right], hr[right], hs[left], ht[left],
+                               hr[left]):
+            w = right
+        if worse(hs[w], ht[w], hr[w], hs[i], ht[i], hr[i]):
+            hs[i], hs[w] = hs[w], hs[i]
+            ht[i], ht[w] = ht[w], ht[i]
+            hr[i], hr[w] = hr[w], hr[i]
+            i = w
+        else:
+            return
+
+
+@njit(cache=True, nogil=True)
+def _gallop(indices, lo, hi, d):
+    """The first position in ``indices[lo:hi]`` (sorted) holding a row >= ``d`` (``hi``
+    if none), searching from ``lo`` outwards: rows are looked up in increasing order."""
+    step = 1
+    while lo + step < hi and indices[lo + step] < d:
+        step <<= 1
+    top = min(lo + step + 1, hi)
+    while lo < top:
+        mid = (lo + top) >> 1
+        if indices[mid] < d:
+            lo = mid + 1
+        else:
+            top = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def top_k(indptr, indices, weights, max_weights, term_ids, coef, k, doc_category, category,
+          by_category, allowed, by_allowed, tie_rank, by_tie):
+    """``(rows, scores)`` of the ``k`` best documents holding a term of the query (score >
+    0, passing the filters), best first, ties broken by ``(tie rank, row)``: the numpy
+    path's result, bit for bit, by MaxScore document at a time.
+
+    The documents holding a query term are visited in row order, one cursor per term.
+    Once k documents are kept, the k-th best score ``theta`` is known; the terms whose
+    largest possible contributions (``max_weights`` times the query weight, smallest
+    first) sum below it cannot make a document reach it on their own: only the other
+    ("essential") terms' postings propose documents, and the others are looked up (by
+    galloping) for a proposed document only when its essential part plus their bounds
+    reaches ``theta`` (with a margin far above rounding). A document is scored as the
+    numpy path scores it: every term's float32 product (``float32(weight) * float32(query
+    weight)``, numpy's arithmetic for a float32 array times a Python float) in float64,
+    summed in query order (adding 0.0 for a term it lacks changes nothing).
+    """
+    n_t = term_ids.shape[0]
+    bound = np.empty(n_t, dtype=np.float64)
+    for j in range(n_t):
+        bound[j] = np.float64(max_weights[term_ids[j]] * coef[j])
+    by_bound = np.argsort(bound, kind="mergesort")  # smallest first
+    below = np.zeros(n_t + 1, dtype=np.float64)  # below[i]: bounds of by_bound[:i] summed
+    for i in range(n_t):
+        below[i + 1] = below[i] + bound[by_bound[i]]
+    margin = 1.0 + 1e-6
+    pos = np.empty(n_t, dtype=np.int64)
+    end = np.empty(n_t, dtype=np.int64)
+    for j in range(n_t):
+        pos[j] = indptr[term_ids[j]]
+        end[j] = indptr[term_ids[j] + 1]
+    n_lazy = 0  # by_bound[:n_lazy] are not essential: looked up, largest bound first
+    part = np.zeros(n_t, dtype=np.float64)
+    hs = np.empty(k, dtype=np.float64)
+    ht = np.empty(k, dtype=np.int64)
+    hr = np.empty(k, dtype=np.int64)
+    n = 0
+    theta = 0.0
+    while True:
+        d = -1  # the next document of an essential term
+        for i in range(n_lazy, n_t):
+            j = by_bound[i]
+            if pos[j] < end[j]:
+                r = np.int64(indices[pos[j]])
+                if d < 0 or r < d:
+                    d = r
+        if d < 0:
+            break
+        upper = below[n_lazy]
+        for i in range(n_lazy, n_t):
+            j = by_bound[i]
+            part[j] = 0.0
+            if pos[j] < end[j] and indices[pos[j]] == d:
+                part[j] = np.float64(weights[pos[j]] * coef[j])
+                upper += part[j]
+                pos[j] += 1
+        full = n == k  # (before that, theta is 0 and bounds nothing)
+        if full and upper * margin < theta:
+            continue
+        if by_category and doc_category[d] != category:
+            continue
+        if by_allowed and not allowed[d]:
+            continue
+        out_of_reach = False
+        for i in range(n_lazy - 1, -1, -1):  # the other terms, while the document may reach
+            j = by_bound[i]
+            pos[j] = _gallop(indices, pos[j], end[j], d)
+            part[j] = 0.0
+            if pos[j] < end[j] and indices[pos[j]] == d:
+                part[j] = np.float64(weights[pos[j]] * coef[j])
+            upper += part[j] - bound[j]
+            if full and upper * margin < theta:
+                out_of_reach = True
+                break
+        if out_of_reach:
+            continue
+        s = 0.0
+        for j in range(n_t):  # in query order, as numpy sums
+            s += part[j]
+        if not s > 0.0:
+            continue
+        tr = np.int64(tie_rank[d]) if by_tie else d
+        if n < k:
+            hs[n], ht[n], hr[n] = s, tr, d
+            n += 1
+            if n == k:
+                for h in range(k // 2 - 1, -1, -1):
+                    sift_down(hs, ht, hr, h, k)
+        elif worse(hs[0], ht[0], hr[0], s, tr, d):
+            hs[0], ht[0], hr[0] = s, tr, d
+            sift_down(hs, ht, hr, 0, k)
+        else:
+            continue
+        if n == k and hs[0] > theta:
+            theta = hs[0]
+            while n_lazy < n_t - 1 and below[n_lazy + 1] * margin < theta:
+                n_lazy += 1
+    if n < k:
+        for h in range(n // 2 - 1, -1, -1):
+            sift_down(hs, ht, hr, h, n)
+    rows = np.empty(n, dtype=np.int64)
+    out = np.empty(n, dtype=np.float64)
+    for m in range(n - 1, -1, -1):
+        rows[m] = hr[0]
+        out[m] = hs[0]
+        hs[0], ht[0], hr[0] = hs[m], ht[m], hr[m]
+        sift_down(hs, ht, hr, 0, m)
+    return rows, out
