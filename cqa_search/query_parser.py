@@ -38,8 +38,10 @@ MAX_QUERY_CHARS = 10_000
 # Text with none of these is plain words, searched as typed without the parser (whoosh's
 # parser costs milliseconds on a long question). Colons, parentheses and apostrophes of
 # ordinary prose are not syntax: a colon only after a field name, parentheses only with an
-# operator (which is syntax itself).
-_SYNTAX = re.compile(r'(?i:\b(?:category|title|body|answers|tag):)|["\[\]{}^]|(?:^|(?<=[\s(]))[-+]'
+# operator (which is syntax itself), a caret only before a boost (word^2), brackets and
+# braces only around a range (a TO b); prose keeps its repeated words as plain text does.
+_SYNTAX = re.compile(r'(?i:\b(?:category|title|body|answers|tag):)|"|\^[0-9.]'
+                     r'|[\[{][^\]}]*\bTO\b|(?:^|(?<=[\s(]))[-+]'
                      r'|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
 _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
 # The common syntax, read without whoosh (whoosh's parser tries each of its taggers at each

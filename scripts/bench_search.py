@@ -206,7 +206,7 @@ def _cqa_query(a, queries):
     from cqa_search import SearchConfig, SearchEngine
 
     import_rss = _rss_mb()
-    from cqa_search.retrieval import compiled
+    from cqa_search import compiled
 
     with _Clock() as clock:
         engine = SearchEngine.open(a.index, config=SearchConfig(features=()))

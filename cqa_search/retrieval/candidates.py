@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compiled
+from .. import compiled
 from .base import TermModel, postings
 
 __all__ = ["top_k", "retrieve"]
@@ -66,8 +66,9 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
     scores and order. When scores are sums of positive posting weights (no document part
     nor constant: BM25), the top ``k`` is chosen among the query terms' postings rather
     than among every document, which saves two passes over all documents; and when the
-    compiled kernel is loaded (:mod:`~cqa_search.retrieval.compiled`, numba), by MaxScore,
-    which reads only part of the postings of long queries' frequent terms.
+    compiled kernels are loaded (:mod:`~cqa_search.compiled`, numba) and the query has at
+    most :data:`~cqa_search.compiled.MAXSCORE_TERMS` terms, by MaxScore, which reads only
+    part of the postings of the frequent terms.
 
     Parameters
     ----------
@@ -100,7 +101,7 @@ def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None
             and not model._weights_can_be_zero():
         coef = model._query_weights(field, usable, uqtf)
         weights = model.posting_weights(field)
-        if compiled.kernel() is not None:
+        if compiled.loaded() and len(usable) <= compiled.MAXSCORE_TERMS:
             return compiled.top_k_of_postings(
                 field.indptr, field.indices, weights, model.max_posting_weights(field),
                 usable, coef, k, doc_category=doc_category, category=category,

@@ -175,7 +175,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
     async def lifespan(app):
         from threadpoolctl import threadpool_limits
 
-        from ..retrieval import compiled
+        from .. import compiled
 
         # One BLAS thread: more would only compete with the other worker processes.
         limits = threadpool_limits(limits=1)

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import compiled
 from ._arrays import offsets_from_lengths, sort_with_index
 
 __all__ = ["FEATURE_NAMES", "segment_dp", "TranslationScorer"]
@@ -153,6 +154,13 @@ def _sum_dp(probs, lengths):
     """
     P, L, R = probs.shape
     running = np.searchsorted(-lengths, -np.arange(P + 1), side="right")
+    if compiled.loaded():  # the same arithmetic in the same order, compiled
+        return compiled.sum_dp(probs, lengths, running, _RESCALE)
+    return compiled.timed(_sum_dp_numpy, probs, lengths, running)
+
+
+def _sum_dp_numpy(probs, lengths, running):
+    P, L, R = probs.shape
     alpha = np.zeros((P + L, R))                 # alpha[L - 1 + p]: scaled alpha_p
     alpha[L - 1] = 1.0
     log_scale = np.zeros(R)
@@ -176,6 +184,17 @@ def _viterbi(logp):
     """Max-form DP over rows of ``logp`` (P, L, R) (log-probabilities, lengths reversed
     as in :func:`_sum_dp`, at least ``_FLOOR``): ``alpha`` (R, P + 1) and the length
     of the last phrase ``back`` (R, P + 1), the same as :func:`segment_dp`."""
+    L = logp.shape[1]
+    if compiled.loaded():  # the same arithmetic, compiled
+        pad, back = compiled.viterbi(logp, _FLOOR)
+    else:
+        pad, back = compiled.timed(_viterbi_numpy, logp)
+    alpha = pad[L - 1:].T
+    alpha[alpha < _FLOOR / 2] = _NEG
+    return alpha, back.T
+
+
+def _viterbi_numpy(logp):
     P, L, R = logp.shape
     pad = np.full((P + L, R), _FLOOR)
     pad[L - 1] = 0.0
@@ -186,9 +205,7 @@ def _viterbi(logp):
         arg = cand.argmax(axis=0)
         pad[L - 1 + p] = cand[arg, cols]
         back[p] = L - arg
-    alpha = pad[L - 1:].T
-    alpha[alpha < _FLOOR / 2] = _NEG
-    return alpha, back.T
+    return pad, back
 
 
 class _Docs:
@@ -280,7 +297,7 @@ class _QueryTables:
         self.f_map = np.full(n_rows, len(rows), dtype=np.int64)   # absent: the zero row
         self.f_map[rows] = np.arange(len(rows))
         compact = self.f_map[row]
-        by_row = np.argsort(compact, kind="stable")
+        _, by_row = sort_with_index(compact, len(rows) + 1)     # stable
         self.f_indptr = offsets_from_lengths(np.bincount(compact, minlength=len(rows) + 1))
         self.f_term, self.f_prob = col[by_row], data[by_row].astype(np.float64)
         self.f_null = np.zeros(len(terms))
@@ -290,12 +307,20 @@ class _QueryTables:
         words = _distinct(word, n_terms)
         self.i_map = np.full(n_terms, len(words), dtype=np.int64)
         self.i_map[words] = np.arange(len(words))
-        dense = np.zeros((len(words) + 1, len(terms) + 1))
-        dense[self.i_map[word], k] = data
-        P, p_null = dense[:, 1:], dense[:, 0]       # P(word | w), P(word | NULL)
-        top = P.max(axis=1, initial=0.0)
-        win = (P == top[:, None]) & (P > 0) & (top >= p_null)[:, None]
-        self.i_align = np.where(win, last_pos[None, :], -1).max(axis=1, initial=-1)
+        # each word's largest P(word | w) over the query terms, P(word | NULL), and the
+        # last query position of the terms reaching that largest value (when it is
+        # above 0 and not below NULL's): on the non-zero entries (a dense word x term
+        # block grows with the query's length squared)
+        w = self.i_map[word]
+        null = k == 0
+        p_null = np.zeros(len(words) + 1)
+        p_null[w[null]] = data[null]
+        w, k, data = w[~null], k[~null] - 1, data[~null]
+        top = np.zeros(len(words) + 1)
+        np.maximum.at(top, w, data)
+        win = (data == top[w]) & (data > 0) & (top[w] >= p_null[w])
+        self.i_align = np.full(len(words) + 1, -1, dtype=np.asarray(last_pos).dtype)
+        np.maximum.at(self.i_align, w[win], np.asarray(last_pos)[k[win]])
 
     def forward_entries(self, compact_rows):
         """The non-zero ``P(w | word)`` of words given by their compact row: (index into

@@ -2,7 +2,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqa_search.retrieval import compiled, top_k
+from cqa_search import compiled
+from cqa_search.retrieval import top_k
 from cqa_search.retrieval.candidates import _postings_top_k
 
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqa_search import SearchConfig, SearchEngine, build_index
+from cqa_search import compiled
 from cqa_search.translation import FEATURE_NAMES, TranslationModel, segment_dp
 
 
@@ -295,3 +296,12 @@ def test_dp_kernels_match_segment_dp(seed, n_rows, P, L, tiny):
         vit, back = _viterbi(np.maximum(np.log(probs), _FLOOR))
     ref, ref_back = segment_dp(logp, "max")
     assert np.array_equal(vit, ref) and np.array_equal(back, ref_back)
+    if compiled.load():  # the compiled twins give the numpy paths' values bit for bit
+        from cqa_search.translation.scoring import _RESCALE, _sum_dp_numpy, _viterbi_numpy
+        running = np.searchsorted(-lengths, -np.arange(P + 1), side="right")
+        with np.errstate(divide="ignore"):
+            want = _sum_dp_numpy(probs, lengths, running)
+            floored = np.maximum(np.log(probs), _FLOOR)
+        assert np.array_equal(compiled.sum_dp(probs, lengths, running, _RESCALE), want)
+        for got, want in zip(compiled.viterbi(floored, _FLOOR), _viterbi_numpy(floored)):
+            assert np.array_equal(got, want)

@@ -1,11 +1,11 @@
-"""The numba kernel of :mod:`cqa_search.retrieval.compiled` (importing this module imports
-numba; numba caches the compiled code on disk)."""
+"""The numba kernels of :mod:`cqa_search.compiled` (importing this module imports numba;
+numba caches the compiled code on disk)."""
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-__all__ = ["top_k"]
+__all__ = ["top_k", "sum_dp", "viterbi"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -164,3 +164,62 @@ def top_k(indptr, indices, weights, max_weights, term_ids, coef, k, doc_category
         hs[0], ht[0], hr[0] = hs[m], ht[m], hr[m]
         sift_down(hs, ht, hr, 0, m)
     return rows, out
+
+
+@njit(cache=True, nogil=True)
+def sum_dp(probs, lengths, running, rescale):
+    """The sum-form segmentation DP of :func:`cqa_search.translation.scoring._sum_dp`,
+    the same arithmetic in the same order (products summed over lengths, shortest-reversed
+    first, for each row; rows rescaled by their window's largest value every ``rescale``
+    positions): bit for bit its result. ``running[p]``: rows still running at ``p``."""
+    P, L, R = probs.shape
+    alpha = np.zeros((P + L, R))
+    alpha[L - 1, :] = 1.0
+    log_scale = np.zeros(R)
+    for p in range(1, P + 1):
+        hi = running[p]
+        if hi == 0:
+            break
+        row = alpha[L - 1 + p]
+        for length in range(L):
+            a = alpha[p - 1 + length]
+            w = probs[p - 1, length]
+            for r in range(hi):
+                row[r] += a[r] * w[r]
+        if p % rescale == 0:
+            for r in range(hi):
+                top = 0.0
+                for x in range(p, p + L):
+                    if alpha[x, r] > top:
+                        top = alpha[x, r]
+                if top == 0.0:
+                    top = 1.0
+                for x in range(p, p + L):
+                    alpha[x, r] /= top
+                log_scale[r] += np.log(top)
+    out = np.empty(R)
+    for r in range(R):
+        out[r] = np.log(alpha[L - 1 + lengths[r], r]) + log_scale[r]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def viterbi(logp, floor):
+    """The max-form DP of :func:`cqa_search.translation.scoring._viterbi` (the first
+    best length on ties, as ``argmax``): ``pad`` (P + L, R) and ``back`` (P + 1, R)."""
+    P, L, R = logp.shape
+    pad = np.full((P + L, R), floor)
+    pad[L - 1, :] = 0.0
+    back = np.zeros((P + 1, R), dtype=np.int8)
+    for p in range(1, P + 1):
+        for r in range(R):
+            best = pad[p - 1, r] + logp[p - 1, 0, r]
+            arg = 0
+            for length in range(1, L):
+                v = pad[p - 1 + length, r] + logp[p - 1, length, r]
+                if v > best:
+                    best = v
+                    arg = length
+            pad[L - 1 + p, r] = best
+            back[p, r] = L - arg
+    return pad, back

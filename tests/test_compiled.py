@@ -1,9 +1,9 @@
-"""The compiled BM25 top k (numba) against the numpy path, and when it is loaded."""
+"""The compiled kernels (numba) against the numpy paths, and when they are loaded."""
 import numpy as np
 import pytest
 
 from cqa_search import SearchConfig
-from cqa_search.retrieval import compiled
+from cqa_search import compiled
 
 pytest.importorskip("numba")
 
@@ -14,7 +14,7 @@ def test_engine_results_are_the_same_with_and_without_the_kernel(toy_engine, mon
                "category:Visas renew", "office"]
     assert compiled.load()
     with_kernel = [engine.search(q, k=k) for q in queries for k in (1, 10, 100)]
-    monkeypatch.setattr(compiled, "_kernel", None)
+    monkeypatch.setattr(compiled, "_kernels", None)
     monkeypatch.setattr(compiled, "_failed", True)  # the numpy path, no auto-load
     without = [engine.search(q, k=k) for q in queries for k in (1, 10, 100)]
     for a, b in zip(with_kernel, without):
@@ -22,18 +22,18 @@ def test_engine_results_are_the_same_with_and_without_the_kernel(toy_engine, mon
 
 
 def test_the_kernel_loads_itself_once_the_numpy_path_has_cost_enough(monkeypatch):
-    monkeypatch.setattr(compiled, "_kernel", None)
+    monkeypatch.setattr(compiled, "_kernels", None)
     monkeypatch.setattr(compiled, "_spent", 0.0)
     compiled.note_numpy_time(compiled.AUTO_LOAD_SECONDS / 2)
-    assert compiled.kernel() is None
+    assert not compiled.loaded()
     compiled.note_numpy_time(compiled.AUTO_LOAD_SECONDS / 2)
-    assert compiled.kernel() is not None
+    assert compiled.loaded()
 
 
 def test_the_environment_turns_it_off(monkeypatch):
-    monkeypatch.setattr(compiled, "_kernel", None)
+    monkeypatch.setattr(compiled, "_kernels", None)
     monkeypatch.setenv(compiled.ENVIRONMENT_VARIABLE, "0")
-    assert not compiled.available() and not compiled.load() and compiled.kernel() is None
+    assert not compiled.available() and not compiled.load() and not compiled.loaded()
 
 
 def test_threads_search_at_once(toy_engine):
