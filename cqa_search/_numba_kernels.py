@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["top_k", "sum_dp", "viterbi"]
+__all__ = ["top_k", "sum_dp", "viterbi", "locate"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -169,9 +169,10 @@ def top_k(indptr, indices, weights, max_weights, term_ids, coef, k, doc_category
 @njit(cache=True, nogil=True)
 def sum_dp(probs, lengths, running, rescale):
     """The sum-form segmentation DP of :func:`cqa_search.translation.scoring._sum_dp`,
-    the same arithmetic in the same order (products summed over lengths, shortest-reversed
-    first, for each row; rows rescaled by their window's largest value every ``rescale``
-    positions): bit for bit its result. ``running[p]``: rows still running at ``p``."""
+    the same arithmetic (products summed over lengths for each row; rows rescaled by their
+    window's largest value every ``rescale`` positions): its result to rounding (numpy's
+    ``einsum`` may add the products in another order). ``running[p]``: rows still running
+    at ``p``."""
     P, L, R = probs.shape
     alpha = np.zeros((P + L, R))
     alpha[L - 1, :] = 1.0
@@ -223,3 +224,37 @@ def viterbi(logp, floor):
             pad[L - 1 + p, r] = best
             back[p, r] = L - arg
     return pad, back
+
+
+@njit(cache=True, nogil=True)
+def locate(indptr, indices, term_ids, rows):
+    """:func:`cqa_search.retrieval.postings.locate`'s search: the posting position of
+    every (term, row) pair that occurs, term-major, rows in their order; one binary search
+    a pair."""
+    n = rows.shape[0]
+    size = n * term_ids.shape[0]
+    found_p = np.empty(size, dtype=np.int64)
+    found_i = np.empty(size, dtype=np.int64)
+    found_j = np.empty(size, dtype=np.int64)
+    c = 0
+    for j in range(term_ids.shape[0]):
+        lo = indptr[term_ids[j]]
+        hi = indptr[term_ids[j] + 1]
+        if lo == hi:
+            continue
+        for i in range(n):
+            r = rows[i]
+            a = lo
+            b = hi
+            while a < b:
+                mid = (a + b) >> 1
+                if indices[mid] < r:
+                    a = mid + 1
+                else:
+                    b = mid
+            if a < hi and indices[a] == r:
+                found_p[c] = a
+                found_i[c] = i
+                found_j[c] = j
+                c += 1
+    return found_p[:c].copy(), found_i[:c].copy(), found_j[:c].copy()

@@ -1,5 +1,6 @@
 """Compiled twins of the hottest numpy paths (numba, optional): each gives the numpy
-path's result bit for bit, and the numpy path stays the reference and the fallback.
+path's result (bit for bit, but for the sum-form DP: to rounding), and the numpy path stays
+the reference and the fallback.
 
 - :func:`top_k_of_postings`: the BM25 top k by MaxScore over the query terms' postings,
   document at a time (:func:`~cqa_search.retrieval.candidates.retrieve`, for queries of
@@ -15,6 +16,10 @@ path's result bit for bit, and the numpy path stays the reference and the fallba
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
   small ``einsum`` or ``argmax`` per position.
+- :func:`locate`: the posting positions of (term, candidate) pairs that the term features
+  read (:func:`cqa_search.retrieval.postings.locate`), one binary search a pair instead
+  of numpy's rounds over all pairs at once (as many rounds as the longest posting list
+  has bits).
 
 numba is an optional dependency (``pip install 'cqa-search[fast]'``); importing it costs
 about half a second, and the kernels are compiled once and then read from numba's cache
@@ -32,7 +37,7 @@ import time
 import numpy as np
 
 __all__ = ["load", "loaded", "available", "timed", "top_k_of_postings", "sum_dp", "viterbi",
-           "AUTO_LOAD_SECONDS", "MAXSCORE_TERMS", "ENVIRONMENT_VARIABLE"]
+           "locate", "AUTO_LOAD_SECONDS", "MAXSCORE_TERMS", "ENVIRONMENT_VARIABLE"]
 
 #: CPU seconds the numpy path may spend in a process before the compiled kernel is loaded.
 AUTO_LOAD_SECONDS = 2.0
@@ -155,6 +160,13 @@ def viterbi(logp, floor):
     return _kernels.viterbi(np.ascontiguousarray(logp, dtype=np.float64), float(floor))
 
 
+def locate(indptr, indices, term_ids, rows):
+    """``(positions, i, j)`` of :func:`cqa_search.retrieval.postings.locate` (the kernels
+    must be loaded)."""
+    return _kernels.locate(np.asarray(indptr), np.asarray(indices),
+                           np.asarray(term_ids, dtype=np.int64), np.asarray(rows, dtype=np.int64))
+
+
 def _examples():
     top_k = (np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32),
              np.ones(2, dtype=np.float32), np.ones(1, dtype=np.float32),
@@ -164,4 +176,5 @@ def _examples():
     probs = np.full((2, 2, 1), 0.5)
     return {"top_k": top_k,
             "sum_dp": (probs, np.array([2]), np.array([1, 1, 1]), 4),
-            "viterbi": (np.log(probs), -1e30)}
+            "viterbi": (np.log(probs), -1e30),
+            "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64))}

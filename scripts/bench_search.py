@@ -339,6 +339,11 @@ def _pipeline_child(a):
     from cqa_search import SearchConfig, SearchEngine
 
     queries = _read_queries(a.queries)
+    try:  # steady state, as `cqa-search serve` runs: the compiled kernels when installed
+        from cqa_search import compiled
+    except ImportError:  # (an older tree as the baseline)
+        compiled = None
+    kernels = compiled is not None and compiled.load()
     engine = SearchEngine.open(a.index)
     if a.config == "bm25":
         engine = engine.with_config(SearchConfig(features=(), models=(), ranker=None))
@@ -350,7 +355,8 @@ def _pipeline_child(a):
             engine.search(text, k=K)
             lat.append(1e3 * (time.perf_counter() - t))
     return {"latency_ms": lat, "cpu_ms": 1e3 * (time.process_time() - cpu) / len(lat),
-            "n_features": len(engine.feature_names), "ranker": engine.ranker is not None}
+            "n_features": len(engine.feature_names), "ranker": engine.ranker is not None,
+            "compiled": kernels}
 
 
 def _percentiles(lat):
@@ -419,9 +425,16 @@ def pipeline_main(a, argv) -> int:
                 busy = best[(name, impl, "full", "other core busy")]["p95"]
                 print(f"- {name}, {impl}: full-pipeline p95 with the other core busy / quiet = "
                       f"{busy / q:.2f}")
-        n = len(next(iter(runs.values()))[0]["latency_ms"])
-        print(f"- {n} searches per measurement ({a.passes} passes), best of {a.repeat} "
-              "interleaved rounds per percentile")
+        for name, _ in specs:
+            n = len(runs[(name, next(iter(impls)), "full", "quiet")][0]["latency_ms"])
+            print(f"- {name}: {n} searches per measurement ({a.passes} passes), best of "
+                  f"{a.repeat} interleaved rounds per percentile")
+        for impl in impls:
+            loaded = {r.get("compiled", False) for key, rs in runs.items() if key[1] == impl
+                      for r in rs}
+            print(f"- {impl}: compiled kernels (numba) "
+                  + ("loaded before the first search" if loaded == {True} else
+                     "not loaded (the numpy paths)" if loaded == {False} else "in some runs"))
         for line in notes:
             print(f"- {line}")
     finally:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import compiled
+
 __all__ = ["locate"]
 
 # The last look-up: the term features of a query ask for the same (terms, candidates) in
@@ -44,7 +46,10 @@ def locate(indptr, indices, term_ids, rows):
     last_indptr, last_indices, last_key, result = _last
     if last_indptr is indptr and last_indices is indices and last_key == key:
         return result
-    result = _locate(indptr, np.asarray(indices), term_ids, rows)
+    if compiled.loaded():  # the same pairs in the same order, compiled
+        result = compiled.locate(indptr, indices, term_ids, rows)
+    else:
+        result = compiled.timed(_locate, indptr, np.asarray(indices), term_ids, rows)
     for a in result:
         a.flags.writeable = False                  # shared by the callers of one query
     _last = (indptr, indices, key, result)

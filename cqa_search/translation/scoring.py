@@ -154,7 +154,7 @@ def _sum_dp(probs, lengths):
     """
     P, L, R = probs.shape
     running = np.searchsorted(-lengths, -np.arange(P + 1), side="right")
-    if compiled.loaded():  # the same arithmetic in the same order, compiled
+    if compiled.loaded():  # the same arithmetic compiled (the same values to rounding)
         return compiled.sum_dp(probs, lengths, running, _RESCALE)
     return compiled.timed(_sum_dp_numpy, probs, lengths, running)
 

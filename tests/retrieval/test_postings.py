@@ -3,7 +3,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cqa_search.retrieval.postings import locate
+from cqa_search import compiled
+from cqa_search.retrieval.postings import _locate, locate
 
 from .test_candidates import random_field
 
@@ -22,5 +23,10 @@ def test_locate_equals_a_search_per_term(seed, n_docs, n_terms):
                      for i, r in enumerate(rows) if r in postings]
     got = locate(field.indptr, field.indices, terms, rows)
     assert list(zip(*[a.tolist() for a in got])) == expected
+    twins = [_locate(field.indptr, field.indices, terms, rows)]          # both paths
+    if compiled.load():
+        twins.append(compiled.locate(field.indptr, field.indices, terms, rows))
+    for twin in twins:
+        assert list(zip(*[a.tolist() for a in twin])) == expected
     again = locate(field.indptr, field.indices, terms, rows)      # the kept result
     assert [a.tolist() for a in again] == [a.tolist() for a in got]
