@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["top_k", "sum_dp", "viterbi", "locate"]
+__all__ = ["top_k", "sum_dp", "viterbi", "locate", "align"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -258,3 +258,27 @@ def locate(indptr, indices, term_ids, rows):
                 found_j[c] = j
                 c += 1
     return found_p[:c].copy(), found_i[:c].copy(), found_j[:c].copy()
+
+
+@njit(cache=True, nogil=True)
+def align(doc, term, prob, last, p_null, n, n_terms):
+    """Eq. 9 of :meth:`cqa_search.translation.scoring.TranslationScorer._align`, one pass
+    over the entries (candidate, query term, ``P(w | word)``, the word's last position):
+    for each (candidate, term) the last position among the words of largest probability,
+    when that is above 0 and at least NULL's; else -1. Comparisons only: its result
+    exactly."""
+    size = n * n_terms
+    top = np.zeros(size)
+    best = np.full(size, -1, dtype=np.int64)
+    for e in range(doc.shape[0]):
+        k = doc[e] * n_terms + term[e]
+        p = prob[e]
+        if p > top[k]:
+            top[k] = p
+            best[k] = last[e]
+        elif p == top[k] and p > 0.0 and last[e] > best[k]:
+            best[k] = last[e]
+    for k in range(size):
+        if best[k] >= 0 and top[k] < p_null[k % n_terms]:
+            best[k] = -1
+    return best

@@ -16,6 +16,9 @@ the reference and the fallback.
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
   small ``einsum`` or ``argmax`` per position.
+- :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
+  over the (candidate, word, query term) entries instead of sorting them by (candidate,
+  term) to reduce groups.
 - :func:`locate`: the posting positions of (term, candidate) pairs that the term features
   read (:func:`cqa_search.retrieval.postings.locate`), one binary search a pair instead
   of numpy's rounds over all pairs at once (as many rounds as the longest posting list
@@ -37,7 +40,7 @@ import time
 import numpy as np
 
 __all__ = ["load", "loaded", "available", "timed", "top_k_of_postings", "sum_dp", "viterbi",
-           "locate", "AUTO_LOAD_SECONDS", "MAXSCORE_TERMS", "ENVIRONMENT_VARIABLE"]
+           "locate", "align", "AUTO_LOAD_SECONDS", "MAXSCORE_TERMS", "ENVIRONMENT_VARIABLE"]
 
 #: CPU seconds the numpy path may spend in a process before the compiled kernel is loaded.
 AUTO_LOAD_SECONDS = 2.0
@@ -167,6 +170,14 @@ def locate(indptr, indices, term_ids, rows):
                            np.asarray(term_ids, dtype=np.int64), np.asarray(rows, dtype=np.int64))
 
 
+def align(doc, term, prob, last, p_null, n, n_terms):
+    """Eq. 9's winners, flat ``(n * n_terms,)`` (the kernels must be loaded): see
+    :meth:`cqa_search.translation.scoring.TranslationScorer._align`."""
+    return _kernels.align(np.asarray(doc, dtype=np.int64), np.asarray(term, dtype=np.int64),
+                          np.asarray(prob, dtype=np.float64), np.asarray(last, dtype=np.int64),
+                          np.asarray(p_null, dtype=np.float64), int(n), int(n_terms))
+
+
 def _examples():
     top_k = (np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32),
              np.ones(2, dtype=np.float32), np.ones(1, dtype=np.float32),
@@ -177,4 +188,6 @@ def _examples():
     return {"top_k": top_k,
             "sum_dp": (probs, np.array([2]), np.array([1, 1, 1]), 4),
             "viterbi": (np.log(probs), -1e30),
-            "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64))}
+            "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64)),
+            "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
+                      np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1)}

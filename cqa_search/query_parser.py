@@ -17,8 +17,10 @@ line and the server. The syntax (what ``:help`` and the README list):
 
 Words are analysed like the archive (stemmed, stopwords dropped), so a filter matches what
 a search matches. Prose punctuation is not syntax: a ``+`` or ``-`` standing alone between
-spaces ("Doha - any ideas?"), brackets without an operator, a colon not after a field name,
-single quotes. Text without any syntax is taken as it is, without a parser; text whoosh's
+spaces ("Doha - any ideas?"), brackets without an operator, square brackets and braces
+without a range (``[a TO b]``), a caret without a boost (``word^2``), a colon not after a
+field name, single quotes. Text without any syntax is taken as it is (repeated words
+counted), without a parser; text whoosh's
 parser cannot read (``NOT NOT NOT``) falls back to its plain words.
 """
 from __future__ import annotations

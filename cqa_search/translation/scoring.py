@@ -512,6 +512,13 @@ class TranslationScorer:
         The winners are the words of largest ``P(w | word) > 0`` (at least NULL's); the
         last position among them.
         """
+        if compiled.loaded():  # the same winners, one pass compiled
+            return compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null,
+                                  pairs.n, pairs.n_terms).reshape(pairs.n, pairs.n_terms)
+        return compiled.timed(TranslationScorer._align_numpy, pairs, p_null)
+
+    @staticmethod
+    def _align_numpy(pairs, p_null):
         order, starts, flat = pairs.by_doc_term()
         prob = pairs.prob[order]
         top = np.repeat(np.maximum.reduceat(prob, starts) if len(starts) else prob,

@@ -307,3 +307,25 @@ def test_dp_kernels_match_segment_dp(seed, n_rows, P, L, tiny):
                                    rtol=1e-13, atol=0)
         for got, want in zip(compiled.viterbi(floored, _FLOOR), _viterbi_numpy(floored)):
             assert np.array_equal(got, want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 6), n_terms=st.integers(1, 5),
+       n_entries=st.integers(0, 60))
+def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_entries):
+    """Eq. 9's winners (largest probability, at least NULL's, the last position among
+    ties) are the same in one compiled pass as by numpy's group reductions."""
+    from cqa_search.translation.scoring import TranslationScorer, _Pairs
+    if not compiled.load():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(seed)
+    pairs = object.__new__(_Pairs)
+    pairs.n, pairs.n_terms = n, n_terms
+    pairs.doc = np.sort(rng.integers(0, n, n_entries))            # candidate-major
+    pairs.term = rng.integers(0, n_terms, n_entries)
+    pairs.prob = rng.choice([0.0, 0.1, 0.25, 0.5], n_entries)      # ties and zeros
+    pairs.last = rng.integers(0, 9, n_entries)
+    p_null = rng.choice([0.0, 0.2, 0.3], n_terms)
+    want = TranslationScorer._align_numpy(pairs, p_null)
+    got = compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null, n, n_terms)
+    assert np.array_equal(got.reshape(n, n_terms), want)
