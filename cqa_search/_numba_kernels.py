@@ -39,20 +39,26 @@ def sift_down(hs, ht, hr, i, n):
 
 
 @njit(cache=True, nogil=True)
-def _gallop(indices, lo, hi, d):
+def _lower_bound(indices, lo, hi, d):
     """The first position in ``indices[lo:hi]`` (sorted) holding a row >= ``d`` (``hi``
-    if none), searching from ``lo`` outwards: rows are looked up in increasing order."""
-    step = 1
-    while lo + step < hi and indices[lo + step] < d:
-        step <<= 1
-    top = min(lo + step + 1, hi)
-    while lo < top:
-        mid = (lo + top) >> 1
+    if none), by binary search."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
         if indices[mid] < d:
             lo = mid + 1
         else:
-            top = mid
+            hi = mid
     return lo
+
+
+@njit(cache=True, nogil=True)
+def _gallop(indices, lo, hi, d):
+    """:func:`_lower_bound`, searching from ``lo`` outwards (rows looked up in increasing
+    order are near each other)."""
+    step = 1
+    while lo + step < hi and indices[lo + step] < d:
+        step <<= 1
+    return _lower_bound(indices, lo, min(lo + step + 1, hi), d)
 
 
 @njit(cache=True, nogil=True)
@@ -244,14 +250,7 @@ def locate(indptr, indices, term_ids, rows):
             continue
         for i in range(n):
             r = rows[i]
-            a = lo
-            b = hi
-            while a < b:
-                mid = (a + b) >> 1
-                if indices[mid] < r:
-                    a = mid + 1
-                else:
-                    b = mid
+            a = _lower_bound(indices, lo, hi, r)
             if a < hi and indices[a] == r:
                 found_p[c] = a
                 found_i[c] = i
