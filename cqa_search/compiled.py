@@ -24,9 +24,9 @@ the reference and the fallback.
   of numpy's rounds over all pairs at once (as many rounds as the longest posting list
   has bits).
 
-numba is an optional dependency (``pip install 'cqa-search[fast]'``); importing it costs
-about half a second, and the kernels are compiled once and then read from numba's cache
-on disk. They are therefore loaded by :func:`load` (``cqa-search serve`` does it before
+numba is an optional dependency (``pip install 'cqa-search[fast]'``); importing it and
+reading the kernels from numba's cache on disk costs about half a second (the first time on
+a machine, compiling them takes about 7 s; ``NUMBA_CACHE_DIR`` moves the cache). They are therefore loaded by :func:`load` (``cqa-search serve`` does it before
 serving, the benchmarks before timing), or on their own once the numpy paths have spent
 :data:`AUTO_LOAD_SECONDS` of CPU in a process (a loop of searches): a single search from
 the command line never pays for it. ``CQA_SEARCH_COMPILED=0`` keeps the numpy paths.
