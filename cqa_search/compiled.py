@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-__all__ = ["load", "loaded", "available", "timed", "top_k_of_postings", "sum_dp", "viterbi",
+__all__ = ["load", "loaded", "available", "describe", "timed", "top_k_of_postings", "sum_dp", "viterbi",
            "locate", "align", "AUTO_LOAD_SECONDS", "MAXSCORE_TERMS", "ENVIRONMENT_VARIABLE"]
 
 #: CPU seconds the numpy path may spend in a process before the compiled kernel is loaded.
@@ -70,6 +70,24 @@ def available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("numba") is not None
+
+
+def describe() -> str:
+    """One line on the kernels for people (``cqa-search --version``): installed or not,
+    turned off, loaded."""
+    if not _allowed_by_environment():
+        return f"compiled kernels: off ({ENVIRONMENT_VARIABLE}=0): the numpy paths"
+    if not available():
+        return ("compiled kernels: not installed, the numpy paths "
+                "(pip install 'cqa-search[fast]' for numba)")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        numba = f"numba {version('numba')}"
+    except PackageNotFoundError:  # (importable without metadata)
+        numba = "numba"
+    return (f"compiled kernels: {numba}, " + ("loaded" if loaded() else
+            "loaded by `serve`, or after 2 s of searching"))
 
 
 def load() -> bool:

@@ -56,3 +56,17 @@ def test_threads_search_at_once(toy_engine):
     alone = [one(s) for s in range(200)]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(one, range(200))) == alone
+
+
+def test_version_says_whether_the_kernels_can_be_used(capsys, monkeypatch):
+    from cqa_search.cli.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("cqa-search ") and out[1].startswith("compiled kernels: numba ")
+    monkeypatch.setenv(compiled.ENVIRONMENT_VARIABLE, "0")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert "off (CQA_SEARCH_COMPILED=0)" in capsys.readouterr().out

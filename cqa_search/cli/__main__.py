@@ -13,13 +13,29 @@ def _module(command):
     return importlib.import_module(f"{__package__}.{COMMANDS[command][0]}")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version, and whether the compiled kernels can be used (looked up
+    only when asked)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the version and whether the compiled kernels (numba) can be "
+                      "used, and exit"):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .. import compiled
+
+        print(f"{parser.prog} {__version__}\n{compiled.describe()}")
+        parser.exit()
+
+
 def make_parser(command=None) -> argparse.ArgumentParser:
     """The parser; with ``command``, only that subcommand is configured (the others are
     placeholders), so that running one command imports only what it needs."""
     parser = argparse.ArgumentParser(
         prog=PROG, description="Question retrieval for community question answering archives.",
         epilog=f"Run '{PROG} COMMAND --help' for the options of a command.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
