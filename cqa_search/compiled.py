@@ -33,6 +33,7 @@ the command line never pays for it. ``CQA_SEARCH_COMPILED=0`` keeps the numpy pa
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -86,6 +87,8 @@ def describe() -> str:
         numba = f"numba {version('numba')}"
     except PackageNotFoundError:  # (importable without metadata)
         numba = "numba"
+    if _failed:
+        return f"compiled kernels: {numba} could not build them: the numpy paths"
     return (f"compiled kernels: {numba}, " + ("loaded" if loaded() else
             "loaded by `serve`, or after 2 s of searching"))
 
@@ -107,8 +110,12 @@ def load() -> bool:
                 for name, example in _examples().items():  # compiled or read from the cache
                     getattr(kernels, name)(*example)
                 _kernels = kernels
-            except Exception:  # noqa: BLE001 - numba absent or broken: the numpy paths
+            except Exception as exc:  # noqa: BLE001 - numba absent or broken: numpy paths
                 _failed = True
+                if available():  # (installed, yet it failed: say so once)
+                    logging.getLogger(__name__).warning(
+                        "the compiled kernels could not be loaded (%s: %s); searching with "
+                        "the numpy paths", type(exc).__name__, exc)
     return _kernels is not None
 
 

@@ -70,3 +70,17 @@ def test_version_says_whether_the_kernels_can_be_used(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["--version"])
     assert "off (CQA_SEARCH_COMPILED=0)" in capsys.readouterr().out
+
+
+def test_a_kernel_that_cannot_be_built_leaves_the_numpy_paths_and_says_so(monkeypatch, caplog):
+    import cqa_search._numba_kernels as kernels
+
+    def broken(*args):
+        raise RuntimeError("no LLVM today")
+
+    monkeypatch.setattr(compiled, "_kernels", None)
+    monkeypatch.setattr(compiled, "_failed", False)
+    monkeypatch.setattr(kernels, "align", broken)
+    assert not compiled.load() and not compiled.loaded()
+    assert "no LLVM today" in caplog.text
+    assert "could not build them" in compiled.describe()
