@@ -319,8 +319,8 @@ class _QueryTables:
         top = np.zeros(len(words) + 1)
         np.maximum.at(top, w, data)
         win = (data == top[w]) & (data > 0) & (top[w] >= p_null[w])
-        self.i_align = np.full(len(words) + 1, -1, dtype=np.asarray(last_pos).dtype)
-        np.maximum.at(self.i_align, w[win], np.asarray(last_pos)[k[win]])
+        self.i_align = np.full(len(words) + 1, -1, dtype=np.int64)
+        np.maximum.at(self.i_align, w[win], last_pos[k[win]])
 
     def forward_entries(self, compact_rows):
         """The non-zero ``P(w | word)`` of words given by their compact row: (index into
