@@ -231,6 +231,11 @@ class Analyzer:
         >>> Analyzer().spans("The RENEWED visas")
         [(0, 3, ''), (4, 11, 'renew'), (12, 17, 'visa')]
         """
+        return list(zip(*self.span_lists(text)))
+
+    def span_lists(self, text: str) -> tuple:
+        """:meth:`spans` as three lists: the words' starts, their ends and their terms
+        (what highlighting reads, without a tuple per word)."""
         lower = self.lowercase
         scan = text.lower() if lower else text
         # Unless lowercasing moved offsets (a few letters change length): then word by word.
@@ -243,8 +248,10 @@ class Analyzer:
             if None in terms:  # words not seen yet
                 terms = [self.term(m.group()) if t is None else t
                          for t, m in zip(terms, matches)]
-            return list(zip(map(re.Match.start, matches), map(re.Match.end, matches), terms))
-        return self._spans_by_word(scan, lower and not lowered)
+            return (list(map(re.Match.start, matches)), list(map(re.Match.end, matches)),
+                    terms)
+        spans = self._spans_by_word(scan, lower and not lowered)
+        return tuple(map(list, zip(*spans))) if spans else ([], [], [])
 
     def _spans_by_word(self, scan, lower) -> list:
         """:meth:`spans` of ``scan``, each word analysed on its own (``lower``: lowercase

@@ -147,9 +147,15 @@ class TermFeatures:
         self.names = tuple(m.feature_name for m in self.models)
 
     def score(self, query: AnalyzedQuery, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
         out = np.zeros((len(rows), len(self.models)))
+        gathered = {}  # the postings of the rows are looked up once per field
         for j, m in enumerate(self.models):
-            out[:, j] = m.score_rows(self.index[m.field], query.term_ids, query.qtf, rows)
+            field = self.index[m.field]
+            key = (m.field, type(m)._usable)  # (the query terms a model scores)
+            if key not in gathered:
+                gathered[key] = m.gather_rows(field, query.term_ids, query.qtf, rows)
+            out[:, j] = m.score_rows(field, query.term_ids, query.qtf, rows, gathered[key])
         return out
 
 

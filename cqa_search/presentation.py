@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 import warnings
-from bisect import bisect_left
-from collections import deque
+from bisect import bisect_left, bisect_right
 
 __all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", "Suggester",
            "Presenter", "MAX_SUGGESTED_WORD", "MAX_SUGGESTED_WORDS"]
@@ -38,8 +38,12 @@ _STACKEXCHANGE_SITE = re.compile(
 
 
 def _shorten(text, width) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+    return _cut(" ".join(text.split()), width)
+
+
+def _cut(flat, width) -> str:
+    """:func:`_shorten` of a text whose whitespace is collapsed already."""
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 
 
 def snippet(text: str, terms, analyzer, *, width=200, start="[", end="]") -> str:
@@ -57,15 +61,26 @@ def snippet(text: str, terms, analyzer, *, width=200, start="[", end="]") -> str
     >>> snippet("No match at all in this one.", {"visa"}, Analyzer(), width=12)
     'No match at…'
     """
+    shown, best, cut = _excerpt(text, terms, analyzer, width)
+    out = _joined(shown, best, start, end) if best else shown
+    if not cut:
+        return out
+    if out == shown:  # nothing matched (or marks that are empty strings)
+        return _cut(shown, width)
+    return "... " + out + " ..."
+
+
+def _excerpt(text, terms, analyzer, width):
+    """``(shown, best, cut)`` of :func:`snippet`: the text it shows from (whitespace
+    collapsed; shortened to ``width`` unless ``cut``, an excerpt of fragments), and its
+    best fragments (:func:`_best`)."""
     flat = " ".join(text.split())
     if len(flat) <= width or not terms:
-        return highlight(_shorten(flat, width), terms, analyzer, start=start, end=end)
-    surround = max(10, (width - 20) // 4)
-    out = highlight(flat, terms, analyzer, start=start, end=end, whole=False, top=2,
-                    surround=surround)
-    if out == flat or not out:  # nothing matched
-        return _shorten(flat, width)
-    return "... " + out + " ..."
+        shown = _cut(flat, width)
+        return shown, _best(shown, terms, analyzer), False
+    best = _best(flat, terms, analyzer, whole=False, top=2,
+                 surround=max(10, (width - 20) // 4))
+    return (flat, best, True) if best else (_cut(flat, width), [], False)
 
 
 def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top=3,
@@ -91,23 +106,36 @@ def highlight(text: str, terms, analyzer, *, start="[", end="]", whole=True, top
     >>> highlight("Renewing my visas in Doha", {"renew", "visa"}, Analyzer())
     '[Renewing] my [visas] in Doha'
     """
+    best = _best(text, terms, analyzer, whole=whole, top=top, surround=surround)
+    return _joined(text, best, start, end) if best else text
+
+
+def _best(text, terms, analyzer, *, whole=True, top=3, surround=40) -> list:
+    """The fragments :func:`highlight` shows, in text order: ``(first, last, matches)``
+    each (``text[first:last]``, the ``(start, end, term)`` of its matched words); [] when
+    no word matched."""
     terms = frozenset(terms)
     if not terms or not text:
-        return text
+        return []
     # the words up to the first that ends past the limit (a word longer than 1,024
     # characters across the limit is cut there: only the end of a last fragment can move)
-    spans = analyzer.spans(text[:_CHARLIMIT + 1024])
+    starts, ends, words = analyzer.span_lists(text[:_CHARLIMIT + 1024])
+    hits = list(itertools.compress(itertools.count(), map(terms.__contains__, words)))
+    if not hits:
+        return []
     if whole:
-        fragments = [(0, len(text), [w for w in itertools.takewhile(
-            lambda w: w[1] <= _CHARLIMIT, spans) if w[2] in terms])]
-    else:
-        fragments = _fragments(spans, terms, surround)
+        kept = bisect_right(ends, _CHARLIMIT)
+        matches = [(starts[i], ends[i], words[i]) for i in hits if i < kept]
+        return [(0, len(text), matches)] if matches else []
+    fragments = _fragments(starts, ends, words, hits, surround)
     # whoosh's scoring: matches x 100 x distinct terms matched; ties: the earlier fragment
     scored = [(len(m) * 100 * len({w[2] for w in m}), -i, f)
               for i, f in enumerate(fragments) for m in [f[2]] if m]
-    best = sorted(f for _, _, f in sorted(scored, reverse=True)[:1 if whole else top])
-    if not best:
-        return text
+    return sorted(f for _, _, f in sorted(scored, reverse=True)[:1 if whole else top])
+
+
+def _joined(text, best, start, end) -> str:
+    """The fragments ``best`` of ``text`` joined by " ... ", their matches marked."""
     return " ... ".join(_marked(text, *f, start, end) for f in best)
 
 
@@ -124,39 +152,77 @@ def _marked(text, first, last, matches, start, end) -> str:
     return "".join(out)
 
 
-def _fragments(spans, terms, surround, maxchars=200):
+def _fragments(starts, ends, terms, hits, surround, maxchars=200):
     """Passages around the matched words: whoosh's ``ContextFragmenter`` (``surround``
     characters of context on each side, at most ``maxchars`` characters), on the
-    analyzer's ``(start, end, term)`` spans; ``(first, last, matches)`` each."""
-    out, firsts = [], deque()
+    analyzer's word spans (:meth:`~cqa_search.analysis.Analyzer.span_lists`), ``hits``
+    the indices of the matched words; ``(first, last, matches)`` each.
+
+    Whoosh walks word by word; here each run of unmatched words is taken at once, by
+    bisection: outside a passage, the passage the next match opens starts at the first
+    of them that starts within ``surround`` characters of the end of the word before the
+    match; inside one, their lengths (summed in ``sizes``) use up its countdown and its
+    ``maxchars``.
+    """
+    out, n, n_hits = [], len(starts), len(hits)
+    sizes = list(itertools.accumulate(map(operator.sub, ends, starts)))  # words 0..k
     first, countdown, matches, length, last = None, -1, [], 0, None
-    for span in spans:
-        start, last, term = span
+    head = None  # where the passage of a match met now would start (whoosh's firsts[0])
+    i = h = 0
+    while i < n:
+        while h < n_hits and hits[h] < i:
+            h += 1
+        m = hits[h] if h < n_hits else n  # the next matched word
+        if m > i:  # unmatched words i .. m - 1
+            stop = bisect_right(ends, _CHARLIMIT, i, m)  # the first past the limit, or m
+            if countdown < 0:  # outside a passage
+                if stop < m or m == n:
+                    break
+                at = bisect_left(starts, ends[m - 1] - surround, i, m)
+                head = starts[at] if at < m else None
+            else:  # inside one: which word ends it, if one does
+                base = sizes[i - 1] if i else 0
+                too_long = bisect_right(sizes, maxchars - length + base, i, m)
+                run_out = bisect_left(sizes, countdown + base, i, m)
+                k = min(too_long, run_out)
+                if stop <= k and stop < m:
+                    last = ends[stop]
+                    break
+                if k < m:
+                    last = ends[k]
+                    out.append((_first(first, matches), last, matches))
+                    countdown = (starts[k] - last if too_long <= run_out
+                                 else countdown - (sizes[k] - base))
+                    head, first, matches, length = None, None, [], 0
+                    i = k + 1
+                    continue
+                length += sizes[m - 1] - base
+                countdown -= sizes[m - 1] - base
+                last = ends[m - 1]
+            i = m
+            if i == n:
+                break
+        start, last = starts[i], ends[i]  # a matched word
         if last > _CHARLIMIT:
             break
         size = last - start
-        matched = term in terms
-        if countdown < 0 and not matched:
-            firsts.append(start)
-            while firsts and last - firsts[0] > surround:
-                firsts.popleft()
-        elif length + size > maxchars:
+        if length + size > maxchars:
             countdown = 0
-        elif matched:
+        else:
             countdown = surround
             if first is None:
-                if firsts:
-                    first = firsts[0]
+                if head is not None:
+                    first = head
                 else:
                     first = start
                     countdown += surround
-            matches.append(span)
-        if countdown >= 0:
-            length += size
-            countdown -= size
-            if countdown <= 0:
-                out.append((_first(first, matches), last, matches))
-                firsts, first, matches, length = deque(), None, [], 0
+            matches.append((start, last, terms[i]))
+        length += size
+        countdown -= size
+        if countdown <= 0:
+            out.append((_first(first, matches), last, matches))
+            head, first, matches, length = None, None, [], 0
+        i += 1
     if matches:
         out.append((_first(first, matches), last, matches))
     return out
@@ -180,12 +246,30 @@ def segments(text: str, terms, analyzer, *, width=None) -> list:
     if _START in text or _END in text:  # (a scan for two characters costs less than translate)
         text = text.translate(_UNMARKED)
     if width is None:
-        marked = highlight(text, terms, analyzer, start=_START, end=_END)
+        shown, best, cut = text, _best(text, terms, analyzer), False
     else:
-        marked = snippet(text, terms, analyzer, width=width, start=_START, end=_END)
-    # The marks come in pairs: odd parts of the split are the matches.
-    return [{"text": part, "match": i % 2 == 1}
-            for i, part in enumerate(re.split("[\x02\x03]", marked)) if part]
+        shown, best, cut = _excerpt(text, terms, analyzer, width)
+    if not best:
+        return [{"text": shown, "match": False}] if shown else []
+    out, pending = [], "... " if cut else ""
+    for n, (first, last, matches) in enumerate(best):
+        if n:
+            pending += " ... "
+        at = first
+        for s, e, _ in matches:
+            if s < at:
+                continue
+            if pending or at < s:
+                out.append({"text": pending + shown[at:s], "match": False})
+            if s < e:
+                out.append({"text": shown[s:e], "match": True})
+            pending, at = "", e
+        pending += shown[at:last]
+    if cut:
+        pending += " ..."
+    if pending:
+        out.append({"text": pending, "match": False})
+    return out
 
 
 def _plain(marked) -> str:
@@ -428,9 +512,9 @@ class Presenter:
         typed, corrected; None without a correction or ``typed``), ``ranking``
         (:meth:`ranking`) and ``hits`` (:meth:`hit_dict`)."""
         suggestions = self.suggestions(results)
-        terms = results.query_terms
+        terms = frozenset(results.query_terms)
         return {"query": results.query, "category": results.category,
-                "query_terms": list(terms), "matched_in": results.field,
+                "query_terms": list(results.query_terms), "matched_in": results.field,
                 "relaxed": results.relaxed,
                 "unknown_words": list(results.unknown_words), "suggestions": suggestions,
                 "did_you_mean": None if typed is None else corrected_query(typed, suggestions),

@@ -1,6 +1,9 @@
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cqa_search import Archive, Question
 from cqa_search.exceptions import ArchiveError, QueryError
@@ -86,3 +89,36 @@ def test_ids_given_as_integers_and_extra_checks():
     assert Question.from_dict({"id": "q", "title": "t", "duplicate_of": " "}).duplicate_of == ()
     with pytest.raises(ValueError, match="field 'extra' must not hold schema field 'title'"):
         Question("q", "t", extra={"title": "other"})
+
+
+_texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(qid=st.text(min_size=1, max_size=6), title=_texts, body=_texts,
+       category=st.one_of(st.none(), _texts), tags=st.lists(_texts, max_size=3),
+       answers=st.lists(_texts, max_size=3), best=st.integers(0, 3),
+       extra=st.dictionaries(st.sampled_from(["url", "score", "labels"]),
+                             st.one_of(st.integers(-5, 5), _texts, st.none()), max_size=2))
+def test_a_stored_record_reads_back_as_from_dict_builds_it(qid, title, body, category, tags,
+                                                           answers, best, extra):
+    """What an index stores reads back (the lean path of a search's hits) as the question
+    that was stored, and a record of the wrong shape is refused as from_dict refuses it."""
+    import orjson
+
+    record = {"id": qid, "title": title, "body": body, "category": category, "tags": tags,
+              "answers": answers, "best_answer": best if best < len(answers) else None,
+              **extra}
+    try:
+        question = Question.from_dict(record)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=re.escape(str(exc))):
+            Question._stored(record)
+        return
+    stored = orjson.loads(question.to_json_bytes())
+    back = Question._stored(stored)
+    assert back == question and dict(back.extra) == dict(question.extra)
+    assert back.to_json_bytes() == question.to_json_bytes()
+    for key, damaged in [("best_answer", len(answers)), ("answers", {"a": "b"}), ("title", 7)]:
+        with pytest.raises(ValueError):
+            Question._stored({**stored, key: damaged})

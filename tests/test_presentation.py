@@ -1,6 +1,7 @@
 """What a person sees: marked segments, source links, "did you mean", the JSON document,
 the analyzer spans that highlighting reads, and the highlighter against whoosh's."""
 import json
+import re
 import unicodedata
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from cqa_search import Question, SearchEngine, build_index
 from cqa_search.analysis import Analyzer
 from cqa_search.presentation import (MAX_SUGGESTED_WORDS, Presenter, corrected_query, highlight,
-                                     segments, source_url)
+                                     segments, snippet, source_url)
 
 
 def text_of(parts):
@@ -30,6 +31,29 @@ def test_segments_of_an_excerpt():
     text = "Filler words here. " * 20 + "Where can I renew my visa? " + "Thanks. " * 20
     parts = segments(text, {"visa"}, Analyzer(), width=80)
     assert len(text_of(parts)) < 120 and [p["text"] for p in parts if p["match"]] == ["visa"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.sampled_from(["visa", "visas", "renewal", "the", "office", "Doha",
+                                       "of", "fee", "renew", "x", "—", "é", "İ", "\x02"]
+                                      + ["filler", "words", "go", "here", "and", "on"] * 4),
+                      max_size=120),
+       seps=st.lists(st.sampled_from([" ", ", ", ". ", "\n", "  "]), min_size=1),
+       terms=st.sets(st.sampled_from(["visa", "renew", "offic", "doha", "fee", "x"])),
+       width=st.sampled_from([None, 12, 40, 100, 200]),
+       pattern=st.sampled_from([r"(?u)\w{2,}", r"(?u)\w*"]))
+def test_segments_are_the_marked_snippet(words, seps, terms, width, pattern):
+    """Oracle: the segments are the text :func:`highlight` (``width`` None) or
+    :func:`snippet` marks, cut at the marks (odd parts matched, empty parts left out) --
+    also for a token pattern that matches empty words."""
+    analyzer = Analyzer(token_pattern=pattern)
+    text = "".join(w + seps[i % len(seps)] for i, w in enumerate(words))
+    clean = text.replace("\x02", " ")
+    marked = (highlight(clean, terms, analyzer, start="\x02", end="\x03") if width is None
+              else snippet(clean, terms, analyzer, width=width, start="\x02", end="\x03"))
+    expected = [{"text": part, "match": i % 2 == 1}
+                for i, part in enumerate(re.split("[\x02\x03]", marked)) if part]
+    assert segments(text, terms, analyzer, width=width) == expected
 
 
 def test_marks_in_the_text_cannot_forge_a_match():

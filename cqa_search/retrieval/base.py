@@ -197,6 +197,12 @@ class TermModel:
         keep = field.stats.df[term_ids] > 0
         return term_ids[keep], qtf[keep]
 
+    def gather_rows(self, field: FieldIndex, term_ids, qtf, rows) -> tuple:
+        """The query terms of ``field`` that score (:meth:`_usable`), their frequencies and
+        their postings in ``rows`` (:func:`gather`): the same for every model of a field."""
+        term_ids, qtf = self._usable(field, term_ids, qtf)
+        return term_ids, qtf, gather(field, term_ids, np.asarray(rows, dtype=np.int64))
+
     def _weights_can_be_zero(self) -> bool:
         """True when a posting may weigh 0 (e.g. an idf clipped at 0): a document's
         score then does not tell whether it holds a query term."""
@@ -231,11 +237,14 @@ class TermModel:
             sparse += constant  # in place: a fresh array, and n_docs long
         return sparse, matched
 
-    def score_rows(self, field: FieldIndex, term_ids, qtf, rows) -> np.ndarray:
-        """Scores of the documents ``rows`` only (same values as :meth:`score_all`)."""
-        term_ids, qtf = self._usable(field, term_ids, qtf)
+    def score_rows(self, field: FieldIndex, term_ids, qtf, rows, gathered=None) -> np.ndarray:
+        """Scores of the documents ``rows`` only (same values as :meth:`score_all`).
+
+        ``gathered``: the ``(term_ids, qtf, (pos, i, j))`` of :meth:`gather_rows` for these
+        arguments, when the models of one field share it (:class:`~cqa_search.features.TermFeatures`).
+        """
         rows = np.asarray(rows, dtype=np.int64)
-        pos, i, j = gather(field, term_ids, rows)
+        term_ids, qtf, (pos, i, j) = gathered or self.gather_rows(field, term_ids, qtf, rows)
         # computed, never read from float32 posting weights: a few postings, and the same
         # values whether or not the field has its weights stored or derived already
         w = self._weight(field, field.counts[pos], rows[i], term_ids[j])

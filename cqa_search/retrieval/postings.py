@@ -7,10 +7,6 @@ from .. import compiled
 
 __all__ = ["locate"]
 
-# The last look-up: the term features of a query ask for the same (terms, candidates) in
-# one field once per model. The arrays are held, so their ids cannot be reused.
-_last = (None, None, None, None)
-
 
 def locate(indptr, indices, term_ids, rows):
     """Posting positions of every (term, row) pair that occurs, by one batched binary
@@ -26,8 +22,7 @@ def locate(indptr, indices, term_ids, rows):
 
     Returns
     -------
-    positions : ndarray of int64 (read-only, like ``i`` and ``j``: the last result is
-        kept for repeated look-ups)
+    positions : ndarray of int64
         Posting positions (into ``indices``) found, term-major: the pairs of
         ``term_ids[0]`` first, in the order of ``rows``.
     i, j : ndarray of int64
@@ -39,21 +34,11 @@ def locate(indptr, indices, term_ids, rows):
     >>> [a.tolist() for a in locate(indptr, indices, np.array([1, 0]), np.array([1, 4]))]
     [[3, 4, 0], [0, 1, 0], [0, 0, 1]]
     """
-    global _last
     rows = np.asarray(rows, dtype=np.int64)
     term_ids = np.asarray(term_ids, dtype=np.int64)
-    key = (term_ids.tobytes(), rows.tobytes())
-    last_indptr, last_indices, last_key, result = _last
-    if last_indptr is indptr and last_indices is indices and last_key == key:
-        return result
     if compiled.loaded():  # the same pairs in the same order, compiled
-        result = compiled.locate(indptr, indices, term_ids, rows)
-    else:
-        result = compiled.timed(_locate, indptr, np.asarray(indices), term_ids, rows)
-    for a in result:
-        a.flags.writeable = False                  # shared by the callers of one query
-    _last = (indptr, indices, key, result)
-    return result
+        return compiled.locate(indptr, indices, term_ids, rows)
+    return compiled.timed(_locate, indptr, np.asarray(indices), term_ids, rows)
 
 
 def _locate(indptr, indices, term_ids, rows):
