@@ -82,14 +82,20 @@ def _error(status: int, detail: str, headers=None) -> _JSON:
 
 class _Guard:
     """ASGI middleware: refuses request bodies (413) and long targets (414) before any
-    parsing, and adds the security headers to every response."""
+    parsing, adds the security headers to every response, and ``Connection: close`` to
+    those the ``balancer`` (:class:`~cqa_search.server.balance.ConnectionBalancer`) picks."""
 
-    def __init__(self, app):
+    def __init__(self, app, balancer=None):
         self.app = app
+        self.balancer = balancer
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        extra = _SECURITY_HEADERS
+        if self.balancer is not None and scope.get("http_version") == "1.1" and \
+                self.balancer.should_close(scope.get("client")):
+            extra = _SECURITY_HEADERS + [(b"connection", b"close")]
         target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
         refusal = None
         if target > MAX_TARGET_BYTES:
@@ -105,8 +111,7 @@ class _Guard:
 
         async def secured(message):
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()),
-                                                  *_SECURITY_HEADERS]}
+                message = {**message, "headers": [*message.get("headers", ()), *extra]}
             await send(message)
 
         if refusal is not None:
@@ -144,7 +149,8 @@ def _handlers(app: FastAPI) -> None:
         return _error(500, "internal error (logged by the server)")
 
 
-def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI:
+def create_app(index, *, interval: float = 0.5, verify: bool = False,
+               balancer=None) -> FastAPI:
     """The ASGI application serving the index at ``index``.
 
     Parameters
@@ -157,6 +163,9 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
     verify : bool, default False
         Check every file's SHA-256 when a generation is opened (see
         :meth:`SearchEngine.open <cqa_search.SearchEngine.open>`).
+    balancer : ConnectionBalancer, optional
+        For one of several server processes on a port: closes a connection now and then
+        to keep their numbers even (:mod:`cqa_search.server.balance`).
 
     Examples
     --------
@@ -192,7 +201,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False) -> FastAPI
                               "read its questions. Read-only.",
                   default_response_class=_JSON, docs_url=None, redoc_url=None)
     app.state.live = live
-    app.add_middleware(_Guard)
+    app.add_middleware(_Guard, balancer=balancer)
     _handlers(app)
 
     @app.get("/api/search", response_model=schema.SearchResults, responses=_ERRORS,

@@ -9,6 +9,10 @@ kernel hands each new connection to one of them by a hash of its addresses (Linu
 and the BSDs accept ``SO_REUSEPORT`` without spreading the connections, so there and on
 Windows uvicorn's own workers serve).
 
+The kernel spreads new connections, not requests, and keep-alive connections stay where they
+landed: the processes keep their numbers even by closing one now and then
+(:mod:`~cqa_search.server.balance`).
+
 The parent process only watches: it starts ``n`` processes, starts a new one when one dies
 (and gives up when they die as fast as they start), and stops them all on SIGINT or SIGTERM.
 """
@@ -55,14 +59,17 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve_one(index, verify, host, port, options) -> None:
-    """One server process (the target of each child)."""
+def _serve_one(index, verify, host, port, options, loads, slot) -> None:
+    """One server process (the target of each child), ``loads[slot]`` its open connections
+    (:class:`~cqa_search.server.balance.ConnectionBalancer`)."""
     import uvicorn
 
     from .app import create_app
+    from .balance import ConnectionBalancer
 
     sock = listening_socket(host, port)
-    config = uvicorn.Config(create_app(index, verify=verify), **options)
+    config = uvicorn.Config(create_app(index, verify=verify,
+                                       balancer=ConnectionBalancer(loads, slot)), **options)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C reaches every process of the terminal's group
@@ -81,14 +88,17 @@ def serve_processes(n: int, index, *, verify: bool, host: str, port: int, option
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def start():
-        proc = context.Process(target=_serve_one, args=(index, verify, host, port, options),
-                               name="cqa-search-serve", daemon=False)
+    loads = context.RawArray("i", n)  # each process's open connections
+
+    def start(slot):
+        loads[slot] = 0
+        proc = context.Process(target=_serve_one, name="cqa-search-serve", daemon=False,
+                               args=(index, verify, host, port, options, loads, slot))
         proc.start()
         return proc, time.monotonic()
 
     status, quick_deaths = 0, 0
-    procs = [start() for _ in range(n)]
+    procs = [start(slot) for slot in range(n)]
     try:
         while not stopping:
             for i, (proc, started) in enumerate(procs):
@@ -104,7 +114,7 @@ def serve_processes(n: int, index, *, verify: bool, host: str, port: int, option
                     break
                 logger.warning("server process %s ended (exit status %s); starting another",
                                proc.pid, proc.exitcode)
-                procs[i] = start()
+                procs[i] = start(i)
             time.sleep(0.2)
     finally:
         for proc, _ in procs:  # (a Ctrl-C reached them too; a second signal is harmless)
