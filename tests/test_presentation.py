@@ -33,21 +33,26 @@ def test_segments_of_an_excerpt():
     assert len(text_of(parts)) < 120 and [p["text"] for p in parts if p["match"]] == ["visa"]
 
 
+def texts(words, max_size):
+    """Texts of ``words`` and some filler, with separators: what the highlighting oracles
+    try."""
+    filler = ["filler", "words", "go", "here", "and", "on"] * 4
+    return st.builds(lambda ws, seps: "".join(w + seps[i % len(seps)] for i, w in enumerate(ws)),
+                     st.lists(st.sampled_from(words + filler), max_size=max_size),
+                     st.lists(st.sampled_from([" ", ", ", ". ", "\n", "  "]), min_size=1))
+
+
 @settings(max_examples=300, deadline=None)
-@given(words=st.lists(st.sampled_from(["visa", "visas", "renewal", "the", "office", "Doha",
-                                       "of", "fee", "renew", "x", "—", "é", "İ", "\x02"]
-                                      + ["filler", "words", "go", "here", "and", "on"] * 4),
-                      max_size=120),
-       seps=st.lists(st.sampled_from([" ", ", ", ". ", "\n", "  "]), min_size=1),
+@given(text=texts(["visa", "visas", "renewal", "the", "office", "Doha", "of", "fee", "renew",
+                   "x", "—", "é", "İ", "\x02"], max_size=120),
        terms=st.sets(st.sampled_from(["visa", "renew", "offic", "doha", "fee", "x"])),
        width=st.sampled_from([None, 12, 40, 100, 200]),
        pattern=st.sampled_from([r"(?u)\w{2,}", r"(?u)\w*"]))
-def test_segments_are_the_marked_snippet(words, seps, terms, width, pattern):
+def test_segments_are_the_marked_snippet(text, terms, width, pattern):
     """Oracle: the segments are the text :func:`highlight` (``width`` None) or
     :func:`snippet` marks, cut at the marks (odd parts matched, empty parts left out) --
     also for a token pattern that matches empty words."""
     analyzer = Analyzer(token_pattern=pattern)
-    text = "".join(w + seps[i % len(seps)] for i, w in enumerate(words))
     clean = text.replace("\x02", " ")
     marked = (highlight(clean, terms, analyzer, start="\x02", end="\x03") if width is None
               else snippet(clean, terms, analyzer, width=width, start="\x02", end="\x03"))
@@ -195,19 +200,17 @@ def _whoosh_highlight(text, terms, analyzer, *, whole, top, surround):
 
 
 @settings(max_examples=300, deadline=None)
-@given(words=st.lists(st.sampled_from(["visa", "visas", "renewal", "the", "office", "Doha",
-                                       "of", "a", "fee", "renew", "x", "forms", "—", "é"]
-                                      + ["filler", "words", "go", "here", "and", "on"] * 4),
-                      max_size=200),
-       seps=st.lists(st.sampled_from([" ", ", ", ". ", "\n", "  "]), min_size=1),
-       terms=st.sets(st.sampled_from(["visa", "renew", "offic", "doha", "fee", "form"])),
+@given(text=texts(["visa", "visas", "renewal", "the", "office", "Doha", "of", "a", "fee",
+                   "renew", "x", "forms", "—", "é", "visa fee visas renew " * 12, "y" * 300],
+                  max_size=200),  # (runs of matches, and a match longer than a passage)
+       terms=st.sets(st.sampled_from(["visa", "renew", "offic", "doha", "fee", "form",
+                                      "y" * 300])),
        whole=st.booleans(), top=st.integers(1, 3), surround=st.sampled_from([5, 10, 20, 45]))
-def test_highlight_equals_whooshs(words, seps, terms, whole, top, surround):
+def test_highlight_equals_whooshs(text, terms, whole, top, surround):
     """Oracle: our highlighter gives whoosh's output (WholeFragmenter, ContextFragmenter,
     BasicFragmentScorer, first-order fragments) for every text, term set and option."""
     from whoosh import highlight as wh
 
-    text = "".join(w + seps[i % len(seps)] for i, w in enumerate(words))
     analyzer = Analyzer()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(wh.Fragment, "__lt__", lambda a, b: a.startchar > b.startchar)
