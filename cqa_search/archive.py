@@ -275,7 +275,7 @@ class Question:
             return cls.from_dict(record)  # it raises the error that names the field
         question = object.__new__(cls)
         extra = {k: v for k, v in record.items() if k not in _SCHEMA_KEYS} \
-            if len(record) > len(_SCHEMA_KEYS) else _NO_EXTRA
+            if len(record.keys() - _SCHEMA_KEYS) else _NO_EXTRA
         question.__dict__.update(
             id=qid, title=title, body=body, category=category, tags=tuple(tags),
             answers=tuple(answers), best_answer=best, duplicate_of=tuple(dups),

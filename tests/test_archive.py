@@ -119,6 +119,9 @@ def test_a_stored_record_reads_back_as_from_dict_builds_it(qid, title, body, cat
     back = Question._stored(stored)
     assert back == question and dict(back.extra) == dict(question.extra)
     assert back.to_json_bytes() == question.to_json_bytes()
+    # a record without an optional key keeps its other fields
+    partial = {k: v for k, v in stored.items() if k != "best_answer"}
+    assert Question._stored(partial) == Question.from_dict(partial)
     for key, damaged in [("best_answer", len(answers)), ("answers", {"a": "b"}), ("title", 7)]:
         with pytest.raises(ValueError):
             Question._stored({**stored, key: damaged})
