@@ -241,7 +241,8 @@ class TermModel:
         """Scores of the documents ``rows`` only (same values as :meth:`score_all`).
 
         ``gathered``: the ``(term_ids, qtf, (pos, i, j))`` of :meth:`gather_rows` for these
-        arguments, when the models of one field share it (:class:`~cqa_search.features.TermFeatures`).
+        arguments, when the models of one field share it
+        (:class:`~cqa_search.features.TermFeatures`).
         """
         rows = np.asarray(rows, dtype=np.int64)
         term_ids, qtf, (pos, i, j) = gathered or self.gather_rows(field, term_ids, qtf, rows)

@@ -10,9 +10,10 @@ latency was 47 ms against 35 ms for the others (SemEval archive, ``scripts/load_
 So each process counts its busy connections (those that sent a request within the last
 ``window`` seconds: one closed or idle soon stops counting) into its slot of an array the
 processes share, and a process with at least two more than the least busy one answers one
-request with ``Connection: close`` (at most one every ``pause`` seconds). Its client opens a new connection, which the kernel hands
-to any process: the counts even out within a second or so, and then no connection is closed.
-HTTP/1.1 clients honour ``Connection: close`` (browsers, curl, wrk, urllib, httpx do).
+request with ``Connection: close`` (at most one every ``pause`` seconds). Its client opens
+a new connection, which the kernel hands to any process: the counts even out within a
+second or so, and then no connection is closed. HTTP/1.1 clients honour ``Connection:
+close`` (browsers, curl, wrk, urllib, httpx do).
 """
 from __future__ import annotations
 
