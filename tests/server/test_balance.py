@@ -2,8 +2,8 @@
 clock), the header it puts on a response, and two real processes with keep-alive clients."""
 import http.client
 import json
-import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -84,7 +84,7 @@ def test_two_processes_even_out_eight_keep_alive_clients(toy_index):
     """The real command with two processes and eight keep-alive clients (http.client opens
     a new connection after a response with Connection: close): no request fails, and the
     connections stop being closed once the processes have four each."""
-    with __import__("socket").socket() as s:
+    with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "cqa_search", "serve", str(toy_index),
