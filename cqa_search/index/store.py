@@ -519,8 +519,12 @@ class IndexWriter:
 
         tmp = os.path.join(self.path, f"{_TMP_PREFIX}{secrets.token_hex(6)}")
         os.mkdir(tmp)  # not mkdtemp: its 0o700 would ignore the user's umask
-        self._owner = os.open(os.path.join(tmp, _OWNER), os.O_RDWR | os.O_CREAT, 0o666)
+        # The owner file is locked before it gets its name: another writer that finds the
+        # name unlocked may remove the directory (its writer died).
+        unnamed = os.path.join(tmp, _OWNER + ".new")
+        self._owner = os.open(unnamed, os.O_RDWR | os.O_CREAT, 0o666)
         fcntl.flock(self._owner, fcntl.LOCK_EX)
+        os.rename(unnamed, os.path.join(tmp, _OWNER))
         return tmp
 
     def __enter__(self):

@@ -239,6 +239,30 @@ def test_a_dead_writers_temporary_directory_is_removed(tmp_path):
     assert not os.path.exists(alive.tmp)
 
 
+def test_another_writer_never_finds_a_new_writers_owner_file_unlocked(tmp_path, monkeypatch):
+    """A writer's temporary directory is removed by another writer when its owner file can
+    be locked (its writer died). At the moment the new writer locks its file (the only
+    moment it could be found unlocked), the directory must still count as alive."""
+    import fcntl
+
+    from cqa_search.index import store
+
+    out = tmp_path / "idx"
+    build_index([Question("a", "old question")], out)
+    seen, flock = [], fcntl.flock
+
+    def checking_flock(fd, operation):
+        if operation == fcntl.LOCK_EX:  # the writer taking its lock (not a probe: LOCK_NB)
+            seen.extend(store._owner_alive(str(out / n)) for n in os.listdir(out)
+                        if n.startswith(".tmp-"))
+        return flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", checking_flock)
+    writer = IndexWriter(out)
+    writer.abort()
+    assert seen == [True]
+
+
 def _add_questions(path, start, n):
     for i in range(start, start + n):
         build_index([Question(f"q{i}", f"question {i}")], path)
