@@ -422,8 +422,11 @@ class MultiViewModel(BaseEstimator):
         ``"orig"`` then the translators' names.
     encoders_ : list of ViewEncoder
         How questions and queries become tf-idf vectors in each view.
-    components_ : list of ndarray of float32, shape (n_components, n_features_p)
-    doc_factors_ : list of ndarray of float32, shape (n_docs, n_components)
+    n_components_ : int
+        K used: ``n_components``, or fewer when the views have fewer questions or words
+        (no more components than the views' rank).
+    components_ : list of ndarray of float32, shape (n_components_, n_features_p)
+    doc_factors_ : list of ndarray of float32, shape (n_docs, n_components_)
         The archived questions in each view (stored in float32).
     lambdas_, loss_curve_, n_iter_ : as :class:`MultiViewNMF`
     fit_seconds_ : float
@@ -526,8 +529,15 @@ class MultiViewModel(BaseEstimator):
             Xs.append(X)
             encoders.append(enc)
         del bags
+        # Components beyond the views' rank (more than there are questions, or words in a
+        # view) are directions no question needs: nothing bounds their factors, which grew
+        # past float32's range on a 20-question archive with K = 100.
+        self.n_components_ = min(self.n_components, *(min(X.shape) for X in Xs))
+        if self.n_components_ < self.n_components:
+            logger.info("n_components %d capped at %d (the rank of the views)",
+                        self.n_components, self.n_components_)
         t0 = time.perf_counter()
-        nmf = MultiViewNMF(self.n_components, lambda1=self.lambda1, lambdap=self.lambdap,
+        nmf = MultiViewNMF(self.n_components_, lambda1=self.lambda1, lambdap=self.lambdap,
                            max_iter=self.max_iter, tol=self.tol,
                            random_state=self.random_state)
         nmf.fit(Xs, progress=progress)
@@ -550,8 +560,11 @@ class MultiViewModel(BaseEstimator):
         converged = self.n_iter_ < self.max_iter
         lines = [f"views      {views}",
                  f"features   {', '.join(self.feature_names)}",
-                 f"K          {self.n_components}, lambda1 {self.lambda1:g}, lambdap "
-                 f"{self.lambdap}",
+                 f"K          {self.n_components_}"
+                 + ("" if self.n_components_ == self.n_components else
+                    f" (n_components {self.n_components} capped: at most one per question "
+                    "and per word of a view)")
+                 + f", lambda1 {self.lambda1:g}, lambdap {self.lambdap}",
                  f"sweeps     {self.n_iter_} ({'converged' if converged else 'max-iter reached'})"
                  f", objective {self.loss_curve_[-1]:.6g}"]
         if hasattr(self, "fit_seconds_"):
@@ -626,7 +639,8 @@ class MultiViewModel(BaseEstimator):
     def state(self):
         """``(meta, arrays)`` of the learned state (see :mod:`cqa_search.features`)."""
         check_is_fitted(self, "components_")
-        meta = {"view_names": list(self.view_names_), "lambdas": self.lambdas_.tolist(),
+        meta = {"view_names": list(self.view_names_), "n_components": int(self.n_components_),
+                "lambdas": self.lambdas_.tolist(),
                 "loss_curve": list(self.loss_curve_), "n_iter": int(self.n_iter_),
                 "fit_seconds": float(getattr(self, "fit_seconds_", 0.0)), "views": []}
         arrays = {}
@@ -654,13 +668,14 @@ class MultiViewModel(BaseEstimator):
         model.doc_factors_ = [check_array(arrays[f"view{p}_doc_factors"], f"view {p} factors",
                                           kind="f", ndim=2, finite=True)
                               for p in range(len(names))]
+        model.n_components_ = int(meta.get("n_components", model.n_components))
         model.lambdas_ = np.asarray(meta["lambdas"], dtype=np.float64)
         model.loss_curve_ = list(meta["loss_curve"])
         model.n_iter_ = int(meta["n_iter"])
         model.fit_seconds_ = float(meta.get("fit_seconds", 0.0))
         for p, (enc, H, W) in enumerate(zip(model.encoders_, model.components_,
                                             model.doc_factors_)):
-            if H.shape != (model.n_components, enc.n_features) or W.shape[1] != H.shape[0] \
+            if H.shape != (model.n_components_, enc.n_features) or W.shape[1] != H.shape[0] \
                     or W.shape[0] != model.doc_factors_[0].shape[0]:
                 raise ValueError(f"multiview model: the arrays of view {names[p]!r} have "
                                  "inconsistent shapes")

@@ -111,6 +111,10 @@ def _check_name(name) -> None:
         raise ParameterError(f"model name must use letters, digits, '-' and '_'; got {name!r}")
 
 
+#: What ``from_state`` raises on a malformed stored state.
+_STATE_ERRORS = (KeyError, TypeError, ValueError, IndexError, InvalidArray)
+
+
 def add_model(index, name, model) -> str:
     """Store a fitted model in an index under ``name`` (a new generation, atomically).
 
@@ -135,8 +139,9 @@ def add_model(index, name, model) -> str:
     Raises
     ------
     ParameterError
-        Bad name, unregistered kind, or the model gives a feature another stored model
-        gives (a second topic model needs its own ``feature_name``).
+        Bad name, unregistered kind, the model gives a feature another stored model
+        gives (a second topic model needs its own ``feature_name``), or its fitted state
+        would not load (e.g. NaN or infinite values).
     IndexFormatError
         No index at the path, or it was rebuilt or compacted since ``index`` (an engine)
         was opened (its rows changed).
@@ -153,6 +158,11 @@ def add_model(index, name, model) -> str:
     path = getattr(index, "path", index)
     fitted_on = fitted_on if fitted_on is not None else open_index(path).manifest
     meta, arrays = model.state()
+    try:  # what a reader of the index will check: a model it cannot load is not stored
+        type(model).from_state(model.get_params(), meta, arrays)
+    except _STATE_ERRORS as exc:
+        raise ParameterError(f"model {name!r} cannot be stored: its fitted state is invalid "
+                             f"({exc}); the index is unchanged") from None
     prefix = f"models/{name}/"
     # the feature columns the model adds to every hit (rankers and answer choosers add none)
     produced = list(getattr(model, "feature_names", ())) if hasattr(model, "scorer") else []
@@ -242,7 +252,7 @@ def load_models(stored) -> dict:
         try:
             models[name] = cls.from_state(stored_model.params, stored_model.meta,
                                           stored_model.arrays())
-        except (KeyError, TypeError, ValueError, IndexError, InvalidArray) as exc:
+        except _STATE_ERRORS as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
                                    f"loaded ({exc}); rebuild it with `cqa-search build-index` "
                                    "or fit the model again") from None

@@ -11,12 +11,14 @@ import dataclasses
 
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
 from cqa_search.cli import fit as fit_cli
-from cqa_search.exceptions import ConvergenceWarning, IndexFormatError, NotFittedError
+from cqa_search.exceptions import (ConvergenceWarning, IndexFormatError, NotFittedError,
+                                   ParameterError)
 from cqa_search.factorization.multiview import (MultiViewModel, MultiViewNMF, _cd_pass,
                                                 _fold_in, _init_factors)
 from cqa_search.factorization.views import (DummyTranslator, Translator, make_translator,
                                             parse_views)
 from cqa_search.index.models import add_model
+from cqa_search.index.store import open_index
 from cqa_search.retrieval import VSM
 
 DICTD = os.path.join(os.path.dirname(__file__), "..", "data", "dictd")
@@ -322,6 +324,33 @@ def test_model_errors(index):
     build_index(ARCHIVE[:4], tmp)
     with pytest.raises(IndexFormatError, match="covers 8 questions but the index has only 4"):
         model.scorer(SearchEngine.open(other).view)
+
+
+def test_more_components_than_questions_are_capped_and_the_model_stays_finite(index):
+    # K = 100 on 8 questions: the directions no question needs had factors growing without
+    # bound (past float32's range on a 20-question archive; the stored model did not load)
+    engine = SearchEngine.open(index)
+    model = MultiViewModel("dummy", n_components=100).fit(engine.view)
+    assert model.n_components == 100 and model.n_components_ == len(ARCHIVE)
+    assert all(H.shape[0] == len(ARCHIVE) and np.isfinite(H).all() for H in model.components_)
+    assert "K          8 (n_components 100 capped" in model.describe()
+    add_model(index, "mv", model)
+    stored = SearchEngine.open(index).models["mv"]
+    assert stored.n_components_ == len(ARCHIVE) and stored.n_components == 100
+    res = SearchEngine.open(index, config=SearchConfig(ranker=None)).search("visa", k=3)
+    assert np.isfinite(res.features).all()
+
+
+def test_a_model_that_would_not_load_is_not_stored(index):
+    engine = SearchEngine.open(index)
+    model = _fit(engine, views=[])
+    model.components_[0][0, 0] = np.inf
+    before = open_index(index).generation
+    with pytest.raises(ParameterError, match=r"model 'mv' cannot be stored: its fitted state is "
+                                             r"invalid \(view 0 components holds NaN or "
+                                             r"infinite values\); the index is unchanged"):
+        add_model(index, "mv", model)
+    assert open_index(index).generation == before and not SearchEngine.open(index).models
 
 
 # -- command line ----------------------------------------------------------------------------
