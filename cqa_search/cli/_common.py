@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import textwrap
+import warnings
 
 from ..exceptions import CQASearchError
 
@@ -59,12 +60,24 @@ def _user_error(exc) -> bool:
     return validation is not None and isinstance(exc, validation.InvalidParameterError)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)
+
+
 def run_command(run, args) -> int:
     """Call ``run(args)``: a user's error prints one line and exits 1; a bug says it is one
-    and exits :data:`EXIT_BUG` (``-vv`` shows its traceback)."""
+    and exits :data:`EXIT_BUG` (``-vv`` shows its traceback). A warning prints one line
+    (``-vv``: Python's, with the source line that issued it)."""
     verbose = getattr(args, "verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    with warnings.catch_warnings():
+        if verbose < 2:
+            warnings.showwarning = _show_warning
+        return _run(run, args, verbose)
+
+
+def _run(run, args, verbose) -> int:
     try:
         return run(args)
     except KeyboardInterrupt:

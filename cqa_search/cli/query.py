@@ -88,6 +88,11 @@ def open_engine(args, **config) -> SearchEngine:
     return engine
 
 
+#: Why a query without any term found nothing (the search page says the same).
+NOTHING_TO_SEARCH = ("no words to search for (the index leaves out very common words such as "
+                     "'the' or 'how', and words too short to index)")
+
+
 def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
     if results.relaxed:
         print(style.dim("no question has every required word or phrase; questions with the "
@@ -96,7 +101,8 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
         print(style.dim("no question holds these words; questions whose answers do:"),
               file=out)
     if not len(results):
-        print("no matching questions", file=out)
+        print("no matching questions" + ("" if results.query_terms or results.unknown_words
+                                         else f": {NOTHING_TO_SEARCH}"), file=out)
     for hit in results:
         print(format_hit(hit, presenter, results.query_terms, style, answer=answers), file=out)
         if explain:

@@ -349,8 +349,9 @@ def make_translator(spec, *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
     if kind == "ibm1" and not arg:
         if translation_probs is None:
             raise ParameterError("view 'ibm1' needs an IBM Model 1 translation table: store an IBM "
-                             "Model 1 model in the index first (see `cqa-search fit --help`), "
-                             "or pass one")
+                             "Model 1 model in the index first (`cqa-search fit INDEX "
+                             "translation`), or pass one; without it, views='' (--views '') "
+                             "keeps the original view only")
         return IBM1Translator(translation_probs, n_translations=n_translations)
     if kind == "dummy" and not arg:
         return DummyTranslator()

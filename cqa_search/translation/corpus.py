@@ -314,7 +314,8 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
         raise ParameterError("no parallel pairs: the archive has no "
                          + ("answers" if answers == "all" else "best answers" if answers == "best"
                             else "pairs of the requested kinds")
-                         + "; use answers='all', title_body=True or duplicates=True")
+                         + "; use answers='all', title_body=True or duplicates=True (on the "
+                           "command line: --answers all, --title-body, --duplicates)")
     logger.info("analysing %d answers/titles/bodies", len(texts))
     t_tokens, t_offsets = _analyse(texts, view.analyzer, vocab)
     tokens = np.concatenate([q_tokens, t_tokens])

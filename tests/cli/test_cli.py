@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cqa_search import SearchEngine
+from cqa_search import SearchEngine, build_index
 from cqa_search.cli.__main__ import main
 
 
@@ -44,6 +44,10 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
     # a required word is required in the answers then; no answer holding it: no hits at all
     code, out, _ = run(capsys, "query", out_dir, "+alternator -dying", "--color", "never")
     assert code == 0 and "no matching questions" in out and "answers do" not in out
+    assert "no words to search for" not in out
+    # only words the analysis leaves out (stopwords, one letter): the user is told why
+    code, out, _ = run(capsys, "query", out_dir, "how do I", "--color", "never")
+    assert code == 0 and "no matching questions: no words to search for" in out
     code, out, _ = run(capsys, "query", out_dir, "+alternator", "--json")
     doc = json.loads(out)
     assert doc["matched_in"] == "answers" and [h["id"] for h in doc["hits"]] == ["t07"]
@@ -356,6 +360,15 @@ def test_a_bug_says_it_is_one_and_exits_70(capsys, monkeypatch, toy_index):
     assert "-vv" in err
     with pytest.raises(KeyError):  # -vv shows the traceback
         main(["query", str(toy_index), "visa", "-vv"])
+
+
+def test_a_warning_is_one_line(capsys, tmp_path, fixtures):
+    build_index(fixtures / "toy_archive.jsonl", tmp_path / "idx")  # the fit stores a model
+    code, out, err = run(capsys, "fit", tmp_path / "idx", "multiview", "--views", "",
+                         "--max-iter", "1", "-q")
+    assert code == 0 and err == ("cqa-search: warning: MultiViewNMF: maximum number of "
+                                 "iterations (1) reached before convergence; increase "
+                                 "max_iter\n")
 
 
 def test_bad_option_values_are_user_errors(capsys, toy_index, tmp_path):

@@ -175,6 +175,14 @@ def test_search_facet_explain_keyboard_and_history(server, browser, shots):
     hint.find_element(By.TAG_NAME, "a").click()
     wait(d, lambda d: params(d) == {"q": "cheap furniture"}, "the corrected search")
 
+    # only words the analysis leaves out: the page says why nothing was found
+    box = d.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys("how do I", Keys.ENTER)
+    wait(d, lambda d: d.find_element(By.ID, "status").text.startswith("No words to search for"),
+         "why nothing was found")
+    assert not hits(d)
+
     errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
 

@@ -246,7 +246,10 @@
     setStatus(data.hits.length
       ? `${data.hits.length === state.k ? "Top " : ""}${data.hits.length} ` +
         `${data.hits.length === 1 ? "question" : "questions"}${where} · ranked by ${order} · ${ms} ms`
-      : `No matching questions${where}.`);
+      : data.query_terms.length || data.unknown_words.length
+        ? `No matching questions${where}.`
+        : "No words to search for: the index leaves out very common words such as “the” or " +
+          "“how”, and words too short to index.");
     hitList.replaceChildren(...data.hits.map((hit) => renderHit(hit, state, ranking)));
     more.hidden = !(data.hits.length === state.k && state.k < K_MAX);
   }
