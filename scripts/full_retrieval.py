@@ -52,6 +52,7 @@ from cqa_search.cli.demo import split as demo_split
 from cqa_search.cli.train import training_table
 from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
 from cqa_search.index.models import add_model
+from cqa_search.index.store import CURRENT
 from cqa_search.evaluation import (compare, evaluate, judged_only, read_qrels, read_queries,
                                    run_queries, summarize)
 from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
@@ -217,7 +218,7 @@ def run_collection(key, data, work, log):
     engines, bm25 = {}, {}
     for name, analyzer in ANALYZERS.items():
         path = os.path.join(out, name, "index")
-        if not os.path.exists(os.path.join(path, "manifest.json")):
+        if not os.path.exists(os.path.join(path, CURRENT)):
             build_index(archive, path, analyzer=analyzer)
         engines[name] = SearchEngine.open(path, config=SearchConfig(ranker=None))
         for k1, b in BM25_GRID:

@@ -30,6 +30,7 @@ import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.index.models import add_model
+from cqa_search.index.store import CURRENT
 from cqa_search.evaluation import evaluate, feature_table, read_qrels, read_queries
 from cqa_search.evaluation.datasets import convert_stackexchange
 from cqa_search.factorization import MultiViewModel, TopicModel
@@ -138,7 +139,7 @@ def stackexchange(data, work):
     summary = convert_stackexchange(sorted(os.path.join(se, d) for d in os.listdir(se)
                                            if os.path.isdir(os.path.join(se, d))), out)
     path = os.path.join(out, "index")
-    if not os.path.exists(os.path.join(path, "manifest.json")):
+    if not os.path.exists(os.path.join(path, CURRENT)):
         build_index(summary.file("archive.jsonl"), path)
         engine = SearchEngine.open(path)
         add_model(path, "translation", TranslationModel().fit(engine.view))
