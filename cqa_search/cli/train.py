@@ -188,10 +188,15 @@ def cv_report(cv) -> list:
     point = ", ".join(f"{k}={v!r}" for k, v in cv.best_params_.items())
     lines.append(f"  {'learned ranker' + (' (' + point + ')' if point else ''):<34} "
                  f"{100 * cv.learned_score_:6.2f}")
-    for d in cv.dropped_:
-        lines.append(f"  left out {d['family']} ({', '.join(d['features'])}): MAP "
+    if cv.dropped_ and all(set(d["features"]) <= set(cv.features_) for d in cv.dropped_):
+        # forward selection left families out, but the ranker on all features won
+        lines.append(f"  all features beat forward selection (MAP "
+                     f"{100 * cv.dropped_[0]['map_without']:.2f} without "
+                     f"{', '.join(d['family'] for d in cv.dropped_)}): every family is kept")
+    else:
+        lines.extend(f"  left out {d['family']} ({', '.join(d['features'])}): MAP "
                      f"{100 * d['map_with']:.2f} with it, {100 * d['map_without']:.2f} without "
-                     f"(gain p = {d['p_value']:.2f})")
+                     f"(gain p = {d['p_value']:.2f})" for d in cv.dropped_)
     chosen = {"learned": "the learned ranker", "baseline": "the retrieval order",
               "single": f"the single feature {cv.single_feature_}"}[cv.chosen_]
     lines.append(f"chosen       {chosen} (MAP {100 * cv.best_score_:.2f})")

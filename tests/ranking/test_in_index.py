@@ -210,3 +210,21 @@ def test_train_stores_a_ranker_that_beats_the_retrieval_order(index, tmp_path, c
         plain = engine.with_config(SearchConfig(ranker=None)).search(query["text"], k=10)
         ranked = engine.search(query["text"], k=len(plain))
         assert ranked.doc_ids[0] == plain.doc_ids[-1]
+
+
+def test_the_report_says_left_out_only_of_families_the_stored_ranker_lacks():
+    from types import SimpleNamespace
+
+    dropped = [{"family": "topics", "features": ["topic_gnmfnc"], "map_with": 0.42,
+                "map_without": 0.43, "p_value": 0.81}]
+    cv = SimpleNamespace(n_splits=5, baseline="bm25", baseline_score_=0.30, single_feature_="vsm",
+                         single_scores_={"vsm": 0.38}, best_params_={"C": 10.0},
+                         learned_score_=0.44, best_score_=0.44, chosen_="learned",
+                         dropped_=dropped, features_=["bm25", "vsm"])
+    text = "\n".join(train.cv_report(cv))
+    assert "left out topics (topic_gnmfnc): MAP 42.00 with it, 43.00 without" in text
+    cv.features_ = ["bm25", "vsm", "topic_gnmfnc"]  # the ranker on all features won
+    text = "\n".join(train.cv_report(cv))
+    assert "left out" not in text
+    assert ("all features beat forward selection (MAP 43.00 without topics): every family is "
+            "kept") in text
