@@ -38,7 +38,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._utils import RANDOM_STATE, Interval, validate_params
-from ..exceptions import ConvergenceWarning
+from ..exceptions import ConvergenceWarning, ParameterError
 from ._utils import QueryGroups, average_precision, query_folds
 from .linear import LEARNERS, LinearRanker
 
@@ -319,8 +319,9 @@ class LinearRankerCV(BaseEstimator):
                              f"{self.baseline!r}")
         groups = QueryGroups(qid, X, y)
         if groups.n_queries < self.n_splits:
-            raise ValueError(f"cross-validation needs at least n_splits={self.n_splits} "
-                             f"queries; got {groups.n_queries}")
+            raise ParameterError(f"cross-validation needs at least n_splits={self.n_splits} "
+                                 f"queries; got {groups.n_queries} (fewer folds: n_splits, "
+                                 "`train --cv N`; none: `train --no-cv`)")
         rng = np.random.default_rng(self.random_state)
         self._X, self._y, self._qid, self._names = X, y, qid, names
         self._n_queries = groups.n_queries
@@ -350,7 +351,7 @@ class LinearRankerCV(BaseEstimator):
         informative = [j for j in range(len(names))
                        if np.ptp(self._X[:, j]) > 0]
         if not informative:
-            raise ValueError("every feature column is constant: nothing to rank by")
+            raise ParameterError("every feature column is constant: nothing to rank by")
         self.single_scores_ = {names[j]: float(self._cv("single feature", [j], {},
                                                         "ranksvm").mean())
                                for j in informative}

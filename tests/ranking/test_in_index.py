@@ -212,6 +212,17 @@ def test_train_stores_a_ranker_that_beats_the_retrieval_order(index, tmp_path, c
         assert ranked.doc_ids[0] == plain.doc_ids[-1]
 
 
+def test_too_few_queries_for_the_folds_is_a_user_error(index, judged, capsys):
+    queries, qrels = judged
+    code = train.main([str(index), "--queries", str(queries), "--qrels", str(qrels), "-q",
+                       "--cv", "7"])
+    _, err = capsys.readouterr()
+    assert code == 1 and err == ("cqa-search: error: cross-validation needs at least "
+                                 "n_splits=7 queries; got 6 (fewer folds: n_splits, `train "
+                                 "--cv N`; none: `train --no-cv`)\n")
+    assert "ranker" not in SearchEngine.open(index).models
+
+
 def test_the_report_says_left_out_only_of_families_the_stored_ranker_lacks():
     from types import SimpleNamespace
 
