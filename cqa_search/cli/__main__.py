@@ -44,11 +44,23 @@ def make_parser(command=None) -> argparse.ArgumentParser:
     return parser
 
 
+def _innermost(parser, args) -> argparse.ArgumentParser:
+    """The (sub)parser of the command ``args`` ran, e.g. ``cqa-search fit INDEX topics``'s."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None))
+            if chosen is not None:
+                return _innermost(chosen, args)
+    return parser
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = make_parser(command if command in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's parser, with its usage (argparse: the top one's)
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -67,7 +67,11 @@ def run(args) -> int:
         if engine.ranker is None:  # the retrieval model alone: no features to compute
             engine = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None))
         candidates = read_run(args.candidates) if args.candidates else None
-        run_ = run_queries(engine, read_queries(args.queries), candidates=candidates, k=args.k,
+        queries = read_queries(args.queries)
+        if not any(q["id"] in qrels for q in queries):  # mismatched files: every AP 0
+            raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}"
+                             if queries else f"{args.queries} holds no queries")
+        run_ = run_queries(engine, queries, candidates=candidates, k=args.k,
                            progress=not args.quiet)
         label = args.model + (f"+{engine.config.ranker}" if engine.ranker is not None else "")
     if args.run_out:

@@ -298,9 +298,15 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
     (["evaluate", "{index}", "--queries", "{tmp}/q.txt", "--qrels", "{tmp}/q.txt", "--model",
       "bm25:x=1"], "bad parameters for model 'bm25'"),
     (["convert", "stackfaq", "{tmp}/none.xml", "-o", "{tmp}/o"], "no such file"),
+    (["evaluate", "{index}", "--queries", "{tmp}/empty.txt", "--qrels", "{tmp}/qrels.txt"],
+     "empty.txt holds no queries"),
+    (["evaluate", "{index}", "--queries", "{tmp}/q.txt", "--qrels", "{tmp}/qrels.txt"],
+     "none of the queries of .*q.txt is judged in .*qrels.txt"),
 ])
 def test_evaluate_and_convert_errors(capsys, tmp_path, toy_index, argv, message):
     write(tmp_path / "q.txt", "q1\tvisa\n")
+    write(tmp_path / "empty.txt", "")
+    write(tmp_path / "qrels.txt", "q2 0 t01 1\n")
     argv = [a.format(tmp=tmp_path, index=toy_index) for a in argv]
     code, out, err = run(capsys, *argv)
     assert code == 1 and re.search(message, err), err
@@ -360,6 +366,19 @@ def test_a_bug_says_it_is_one_and_exits_70(capsys, monkeypatch, toy_index):
     assert "-vv" in err
     with pytest.raises(KeyError):  # -vv shows the traceback
         main(["query", str(toy_index), "visa", "-vv"])
+
+
+@pytest.mark.parametrize("argv, prog", [
+    (["query", "IDX", "visa", "--bogus"], "cqa-search query"),
+    (["fit", "IDX", "topics", "--bogus"], "cqa-search fit INDEX topics"),
+    (["--bogus"], "cqa-search"),
+])
+def test_an_unknown_option_is_told_by_its_command(capsys, argv, prog):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith(f"usage: {prog} ")
+    assert err.endswith(f"{prog}: error: unrecognized arguments: --bogus\n")
 
 
 def test_a_warning_is_one_line(capsys, tmp_path, fixtures):
