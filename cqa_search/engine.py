@@ -23,7 +23,7 @@ from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, a
 from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
-from .index.store import current_generation, read_consistent
+from .index.store import is_live, read_consistent
 from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
@@ -232,7 +232,7 @@ class SearchEngine:
             The index can no longer be opened (this engine stays usable: its files are
             kept open).
         """
-        if current_generation(self.path) == self.generation:
+        if is_live(self.data.stored):
             return self
         stored = self.data.stored
         engine = SearchEngine.open(self.path, mmap=stored.mmap, verify=stored.verified,

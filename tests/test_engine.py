@@ -1,5 +1,6 @@
 """The search API: results, filters, batch search, errors, presentation helpers."""
 import math
+import shutil
 from collections import Counter
 
 import numpy as np
@@ -265,6 +266,19 @@ def test_reopen_follows_the_live_generation(tmp_path):
     other = fresh.reopen()
     assert other.analyzer._cache is not fresh.analyzer._cache  # not another analysis's terms
     assert other.search("renewed").doc_ids == ("d",)
+
+
+def test_reopen_sees_an_index_deleted_and_built_again(tmp_path):
+    # the new index's first generation has the old one's name, gen-000001
+    path = tmp_path / "idx"
+    build_index([Question("a", "renew visa")], path)
+    engine = SearchEngine.open(path)
+    shutil.rmtree(path)
+    build_index([Question("b", "renew visa")], path)
+    fresh = engine.reopen()
+    assert fresh.generation == engine.generation == "gen-000001"
+    assert fresh is not engine and fresh.search("visa").doc_ids == ("b",)
+    assert fresh.reopen() is fresh
 
 
 def test_a_small_batch_stays_in_this_process(toy_engine, monkeypatch):

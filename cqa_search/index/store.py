@@ -53,7 +53,7 @@ from ..exceptions import IndexFormatError
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "CURRENT", "IndexWriter", "StoredIndex",
            "StoredModel", "open_index", "is_compatible", "verify_index", "read_consistent",
-           "current_generation"]
+           "current_generation", "is_live"]
 
 #: Version of the on-disk layout; bumped whenever an older reader would misread it.
 FORMAT_VERSION = 3
@@ -158,6 +158,24 @@ def _locate(path) -> tuple:
         raise IndexFormatError(f"no index at {path} yet: its first build did not finish "
                                "(run `cqa-search build-index` again)")
     raise IndexFormatError(f"{path} is not a cqa_search index (it has no {CURRENT})")
+
+
+def is_live(stored) -> bool:
+    """Whether ``stored`` is still the live generation of its index: CURRENT names it and
+    its manifest is the one read (an index deleted and built again numbers its
+    generations from gen-000001 again).
+
+    Raises
+    ------
+    IndexFormatError
+        ``CURRENT`` or the manifest is unreadable.
+    """
+    if current_generation(stored.path) != stored.generation:
+        return False
+    try:
+        return _read_manifest(stored.path, stored.generation) == stored.manifest
+    except FileNotFoundError:
+        return False
 
 
 def _read_manifest(path, generation) -> dict:
