@@ -500,7 +500,7 @@ class Presenter:
                                              width=None if question.title else width // 2),
                "snippet_marked": body_marked,
                "features": dict(hit.features)}
-        if explain and self.engine.ranker is not None:
+        if explain and self.engine.ranker is not None and self.engine.ranker.can_explain:
             out["contributions"] = self.engine.ranker.explain(hit.features)
         return out
 

@@ -160,10 +160,13 @@ def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
 
 def format_explanation(hit, engine, style, top=6) -> str:
     """Why a hit ranks where it does: the ranker's largest feature contributions, or the
-    feature scores when no ranker is active."""
-    if engine.ranker is None:
+    feature scores when no ranker is active (or its contributions depend on the other
+    candidates: features normalised per query)."""
+    if engine.ranker is None or not engine.ranker.can_explain:
         items = sorted(hit.features.items(), key=lambda kv: -abs(kv[1]))[:top]
-        return "    " + style.dim("features: ") + ", ".join(f"{k} {v:.3g}" for k, v in items)
+        label = "features: " if engine.ranker is None else \
+            "features (the ranker normalises them per query: no contributions): "
+        return "    " + style.dim(label) + ", ".join(f"{k} {v:.3g}" for k, v in items)
     contributions = engine.ranker.explain(hit.features)
     shown = list(contributions.items())[:top]
     rest = sum(v for _, v in list(contributions.items())[top:])

@@ -429,6 +429,12 @@ class LinearRanker(BaseEstimator):
                 out[:, f] += on[:, k]
         return out
 
+    @property
+    def can_explain(self) -> bool:
+        """Whether :meth:`explain` can score one candidate alone (not with
+        ``normalize="query"``, where it depends on the other candidates of its query)."""
+        return self.normalize != "query"
+
     def explain(self, x) -> dict:
         """``{feature: contribution}`` of one candidate, largest magnitude first.
 
@@ -448,7 +454,7 @@ class LinearRanker(BaseEstimator):
         {'bm25': 2.0, 'len': 0.0}
         """
         check_is_fitted(self, "coef_")
-        if self.normalize == "query":
+        if not self.can_explain:
             raise ValueError("this ranker normalises the features per query "
                              "(normalize='query'): a candidate's contributions depend on the "
                              "other candidates of its query; use contributions(X) on all "

@@ -41,7 +41,8 @@ class Hit(BaseModel):
     contributions: dict[str, float] | None = Field(
         None, description="with explain=true and a ranker: each feature's share of the "
                           "score (the ranker's weight times the normalised feature), largest "
-                          "first; the score is their sum plus the ranker's intercept")
+                          "first; the score is their sum plus the ranker's intercept (absent "
+                          "for a ranker that normalises the features per query)")
 
 
 class Ranker(BaseModel):
@@ -99,8 +100,9 @@ class Category(BaseModel):
 
 
 class Categories(BaseModel):
-    categories: list[Category] = Field(description="most questions first")
-    n_docs: int
+    categories: list[Category] = Field(description="most questions first (categories "
+                                                   "whose questions were all deleted left out)")
+    n_docs: int = Field(description="questions in the archive, deleted ones left out")
     generation: str
 
 
@@ -108,7 +110,7 @@ class Health(BaseModel):
     status: str = Field(description='"ok", or "stale" when the index can no longer be '
                                     "opened and the last good generation is served")
     generation: str
-    n_docs: int
+    n_docs: int = Field(description="questions in the archive, deleted ones left out")
     error: str | None
     version: str
 

@@ -239,3 +239,21 @@ def test_the_report_says_left_out_only_of_families_the_stored_ranker_lacks():
     assert "left out" not in text
     assert ("all features beat forward selection (MAP 43.00 without topics): every family is "
             "kept") in text
+
+
+def test_a_ranker_normalising_per_query_explains_with_feature_values(index, judged, capsys):
+    from cqa_search.cli import query
+    from cqa_search.presentation import Presenter
+
+    queries, qrels = judged
+    assert train.main([str(index), "--queries", str(queries), "--qrels", str(qrels), "-q",
+                       "--no-cv", "--normalize", "query"]) == 0
+    capsys.readouterr()
+    assert query.main([str(index), "renew visa", "-k", "2", "--explain", "--color", "never"]) == 0
+    out, err = capsys.readouterr()
+    assert "features (the ranker normalises them per query: no contributions): " in out
+    assert err == ""
+    engine = SearchEngine.open(index)
+    assert not engine.ranker.can_explain
+    doc = Presenter(engine).results_dict(engine.search("renew visa", k=2), explain=True)
+    assert doc["hits"] and all("contributions" not in h and h["features"] for h in doc["hits"])
