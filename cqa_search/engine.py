@@ -150,7 +150,18 @@ class SearchEngine:
 
     @property
     def n_docs(self) -> int:
+        """Rows of the index, deleted questions' included (the length of row masks)."""
         return self.index.n_docs
+
+    @property
+    def n_questions(self) -> int:
+        """Questions in the archive: rows less deleted questions."""
+        return self.data.n_questions
+
+    def category_counts(self) -> np.ndarray:
+        """Questions per category id (in the order of ``categories``), deleted ones left
+        out."""
+        return self.categories.counts(self.data.live)
 
     @property
     def feature_names(self) -> tuple:

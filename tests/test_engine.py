@@ -56,6 +56,19 @@ def test_category_filter(toy_engine):
         toy_engine.search("renew", category="Zebra")
 
 
+def test_categories_that_differ_only_in_case(tmp_path):
+    build_index([Question("a", "renew my visa", category="Travel"),
+                 Question("b", "visa for kids", category="travel"),
+                 Question("c", "visa fees", category="Visas")], tmp_path / "idx")
+    engine = SearchEngine.open(tmp_path / "idx")
+    assert engine.search("visa", category="travel").doc_ids == ("b",)
+    assert engine.search("visa", category="Travel").doc_ids == ("a",)
+    assert engine.search("visa", category="visas").doc_ids == ("c",)  # one such name
+    with pytest.raises(QueryError, match=r"category 'TRAVEL' is ambiguous: the index has "
+                                         r"'Travel' and 'travel'; give one exactly"):
+        engine.search("visa", category="TRAVEL")
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n"])
 def test_empty_query_is_an_error(toy_engine, text):
     with pytest.raises(QueryError, match="empty query"):

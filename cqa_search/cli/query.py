@@ -159,8 +159,9 @@ class _Session:
         cats = self.engine.categories
         if not len(cats):
             return "(this index has no categories)"
-        counts = cats.counts()
-        rows = sorted(zip(cats, counts.tolist()), key=lambda r: (-r[1], r[0]))
+        counts = self.engine.category_counts()
+        rows = sorted(((name, n) for name, n in zip(cats, counts.tolist()) if n),
+                      key=lambda r: (-r[1], r[0]))
         width = max(len(name) for name, _ in rows)
         lines = [f"  {name:<{width}}  {n:>7,}" for name, n in rows]
         return "\n".join([f"  {'category':<{width}}  {'questions':>7}"] + lines)
@@ -226,7 +227,7 @@ class _Session:
 
     def loop(self, stdin) -> None:
         history = _readline(self)
-        self.say(f"{self.engine.n_docs:,} questions indexed. Type a question, or :help.")
+        self.say(f"{self.engine.n_questions:,} questions indexed. Type a question, or :help.")
         warned = False
         try:
             while True:

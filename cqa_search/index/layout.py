@@ -69,7 +69,8 @@ class Categories:
 
     Category ids are positions in :attr:`names`, in the order the build first met each
     category; ``doc_category[row]`` is a row's category id (-1: none). Name lookups are
-    case-insensitive.
+    case-insensitive when the case does not matter (an exact name wins; two names that
+    differ only in case must be given exactly).
 
     Examples
     --------
@@ -81,6 +82,7 @@ class Categories:
     def __init__(self, names, doc_category):
         self.names = tuple(names)
         self.doc_category = doc_category
+        self._exact = {n: i for i, n in enumerate(self.names)}
         self._folded = {n.casefold(): i for i, n in reversed(list(enumerate(self.names)))}
 
     def __len__(self):
@@ -99,9 +101,11 @@ class Categories:
         """Id of an exact category name (ValueError when absent), like ``list.index``."""
         return self.names.index(name)
 
-    def counts(self) -> np.ndarray:
-        """Questions per category id."""
+    def counts(self, live=None) -> np.ndarray:
+        """Questions per category id; with ``live`` (bool per row), of those rows only."""
         doc_category = np.asarray(self.doc_category)
+        if live is not None:
+            doc_category = doc_category[np.asarray(live, dtype=bool)]
         return np.bincount(doc_category[doc_category >= 0], minlength=len(self.names))
 
     def id(self, name) -> int | None:
@@ -118,8 +122,15 @@ class Categories:
             raise QueryError(f"category must be a non-empty string; got {name!r}")
         if not self.names:
             raise QueryError("this index has no categories, so it cannot filter by category")
+        found = self._exact.get(name.strip())
+        if found is not None:
+            return found
         found = self._folded.get(name.strip().casefold())
         if found is not None:
+            twins = [n for n in self.names if n.casefold() == name.strip().casefold()]
+            if len(twins) > 1:
+                raise QueryError(f"category {name!r} is ambiguous: the index has "
+                                 f"{' and '.join(map(repr, twins))}; give one exactly")
             return found
         folded = list(self._folded)
         wanted = name.strip().casefold()

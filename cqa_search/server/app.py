@@ -82,8 +82,9 @@ def _error(status: int, detail: str, headers=None) -> _JSON:
 
 class _Guard:
     """ASGI middleware: refuses request bodies (413) and long targets (414) before any
-    parsing, adds the security headers to every response, and ``Connection: close`` to
-    those the ``balancer`` (:class:`~cqa_search.server.balance.ConnectionBalancer`) picks."""
+    parsing, answers HEAD as GET without the body, adds the security headers to every
+    response, and ``Connection: close`` to those the ``balancer``
+    (:class:`~cqa_search.server.balance.ConnectionBalancer`) picks."""
 
     def __init__(self, app, balancer=None):
         self.app = app
@@ -109,9 +110,15 @@ class _Guard:
                                      "requests have no body")
                     break
 
+        head = scope["method"] == "HEAD"
+        if head:
+            scope = {**scope, "method": "GET"}
+
         async def secured(message):
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", ()), *extra]}
+            elif head and message["type"] == "http.response.body":
+                message = {**message, "body": b""}
             await send(message)
 
         if refusal is not None:
@@ -238,10 +245,10 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
              responses={503: _ERRORS[503]}, summary="The categories and their sizes")
     async def categories():
         engine, _ = live.current()
-        counts = engine.categories.counts().tolist()
-        found = sorted(({"name": n, "count": c} for n, c in zip(engine.categories, counts)),
-                       key=lambda c: (-c["count"], c["name"].casefold()))
-        return _JSON({"categories": found, "n_docs": engine.n_docs,
+        counts = engine.category_counts().tolist()
+        found = sorted(({"name": n, "count": c} for n, c in zip(engine.categories, counts)
+                        if c), key=lambda c: (-c["count"], c["name"].casefold()))
+        return _JSON({"categories": found, "n_docs": engine.n_questions,
                       "generation": engine.generation})
 
     @app.get("/health", response_model=schema.Health, responses={503: _ERRORS[503]},
@@ -249,7 +256,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
     async def health():
         engine, _ = live.current()
         return _JSON({"status": "ok" if live.error is None else "stale",
-                      "generation": engine.generation, "n_docs": engine.n_docs,
+                      "generation": engine.generation, "n_docs": engine.n_questions,
                       "error": live.error, "version": __version__})
 
     @app.get("/", include_in_schema=False)

@@ -96,7 +96,7 @@ class LiveIndex:
                 if engine is not state[0]:
                     self._state = self._prepared(engine)
                     logger.info("serving generation %s of %s (%d questions)",
-                                engine.generation, self.path, engine.n_docs)
+                                engine.generation, self.path, engine.n_questions)
             except CQASearchError as exc:
                 self._failed(exc)
                 return

@@ -117,6 +117,24 @@ def test_categories_with_counts(client, toy_index):
     assert doc["n_docs"] == engine.n_docs == 12
 
 
+def test_counts_leave_deleted_and_replaced_questions_out(tmp_path):
+    from cqa_search.index.live import add_questions, delete_questions
+
+    path = tmp_path / "idx"
+    build_index([Question("a", "renew visa", category="Visas"),
+                 Question("b", "visa fees", category="Visas"),
+                 Question("c", "cheap sofa", category="Shopping")], path)
+    add_questions(path, [Question("a", "renew my visa", category="Visas")], replace=True)
+    delete_questions(path, ["c"])
+    engine = SearchEngine.open(path)
+    assert engine.n_docs == 4 and engine.n_questions == 2
+    assert engine.category_counts().tolist() == [2, 0]
+    with TestClient(create_app(path)) as http:
+        doc = http.get("/api/categories").json()
+        assert doc["n_docs"] == 2 and doc["categories"] == [{"name": "Visas", "count": 2}]
+        assert http.get("/health").json()["n_docs"] == 2
+
+
 def test_health(client, toy_index):
     assert client.get("/health").json() == {
         "status": "ok", "generation": current_generation(toy_index), "n_docs": 12,
@@ -151,6 +169,16 @@ def test_errors_are_json_with_a_fitting_status(client, method, url, params, stat
     assert set(body) == {"status", "error", "detail"} and body["status"] == status
     assert re.search(detail, body["detail"]), body
     assert "Traceback" not in response.text
+
+
+@pytest.mark.parametrize("url", ["/", "/health", "/api/search?q=visa", "/api/categories",
+                                 "/api/questions/t01", "/nowhere"])
+def test_head_is_get_without_the_body(client, url):
+    get, head = client.get(url), client.head(url)
+    assert head.status_code == get.status_code and head.content == b""
+    assert head.headers["content-type"] == get.headers["content-type"]
+    assert head.headers["content-length"] == str(len(get.content))
+    assert head.headers["x-content-type-options"] == "nosniff"
 
 
 def test_limits_on_request_size(client):

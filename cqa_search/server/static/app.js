@@ -118,8 +118,11 @@
     const entries = [{ name: "", label: "All categories", count: categories.n_docs },
                      ...categories.categories.map((c) => ({ name: c.name, label: c.name,
                                                             count: c.count }))];
+    const wanted = active || "";
+    const exact = entries.some((e) => e.name === wanted);  // "Travel" and "travel" may both exist
     for (const entry of entries) {
-      const selected = entry.name.toLowerCase() === (active || "").toLowerCase();
+      const selected = exact ? entry.name === wanted
+                             : entry.name.toLowerCase() === wanted.toLowerCase();
       const target = { q: state.q, category: entry.name, k: K_STEP };
       const link = el("a", {
         href: urlFor(target), "aria-current": selected ? "true" : null,
