@@ -189,6 +189,7 @@ def add_model(index, name, model) -> str:
                         "counters": dict(fitted_on.get("counters", {})),
                         "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
                         "features": produced}
+        _check_rankers(base, models, f"storing model {name!r}")
         out["models"] = models
         return out
 
@@ -199,6 +200,30 @@ def add_model(index, name, model) -> str:
                                              "meta": meta, "arrays": list(arrays)})
         return writer.commit(manifest, keep=lambda base: [
             rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
+
+
+def _check_rankers(base, models, change) -> None:
+    """Refuse a change of the models that takes away a feature a stored ranker uses (its
+    searches would fail: the engine cannot compute the ranker's features)."""
+    removed = {f for entry in base.models.values() for f in entry.get("features", ())} \
+        - {f for entry in models.values() for f in entry.get("features", ())}
+    for other, entry in models.items() if removed else ():
+        if base.models.get(other) != entry or entry["kind"] not in MODEL_KINDS:
+            continue  # stored by this change, or of an unknown kind
+        cls = model_class(entry["kind"])
+        if not hasattr(cls, "predict"):
+            continue  # not a ranker
+        stored = base.model(other)
+        try:
+            uses = cls.from_state(stored.params, stored.meta, stored.arrays()).feature_names_in_
+        except _STATE_ERRORS:
+            continue  # unreadable: opening the index says so
+        lost = sorted(removed.intersection(uses))
+        if lost:
+            raise ParameterError(
+                f"{change} would take away the feature(s) {', '.join(lost)}, which the "
+                f"stored ranker {other!r} uses: store the model under another name "
+                "(--name), or train the ranker again without them first")
 
 
 def _created() -> str:
@@ -222,6 +247,7 @@ def remove_model(path, name) -> str:
         models = dict(base.models)
         if models.pop(name, None) is None:
             raise IndexFormatError(f"{path} has no model {name!r}")
+        _check_rankers(base, models, f"removing model {name!r}")
         out = {k: v for k, v in base.manifest.items()
                if k not in ("format", "format_version", "package_version", "created", "files")}
         out["models"] = models
