@@ -131,10 +131,13 @@ class Analyzer:
         if not isinstance(self.token_pattern, str):
             raise ParameterError(f"token_pattern must be a string; got {self.token_pattern!r}")
         try:
-            re.compile(self.token_pattern)
+            groups = re.compile(self.token_pattern).groups
         except re.error as exc:
             raise ParameterError(f"token_pattern is not a valid regular expression: "
                                  f"{exc}") from None
+        if groups:  # a token is the whole match (its span is what a snippet marks)
+            raise ParameterError(f"token_pattern must have no capturing group; make it "
+                                 f"non-capturing, (?:...); got {self.token_pattern!r}")
         sw = self.stopwords
         if not (sw is None or (isinstance(sw, str) and sw in STOPWORD_LISTS) or
                 (not isinstance(sw, str) and all(isinstance(w, str) for w in sw))):

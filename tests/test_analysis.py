@@ -25,6 +25,10 @@ def test_config_round_trip_and_errors():
         Analyzer(stem="lancaster")
     with pytest.raises(ValueError, match="token_pattern is not a valid regular expression"):
         Analyzer(token_pattern="(")
+    with pytest.raises(ValueError, match=r"token_pattern must have no capturing group; make it "
+                                         r"non-capturing, \(\?:\.\.\.\)"):
+        Analyzer(token_pattern=r"(\w)(\w+)")
+    assert Analyzer(token_pattern=r"(?:\w)\w+").tokenize("renew visas") == ["renew", "visas"]
     with pytest.raises(ValueError, match="stopwords must be 'english', 'lucene', a list of "
                                          "words or None"):
         Analyzer(stopwords="french")

@@ -145,6 +145,11 @@ def _locate(path) -> tuple:
                 old = json.load(f)
         except (OSError, ValueError):
             old = {}
+        parent = os.path.dirname(os.path.abspath(path))
+        if _GENERATION.match(os.path.basename(os.path.abspath(path))) and \
+                os.path.isfile(os.path.join(parent, CURRENT)):
+            raise IndexFormatError(f"{path} is one generation of the index {parent}: open "
+                                   "the index directory itself")
         if isinstance(old, dict) and old.get("format") == _FORMAT_NAME:
             raise IndexFormatError(
                 f"{path} has index format version {old.get('format_version')}, but this "

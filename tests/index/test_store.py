@@ -118,6 +118,13 @@ def test_missing_file_raises(index_copy):
         SearchEngine.open(index_copy)
 
 
+def test_a_generation_directory_is_not_the_index(index_copy):
+    live = index_copy / current_generation(index_copy)
+    with pytest.raises(IndexFormatError, match=f"{live} is one generation of the index "
+                                               f"{index_copy}: open the index directory itself"):
+        SearchEngine.open(live)
+
+
 def test_missing_live_generation_and_bad_pointer(index_copy):
     shutil.rmtree(live(index_copy))
     with pytest.raises(IndexFormatError, match="live generation gen-000001 is missing"):
