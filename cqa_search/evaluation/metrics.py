@@ -47,7 +47,7 @@ def parse_metric(name: str):
     if key in ("map", "mrr"):
         return key, None
     kind, sep, k = key.partition("@")
-    if sep and kind in ("p", "r", "ndcg") and k.isdigit() and int(k) >= 1:
+    if sep and kind in ("p", "r", "ndcg") and k.isascii() and k.isdigit() and int(k) >= 1:
         return kind, int(k)
     raise ParameterError(f"metric must be map, mrr, p@K, r@K or ndcg@K (K >= 1); got {name!r}")
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import QueryError
+
 __all__ = ["paired_ttest", "randomization_test", "compare"]
 
 
@@ -48,10 +50,17 @@ def compare(per_query_a, per_query_b, *, metrics=None, n_resamples=10000, random
 
     The two per-query tables (from :func:`~cqa_search.evaluation.metrics.evaluate`) are
     aligned on their query ids; only shared queries are compared.
+
+    Raises
+    ------
+    QueryError
+        The tables share no query.
     """
     import pandas as pd
 
     shared = per_query_a.index.intersection(per_query_b.index)
+    if not len(shared):
+        raise QueryError("the two runs have no query in common: nothing to compare")
     metrics = list(per_query_a.columns) if metrics is None else list(metrics)
     rows = []
     for m in metrics:

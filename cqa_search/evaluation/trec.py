@@ -29,7 +29,7 @@ def _lines(path, what):
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM is not text
             except UnicodeDecodeError as exc:
                 raise ArchiveError(f"not valid UTF-8 (byte {exc.start})", path, lineno) from None
             if line.strip() and not line.lstrip().startswith("#"):
@@ -46,7 +46,8 @@ def read_qrels(path) -> dict:
     Raises
     ------
     ArchiveError
-        Missing file or a malformed line (named by file and line).
+        Missing file, a malformed line, or one document judged twice differently (named
+        by file and line).
     """
     qrels = {}
     for n, (lineno, line) in enumerate(_lines(path, "qrels")):
@@ -62,7 +63,11 @@ def read_qrels(path) -> dict:
         except ValueError:
             raise ArchiveError(f"relevance must be an integer; got {parts[-1]!r}",
                                path, lineno) from None
-        qrels.setdefault(parts[0], {})[parts[-2]] = rel
+        judged = qrels.setdefault(parts[0], {})
+        if judged.get(parts[-2], rel) != rel:
+            raise ArchiveError(f"document {parts[-2]!r} of query {parts[0]!r} is judged twice, "
+                               f"{judged[parts[-2]]} and {rel}", path, lineno)
+        judged[parts[-2]] = rel
     return qrels
 
 

@@ -33,7 +33,7 @@ def test_trec_convention_by_hand():
 
 def test_metric_names():
     assert parse_metric("NDCG@10") == ("ndcg", 10)
-    for bad in ["p@0", "p@", "map@5", "precision"]:
+    for bad in ["p@0", "p@", "map@5", "precision", "p@²"]:
         with pytest.raises(ValueError, match="metric must be map, mrr, p@K, r@K or ndcg@K"):
             parse_metric(bad)
     with pytest.raises(ValueError, match="convention must be one of"):

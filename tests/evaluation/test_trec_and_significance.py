@@ -4,7 +4,7 @@ from scipy import stats
 
 from cqa_search.evaluation import (compare, evaluate, paired_ttest, randomization_test, read_qrels,
                                    read_queries, read_run, write_qrels, write_run, write_svmrank)
-from cqa_search.exceptions import ArchiveError
+from cqa_search.exceptions import ArchiveError, QueryError
 
 
 def test_run_and_qrels_round_trip_keep_order(tmp_path):
@@ -24,6 +24,8 @@ def test_run_and_qrels_round_trip_keep_order(tmp_path):
     (read_run, "q Q0 d 1 1 t\nq Q0 d 2 0 t\n", r"r.txt:2: document 'd' is listed twice"),
     (read_qrels, "q 0\n", r"r.txt:1: a qrels line has 4 columns"),
     (read_qrels, "q 0 d yes\n", r"r.txt:1: relevance must be an integer"),
+    (read_qrels, "q 0 d 1\nq 0 d 0\n", r"r.txt:2: document 'd' of query 'q' is judged twice, "
+                                       r"1 and 0"),
     (read_queries, "q1 no tab\n", r"r.txt:1: a TSV query line is 'qid<TAB>text'"),
     (read_queries, '{"text": "x"}\n', r"r.txt:1: a query needs an 'id'"),
     (read_queries, "a\tx\na\ty\n", r"r.txt:2: duplicate query id 'a'"),
@@ -34,6 +36,13 @@ def test_malformed_files(tmp_path, reader, content, message):
         reader(tmp_path / "r.txt")
     with pytest.raises(ArchiveError, match="no such"):
         reader(tmp_path / "absent.txt")
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_id(tmp_path):
+    (tmp_path / "q.txt").write_bytes("\ufeffq1 0 d 1\nq1 0 d 1\n".encode("utf-8"))
+    assert read_qrels(tmp_path / "q.txt") == {"q1": {"d": 1}}  # the same judgment twice: fine
+    (tmp_path / "r.run").write_bytes("\ufeffq1 Q0 d 1 0.5 t\n".encode("utf-8"))
+    assert read_run(tmp_path / "r.run") == {"q1": {"d": 0.5}}
 
 
 def test_read_queries_formats(tmp_path):
@@ -74,3 +83,5 @@ def test_compare_aligns_queries():
     table = compare(good, bad, metrics=["map"])
     assert table.loc["map", "diff"] == pytest.approx((0.5 + 1) / 3)
     assert table.loc["map", "n_queries"] == 3 and 0 < table.loc["map", "p_ttest"] < 1
+    with pytest.raises(QueryError, match="the two runs have no query in common"):
+        compare(good.loc[["q1"]], bad.loc[["q2", "q3"]])
