@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import numbers
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -81,9 +82,10 @@ class SearchConfig:
         names = [m.feature_name for m in self.features]
         if len(set(names)) != len(names):
             raise QueryError(f"feature names must be distinct; got {names}")
-        if isinstance(self.n_candidates, bool) or not isinstance(self.n_candidates, int) \
-                or self.n_candidates < 1:
+        if isinstance(self.n_candidates, bool) or \
+                not isinstance(self.n_candidates, numbers.Integral) or self.n_candidates < 1:
             raise QueryError(f"n_candidates must be a positive integer; got {self.n_candidates!r}")
+        object.__setattr__(self, "n_candidates", int(self.n_candidates))
 
 
 class SearchEngine:
@@ -427,6 +429,9 @@ class SearchEngine:
             Show a progress bar on stderr (this process only).
         """
         self._check_k(k)
+        if isinstance(queries, str):
+            raise QueryError("queries must be a sequence of query texts, not one string "
+                             "(search() searches one)")
         queries = list(queries)
         qids = [str(i) for i in range(len(queries))] if qids is None else [str(q) for q in qids]
         categories = [None] * len(queries) if categories is None else list(categories)
@@ -480,12 +485,17 @@ class SearchEngine:
             Empty query, unknown category, or a candidate id that is not in the archive.
         """
         cid = self.categories.id(category)
+        if isinstance(doc_ids, str):
+            raise QueryError("doc_ids must be a sequence of ids, not one string")
         rows = self.archive.rows(doc_ids).astype(np.int64)
         given = None
         if scores is not None:
             if len(scores) != len(rows):
                 raise QueryError(f"got {len(rows)} candidates but {len(scores)} scores")
-            given = dict(zip(rows.tolist(), map(float, scores)))
+            try:
+                given = dict(zip(rows.tolist(), map(float, scores)))
+            except (TypeError, ValueError):
+                raise QueryError(f"scores must be numbers; got {list(scores)!r}") from None
         q = self.analyze(text, self._name(cid), given)
         return self._ranked(q, rows, self._retrieval_scores(q, rows), np.arange(len(rows)),
                             None)

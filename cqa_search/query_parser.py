@@ -62,6 +62,8 @@ _NOT_COMMON = re.compile(r"(?i:\b(?:category|title|body|answers|tag):)|"
                          r"[\[{][^\]}]*\bTO\b|\^[0-9.]")
 # + and - alone between spaces: punctuation of prose, removed before parsing
 _LONE_SIGN = re.compile(r"(?:^|(?<=\s))[-+]+(?=\s|\Z)")
+# a field name in any case (Title:, CATEGORY:), given to whoosh in lower case
+_FIELD_NAME = re.compile(r"(?i:\b(?:category|title|body|answers|tag):)(?=\S)")
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ def parse_query(typed: str) -> ParsedQuery:
     >>> parse_query("NOT NOT NOT").text   # unreadable: its plain words
     'NOT NOT NOT'
     """
-    typed = _LONE_SIGN.sub(" ", typed)
+    typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), _LONE_SIGN.sub(" ", typed))
     if not _SYNTAX.search(typed):
         return ParsedQuery(" ".join(typed.split()))
     quick = _common_syntax(typed)

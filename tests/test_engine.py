@@ -107,6 +107,13 @@ def test_batch_search_equals_search(toy_engine):
         toy_engine.batch_search(["a", "b"], qids=["x", "x"])
     with pytest.raises(QueryError, match="got 2 queries, 1 qids"):
         toy_engine.batch_search(["a", "b"], qids=["x"])
+    with pytest.raises(QueryError, match="queries must be a sequence of query texts, not one"):
+        toy_engine.batch_search("renew visa")
+    with pytest.raises(QueryError, match="doc_ids must be a sequence of ids, not one string"):
+        toy_engine.rerank("renew visa", "t01")
+    with pytest.raises(QueryError, match=r"scores must be numbers; got \['a'\]"):
+        toy_engine.rerank("renew visa", ["t01"], scores=["a"])
+    assert SearchConfig(n_candidates=np.int64(5)).n_candidates == 5
 
 
 def test_config_selects_retrieval_model_and_features(toy_index):

@@ -37,6 +37,10 @@ def test_parse_required_excluded_and_fields():
     assert parse_query("NOT (a AND b) c").must_not == ((U("question", "a"), U("question", "b")),)
     # operators only at the start of a word; unknown prefixes are words
     assert parse_query("C++ e-mail foo:bar").text == "C++ e-mail foo:bar"
+    # field names in any case; a capitalised word before a colon and a space is prose
+    assert parse_query("Category:Travel TITLE:visa x") == ParsedQuery(
+        "visa x", category="Travel", must=((U("title", "visa"),),))
+    assert parse_query("Title: the movie") == ParsedQuery("Title: the movie")
 
 
 _WORDS = st.one_of(st.text("abAND", min_size=1, max_size=3),

@@ -309,6 +309,8 @@ def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
         An id the index does not have (unless ``missing_ok``), or no id.
     """
     t0 = time.perf_counter()
+    if isinstance(doc_ids, str):  # its characters are not the ids meant
+        raise ArchiveError(f"doc_ids must be a list of ids, not one string; got {doc_ids!r}")
     doc_ids = list(dict.fromkeys(str(d) for d in doc_ids))
     if not doc_ids:
         raise ArchiveError("no question id to delete")

@@ -203,6 +203,8 @@ def test_bad_changes_are_clear_errors(index):
         add_questions(index, [Question("n1", "a"), Question("n1", "b")])
     with pytest.raises(ArchiveError, match="the index has no question 'nope'"):
         delete_questions(index, ["nope"])
+    with pytest.raises(ArchiveError, match="doc_ids must be a list of ids, not one string"):
+        delete_questions(index, "t01")
     with pytest.raises(ArchiveError, match="would leave an empty index"):
         delete_questions(index, [f"t0{i}" for i in range(1, 10)])
     generation = current_generation(index)
