@@ -201,7 +201,8 @@ class SearchEngine:
         if missing:
             raise QueryError(f"ranker {name!r} uses features this engine does not compute: "
                              f"{', '.join(missing)} (add the models or term features it was "
-                             "trained with, or search with SearchConfig(ranker=None))")
+                             "trained with, or search without it: SearchConfig(ranker=None), "
+                             "on the command line --ranker none)")
         return ranker
 
     @classmethod
@@ -372,6 +373,8 @@ class SearchEngine:
             mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
             if category_id is not None:
                 mask &= self.view.doc_category == category_id
+            for name in parsed.not_categories:  # -category:Travel
+                mask &= self.view.doc_category != self.categories.id(name)
             allowed = apply_filters(parsed, mask, self.index, self.archive, self.analyzer)
         tie = self.data.doc_id_rank
         if must:  # required words choose the hits; the query's words only rank them

@@ -12,8 +12,12 @@ line and the server. The syntax (what ``:help`` and the README list):
 ``(visa OR permit) AND renew``          one of the words in brackets, and ``renew``
 ``title:visa`` ``body:`` ``answers:``   the word in that part of the question (required);
 ``tag:visa``                            ``tag:`` among the question's tags
+``title:visa OR title:permit``          either requirement (side by side: both)
 ``category:Travel``                     only this category; ``category:"Doha Shopping"``
+``-category:Travel``                    leave this category out
 ======================================  ===============================================
+
+Field names may be written in any case (``Title:visa``). A query keeps one category.
 
 Words are analysed like the archive (stemmed, stopwords dropped), so a filter matches what
 a search matches. Prose punctuation is not syntax: a ``+`` or ``-`` standing alone between
@@ -29,6 +33,8 @@ import re
 import threading
 import warnings
 from dataclasses import dataclass
+
+from .exceptions import QueryError
 
 __all__ = ["ParsedQuery", "Unit", "parse_query", "FIELDS", "MAX_QUERY_CHARS"]
 
@@ -98,16 +104,19 @@ class ParsedQuery:
         Each a disjunction: a hit matches at least one of its units.
     must_not : tuple of tuple of Unit
         Each a conjunction: a hit never matches all of its units.
+    not_categories : tuple of str
+        Categories left out (``-category:Travel``).
     """
 
     text: str
     category: str | None = None
     must: tuple = ()
     must_not: tuple = ()
+    not_categories: tuple = ()
 
     @property
     def has_filters(self) -> bool:
-        return bool(self.must or self.must_not)
+        return bool(self.must or self.must_not or self.not_categories)
 
 
 def _parser():
@@ -118,11 +127,26 @@ def _parser():
         warnings.simplefilter("ignore", DeprecationWarning)
         from whoosh.analysis import RegexTokenizer
         from whoosh.fields import ID, TEXT, Schema
-        from whoosh.qparser import OrGroup, PlusMinusPlugin, QueryParser, WildcardPlugin
+        from whoosh.qparser import (OperatorsPlugin, OrGroup, PlusMinusPlugin, QueryParser,
+                                    WildcardPlugin, syntax)
+        from whoosh.query.compound import CompoundQuery
+
+    class Either(CompoundQuery):
+        """``a OR b`` as typed: told apart from words side by side (a whoosh Or, which
+        normalising would merge into the Or of the words around it)."""
+        JOINT = " OR "
+        explicit = True
+
+    class ExplicitOr(syntax.OrGroup):
+        qclass = Either
+
     text = TEXT(analyzer=RegexTokenizer(r"\S+"))
     schema = Schema(text=text, title=text, body=text, answers=text, tag=text, category=ID)
     parser = QueryParser("text", schema, group=OrGroup)
     parser.remove_plugin_class(WildcardPlugin)
+    parser.replace_plugin(OperatorsPlugin(
+        ops=[(OperatorsPlugin.OpTagger(r"(?<=\s)OR(?=\s)", ExplicitOr, memo="or"), 0)],
+        Or=None))
     # + and - are operators only at the start of a word ("C++", "e-mail" stay words).
     parser.add_plugin(PlusMinusPlugin(plusexpr=r"(?<![^\s(])\+", minusexpr=r"(?<![^\s(])-"))
     return parser
@@ -138,7 +162,8 @@ class _Walk:
         from whoosh import query
 
         self.wq = query
-        self.words, self.category = [], None
+        self.words, self.categories, self.not_categories = [], [], []
+        self.negated = 0  # inside a NOT
         self.must, self.must_not = [], []
 
     def unit(self, node):
@@ -152,7 +177,7 @@ class _Walk:
         if not isinstance(text, str) or not text:
             return None
         if field == "category":
-            self.category = self.category or text
+            (self.not_categories if self.negated else self.categories).append(text)
             return None
         return Unit("question" if field == "text" else field, (text,))
 
@@ -167,6 +192,13 @@ class _Walk:
         """``NOT node``: NOT (a OR b) leaves out a and b, NOT (a AND b) what has both."""
         if isinstance(node, self.wq.Not):
             return  # NOT NOT x: not a filter
+        self.negated += 1
+        try:
+            self._exclude(node)
+        finally:
+            self.negated -= 1
+
+    def _exclude(self, node):
         if node.is_leaf():
             unit = self.unit(node)
             if unit is not None:
@@ -201,12 +233,21 @@ class _Walk:
             if mode == "must" or unit.phrase or unit.field != "question":
                 self.must.append((unit,))
             return
-        if isinstance(node, self.wq.Or) and mode == "must":
+        if (isinstance(node, self.wq.Or) or getattr(node, "explicit", False)) \
+                and mode == "must":
             units = self.leaves(node)
             self.words.extend(w for u in units for w in u.words)
             if units:
                 self.must.append(tuple(units))
             return
+        if getattr(node, "explicit", False) and mode == "should":
+            units = self.leaves(node)
+            if any(u.phrase or u.field != "question" for u in units):
+                # title:a OR title:b: one requirement that either side meets (each side
+                # alone would be a requirement of its own)
+                self.words.extend(w for u in units for w in u.words)
+                self.must.append(tuple(units))
+                return
         child_mode = "must" if isinstance(node, self.wq.And) and mode == "should" else mode
         for child in node.children():
             self.walk(child, child_mode)
@@ -217,8 +258,9 @@ def parse_query(typed: str) -> ParsedQuery:
 
     Examples
     --------
-    >>> parse_query('category:"Doha Shopping" cheap sofa')
-    ParsedQuery(text='cheap sofa', category='Doha Shopping', must=(), must_not=())
+    >>> q = parse_query('category:"Doha Shopping" cheap sofa -category:Visas')
+    >>> q.text, q.category, q.not_categories
+    ('cheap sofa', 'Doha Shopping', ('Visas',))
     >>> q = parse_query('router "reset button" -wifi')
     >>> q.text
     'router reset button'
@@ -246,8 +288,11 @@ def _parsed(typed: str) -> ParsedQuery:
         walk.walk(parser.parse(typed))
     except Exception:  # noqa: BLE001 - whoosh fails on odd input in many ways
         return ParsedQuery(" ".join(_WORD.findall(typed)))
-    return ParsedQuery(" ".join(walk.words), walk.category, tuple(walk.must),
-                       tuple(walk.must_not))
+    wanted = list(dict.fromkeys(walk.categories))
+    if len({c.casefold() for c in wanted}) > 1:
+        raise QueryError(f"a query keeps one category; got {' and '.join(map(repr, wanted))}")
+    return ParsedQuery(" ".join(walk.words), wanted[0] if wanted else None, tuple(walk.must),
+                       tuple(walk.must_not), tuple(dict.fromkeys(walk.not_categories)))
 
 
 def _common_syntax(typed: str) -> ParsedQuery | None:

@@ -238,6 +238,9 @@ def test_feature_table_matches_the_features_of_each_result(toy_engine):
     ("body:visa", {"t01", "t02"}),                        # t03, t11: in the title only
     ("answers:passport", {"t01", "t02"}),
     ("tag:family visa", {"t03"}),
+    ("body:visa OR answers:passport", {"t01", "t02"}),
+    ("title:visa OR title:sofa", {"t01", "t02", "t03", "t11", "t04"}),
+    ("car shop -category:Cars", {"t06"}),                  # car shop: t06, t07-t09
     ("(battery OR engine) AND morning", {"t07", "t08"}),
     ("car -battery -ownership", {"t08"}),
     ("visa NOT (work permit)", {"t01", "t11"}),          # either word: left out

@@ -1,9 +1,11 @@
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqa_search.analysis import Analyzer
+from cqa_search.exceptions import QueryError
 from cqa_search.presentation import MAX_SUGGESTED_WORD, Suggester, highlight
 from cqa_search.query_parser import (_LONE_SIGN, ParsedQuery, Unit, _common_syntax, _parsed,
                                      parse_query)
@@ -22,6 +24,12 @@ def test_parse_query():
         must_not=((U("question", "wifi"),),))
     assert parse_query("") == ParsedQuery("")
     assert parse_query("how do I reset my router?") == ParsedQuery("how do I reset my router?")
+    # a category left out; one category a query
+    for typed in ("-category:Health water", "NOT category:Health water"):
+        assert parse_query(typed) == ParsedQuery("water", not_categories=("Health",))
+    assert parse_query("category:Pets category:pets dog") == ParsedQuery("dog", "Pets")
+    with pytest.raises(QueryError, match="a query keeps one category; got 'Pets' and 'Nope'"):
+        parse_query("category:Pets category:Nope dog")
 
 
 def test_parse_required_excluded_and_fields():
@@ -37,6 +45,15 @@ def test_parse_required_excluded_and_fields():
     assert parse_query("NOT (a AND b) c").must_not == ((U("question", "a"), U("question", "b")),)
     # operators only at the start of a word; unknown prefixes are words
     assert parse_query("C++ e-mail foo:bar").text == "C++ e-mail foo:bar"
+    # an OR between fields or phrases is one requirement either side meets; side by side,
+    # each is a requirement
+    title = (U("title", "laptop"), U("title", "oil"))
+    assert parse_query("title:laptop OR title:oil").must == (title,)
+    assert parse_query("title:(laptop OR oil)").must == (title,)
+    assert parse_query("title:laptop title:oil").must == ((title[0],), (title[1],))
+    assert parse_query('"stuffy nose" OR laptop').must == (
+        (Unit("question", ("stuffy", "nose"), True), U("question", "laptop")),)
+    assert parse_query("laptop OR oil").must == ()
     # field names in any case; a capitalised word before a colon and a space is prose
     assert parse_query("Category:Travel TITLE:visa x") == ParsedQuery(
         "visa x", category="Travel", must=((U("title", "visa"),),))

@@ -59,8 +59,16 @@ def main(argv=None) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = make_parser(command if command in COMMANDS else None)
     args, extra = parser.parse_known_args(argv)
-    if extra:  # said by the command's parser, with its usage (argparse: the top one's)
-        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        inner = _innermost(parser, args)
+        if inner.prog != f"{PROG} {args.command}" or any(
+                isinstance(a, argparse._SubParsersAction) for a in inner._actions):
+            # said by the command's parser, with its usage (argparse: the top one's)
+            inner.error(f"unrecognized arguments: {' '.join(extra)}")
+        # options between the words: `query INDEX -k 3 car battery`
+        command = args.command
+        args = inner.parse_intermixed_args(argv[argv.index(command) + 1:])
+        args.command = command
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -60,6 +60,11 @@ def _user_error(exc) -> bool:
     return validation is not None and isinstance(exc, validation.InvalidParameterError)
 
 
+class _Said(logging.Formatter):
+    def format(self, record) -> str:
+        return f"{PROG}: {record.levelname.lower()}: {record.getMessage()}"
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)
 
@@ -70,7 +75,10 @@ def run_command(run, args) -> int:
     (``-vv``: Python's, with the source line that issued it)."""
     verbose = getattr(args, "verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()  # without -v only warnings: said like the command's
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose
+                         else _Said())
+    logging.basicConfig(level=level, handlers=[handler])
     with warnings.catch_warnings():
         if verbose < 2:
             warnings.showwarning = _show_warning

@@ -6,6 +6,7 @@ import argparse
 from ..engine import SearchConfig
 from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
                           run_queries, summarize, write_run)
+from ..evaluation.trec import check_writable
 from ..exceptions import QueryError
 from ..retrieval import parse_model
 from ._common import COMMANDS, add_common_options, positive_int, run_command
@@ -23,8 +24,11 @@ def configure(parser) -> None:
                         help="rerank these candidates (TREC run) instead of searching the archive")
     parser.add_argument("--run", metavar="RUN", help="score this TREC run instead of an index")
     parser.add_argument("--convention", choices=CONVENTIONS, default="semeval",
-                        help="semeval: top 10, ties in run order, every judged query counts; "
-                             "trec: trec_eval semantics (default: %(default)s)")
+                        help="semeval: top 10 (P@K and R@K with K > 10 as at 10), ties in "
+                             "run order, every judged query counts, AP and R@K over the "
+                             "relevant documents the run holds (the rerank protocol); trec: "
+                             "trec_eval semantics, recall over every relevant document (full "
+                             "retrieval) (default: %(default)s)")
     parser.add_argument("--model", default="bm25", metavar="SPEC",
                         help="retrieval model, e.g. bm25, lm-jm:lam=0.5, lm-dir:mu=500, vsm, "
                              "answers-bm25 (default: %(default)s)")
@@ -59,9 +63,13 @@ def run(args) -> int:
     if args.run is None and (args.index is None or args.queries is None):
         raise QueryError("evaluate needs INDEX and --queries (or --run RUN)")
     model = parse_model(args.model)
+    if args.run_out:
+        check_writable(args.run_out)  # before the searching
     qrels = read_qrels(args.qrels)
     if args.run is not None:
         run_, label = read_run(args.run), args.run
+        if not any(q in qrels for q in run_):  # mismatched files: every AP 0, or no query
+            raise QueryError(f"none of the queries of {args.run} is judged in {args.qrels}")
     else:
         engine = open_engine(args, retrieval=model)
         if engine.ranker is None:  # the retrieval model alone: no features to compute

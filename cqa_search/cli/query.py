@@ -13,7 +13,7 @@ import os
 import sys
 
 from ..engine import SearchConfig, SearchEngine
-from ..evaluation.trec import write_run
+from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
 from ..presentation import Presenter
 from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
@@ -41,7 +41,9 @@ Query syntax (one query at a time):
   "reset button"           the words next to each other
   (visa OR permit) AND renew
   title:visa  body:visa  answers:passport  tag:family    the word in that part
-  category:Travel  or  category:"Doha Shopping"           only that category\
+  title:visa OR title:permit                              either
+  category:Travel  or  category:"Doha Shopping"           only that category
+  -category:Travel                                        all but that category\
 """
 
 
@@ -89,8 +91,8 @@ def open_engine(args, **config) -> SearchEngine:
 
 
 #: Why a query without any term found nothing (the search page says the same).
-NOTHING_TO_SEARCH = ("no words to search for (the index leaves out very common words such as "
-                     "'the' or 'how', and words too short to index)")
+NOTHING_TO_SEARCH = ("no words to search for (the index leaves out its stopwords, very common "
+                     "words, and words too short to index)")
 
 
 def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
@@ -282,16 +284,24 @@ def _readline(session):
 def _batch(engine, args, style, stdin) -> int:
     """One query per input line (``QID<TAB>text`` or text); text or JSON lines out."""
     presenter = Presenter(engine)
-    run, n, errors = {}, 0, 0
+    if args.run_out:
+        check_writable(args.run_out)  # before the searching
+    run, n, errors, seen = {}, 0, 0, {}
     for number, line in enumerate(stdin, start=1):
         line = line.rstrip("\n")
         if not line.strip():
             continue
         qid, tab, text = line.partition("\t")
-        if not tab:
-            qid, text = str(number), line
+        if not tab or not qid.strip():
+            qid, text = str(number), text if tab else line
         n += 1
         try:
+            if any(c.isspace() for c in qid):
+                raise QueryError(f"a query id has no white space; got {qid!r} (line {number})")
+            if qid in seen:
+                raise QueryError(f"query id {qid!r} of line {number} was given on line "
+                                 f"{seen[qid]}")
+            seen[qid] = number
             results = engine.search(text, k=args.k, category=args.category)
         except QueryError as exc:
             errors += 1
@@ -324,8 +334,10 @@ def run(args) -> int:
         engine.categories.id(args.category)  # fail early, with suggestions
     if not args.text:
         if sys.stdin.isatty():
-            if args.run_out:
-                raise QueryError("--run-out applies to queries given on standard input")
+            if args.run_out or args.json:
+                raise QueryError(f"{'--run-out' if args.run_out else '--json'} applies to "
+                                 "queries given as text or on standard input, not to the "
+                                 "interactive session")
             _Session(engine, args, style).loop(sys.stdin)
             return 0
         return _batch(engine, args, style, sys.stdin)

@@ -69,12 +69,11 @@ def run(args) -> int:
     from ..server.processes import REUSE_PORT, listening_socket, serve_processes
 
     several = args.workers > 1 and REUSE_PORT  # the kernel spreads connections over them
-    if several:
-        try:  # a clear error before anything starts
-            listening_socket(args.host, args.port).close()
-        except OSError as exc:
-            raise CQASearchError(f"cannot listen on {args.host}:{args.port}: "
-                                 f"{exc.strerror or exc}") from None
+    try:  # a clear error before anything starts (e.g. the port is in use)
+        listening_socket(args.host, args.port, reuse_port=several).close()
+    except OSError as exc:
+        raise CQASearchError(f"cannot listen on {args.host}:{args.port}: "
+                             f"{exc.strerror or exc}") from None
     print(f"serving {index} on http://{args.host}:{args.port}/ (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     if args.workers == 1:

@@ -121,6 +121,9 @@ def convert_semeval(xml_paths, out_dir, *, relevancy=(), extra_archive=(),
     queries, qrels, run = [], {}, {}
     for path in xml_paths:
         for org in read_original_questions(path):
+            if not (org["title"] or "").strip() and not (org["body"] or "").strip():
+                raise ArchiveError(f"original question {org['id']!r} has neither a subject "
+                                   "nor a body: it cannot be a query", path)
             queries.append(_query(org["id"], org["title"], org["body"]))
             run[org["id"]] = {rid: 1.0 / rank for rid, rank, _ in org["candidates"]}
             labels = {rid: label for rid, _, label in org["candidates"] if label is not None}
@@ -242,6 +245,8 @@ def convert_stackfaq(xml_path, out_dir) -> Collection:
     archive, queries, qrels = [], [], {}
     for n, pair in enumerate(root.iter("qapair"), 1):
         doc_id = f"faq-{n}"
+        if not (pair.findtext("question") or "").strip():
+            raise ArchiveError(f"<qapair> {n} has an empty <question>", xml_path)
         archive.append(Question(doc_id, (pair.findtext("question") or "").strip(),
                                 answers=tuple(a.text.strip() for a in pair.iter("answer")
                                               if a.text and a.text.strip())))

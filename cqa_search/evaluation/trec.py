@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ..archive import FIELD_ALIASES
-from ..exceptions import ArchiveError
+from ..exceptions import ArchiveError, ParameterError
 
 __all__ = ["read_qrels", "write_qrels", "read_run", "write_run", "read_queries",
            "write_queries", "write_svmrank"]
@@ -107,12 +107,38 @@ def read_run(path) -> dict:
 
 
 def write_run(run: dict, path, tag="cqa_search") -> None:
-    """Write ``{qid: {doc_id: score}}`` as a TREC run, ranked by score (ties in run order)."""
+    """Write ``{qid: {doc_id: score}}`` as a TREC run, ranked by score (ties in run order).
+
+    Raises
+    ------
+    ParameterError
+        An id or the tag that a run line cannot hold (empty, or with white space), or a
+        path that cannot be written.
+    """
+    for name in (tag, *run, *(d for docs in run.values() for d in docs)):
+        if not name or any(c.isspace() for c in str(name)):
+            raise ParameterError(f"a TREC run cannot hold the id {str(name)!r}: ids are "
+                                 "non-empty, without white space")
+    check_writable(path)
     with open(path, "w", encoding="utf-8") as f:
         for qid, docs in run.items():
             ranked = sorted(docs.items(), key=lambda x: -x[1])
             for rank, (doc_id, score) in enumerate(ranked, 1):
                 f.write(f"{qid} Q0 {doc_id} {rank} {score:.6f} {tag}\n")
+
+
+def check_writable(path) -> None:
+    """ParameterError unless a file can be written at ``path`` (checked before long work
+    whose result goes there)."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    problem = ("it is a directory" if os.path.isdir(path) else
+               f"there is no directory {folder}" if not os.path.isdir(folder) else
+               f"{folder} is not writable" if not os.access(folder, os.W_OK) else
+               f"{path} is not writable" if os.path.exists(path) and not os.access(path, os.W_OK)
+               else None)
+    if problem:
+        raise ParameterError(f"cannot write {path}: {problem}")
 
 
 def read_queries(path) -> list:

@@ -37,8 +37,9 @@ _START_SECONDS = 10.0
 _MAX_QUICK_DEATHS = 3
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` in the port's ``SO_REUSEPORT`` group.
+def listening_socket(host: str, port: int, reuse_port=True) -> socket.socket:
+    """A TCP socket bound to ``host:port``, in the port's ``SO_REUSEPORT`` group unless
+    ``reuse_port`` is False.
 
     Raises
     ------
@@ -49,7 +50,8 @@ def listening_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind(address)

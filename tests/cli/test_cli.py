@@ -119,6 +119,14 @@ def test_piped_queries_give_json_lines_and_a_run(capsys, monkeypatch, toy_index,
     run_lines = (tmp_path / "run.txt").read_text().splitlines()
     assert run_lines[0].split()[:4] == ["a", "Q0", "t02", "1"] and len(run_lines) == 4
     assert "3 queries searched, 1 refused" in err
+    # ids a run line cannot hold, or given twice, are refused; the run stays readable
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\tvisa\na\tsofa\n\tcar\nmy id\tvisa\n"))
+    code, out, err = run(capsys, "query", toy_index, "-k", "1", "--run-out",
+                         tmp_path / "run.txt")
+    assert "query id 'a' of line 2 was given on line 1" in err
+    assert "a query id has no white space; got 'my id' (line 4)" in err
+    assert [line.split()[0] for line in (tmp_path / "run.txt").read_text().splitlines()] == \
+        ["a", "3"] and "4 queries searched, 2 refused" in err
 
 
 def held_out_scores(out):
@@ -302,11 +310,16 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
      "empty.txt holds no queries"),
     (["evaluate", "{index}", "--queries", "{tmp}/q.txt", "--qrels", "{tmp}/qrels.txt"],
      "none of the queries of .*q.txt is judged in .*qrels.txt"),
+    (["evaluate", "--run", "{tmp}/r.run", "--qrels", "{tmp}/qrels.txt"],
+     "none of the queries of .*r.run is judged in .*qrels.txt"),
+    (["evaluate", "{index}", "--queries", "{tmp}/q.txt", "--qrels", "{tmp}/qrels.txt",
+      "--run-out", "{tmp}/none/r.run"], "cannot write .*r.run: there is no directory"),
 ])
 def test_evaluate_and_convert_errors(capsys, tmp_path, toy_index, argv, message):
     write(tmp_path / "q.txt", "q1\tvisa\n")
     write(tmp_path / "empty.txt", "")
     write(tmp_path / "qrels.txt", "q2 0 t01 1\n")
+    write(tmp_path / "r.run", "q1 Q0 t01 1 1.0 x\n")
     argv = [a.format(tmp=tmp_path, index=toy_index) for a in argv]
     code, out, err = run(capsys, *argv)
     assert code == 1 and re.search(message, err), err
@@ -379,6 +392,12 @@ def test_an_unknown_option_is_told_by_its_command(capsys, argv, prog):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.startswith(f"usage: {prog} ")
     assert err.endswith(f"{prog}: error: unrecognized arguments: --bogus\n")
+
+
+def test_options_between_the_words(capsys, toy_index):
+    code, out, _ = run(capsys, "query", toy_index, "renew", "-k", "1", "visa", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["query"] == "renew visa" and len(doc["hits"]) == 1
 
 
 def test_a_warning_is_one_line(capsys, tmp_path, fixtures):

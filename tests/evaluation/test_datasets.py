@@ -22,6 +22,17 @@ def test_convert_semeval_fixture(fixtures, tmp_path):
         assert list(docs.values()) == sorted(docs.values(), reverse=True)
 
 
+def test_convert_semeval_refuses_an_original_question_without_text(fixtures, tmp_path):
+    xml = (fixtures / "semeval" / "sample-2016.xml").read_text(encoding="utf-8")
+    empty = tmp_path / "empty.xml"
+    empty.write_text(xml.replace("<OrgQSubject>Cheap gym</OrgQSubject>", "<OrgQSubject/>", 1)
+                     .replace("<OrgQBody>Where is a cheap gym near the corniche?</OrgQBody>",
+                              "<OrgQBody> </OrgQBody>", 1), encoding="utf-8")
+    with pytest.raises(ArchiveError, match="original question 'Q1' has neither a subject nor "
+                                           "a body: it cannot be a query"):
+        convert_semeval([empty], tmp_path / "out")
+
+
 def test_convert_semeval_drops_comment_labels_unless_kept(fixtures, tmp_path):
     """The comment labels of the converted split never reach the archive (an index) unless
     explicitly kept for a training archive."""
@@ -131,6 +142,9 @@ def test_convert_stackfaq(tmp_path):
         "faq-1-p1": {"faq-1": 1}, "faq-1-p2": {"faq-1": 1}, "faq-2-p1": {"faq-2": 1}}
     with pytest.raises(ArchiveError, match="no such file"):
         convert_stackfaq(tmp_path / "none.xml", tmp_path / "x")
+    xml.write_text("<root><qapair><question> </question><rephr>b?</rephr></qapair></root>")
+    with pytest.raises(ArchiveError, match="faq.xml: <qapair> 1 has an empty <question>"):
+        convert_stackfaq(xml, tmp_path / "y")
 
 
 def test_convert_stackfaq_real(shared_data, tmp_path):

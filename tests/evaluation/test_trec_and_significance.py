@@ -4,7 +4,7 @@ from scipy import stats
 
 from cqa_search.evaluation import (compare, evaluate, paired_ttest, randomization_test, read_qrels,
                                    read_queries, read_run, write_qrels, write_run, write_svmrank)
-from cqa_search.exceptions import ArchiveError, QueryError
+from cqa_search.exceptions import ArchiveError, ParameterError, QueryError
 
 
 def test_run_and_qrels_round_trip_keep_order(tmp_path):
@@ -36,6 +36,17 @@ def test_malformed_files(tmp_path, reader, content, message):
         reader(tmp_path / "r.txt")
     with pytest.raises(ArchiveError, match="no such"):
         reader(tmp_path / "absent.txt")
+
+
+def test_write_run_refuses_ids_a_run_line_cannot_hold_and_bad_paths(tmp_path):
+    for run in ({"my id": {"d": 1.0}}, {"q": {"": 1.0}}, {"q": {"a\tb": 1.0}}):
+        with pytest.raises(ParameterError, match="a TREC run cannot hold the id"):
+            write_run(run, tmp_path / "r.run")
+    assert not (tmp_path / "r.run").exists()
+    with pytest.raises(ParameterError, match="cannot write .*: it is a directory"):
+        write_run({"q": {"d": 1.0}}, tmp_path)
+    with pytest.raises(ParameterError, match="cannot write .*: there is no directory"):
+        write_run({"q": {"d": 1.0}}, tmp_path / "none" / "r.run")
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_id(tmp_path):

@@ -100,16 +100,19 @@ def test_serves_until_interrupted(toy_index, workers):
     assert "Traceback" not in err
 
 
-def test_several_processes_on_a_port_in_use(toy_index, capsys):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use(toy_index, capsys, workers):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     try:
         port = taken.getsockname()[1]
-        assert main(["serve", str(toy_index), "--port", str(port), "--workers", "2"]) == 1
+        assert main(["serve", str(toy_index), "--port", str(port), "--workers", workers]) == 1
     finally:
         taken.close()
-    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in err
+    assert "serving" not in err
 
 
 def test_worker_processes_make_the_app_from_the_environment(toy_index, monkeypatch):

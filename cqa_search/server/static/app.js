@@ -251,8 +251,8 @@
         `${data.hits.length === 1 ? "question" : "questions"}${where} · ranked by ${order} · ${ms} ms`
       : data.query_terms.length || data.unknown_words.length
         ? `No matching questions${where}.`
-        : "No words to search for: the index leaves out very common words such as “the” or " +
-          "“how”, and words too short to index.");
+        : "No words to search for: the index leaves out its stopwords (very common words) " +
+          "and words too short to index.");
     hitList.replaceChildren(...data.hits.map((hit) => renderHit(hit, state, ranking)));
     more.hidden = !(data.hits.length === state.k && state.k < K_MAX);
   }
