@@ -133,17 +133,15 @@ def test_ranker_orders_the_candidates(index):
 
 
 def test_a_change_that_takes_a_rankers_feature_away_is_refused(index, monkeypatch):
-    class OtherLength(LengthModel):  # the same model giving its feature another name
-        kind = "toy-length-2"
-
+    class OtherLength(LengthModel):  # a version of the model giving another feature name
         @property
         def feature_names(self):
             return ("toy_length_2",)
 
-    monkeypatch.setitem(MODEL_KINDS, "toy-length-2", OtherLength)
     engine = SearchEngine.open(index)
     add_model(index, "length", LengthModel().fit(engine.view))
     add_model(index, "ranker", Ranker())
+    monkeypatch.setitem(MODEL_KINDS, "toy-length", OtherLength)
     generation = current_generation(index)
     message = ("would take away the feature.s. toy_length, which the stored ranker 'ranker' "
                r"uses: store the model under another name \(--name\)")
@@ -151,12 +149,24 @@ def test_a_change_that_takes_a_rankers_feature_away_is_refused(index, monkeypatc
         add_model(index, "length", OtherLength().fit(engine.view))
     with pytest.raises(ParameterError, match="removing model 'length' " + message):
         remove_model(index, "length")
-    assert current_generation(index) == generation  # nothing written, search still works
-    assert SearchEngine.open(index).search("visa").doc_ids
-    add_model(index, "length", LengthModel(scale=2.0).fit(engine.view))  # same feature: fine
+    assert current_generation(index) == generation  # nothing written
     add_model(index, "length-2", OtherLength().fit(engine.view))  # another name: fine
     remove_model(index, "ranker")
     remove_model(index, "length")  # no ranker uses it now
+
+
+def test_a_model_of_another_kind_does_not_replace_one(index):
+    engine = SearchEngine.open(index)
+    add_model(index, "length", LengthModel().fit(engine.view))
+    add_model(index, "ranker", Ranker())
+    generation = current_generation(index)
+    with pytest.raises(ParameterError, match="has a toy-length model named 'length': storing "
+                                             "this toy-ranker model under that name would "
+                                             "replace it; give it another name"):
+        add_model(index, "length", Ranker())
+    with pytest.raises(ParameterError, match="has a toy-ranker model named 'ranker'"):
+        add_model(index, "ranker", LengthModel().fit(engine.view))
+    assert current_generation(index) == generation
 
 
 def test_unknown_kind_and_bad_names(index, monkeypatch):

@@ -176,6 +176,11 @@ def add_model(index, name, model) -> str:
         out = {k: v for k, v in base.manifest.items()
                if k not in ("format", "format_version", "package_version", "created", "files")}
         models = dict(base.models)
+        if name in models and models[name]["kind"] != kind:
+            raise ParameterError(
+                f"{path} has a {models[name]['kind']} model named {name!r}: storing this "
+                f"{kind} model under that name would replace it; give it another name "
+                "(--name), or remove that one first")
         for other, entry in models.items():
             shared = [f for f in entry.get("features", ()) if f in produced]
             if other != name and shared:

@@ -205,6 +205,8 @@ def test_bad_changes_are_clear_errors(index):
         delete_questions(index, ["nope"])
     with pytest.raises(ArchiveError, match="doc_ids must be a list of ids, not one string"):
         delete_questions(index, "t01")
+    summary = delete_questions(index, ["nope"], missing_ok=True)  # nothing to do: no commit
+    assert summary.deleted == 0 and summary.generation == current_generation(index)
     with pytest.raises(ArchiveError, match="would leave an empty index"):
         delete_questions(index, [f"t0{i}" for i in range(1, 10)])
     generation = current_generation(index)
