@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 
 from ..exceptions import CQASearchError
@@ -73,6 +74,8 @@ def connect(address=None):
     if address is None:
         options.update(num_cpus=os.cpu_count() or 1, include_dashboard=False,
                        object_store_memory=_LOCAL_OBJECT_STORE)
+    if address is not None:
+        _reachable(address)
     try:  # "local": a new session even when `ray start` left one running on this machine
         ray.init(address=address or "local", **options)
     except (ConnectionError, ValueError, RuntimeError) as exc:
@@ -81,6 +84,21 @@ def connect(address=None):
         raise DistributedError(f"cannot {where}: {exc}") from None
     logger.info("Ray session: %s", "local" if address is None else address)
     return ray
+
+
+def _reachable(address, timeout=5.0) -> None:
+    """DistributedError unless something listens at ``HOST:PORT`` (Ray itself waits for
+    minutes, deaf to Ctrl-C, for a head that is not there)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or address.startswith(("ray://", "auto")):
+        return  # "auto", a client URL: Ray's own checks
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)),
+                                 timeout=timeout).close()
+    except OSError as exc:
+        raise DistributedError(f"cannot join the Ray cluster at {address}: "
+                               f"{exc.strerror or exc} (start its head with `ray start "
+                               "--head`)") from None
 
 
 def remote(cls, **options):

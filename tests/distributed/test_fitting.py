@@ -91,3 +91,18 @@ def test_cli_fit_on_ray(demo, tmp_path, capsys):
     assert cli(["fit", str(sharded), "translation", "-q"]) == 1
     assert "is a sharded index: fit translation on an unsharded index" in \
         capsys.readouterr().err
+
+
+def test_an_address_where_no_head_listens_is_refused_at_once():
+    import socket
+
+    from cqa_search.distributed._ray import DistributedError, _reachable
+
+    free = socket.socket()
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()  # nothing listens there now (Ray itself would wait for minutes)
+    with pytest.raises(DistributedError, match=f"cannot join the Ray cluster at 127.0.0.1:"
+                                               f"{port}: Connection refused"):
+        _reachable(f"127.0.0.1:{port}")
+    _reachable("auto")  # not HOST:PORT: left to Ray
