@@ -164,6 +164,8 @@ class _Session:
         counts = self.engine.category_counts()
         rows = sorted(((name, n) for name, n in zip(cats, counts.tolist()) if n),
                       key=lambda r: (-r[1], r[0]))
+        if not rows:
+            return "(no question of this index has a category now)"
         width = max(len(name) for name, _ in rows)
         lines = [f"  {name:<{width}}  {n:>7,}" for name, n in rows]
         return "\n".join([f"  {'category':<{width}}  {'questions':>7}"] + lines)

@@ -180,7 +180,7 @@ def add_model(index, name, model) -> str:
             raise ParameterError(
                 f"{path} has a {models[name]['kind']} model named {name!r}: storing this "
                 f"{kind} model under that name would replace it; give it another name "
-                "(--name), or remove that one first")
+                "(--name), or remove that one first (cqa_search.index.models.remove_model)")
         for other, entry in models.items():
             shared = [f for f in entry.get("features", ()) if f in produced]
             if other != name and shared:

@@ -108,6 +108,20 @@ def test_session_prompt_completion_and_categories_table(toy_index):
         ["category", "questions"], ["Cars", "4"], ["Visas", "4"], ["Shopping", "3"]]
 
 
+def test_categories_table_counts_live_questions_only(tmp_path):
+    from cqa_search import Question
+    from cqa_search.index.live import delete_questions
+
+    build_index([Question("a", "renew visa", category="Visas"), Question("b", "cheap sofa"),
+                 Question("c", "visa fees", category="Visas")], tmp_path / "idx")
+    delete_questions(tmp_path / "idx", ["a"])
+    session, _ = _session(tmp_path / "idx")
+    assert session.categories_table().split() == ["category", "questions", "Visas", "1"]
+    delete_questions(tmp_path / "idx", ["c"])
+    session, _ = _session(tmp_path / "idx")
+    assert session.categories_table() == "(no question of this index has a category now)"
+
+
 def test_piped_queries_give_json_lines_and_a_run(capsys, monkeypatch, toy_index, tmp_path):
     monkeypatch.setattr(sys, "stdin", io.StringIO("a\trenew visa\ncheap sofa\n\n-visa\n"))
     code, out, err = run(capsys, "query", toy_index, "--json", "-k", "2", "--run-out",
