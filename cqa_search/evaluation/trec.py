@@ -120,11 +120,14 @@ def write_run(run: dict, path, tag="cqa_search") -> None:
             raise ParameterError(f"a TREC run cannot hold the id {str(name)!r}: ids are "
                                  "non-empty, without white space")
     check_writable(path)
-    with open(path, "w", encoding="utf-8") as f:
-        for qid, docs in run.items():
-            ranked = sorted(docs.items(), key=lambda x: -x[1])
-            for rank, (doc_id, score) in enumerate(ranked, 1):
-                f.write(f"{qid} Q0 {doc_id} {rank} {score:.6f} {tag}\n")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            for qid, docs in run.items():
+                ranked = sorted(docs.items(), key=lambda x: -x[1])
+                for rank, (doc_id, score) in enumerate(ranked, 1):
+                    f.write(f"{qid} Q0 {doc_id} {rank} {score:.6f} {tag}\n")
+    except OSError as exc:  # a full disk, say
+        raise ParameterError(f"cannot write {os.fspath(path)}: {exc.strerror or exc}") from None
 
 
 def check_writable(path) -> None:
