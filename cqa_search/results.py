@@ -107,7 +107,12 @@ class Results:
     def __len__(self):
         return len(self.doc_ids)
 
-    def __getitem__(self, i) -> Hit:
+    def __getitem__(self, i):
+        """The hit at rank ``i + 1``, or a list of hits for a slice (``results[:3]``)."""
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"results are indexed by int or slice; got {type(i).__name__}")
         if not -len(self) <= i < len(self):
             raise IndexError(f"result {i} out of range for {len(self)} results")
         i %= len(self)
@@ -118,6 +123,10 @@ class Results:
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
+
+    def __contains__(self, doc_id) -> bool:
+        """Whether the question ``doc_id`` is among the hits."""
+        return doc_id in self.doc_ids
 
     def __repr__(self):
         top = ", ".join(f"{d!r}: {s:.3f}" for d, s in zip(self.doc_ids[:3], self.scores[:3]))

@@ -46,6 +46,17 @@ def test_only_matching_questions_are_returned_and_ties_break_by_id(toy_engine):
     assert set(res.doc_ids) == {"t04", "t06"}
 
 
+def test_results_slice_and_membership(toy_engine):
+    res = toy_engine.search("visa renewal", k=4)
+    assert [h.doc_id for h in res[:2]] == list(res.doc_ids[:2])
+    assert [h.rank for h in res[1::2]] == [2, 4] and res[-1].doc_id == res.doc_ids[-1]
+    assert res.doc_ids[0] in res and "nope" not in res
+    with pytest.raises(TypeError, match="results are indexed by int or slice; got str"):
+        res["t01"]
+    with pytest.raises(IndexError, match="result 4 out of range for 4 results"):
+        res[4]
+
+
 def test_category_filter(toy_engine):
     res = toy_engine.search("cheap car visa", k=10, category="cars")  # case-insensitive
     assert res.doc_ids and all(h.category == "Cars" for h in res)

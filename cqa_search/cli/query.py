@@ -212,6 +212,11 @@ class _Session:
 
     def search(self, line) -> None:
         self.last = self.engine.search(line, k=self.k, category=self.category)
+        searched = self.last.category
+        if self.category is not None and searched is not None and \
+                searched.casefold() != self.category.casefold():
+            self.say(self.style.dim(f"in {searched}: the query's category: wins over "
+                                    f":category {self.category}"))
         _print_results(self.presenter, self.last, self.style, answers=self.answers,
                        explain=self.explain, out=self.out)
 

@@ -90,6 +90,7 @@ def test_interactive_session(toy_index):
     assert "searching only category 'Cars'" in out and "t07" in out
     assert "error: unknown category 'Nope'" in out
     assert "t04" in out  # the per-query category filter
+    assert "in Shopping: the query's category: wins over :category Cars" in out
     assert "usage: :k N" in out and "usage: :show N" in out  # '²' is a digit, not a number
     assert "unknown command :bogus" in out and "never reached" not in out
     assert "  category  questions" in out  # :categories: a table with counts
