@@ -42,13 +42,15 @@ __all__ = ["ParsedQuery", "Unit", "parse_query", "FIELDS", "MAX_QUERY_CHARS"]
 FIELDS = ("title", "body", "answers", "tag")
 #: Longest query text taken (a server takes queries from anyone).
 MAX_QUERY_CHARS = 10_000
+# a field name before its colon, in any case
+_FIELD = r"(?i:\b(?:category|" + "|".join(FIELDS) + r"):)"
 
 # Text with none of these is plain words, searched as typed without the parser (whoosh's
 # parser costs milliseconds on a long question). Colons, parentheses and apostrophes of
 # ordinary prose are not syntax: a colon only after a field name, parentheses only with an
 # operator (which is syntax itself), a caret only before a boost (word^2), brackets and
 # braces only around a range (a TO b); prose keeps its repeated words as plain text does.
-_SYNTAX = re.compile(r'(?i:\b(?:category|title|body|answers|tag):)|"|\^[0-9.]'
+_SYNTAX = re.compile(_FIELD + r'|"|\^[0-9.]'
                      r'|[\[{][^\]}]*\bTO\b|(?:^|(?<=[\s(]))[-+]'
                      r'|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
 _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
@@ -63,13 +65,13 @@ _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
 # a sign before a bracket (+(a b): one of them required), a range ([a TO b]), a boost (a^2).
 _PHRASE = re.compile(r'"(.*?)"')  # whoosh's PhrasePlugin (no newline in a phrase)
 _SPACE = re.compile(r"\s+")
-_NOT_COMMON = re.compile(r"(?i:\b(?:category|title|body|answers|tag):)|"
+_NOT_COMMON = re.compile(_FIELD + r"|"
                          r"\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b|(?:^|(?<=\s))[-+][(\[{]|"
                          r"[\[{][^\]}]*\bTO\b|\^[0-9.]")
 # + and - alone between spaces: punctuation of prose, removed before parsing
 _LONE_SIGN = re.compile(r"(?:^|(?<=\s))[-+]+(?=\s|\Z)")
 # a field name in any case (Title:, CATEGORY:), given to whoosh in lower case
-_FIELD_NAME = re.compile(r"(?i:\b(?:category|title|body|answers|tag):)(?=\S)")
+_FIELD_NAME = re.compile(_FIELD + r"(?=\S)")
 
 
 @dataclass(frozen=True)

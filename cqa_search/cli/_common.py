@@ -60,13 +60,18 @@ def _user_error(exc) -> bool:
     return validation is not None and isinstance(exc, validation.InvalidParameterError)
 
 
+def warning_line(message) -> str:
+    """How the command line says a warning (its own, Python's and the logged ones)."""
+    return f"{PROG}: warning: {message}"
+
+
 class _Said(logging.Formatter):
     def format(self, record) -> str:
         return f"{PROG}: {record.levelname.lower()}: {record.getMessage()}"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr if file is None else file)
+    print(warning_line(message), file=sys.stderr if file is None else file)
 
 
 def run_command(run, args) -> int:

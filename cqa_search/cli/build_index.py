@@ -11,8 +11,8 @@ from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS
-from ._common import (COMMANDS, PROG, add_common_options, os_error_reason, positive_int,
-                      print_or_fail, run_command)
+from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int,
+                      print_or_fail, run_command, warning_line)
 from .fit import fit_family
 
 HELP = COMMANDS["build-index"][1]
@@ -150,7 +150,7 @@ def run(args) -> int:
             f"cannot write the index {output}: {os_error_reason(exc)}{kept}") from None
     print_or_fail(summary)
     if summary.n_skipped:
-        print(f"{PROG}: warning: {summary.n_skipped} invalid record(s) were skipped; the first:",
+        print(warning_line(f"{summary.n_skipped} invalid record(s) were skipped; the first:"),
               file=sys.stderr)
         for error in summary.skipped_examples:
             print(f"  {error}", file=sys.stderr)

@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..exceptions import CQASearchError, ParameterError
-from ._common import add_common_options, run_command
+from ._common import add_common_options, run_command, warning_line
 
 HELP = ("serve a search page and a JSON API over an index (read-only; follows rebuilds "
         "without a restart; needs the server extra: pip install 'cqa-search[server]')")
@@ -58,8 +58,8 @@ def run(args) -> int:
 
     index = os.path.abspath(args.index)
     if not is_compatible(index):
-        print(f"cqa-search: warning: no index to serve at {index} yet (the API answers 503 "
-              "until one is built there)", file=sys.stderr)
+        print(warning_line(f"no index to serve at {index} yet (the API answers 503 until one "
+                           "is built there)"), file=sys.stderr)
     if not _loopback(args.host):
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
               "server (read-only)", file=sys.stderr)

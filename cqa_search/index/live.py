@@ -325,20 +325,18 @@ def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
             raise ArchiveError(f"the index has no question {', '.join(map(repr, missing[:5]))}"
                                f"{more}")
         rows = [row for row in found.values() if row is not None]
-        if not rows:  # nothing to delete (missing_ok): no new generation
-            return ChangeSummary("deleted", os.fspath(path), change.base.generation, deleted=0,
-                                 n_questions=int(change.live.sum()),
-                                 n_segments=len(change.segments),
-                                 seconds=time.perf_counter() - t0,
-                                 details={"not found": ", ".join(missing)})
         if len(rows) == int(change.live.sum()):
             raise ArchiveError("deleting every question would leave an empty index; build a "
                                "new one instead")
-        removed = change.delete_rows(rows)
-        field_stats = {name: _minus(stats, removed[name]) for name, stats in head.stats.items()}
-        generation = change.commit(
-            field_stats=field_stats, stats=change.stats_entry(change.live, len(head.terms), {}),
-            counters=change.counters(deleted=len(rows)))
+        generation = change.base.generation  # nothing to delete (missing_ok): no new one
+        if rows:
+            removed = change.delete_rows(rows)
+            field_stats = {name: _minus(stats, removed[name])
+                           for name, stats in head.stats.items()}
+            generation = change.commit(
+                field_stats=field_stats,
+                stats=change.stats_entry(change.live, len(head.terms), {}),
+                counters=change.counters(deleted=len(rows)))
     return ChangeSummary("deleted", os.fspath(path), generation, deleted=len(rows),
                          n_questions=int(change.live.sum()), n_segments=len(change.segments),
                          seconds=time.perf_counter() - t0,
