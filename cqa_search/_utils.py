@@ -16,7 +16,7 @@ import numpy as np
 
 from .exceptions import ParameterError
 
-__all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params"]
+__all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params", "counted"]
 
 
 class Interval:
@@ -95,3 +95,17 @@ def get_params(obj) -> dict:
     names = [p for p in inspect.signature(type(obj).__init__).parameters
              if p not in ("self", "args", "kwargs")]
     return {p: getattr(obj, p) for p in names}
+
+
+def counted(n, noun) -> str:
+    """``n`` and ``noun`` in the singular or the plural (``noun + "s"``).
+
+    Examples
+    --------
+    >>> counted(1, "question"), counted(1200, "category")
+    ('1 question', '1,200 categories')
+    """
+    if n == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n:,} {plural}"

@@ -8,6 +8,7 @@ __all__ = [
     "CQASearchError",
     "ArchiveError",
     "IndexFormatError",
+    "IndexNotFoundError",
     "QueryError",
     "ParameterError",
     "NotFittedError",
@@ -45,6 +46,11 @@ class ArchiveError(CQASearchError, ValueError):
 
 class IndexFormatError(CQASearchError):
     """An index directory is missing, foreign, corrupted or of another format version."""
+
+
+class IndexNotFoundError(IndexFormatError, FileNotFoundError):
+    """There is no index at a path (nothing there, or a first build that did not finish):
+    also a ``FileNotFoundError``, as opening a missing file raises."""
 
 
 class QueryError(CQASearchError, ValueError):

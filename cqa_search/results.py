@@ -134,11 +134,17 @@ class Results:
         return f"Results({self.query!r}, {len(self)} hits: {{{top}{more}}})"
 
     def to_dataframe(self):
-        """The hits as a pandas DataFrame: rank, doc_id, score, one column per feature."""
+        """The hits as a pandas DataFrame: rank, doc_id, score, title, category,
+        best_answer (its text, None when the archive marks none), then one column per
+        feature."""
         import pandas as pd
 
+        questions = [self._archive[int(row)] for row in self._rows]
         df = pd.DataFrame(self.features, columns=list(self.feature_names))
-        df.insert(0, "score", self.scores)
-        df.insert(0, "doc_id", list(self.doc_ids))
-        df.insert(0, "rank", np.arange(1, len(self) + 1))
+        for column, values in reversed((
+                ("rank", np.arange(1, len(self) + 1)), ("doc_id", list(self.doc_ids)),
+                ("score", self.scores), ("title", [q.title for q in questions]),
+                ("category", [q.category for q in questions]),
+                ("best_answer", [q.best_answer_text for q in questions]))):
+            df.insert(0, column, values)
         return df

@@ -28,7 +28,11 @@ def test_search_returns_ranked_hits_with_answers_and_features(toy_engine):
     assert res.query_terms == ("renew", "visa")
     assert [h.doc_id for h in res] == list(res.doc_ids)
     df = res.to_dataframe()
-    assert list(df.columns[:3]) == ["rank", "doc_id", "score"] and len(df) == len(res)
+    assert list(df.columns[:6]) == ["rank", "doc_id", "score", "title", "category",
+                                    "best_answer"] and len(df) == len(res)
+    assert list(df.columns[6:]) == list(res.feature_names)
+    assert df.loc[1, ["title", "category", "best_answer"]].tolist() == [
+        top.title, top.category, top.best_answer]
 
 
 def test_results_are_immutable(toy_engine):

@@ -10,7 +10,7 @@ from ..exceptions import CQASearchError, ParameterError
 from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
-from ..readers import FORMATS
+from ..readers import FORMATS, detect_format
 from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int,
                       print_or_fail, run_command, warning_line)
 from .fit import fit_family
@@ -115,6 +115,13 @@ def _analyzer(args) -> Analyzer:
                     **pattern)
 
 
+def _one_stackexchange_site(args, summary) -> bool:
+    """Whether the build read StackExchange dumps into a single category (the site's)."""
+    if summary.n_categories != 1 or args.category_from == "first_tag":
+        return False
+    return all((args.format or detect_format(path)) == "stackexchange" for path in args.archive)
+
+
 def run(args) -> int:
     unknown = [m for m in args.models if m not in FAMILIES]
     if unknown:
@@ -154,6 +161,12 @@ def run(args) -> int:
               file=sys.stderr)
         for error in summary.skipped_examples:
             print(f"  {error}", file=sys.stderr)
+    if _one_stackexchange_site(args, summary):
+        print(warning_line(
+            "every question is in one category, the site's name: the category facet and "
+            "filter have nothing to choose, and the topic models (--models topics, `cqa-search "
+            "fit INDEX topics`) learn topics per category; --category-from first_tag makes "
+            "each question's first tag its category"), file=sys.stderr)
     for family in args.models:
         print(f"\ntraining {family} ...")
         print(fit_family(output, family, progress=not args.quiet))

@@ -89,6 +89,11 @@ def run(args) -> int:
         train.train_ranker(args.output, training, qrels, train.default_args(args.output))
         print("\n" + style.bold("== the same searches, BM25 candidates reranked by the trained "
                                 "ranker =="))
+        print(style.dim("(scores are now the ranker's: a weighted sum of the features, each "
+                        "standardised by its mean and spread over the training candidates; the "
+                        "language-model features are log-probabilities that fall with the "
+                        "query's length, so a score is often negative: only the order within "
+                        "a query counts)"))
         engine = SearchEngine.open(args.output)
         _show(engine, by_id, qrels, args.k, style)
         pipeline = _scores(engine, held_out, qrels)

@@ -6,6 +6,7 @@ import argparse
 from ..engine import SearchConfig
 from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
                           run_queries, summarize, write_run)
+from ..evaluation.significance import N_RESAMPLES
 from ..evaluation.trec import check_writable
 from ..exceptions import QueryError
 from ..retrieval import parse_model
@@ -13,6 +14,21 @@ from ._common import COMMANDS, add_common_options, positive_int, run_command
 from .query import open_engine
 
 HELP = COMMANDS["evaluate"][1]
+#: Metrics printed by default: of a full retrieval (or a given run), and of a rerank.
+METRICS = ("map", "mrr", "p@1", "p@5", "p@10", "ndcg@10")
+RERANK_METRICS = ("map", "mrr", "p@1", "p@5", "p@10")
+
+
+def _protocol(args) -> tuple:
+    """``(convention, metrics, what)``: the options given, else the defaults of the
+    protocol (a rerank of given candidates: the SemEval scorer; the whole archive searched,
+    or a run given: trec_eval's, which counts the relevant documents never retrieved)."""
+    rerank = args.candidates is not None
+    convention = args.convention or ("semeval" if rerank else "trec")
+    metrics = args.metrics or list(RERANK_METRICS if rerank else METRICS)
+    what = ("rerank of the given candidates" if rerank else
+            "the run given" if args.run is not None else "full retrieval of the archive")
+    return convention, metrics, what
 
 
 def configure(parser) -> None:
@@ -23,12 +39,14 @@ def configure(parser) -> None:
     parser.add_argument("--candidates", metavar="RUN",
                         help="rerank these candidates (TREC run) instead of searching the archive")
     parser.add_argument("--run", metavar="RUN", help="score this TREC run instead of an index")
-    parser.add_argument("--convention", choices=CONVENTIONS, default="semeval",
-                        help="semeval: top 10 (P@K and R@K with K > 10 as at 10), ties in "
-                             "run order, every judged query counts, AP and R@K over the "
-                             "relevant documents the run holds (the rerank protocol); trec: "
-                             "trec_eval semantics, recall over every relevant document (full "
-                             "retrieval) (default: %(default)s)")
+    parser.add_argument("--convention", choices=CONVENTIONS,
+                        help="trec: trec_eval semantics, AP and recall over every relevant "
+                             "document (the default, but with --candidates); semeval: the "
+                             "SemEval-2016 scorer, top 10 (P@K and R@K with K > 10 as at 10), "
+                             "ties in run order, every judged query counts, AP and R@K over the "
+                             "relevant documents the run holds (the rerank protocol: the "
+                             "default with --candidates; on a full retrieval it ignores the "
+                             "relevant documents never retrieved)")
     parser.add_argument("--model", default="bm25", metavar="SPEC",
                         help="retrieval model, e.g. bm25, lm-jm:lam=0.5, lm-dir:mu=500, vsm, "
                              "answers-bm25 (default: %(default)s)")
@@ -36,8 +54,10 @@ def configure(parser) -> None:
                         help="the stored ranker that orders the candidates: the full pipeline "
                              "(default: the index's 'ranker' when it has one; 'none': the "
                              "retrieval model alone)")
-    parser.add_argument("--metrics", nargs="+", default=["map", "mrr", "p@1", "p@5", "p@10"],
-                        help="map, mrr, p@K, r@K, ndcg@K (default: %(default)s)")
+    parser.add_argument("--metrics", nargs="+",
+                        help="map, mrr, p@K, r@K, ndcg@K (default: "
+                             f"{' '.join(RERANK_METRICS)} with --candidates, else "
+                             f"{' '.join(METRICS)})")
     parser.add_argument("-k", type=positive_int, default=100,
                         help="depth of full retrieval (default: 100)")
     parser.add_argument("--run-out", metavar="FILE", help="write the run (TREC format)")
@@ -84,19 +104,26 @@ def run(args) -> int:
         label = args.model + (f"+{engine.config.ranker}" if engine.ranker is not None else "")
     if args.run_out:
         write_run(run_, args.run_out, tag=label.replace(" ", "_"))
-    per_query = evaluate(run_, qrels, metrics=args.metrics, convention=args.convention)
-    print(f"{len(per_query)} queries evaluated ({args.convention} convention"
-          + (", rerank of the given candidates)" if args.candidates else ")"))
+    convention, metrics, what = _protocol(args)
+    per_query = evaluate(run_, qrels, metrics=metrics, convention=convention)
+    print(f"{len(per_query)} queries evaluated ({convention} convention, {what})")
     rows = {label: summarize(per_query, percent=True)}
     if args.compare:
-        other = evaluate(read_run(args.compare), qrels, metrics=args.metrics,
-                         convention=args.convention)
+        other = evaluate(read_run(args.compare), qrels, metrics=metrics, convention=convention)
         rows[args.compare] = summarize(other, percent=True)
-        stats = compare(per_query, other)
+        stats = compare(per_query, other, n_resamples=N_RESAMPLES)
         rows["difference"] = stats["diff"] * 100
         rows["p (t-test)"] = stats["p_ttest"]
         rows["p (randomization)"] = stats["p_randomization"]
     print(_table(rows))
+    if args.compare:
+        n = int(stats["n_queries"].iloc[0])
+        # (scipy's test is exact, over all 2**n swaps of the pairs, when they are fewer)
+        how = (f"exact: all {2 ** n:,} swaps of the pairs" if 2 ** n <= N_RESAMPLES
+               else f"{N_RESAMPLES:,} random swaps of the pairs, seed 0")
+        print(f"difference = {label} minus {args.compare} (positive: {label} scores higher) "
+              f"on the {n} queries both runs have; two-sided p-values: paired t-test, "
+              f"randomization test ({how})")
     if args.per_query:
         print((per_query * 100).to_string(float_format=lambda v: f"{v:.2f}"))
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .._utils import counted
 from ..index.live import index_info
 from ._common import COMMANDS, add_common_options, print_or_fail, run_command
 
@@ -24,10 +25,10 @@ def format_info(info) -> str:
              f"questions  {info['questions']:,}" + (f" ({deleted:,} deleted rows until "
                                                     "`cqa-search compact`)" if deleted else ""),
              f"shards     {len(info['shards'])}: " + ", ".join(
-                 f"{s['dir'] or '(empty)'} {s['questions']:,} questions"
+                 f"{s['dir'] or '(empty)'} {counted(s['questions'], 'question')}"
                  for s in info["shards"]) if info["shards"] else
              f"segments   {len(segments)}: " + ", ".join(
-                 f"{s['name']} {s['rows']:,} rows" + (f" ({s['deleted']:,} deleted)"
+                 f"{s['name']} {counted(s['rows'], 'row')}" + (f" ({s['deleted']:,} deleted)"
                                                       if s["deleted"] else "")
                  for s in segments),
              f"vocabulary {info['terms']:,} terms; fields {', '.join(info['fields'])}",
@@ -37,7 +38,7 @@ def format_info(info) -> str:
     for name, m in info["models"].items():
         stale = []
         if m["added_since"]:
-            stale.append(f"{m['added_since']:,} questions added since")
+            stale.append(f"{counted(m['added_since'], 'question')} added since")
         if m["deleted_since"]:
             stale.append(f"{m['deleted_since']:,} deleted since")
         again = "retrain it with `cqa-search train`" if m["kind"] == "ranker" else \

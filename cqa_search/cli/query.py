@@ -33,7 +33,7 @@ Type a question to search. Commands (Tab completes them and category names):
   :answers on|off   show the best answer under each result (now {answers})
   :explain on|off   show why each result ranks there (now {explain})
   :help             this help
-  :quit             leave (also Ctrl-D; Ctrl-C clears the line)
+  :quit             leave (also Ctrl-D; Ctrl-C clears the line or cancels a search)
 Query syntax (one query at a time):
   renew work visa          any of the words, best matches first
   +visa renew              visa required        visa AND renew    both required
@@ -151,7 +151,7 @@ class _Session:
             return [c + " " for c in COMMAND_NAMES if c.startswith(name)]
         if name == ":category":
             folded = arg.casefold()
-            return [f"{name} {c}" for c in sorted(self.engine.categories)
+            return [f"{name} {c}" for c in sorted(self.engine.categories.present())
                     if c.casefold().startswith(folded)]
         if name in (":answers", ":explain"):
             return [f"{name} {v}" for v in ("on", "off") if v.startswith(arg)]
@@ -251,8 +251,12 @@ class _Session:
                     break
                 if stdin is not sys.stdin and not line:
                     break
-                if not self.handle(line):
-                    break
+                try:
+                    if not self.handle(line):
+                        break
+                except KeyboardInterrupt:  # cancels the search; the session goes on
+                    self.say("^C  search cancelled")
+                    warned = True
         finally:
             if history:
                 history()

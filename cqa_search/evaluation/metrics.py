@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ParameterError
+from .trec import as_qrels, as_run
 
 __all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric",
            "judged_only"]
@@ -100,10 +101,12 @@ def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@
 
     Parameters
     ----------
-    run : dict
-        ``{qid: {doc_id: score}}`` in production order (see the module docstring).
-    qrels : dict
-        ``{qid: {doc_id: relevance}}``.
+    run : dict or path
+        ``{qid: {doc_id: score}}`` in production order (see the module docstring), or a
+        TREC run file (read by :func:`~cqa_search.evaluation.trec.read_run`).
+    qrels : dict or path
+        ``{qid: {doc_id: relevance}}``, or a qrels file (read by
+        :func:`~cqa_search.evaluation.trec.read_qrels`).
     metrics : sequence of str
     convention : {"semeval", "trec"}
     relevance_threshold : int, default 1
@@ -126,6 +129,7 @@ def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@
 
     if convention not in CONVENTIONS:
         raise ParameterError(f"convention must be one of {{'semeval', 'trec'}}; got {convention!r}")
+    run, qrels = as_run(run), as_qrels(qrels)
     parsed = {m: parse_metric(m) for m in metrics}
     if convention == "semeval":
         qids = sorted(qrels)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..index.build import progress_bar
 from ..parallel import map_queries, n_workers
+from .trec import as_queries, as_run
 
 __all__ = ["run_queries", "feature_table"]
 
@@ -32,6 +33,11 @@ def _results(engine, query, candidates, k, features=True):
             res.features[keep] if features else None)
 
 
+def _inputs(queries, candidates):
+    """Queries and candidates given as data or as paths of their files."""
+    return as_queries(queries), None if candidates is None else as_run(candidates)
+
+
 def _run_one(state, query):
     engine, candidates, k = state
     doc_ids, scores, _ = _results(engine, query, candidates, k, features=False)
@@ -51,10 +57,11 @@ def run_queries(engine, queries, *, candidates=None, k=100, n_jobs=None,
     Parameters
     ----------
     engine : SearchEngine
-    queries : list of dict
-        ``{"id", "text", "category"?}`` (see :func:`cqa_search.evaluation.read_queries`).
-    candidates : dict, optional
-        ``{qid: {doc_id: score}}`` (a run): rerank these candidates only (their scores
+    queries : list of dict, or path
+        ``{"id", "text", "category"?}`` (see :func:`cqa_search.evaluation.read_queries`),
+        or a queries file (read by it).
+    candidates : dict or path, optional
+        ``{qid: {doc_id: score}}`` (a run, or a TREC run file): rerank these candidates only (their scores
         are the ``given_*`` features); a query without candidates gets an empty
         ranking. Without candidates, the whole archive is searched (full retrieval,
         top ``k``); a query whose id is also an archived question's (e.g. a duplicate
@@ -79,7 +86,7 @@ def run_queries(engine, queries, *, candidates=None, k=100, n_jobs=None,
     """
     if candidates is None:
         engine._check_k(k)
-    queries = list(queries)
+    queries, candidates = _inputs(queries, candidates)
     if n_workers(n_jobs, len(queries)) > 1:
         runs = map_queries(_run_one, queries, state=(engine, candidates, k), n_jobs=n_jobs)
         return {q["id"]: run for q, run in zip(queries, runs)}
@@ -95,7 +102,7 @@ def run_queries(engine, queries, *, candidates=None, k=100, n_jobs=None,
 def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progress=False):
     """Features of (query, candidate) pairs, for training and analysing rankers.
 
-    Candidates are the given ones (``candidates``, a run) or the top ``k`` of the
+    Candidates are the given ones (``candidates``, a run or a run file) or the top ``k`` of the
     retrieval model (full retrieval; a query never gets itself). The engine's ranker is
     not applied: the candidates are those the ranker would reorder. ``n_jobs`` as
     :func:`run_queries`.
@@ -111,7 +118,7 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
         engine = engine.with_config(replace(engine.config, ranker=None))
     if candidates is None:
         engine._check_k(k)
-    queries = list(queries)
+    queries, candidates = _inputs(queries, candidates)
     state = (engine, candidates, k)
     if n_workers(n_jobs, len(queries)) > 1:
         parts = map_queries(_features_one, queries, state=state, n_jobs=n_jobs)

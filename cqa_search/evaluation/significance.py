@@ -5,7 +5,10 @@ import numpy as np
 
 from ..exceptions import QueryError
 
-__all__ = ["paired_ttest", "randomization_test", "compare"]
+__all__ = ["paired_ttest", "randomization_test", "compare", "N_RESAMPLES"]
+
+#: Resamples of the randomization test by default.
+N_RESAMPLES = 10_000
 
 
 def _paired(a, b):
@@ -27,7 +30,7 @@ def paired_ttest(a, b) -> float:
     return float(stats.ttest_rel(a, b).pvalue)
 
 
-def randomization_test(a, b, *, n_resamples=10000, random_state=0) -> float:
+def randomization_test(a, b, *, n_resamples=N_RESAMPLES, random_state=0) -> float:
     """Two-sided p-value of the paired randomization (permutation) test on the mean.
 
     Each query's two scores are swapped at random (``scipy.stats.permutation_test`` with
@@ -45,7 +48,8 @@ def randomization_test(a, b, *, n_resamples=10000, random_state=0) -> float:
     return float(res.pvalue)
 
 
-def compare(per_query_a, per_query_b, *, metrics=None, n_resamples=10000, random_state=0):
+def compare(per_query_a, per_query_b, *, metrics=None, n_resamples=N_RESAMPLES,
+            random_state=0):
     """Means, difference and both p-values of system A vs B, per metric.
 
     The two per-query tables (from :func:`~cqa_search.evaluation.metrics.evaluate`) are

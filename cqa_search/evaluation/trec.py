@@ -19,7 +19,7 @@ from ..archive import FIELD_ALIASES
 from ..exceptions import ArchiveError, ParameterError
 
 __all__ = ["read_qrels", "write_qrels", "read_run", "write_run", "read_queries",
-           "write_queries", "write_svmrank"]
+           "write_queries", "write_svmrank", "as_run", "as_qrels", "as_queries"]
 
 
 def _lines(path, what):
@@ -69,6 +69,42 @@ def read_qrels(path) -> dict:
                                f"{judged[parts[-2]]} and {rel}", path, lineno)
         judged[parts[-2]] = rel
     return qrels
+
+
+def _scored(value, what, reader, mapping_of) -> dict:
+    """``value`` read by ``reader`` when it is a path, else checked to be ``{qid: {doc_id:
+    mapping_of}}`` (a clear error naming the reader rather than a TypeError later)."""
+    if isinstance(value, (str, os.PathLike)):
+        return reader(value)
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ParameterError(f"{what} must be a path or a dict {{qid: {{doc_id: {mapping_of}}}}} "
+                             f"as {reader.__name__} returns; got {type(value).__name__}")
+    return value
+
+
+def as_run(run) -> dict:
+    """A run given as ``{qid: {doc_id: score}}`` or as the path of a TREC run file
+    (:func:`read_run`)."""
+    return _scored(run, "a run", read_run, "score")
+
+
+def as_qrels(qrels) -> dict:
+    """Judgments given as ``{qid: {doc_id: relevance}}`` or as the path of a qrels file
+    (:func:`read_qrels`)."""
+    return _scored(qrels, "qrels", read_qrels, "relevance")
+
+
+def as_queries(queries) -> list:
+    """Queries given as a list of ``{"id", "text", "category"?}`` or as the path of a
+    queries file (:func:`read_queries`)."""
+    if isinstance(queries, (str, os.PathLike)):
+        return read_queries(queries)
+    queries = list(queries) if not isinstance(queries, (bytes, dict)) else None
+    if queries is None or not all(isinstance(q, dict) and "id" in q and "text" in q
+                                  for q in queries):
+        raise ParameterError("queries must be a path or a list of dicts {'id', 'text', "
+                             "'category'?} as read_queries returns")
+    return queries
 
 
 def write_qrels(qrels: dict, path) -> None:

@@ -68,22 +68,37 @@ class Categories:
     """The natural categories of an index, fixed when it is built.
 
     Category ids are positions in :attr:`names`, in the order the build first met each
-    category; ``doc_category[row]`` is a row's category id (-1: none). Name lookups are
+    category; ``doc_category[row]`` is a row's category id (-1: none). A category none of
+    whose questions is live (all deleted) keeps its id but is unknown otherwise: it is not
+    counted, listed (:meth:`present`) nor found by name. Name lookups are
     case-insensitive when the case does not matter (an exact name wins; two names that
     differ only in case must be given exactly).
 
+    Parameters
+    ----------
+    names : sequence of str
+    doc_category : ndarray of int32, shape (n_rows,)
+    live : ndarray of bool, shape (n_rows,), optional
+        False for the rows of deleted questions (None: every row is live).
+
     Examples
     --------
-    >>> c = Categories(["Visas", "Cars"], np.array([0, 1, 1, -1], dtype=np.int32))
-    >>> c.id("cars"), c.counts().tolist(), list(c)
-    (1, [1, 2], ['Visas', 'Cars'])
+    >>> c = Categories(["Visas", "Cars", "Pets"], np.array([0, 1, 1, -1, 2], dtype=np.int32),
+    ...                live=np.array([True, True, True, True, False]))
+    >>> c.id("cars"), c.counts().tolist(), c.present()
+    (1, [1, 2, 0], ['Visas', 'Cars'])
+    >>> c.id("Pets")
+    Traceback (most recent call last):
+    ...
+    cqa_search.exceptions.QueryError: unknown category 'Pets': its questions were all deleted
     """
 
-    def __init__(self, names, doc_category):
+    def __init__(self, names, doc_category, live=None):
         self.names = tuple(names)
         self.doc_category = doc_category
-        self._exact = {n: i for i, n in enumerate(self.names)}
-        self._folded = {n.casefold(): i for i, n in reversed(list(enumerate(self.names)))}
+        self._live = live
+        self._folded = {n.casefold() for n in self.names}
+        self._live_counts = self._present = None
 
     def __len__(self):
         return len(self.names)
@@ -102,11 +117,23 @@ class Categories:
         return self.names.index(name)
 
     def counts(self, live=None) -> np.ndarray:
-        """Questions per category id; with ``live`` (bool per row), of those rows only."""
+        """Questions per category id, deleted ones left out; with ``live`` (bool per row),
+        of those rows only."""
+        if live is None:
+            if self._live_counts is None:  # (read at every search with a category)
+                self._live_counts = self._counted(self._live)
+            return self._live_counts
+        return self._counted(live)
+
+    def _counted(self, live) -> np.ndarray:
         doc_category = np.asarray(self.doc_category)
         if live is not None:
             doc_category = doc_category[np.asarray(live, dtype=bool)]
         return np.bincount(doc_category[doc_category >= 0], minlength=len(self.names))
+
+    def present(self) -> list:
+        """The names of the categories that have questions, in id order."""
+        return list(self._lookup()[0])
 
     def id(self, name) -> int | None:
         """Id of a category name (case-insensitive); None for None.
@@ -122,28 +149,44 @@ class Categories:
             raise QueryError(f"category must be a non-empty string; got {name!r}")
         if not self.names:
             raise QueryError("this index has no categories, so it cannot filter by category")
-        found = self._exact.get(name.strip())
+        key = name.strip()
+        exact, folded = self._lookup()
+        found = exact.get(key)
         if found is not None:
             return found
-        found = self._folded.get(name.strip().casefold())
-        if found is not None:
-            twins = [n for n in self.names if n.casefold() == name.strip().casefold()]
-            if len(twins) > 1:
-                raise QueryError(f"category {name!r} is ambiguous: the index has "
-                                 f"{' and '.join(map(repr, twins))}; give one exactly")
-            return found
-        folded = list(self._folded)
-        wanted = name.strip().casefold()
+        twins = folded.get(key.casefold(), ())
+        if len(twins) > 1:
+            raise QueryError(f"category {name!r} is ambiguous: the index has "
+                             f"{' and '.join(repr(self.names[i]) for i in twins)}; give one "
+                             "exactly")
+        if twins:
+            return twins[0]
+        if key.casefold() in self._folded:
+            raise QueryError(f"unknown category {name!r}: its questions were all deleted")
+        if not exact:
+            raise QueryError("no question of this index has a category now, so it cannot "
+                             "filter by category")
+        wanted = key.casefold()
         words = wanted.split()
         # "Sightseeing" for "Sightseeing and Tourist attractions": a prefix, or every word
         close = [f for f in folded if f.startswith(wanted)
                  or all(any(w2.startswith(w) for w2 in f.split()) for w in words)][:3]
-        close += [c for c in difflib.get_close_matches(wanted, folded, n=3, cutoff=0.5)
+        close += [c for c in difflib.get_close_matches(wanted, list(folded), n=3, cutoff=0.5)
                   if c not in close][:3 - len(close)]
-        hint = (f"; did you mean {' or '.join(repr(self.names[self._folded[c]]) for c in close)}?"
-                if close else f" (categories: {', '.join(sorted(self.names)[:20])}"
-                              + (", ..." if len(self.names) > 20 else "") + ")")
+        hint = (f"; did you mean {' or '.join(repr(self.names[folded[c][0]]) for c in close)}?"
+                if close else f" (categories: {', '.join(sorted(exact)[:20])}"
+                              + (", ..." if len(exact) > 20 else "") + ")")
         raise QueryError(f"unknown category {name!r}{hint}")
+
+    def _lookup(self):
+        """``(name -> id, folded name -> ids)`` of the categories that have questions."""
+        if self._present is None:
+            exact = {n: i for i, n in enumerate(self.names) if self.counts()[i]}
+            folded = {}
+            for n, i in exact.items():
+                folded.setdefault(n.casefold(), []).append(i)
+            self._present = exact, folded
+        return self._present
 
 
 @dataclass(frozen=True)
@@ -414,6 +457,20 @@ class IndexHead:
             raise IndexFormatError(f"corrupted index {self.stored.path}: {exc}; "
                                    f"{_REBUILD}") from None
 
+    def category_counts(self) -> np.ndarray:
+        """Live questions per category id (:meth:`Categories.counts`), from the segments'
+        ``doc_category.npy``."""
+        try:
+            doc_category = np.concatenate([
+                check_array(self.stored.array(f"{segment_dir(s['name'])}/doc_category.npy"),
+                            f"{segment_dir(s['name'])}/doc_category.npy", kind="iu",
+                            shape=(int(s["n_docs"]),), low=-1, high=len(self.categories) - 1)
+                for s in self.segments])
+        except InvalidArray as exc:
+            raise IndexFormatError(f"corrupted index {self.stored.path}: {exc}; "
+                                   f"{_REBUILD}") from None
+        return Categories(self.categories, doc_category, ~self.deleted).counts()
+
     def segment_field(self, k, name) -> FieldIndex:
         """Field ``name`` of segment ``k`` alone (its own rows from 0)."""
         seg = self.segments[k]
@@ -507,4 +564,4 @@ def load_index(stored: StoredIndex) -> IndexData:
         raise IndexFormatError(f"corrupted index {stored.path}: {exc}") from None
     doc_category = categories[0] if len(categories) == 1 else np.concatenate(categories)
     return IndexData(stored, head.analyzer, TermIndex(Vocabulary(head.terms), index_fields),
-                     archive, Categories(names, doc_category), doc_id_rank, live)
+                     archive, Categories(names, doc_category, live), doc_id_rank, live)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._utils import counted
 from ..archive import Question
 from ..exceptions import ArchiveError, ParameterError
 from ..retrieval.bm25 import BM25
@@ -69,15 +70,14 @@ class ChangeSummary:
     def __str__(self):
         lines = [f"{self.action:<10} {self.path} (generation {self.generation})"]
         if self.added:
-            lines.append(f"added      {self.added:,} questions")
+            lines.append(f"added      {counted(self.added, 'question')}")
         if self.deleted:
-            lines.append(f"deleted    {self.deleted:,} questions")
+            lines.append(f"deleted    {counted(self.deleted, 'question')}")
         if self.n_skipped:
-            lines.append(f"skipped    {self.n_skipped:,} invalid records")
+            lines.append(f"skipped    {counted(self.n_skipped, 'invalid record')}")
         for key, value in self.details.items():
             lines.append(f"{key:<10} {value}")
-        lines.append(f"questions  {self.n_questions:,} in {self.n_segments} segment"
-                     + "s" * (self.n_segments != 1))
+        lines.append(f"questions  {self.n_questions:,} in {counted(self.n_segments, 'segment')}")
         lines.append(f"time       {self.seconds:.2f} s")
         return "\n".join(lines)
 
@@ -296,7 +296,7 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
                          deleted=len(replaced), n_questions=int(live.sum()),
                          n_segments=len(change.segments) + 1,
                          seconds=time.perf_counter() - t0, n_skipped=report.n_skipped,
-                         details={"replaced": f"{len(replaced):,} questions"} if replaced
+                         details={"replaced": counted(len(replaced), "question")} if replaced
                          else {})
 
 
@@ -447,7 +447,9 @@ def index_info(path) -> dict:
             "questions": int(stats.get("n_docs", 0)), "rows": int(stats.get("n_rows", 0)),
             "segments": [{"name": s["name"], "rows": int(s["n_docs"]),
                           "deleted": int(s["n_deleted"])} for s in m.get("segments", [])],
-            "terms": int(stats.get("n_terms", 0)), "categories": int(stats.get("n_categories", 0)),
+            "terms": int(stats.get("n_terms", 0)),
+            "categories": int(stats.get("n_categories", 0)) if "shards" in m
+            else int((read_head(stored).category_counts() > 0).sum()),  # deleted ones left out
             "fields": list(stats.get("fields", m.get("fields", {}))), "models": models,
             "shards": [{"dir": s["dir"], "questions": int(s["n_docs"])}
                        for s in m.get("shards", [])],

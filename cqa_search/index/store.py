@@ -49,7 +49,7 @@ import numpy as np
 import orjson
 
 from .._version import __version__
-from ..exceptions import IndexFormatError
+from ..exceptions import IndexFormatError, IndexNotFoundError
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "CURRENT", "IndexWriter", "StoredIndex",
            "StoredModel", "open_index", "is_compatible", "verify_index", "read_consistent",
@@ -133,7 +133,8 @@ def _locate(path) -> tuple:
     """(index directory, live generation name), or IndexFormatError saying what is there."""
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise IndexFormatError(f"no index at {path} (build one with `cqa-search build-index`)")
+        raise IndexNotFoundError(f"no index at {path} (build one with `cqa-search "
+                                 "build-index`)")
     if not os.path.isdir(path):
         raise IndexFormatError(f"{path} is a file, not an index directory")
     generation = current_generation(path)
@@ -160,8 +161,8 @@ def _locate(path) -> tuple:
     except OSError as exc:
         raise IndexFormatError(f"cannot read the index {path}: {exc.strerror}") from None
     if entries and all(_is_ours(e) for e in entries):
-        raise IndexFormatError(f"no index at {path} yet: its first build did not finish "
-                               "(run `cqa-search build-index` again)")
+        raise IndexNotFoundError(f"no index at {path} yet: its first build did not finish "
+                                 "(run `cqa-search build-index` again)")
     raise IndexFormatError(f"{path} is not a cqa_search index (it has no {CURRENT})")
 
 

@@ -18,6 +18,19 @@ def run(capsys, *argv):
     return code, out, err
 
 
+def test_one_stackexchange_site_is_one_category(capsys, tmp_path, fixtures):
+    """A single site read with its default categories (the site's name) is warned about,
+    with the option that gives categories; --category-from first_tag builds without it."""
+    site = fixtures / "stackexchange" / "tinysite"
+    code, out, err = run(capsys, "build-index", site, "-o", tmp_path / "one", "-q")
+    assert code == 0 and "categories 1" in out
+    assert err.startswith("cqa-search: warning: every question is in one category, the "
+                          "site's name") and "--category-from first_tag" in err
+    code, out, err = run(capsys, "build-index", site, "-o", tmp_path / "tags", "-q",
+                         "--category-from", "first_tag")
+    assert code == 0 and "categories 1\n" not in out and err == ""
+
+
 def test_build_index_and_query(capsys, tmp_path, fixtures):
     out_dir = tmp_path / "idx"
     code, out, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o", out_dir, "-q")
@@ -96,6 +109,26 @@ def test_interactive_session(toy_index):
     assert "  category  questions" in out  # :categories: a table with counts
 
 
+def test_ctrl_c_during_a_search_keeps_the_session(toy_index, monkeypatch):
+    """Ctrl-C while a search runs cancels it; the session and its :k / :category stay."""
+    session, out = _session(toy_index)
+    search = session.engine.search
+    calls = []
+
+    def slow(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # what Ctrl-C raises in the middle of the search
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(session.engine, "search", slow)
+    session.loop(io.StringIO("\n".join([":k 1", ":category cars", "battery", "battery"])))
+    out = out.getvalue()
+    assert "^C  search cancelled" in out
+    assert session.k == 1 and session.category == "Cars"
+    assert out.count(" 1. ") == 1 and " 2. " not in out and "t0" in out  # searched again
+
+
 def test_session_prompt_completion_and_categories_table(toy_index):
     session, out = _session(toy_index)
     assert session.prompt == "cqa> "
@@ -121,6 +154,9 @@ def test_categories_table_counts_live_questions_only(tmp_path):
     delete_questions(tmp_path / "idx", ["c"])
     session, _ = _session(tmp_path / "idx")
     assert session.categories_table() == "(no question of this index has a category now)"
+    assert session.complete(":category v") == []
+    session.handle(":category visas")
+    assert "error: unknown category 'visas': its questions were all deleted" in session.out.getvalue()
 
 
 def test_piped_queries_give_json_lines_and_a_run(capsys, monkeypatch, toy_index, tmp_path):
@@ -156,6 +192,9 @@ def test_demo(capsys, tmp_path):
     assert code == 0
     assert "questions  327" in out and "query dq01" in out and "judged relevant" in out
     assert out.count("query dq01") == 2  # BM25, then the trained pipeline
+    # each hit with its title; why the reranked scores are negative
+    assert out.count("What is the best way to clear a blocked nose when I have a cold?") == 2
+    assert "so a score is often negative: only the order within a query counts" in out
     assert "model      translation" in out and "topics-gnmfnc" in out and "mv_ibm1" in out
     assert "5-fold MAP   query-grouped cross-validation:" in out  # cqa-search train's defaults
     scores = held_out_scores(out)
@@ -271,20 +310,21 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
     qrels = write(tmp_path / "qrels.txt", "a 0 t01 1\na 0 t02 1\nb 0 t08 1\nb 0 t07 0\n")
     code, out, _ = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
                        "--run-out", tmp_path / "bm25.run", "-q")
-    assert code == 0 and "2 queries evaluated (semeval convention)" in out
-    assert out.splitlines()[1].split() == ["MAP", "MRR", "P@1", "P@5", "P@10"]
-    # the printed figures, recomputed by hand from the written run (TREC format)
+    assert code == 0 and "2 queries evaluated (trec convention, full retrieval" in out
+    assert out.splitlines()[1].split() == ["MAP", "MRR", "P@1", "P@5", "P@10", "NDCG@10"]
+    # the printed figures, recomputed by hand from the written run (TREC format), as
+    # trec_eval reads it: ties by doc id descending, AP over every relevant document
     ranked = {}
     for line in (tmp_path / "bm25.run").read_text().splitlines():
         qid, _, doc, rank, score, _ = line.split()
-        ranked.setdefault(qid, []).append((int(rank), doc))
+        ranked.setdefault(qid, []).append((float(score), doc))
     relevant = {"a": {"t01", "t02"}, "b": {"t08"}}
     aps, rrs, p1s = [], [], []
     for qid, docs in ranked.items():
-        docs = [d for _, d in sorted(docs)][:10]
+        docs = [d for _, d in sorted(docs, reverse=True)]
         hits = [d in relevant[qid] for d in docs]
         precisions = [sum(hits[:i + 1]) / (i + 1) for i, h in enumerate(hits) if h]
-        aps.append(sum(precisions) / max(sum(hits), 1))
+        aps.append(sum(precisions) / len(relevant[qid]))
         rrs.append(next((1 / (i + 1) for i, h in enumerate(hits) if h), 0.0))
         p1s.append(float(hits[0]))
     printed = [float(v) for v in out.splitlines()[2].split()[1:4]]
@@ -294,6 +334,9 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
                        "--model", "lm-dir:mu=50", "--convention", "trec", "--metrics", "map",
                        "ndcg@5", "--compare", tmp_path / "bm25.run", "--per-query", "-q")
     assert code == 0 and "p (randomization)" in out and "NDCG@5" in out
+    assert f"difference = lm-dir:mu=50 minus {tmp_path / 'bm25.run'} (positive: " \
+           "lm-dir:mu=50 scores higher) on the 2 queries both runs have" in out
+    assert "randomization test (exact: all 4 swaps of the pairs)" in out
     code, out, _ = run(capsys, "evaluate", "--run", tmp_path / "bm25.run", "--qrels", qrels)
     assert code == 0 and "bm25.run" in out
 

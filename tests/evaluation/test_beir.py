@@ -47,6 +47,31 @@ def test_build_and_evaluate(capsys, beir, queries):
     assert out.splitlines()[-1].split()[1:] == ["100.00", "100.00"]
 
 
+def test_full_retrieval_counts_relevant_documents_never_retrieved(capsys, beir):
+    """Full retrieval defaults to trec_eval's convention: a relevant document that no
+    search finds lowers AP and recall (the rerank convention ignored it: 100.00)."""
+    corpus = beir / "corpus.jsonl"
+    corpus.write_text(corpus.read_text() + '{"_id": "d4", "text": "Immigration paperwork '
+                                           'at the embassy."}\n')
+    qrels = beir / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text() + "q1\td4\t1\n")
+    assert main(["build-index", str(corpus), "-o", str(beir / "idx"), "-q"]) == 0
+    capsys.readouterr()
+    argv = ["evaluate", str(beir / "idx"), "--queries", str(beir / "queries.jsonl"), "--qrels",
+            str(qrels), "-q"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "2 queries evaluated (trec convention, full retrieval of the archive)" in out
+    header, row = out.splitlines()[1].split(), out.splitlines()[2].split()
+    assert header == ["MAP", "MRR", "P@1", "P@5", "P@10", "NDCG@10"]
+    scores = dict(zip(header, map(float, row[1:])))
+    assert scores["MAP"] == 75.0 and scores["MRR"] == 100.0  # q1: AP (1 + 0) / 2
+    assert main(argv + ["--metrics", "map", "r@10", "--convention", "semeval"]) == 0
+    out = capsys.readouterr().out
+    assert "(semeval convention, full retrieval of the archive)" in out
+    assert out.splitlines()[-1].split()[1:] == ["100.00", "100.00"]  # what it hid
+
+
 @pytest.mark.parametrize("content, message", [
     ('{"_id": null, "text": "x"}\n', r"q\.jsonl:1: a query needs an 'id' \(or '_id'\)"),
     ('{"_id": true, "text": "x"}\n', r"q\.jsonl:1: a query id must be a string or an integer"),

@@ -96,3 +96,32 @@ def test_compare_aligns_queries():
     assert table.loc["map", "n_queries"] == 3 and 0 < table.loc["map", "p_ttest"] < 1
     with pytest.raises(QueryError, match="the two runs have no query in common"):
         compare(good.loc[["q1"]], bad.loc[["q2", "q3"]])
+
+
+def test_files_given_by_path(tmp_path):
+    """run_queries, feature_table and evaluate take the files' paths, as the CLI does, and
+    say what they expect of anything else (it was a TypeError deep inside)."""
+    from cqa_search import Question, SearchEngine, build_index
+    from cqa_search.evaluation import feature_table, run_queries
+
+    build_index([Question("a", "renew visa"), Question("b", "visa fees"),
+                 Question("c", "cheap sofa")], tmp_path / "idx")
+    engine = SearchEngine.open(tmp_path / "idx")
+    (tmp_path / "q.jsonl").write_text('{"id": "q1", "text": "visa renewal"}\n')
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\n")
+    (tmp_path / "c.run").write_text("q1 Q0 b 1 2.0 x\nq1 Q0 a 2 1.0 x\n")
+    queries = read_queries(tmp_path / "q.jsonl")
+    assert run_queries(engine, str(tmp_path / "q.jsonl")) == run_queries(engine, queries)
+    reranked = run_queries(engine, tmp_path / "q.jsonl", candidates=tmp_path / "c.run")
+    assert set(reranked["q1"]) == {"a", "b"}
+    assert feature_table(engine, tmp_path / "q.jsonl", candidates=str(tmp_path / "c.run"))[0] \
+        .shape == (2, len(engine.feature_names))
+    by_path = evaluate(str(tmp_path / "c.run"), tmp_path / "qrels.txt")
+    assert by_path.equals(evaluate(read_run(tmp_path / "c.run"), read_qrels(tmp_path / "qrels.txt")))
+    with pytest.raises(ParameterError, match="queries must be a path or a list of dicts .* as "
+                                             "read_queries returns"):
+        run_queries(engine, ["visa"])
+    with pytest.raises(ParameterError, match=r"a run must be a path or a dict .* as read_run"):
+        evaluate([("q1", "a")], tmp_path / "qrels.txt")
+    with pytest.raises(ParameterError, match=r"qrels must be a path or a dict .* as read_qrels"):
+        evaluate({"q1": {"a": 1.0}}, {"q1": ["a"]})

@@ -165,6 +165,8 @@ def test_pickled_array_is_refused(index_copy):
 def test_missing_and_foreign_directories(tmp_path):
     with pytest.raises(IndexFormatError, match="no index at .*nothing"):
         open_index(tmp_path / "nothing")
+    with pytest.raises(FileNotFoundError, match="no index at .*nothing"):  # as open() says it
+        SearchEngine.open(tmp_path / "nothing")
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("mine")
     with pytest.raises(IndexFormatError, match="is not a cqa_search index"):

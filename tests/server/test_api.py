@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from cqa_search import Question, SearchEngine, build_index
+from cqa_search.exceptions import QueryError
 from cqa_search.index.store import CURRENT, current_generation
 from cqa_search.presentation import Presenter
 from cqa_search.query_parser import MAX_QUERY_CHARS
@@ -133,6 +134,18 @@ def test_counts_leave_deleted_and_replaced_questions_out(tmp_path):
         doc = http.get("/api/categories").json()
         assert doc["n_docs"] == 2 and doc["categories"] == [{"name": "Visas", "count": 2}]
         assert http.get("/health").json()["n_docs"] == 2
+        # Shopping lost its last question: one answer everywhere, it is gone
+        refused = http.get("/api/search", params={"q": "sofa", "category": "shopping"})
+        assert refused.status_code == 400
+        assert refused.json()["detail"] == ("unknown category 'shopping': its questions were "
+                                            "all deleted")
+        assert http.get("/api/search", params={"q": "category:Shopping sofa"}).status_code == 400
+    with pytest.raises(QueryError, match="unknown category 'Shopping': its questions were all"):
+        engine.search("sofa", category="Shopping")
+    assert engine.categories.present() == ["Visas"]
+    from cqa_search.index.live import index_info
+
+    assert index_info(path)["categories"] == 1
 
 
 def test_health(client, toy_index):

@@ -75,6 +75,12 @@
     return Math.abs(x) >= 100 ? x.toFixed(1) : x.toPrecision(3);
   }
 
+  // "1 question", "2 questions", "1 category", "3 categories"
+  function counted(n, noun) {
+    const plural = noun.endsWith("y") ? noun.slice(0, -1) + "ies" : noun + "s";
+    return `${n.toLocaleString()} ${n === 1 ? noun : plural}`;
+  }
+
   function setStatus(text, isError = false) {
     statusLine.textContent = text;
     statusLine.classList.toggle("error", isError);
@@ -126,7 +132,7 @@
       const target = { q: state.q, category: entry.name, k: K_STEP };
       const link = el("a", {
         href: urlFor(target), "aria-current": selected ? "true" : null,
-        "aria-label": `${entry.label}, ${entry.count} questions`,
+        "aria-label": `${entry.label}, ${counted(entry.count, "question")}`,
         onclick: (event) => { event.preventDefault(); go(target); },
       }, el("span", { class: "name", text: entry.label }),
          el("span", { class: "count", text: entry.count.toLocaleString() }));
@@ -181,7 +187,7 @@
     const meta = [];
     if (hit.category) meta.push(el("span", { class: "category", text: hit.category }));
     meta.push(el("span", { text: `score ${number(hit.score)}` }));
-    meta.push(el("span", { text: hit.n_answers === 1 ? "1 answer" : `${hit.n_answers} answers` }));
+    meta.push(el("span", { text: counted(hit.n_answers, "answer") }));
     if (hit.url) {
       meta.push(el("a", { href: hit.url, rel: "noopener noreferrer", target: "_blank",
                           text: "original post ↗" }));
@@ -287,7 +293,7 @@
       el("h2", { id: "question-title", text: q.title || q.id }),
       el("p", { class: "meta" }, meta.flatMap((m, i) => (i ? [" · ", m] : [m]))),
       q.body ? el("p", { class: "text body", text: q.body }) : null,
-      el("h3", { text: q.answers.length === 1 ? "1 answer" : `${q.answers.length} answers` }),
+      el("h3", { text: counted(q.answers.length, "answer") }),
       q.answers.length ? el("ol", { class: "answers" }, answers) : el("p", { text: "No answers." }));
     document.title = `${q.title || q.id} – cqa_search`;
     questionView.querySelector(".back").focus();
@@ -318,8 +324,8 @@
       didYouMean.hidden = true;
       more.hidden = true;
       if (categories) {
-        setStatus(`${categories.n_docs.toLocaleString()} questions in ` +
-                  `${categories.categories.length} categories.`);
+        setStatus(`${counted(categories.n_docs, "question")} in ` +
+                  `${counted(categories.categories.length, "category")}.`);
       }
       return undefined;
     }
