@@ -348,6 +348,33 @@ class SearchEngine:
                 results = relaxed
         return results
 
+    def similar(self, doc_id: str, k: int = 10, *, category: str | None = None) -> Results:
+        """The ``k`` archived questions most similar to the archived question ``doc_id``
+        ("more like this", "asked before"): its title and body searched as a new question,
+        taken as plain text, through the same retrieval, features and ranker as
+        :meth:`search`; the question itself is left out.
+
+        Parameters
+        ----------
+        doc_id : str
+            A question of the index.
+        k : int or None, default 10
+        category : str, optional
+            Return only questions of this category (as :meth:`search`).
+
+        Raises
+        ------
+        QueryError
+            Unknown (or deleted) question id, unknown category, bad ``k``.
+        """
+        self._check_k(k)
+        if not isinstance(doc_id, str):
+            raise QueryError(f"a question id must be a string; got {type(doc_id).__name__}")
+        row = int(self.archive.rows([doc_id])[0])
+        cid = self.categories.id(category)
+        q = self.analyze(self.archive[row].text, self._name(cid))
+        return self._search(q, None if k is None else k + 1, cid)._excluding(row, k)
+
     def _search(self, q: AnalyzedQuery, k, category_id, parsed=None, retrieval=None) -> Results:
         model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:

@@ -133,6 +133,21 @@ class Results:
         more = ", ..." if len(self) > 3 else ""
         return f"Results({self.query!r}, {len(self)} hits: {{{top}{more}}})"
 
+    def _excluding(self, row, k=None) -> "Results":
+        """These results without the hit of ``row``, the first ``k`` (None: all) kept."""
+        keep = np.flatnonzero(self._rows != row)[:k]
+        out = object.__new__(Results)
+        for name in self.__slots__:
+            object.__setattr__(out, name, getattr(self, name))
+        features = self._features
+        set_ = object.__setattr__
+        set_(out, "doc_ids", tuple(self.doc_ids[i] for i in keep.tolist()))
+        set_(out, "scores", _frozen(self.scores[keep], np.float64))
+        set_(out, "_rows", _frozen(self._rows[keep], np.int64))
+        set_(out, "_features", (lambda: self.features[keep]) if callable(features)
+             else np.asarray(features)[keep])
+        return out
+
     def to_dataframe(self):
         """The hits as a pandas DataFrame: rank, doc_id, score, title, category,
         best_answer (its text, None when the archive marks none), then one column per

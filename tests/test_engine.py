@@ -356,3 +356,32 @@ def test_two_worker_processes_give_the_same_results(toy_engine, monkeypatch):
         np.testing.assert_array_equal(x, y)
     with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
         toy_engine.batch_search(queries, n_jobs=0)
+
+
+def test_similar_searches_a_question_without_itself(toy_engine, tmp_path):
+    """engine.similar: the question's title and body as a plain-text query through the
+    same pipeline as search, the question itself left out."""
+    question = toy_engine.archive.get("t01")
+    same = toy_engine.retrieve(question.text, None)
+    res = toy_engine.similar("t01", 3)
+    assert "t01" not in res and "t01" in same
+    assert list(res.doc_ids) == [d for d in same.doc_ids if d != "t01"][:3]
+    assert res.scores.tolist() == [s for d, s in zip(same.doc_ids, same.scores.tolist())
+                                   if d != "t01"][:3]
+    assert res.features.shape == (3, len(toy_engine.feature_names))
+    assert [h.rank for h in res] == [1, 2, 3]
+    assert list(toy_engine.similar("t01", None, category="Visas").doc_ids) == [
+        d for d in same.doc_ids if d != "t01" and toy_engine.archive.get(d).category == "Visas"]
+    with pytest.raises(QueryError, match="unknown question id 'nope'"):
+        toy_engine.similar("nope")
+    with pytest.raises(QueryError, match="k must be a positive integer"):
+        toy_engine.similar("t01", 0)
+    from cqa_search import delete_questions
+
+    build_index([Question("a", "renew visa"), Question("b", "visa fees"),
+                 Question("c", "renew visa quickly")], tmp_path / "idx")
+    delete_questions(tmp_path / "idx", ["c"])
+    engine = SearchEngine.open(tmp_path / "idx")
+    assert engine.similar("a").doc_ids == ("b",)
+    with pytest.raises(QueryError, match="unknown question id 'c'"):  # deleted
+        engine.similar("c")

@@ -21,8 +21,8 @@ from ._common import (COMMANDS, Style, add_common_options, format_explanation, f
 
 HELP = COMMANDS["query"][1]
 
-COMMAND_NAMES = (":k", ":category", ":categories", ":show", ":answers", ":explain", ":help",
-                 ":quit")
+COMMAND_NAMES = (":k", ":category", ":categories", ":show", ":like", ":answers", ":explain",
+                 ":help", ":quit")
 
 REPL_HELP = """\
 Type a question to search. Commands (Tab completes them and category names):
@@ -30,6 +30,7 @@ Type a question to search. Commands (Tab completes them and category names):
   :category NAME    search only this category; ':category' alone clears it (now {category})
   :categories       the categories of the index, with their questions
   :show N           result N of the last search in full, with all its answers
+  :like N or ID     the questions most similar to result N (or question ID)
   :answers on|off   show the best answer under each result (now {answers})
   :explain on|off   show why each result ranks there (now {explain})
   :help             this help
@@ -54,6 +55,10 @@ def configure(parser) -> None:
                              "or pipe one query per line)")
     parser.add_argument("-k", type=positive_int, default=10,
                         help="number of results (default: 10)")
+    parser.add_argument("--like", metavar="ID",
+                        help="instead of TEXT: the questions most similar to the archived "
+                             "question ID (more like this: its title and body searched, the "
+                             "question itself left out)")
     parser.add_argument("--category", help="return only questions of this category")
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates (default: the "
@@ -114,13 +119,21 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
         print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
 
 
-def results_json(presenter, results, *, qid=None, typed=None, explain=False) -> str:
+def _like_header(engine, doc_id, style) -> str:
+    question = engine.archive.get(doc_id)
+    return style.dim(f"questions like {doc_id}: ") + (question.title or question.body[:80])
+
+
+def results_json(presenter, results, *, qid=None, typed=None, explain=False,
+                 like=None) -> str:
     """One query's results as a JSON document (one line): the server's ``/api/search``
     document (:meth:`~cqa_search.presentation.Presenter.results_dict`), with ``qid`` first
-    for queries read from standard input."""
+    for queries read from standard input, ``like`` first for ``--like ID``."""
     doc = presenter.results_dict(results, typed=typed, explain=explain)
     if qid is not None:
         doc = {"qid": qid, **doc}
+    if like is not None:
+        doc = {"like": like, **doc}
     return json.dumps(doc, ensure_ascii=False)
 
 
@@ -201,6 +214,18 @@ class _Session:
                 self.say("usage: :show N, with N a result number of the last search")
             else:
                 self.say(format_question(self.last[int(arg) - 1].question, self.style))
+        elif name == "like":
+            if not arg:
+                self.say("usage: :like N (a result of the last search) or :like ID")
+                return True
+            doc_id = arg
+            if self.last is not None and arg.isascii() and arg.isdigit() \
+                    and 1 <= int(arg) <= len(self.last):
+                doc_id = self.last.doc_ids[int(arg) - 1]
+            self.last = self.engine.similar(doc_id, k=self.k, category=self.category)
+            self.say(_like_header(self.engine, doc_id, self.style))
+            _print_results(self.presenter, self.last, self.style, answers=self.answers,
+                           explain=self.explain, out=self.out)
         elif name in ("answers", "explain"):
             if arg not in ("on", "off"):
                 self.say(f"usage: :{name} on|off")
@@ -343,7 +368,7 @@ def run(args) -> int:
     style = Style("never" if args.json else args.color)
     if args.category is not None:
         engine.categories.id(args.category)  # fail early, with suggestions
-    if not args.text:
+    if not args.text and args.like is None:
         if sys.stdin.isatty():
             if args.run_out or args.json:
                 raise QueryError(f"{'--run-out' if args.run_out else '--json'} applies to "
@@ -356,10 +381,18 @@ def run(args) -> int:
         raise QueryError("--run-out applies to queries given on standard input")
     presenter = Presenter(engine)
     typed = " ".join(args.text)
-    results = engine.search(typed, k=args.k, category=args.category)
-    if args.json:
-        print(results_json(presenter, results, typed=typed, explain=args.explain))
+    if args.like is not None:
+        if typed:
+            raise QueryError("give either the query TEXT or --like ID, not both")
+        results, typed = engine.similar(args.like, k=args.k, category=args.category), None
     else:
+        results = engine.search(typed, k=args.k, category=args.category)
+    if args.json:
+        print(results_json(presenter, results, typed=typed, explain=args.explain,
+                           like=args.like))
+    else:
+        if args.like is not None:
+            print(_like_header(engine, args.like, style))
         _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
                        out=sys.stdout)
     return 0

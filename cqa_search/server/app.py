@@ -6,6 +6,8 @@
                               ``explain``: the hits of :meth:`SearchEngine.search` as
                               :meth:`Presenter.results_dict` gives them
 ``GET /api/questions/{id}``   an archived question with all its answers
+``GET /api/questions/{id}/similar``  ``k``, ``category``, ``explain``: the questions most
+                              similar to it (:meth:`SearchEngine.similar`), as ``/api/search``
 ``GET /api/categories``       the categories with their numbers of questions
 ``GET /health``               the generation served and its number of questions
 ``GET /openapi.json``         the OpenAPI schema of all of these
@@ -227,6 +229,25 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
         engine, presenter = live.current()
         results = engine.search(q, k=k, category=category or None)
         body = presenter.results_dict(results, typed=q, explain=explain)
+        body["generation"] = engine.generation
+        return _JSON(body)
+
+    @app.get("/api/questions/{doc_id:path}/similar", response_model=schema.SearchResults,
+             responses={404: {"model": schema.Error, "description": "no such question"},
+                        **_ERRORS}, summary="The questions most similar to a question")
+    async def similar(
+        doc_id: str,
+        k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 10,
+        category: Annotated[str | None, Query(max_length=500, description=(
+            "only this category (case-insensitive)"))] = None,
+        explain: Annotated[bool, Query(description="add each hit's feature contributions "
+                                                   "(with a ranker)")] = False,
+    ):
+        engine, presenter = live.current()
+        if doc_id not in engine.archive:
+            raise HTTPException(404, f"no question {doc_id!r} in the archive")
+        results = engine.similar(doc_id, k=k, category=category or None)
+        body = presenter.results_dict(results, explain=explain)
         body["generation"] = engine.generation
         return _JSON(body)
 

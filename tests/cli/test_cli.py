@@ -109,6 +109,26 @@ def test_interactive_session(toy_index):
     assert "  category  questions" in out  # :categories: a table with counts
 
 
+def test_more_like_this(capsys, toy_index):
+    code, out, _ = run(capsys, "query", toy_index, "--like", "t01", "-k", "2", "--color", "never")
+    expected = SearchEngine.open(toy_index).similar("t01", 2).doc_ids
+    assert code == 0 and out.startswith("questions like t01: How do I renew my residence visa?")
+    assert [line.split()[2] for line in out.splitlines() if line[:4].strip().endswith(".")] == \
+        list(expected)
+    code, out, _ = run(capsys, "query", toy_index, "--like", "t01", "--json", "-k", "1")
+    doc = json.loads(out)
+    assert doc["like"] == "t01" and [h["id"] for h in doc["hits"]] == list(expected[:1])
+    code, _, err = run(capsys, "query", toy_index, "visa", "--like", "t01")
+    assert code == 1 and "give either the query TEXT or --like ID" in err
+    code, _, err = run(capsys, "query", toy_index, "--like", "zz")
+    assert code == 1 and "unknown question id 'zz'" in err
+    session, out = _session(toy_index)
+    session.loop(io.StringIO(":k 2\nrenew visa\n:like 1\n:like t05\n:like\n"))
+    out = out.getvalue()
+    assert "questions like t02:" in out and "questions like t05:" in out
+    assert "usage: :like N" in out
+
+
 def test_ctrl_c_during_a_search_keeps_the_session(toy_index, monkeypatch):
     """Ctrl-C while a search runs cancels it; the session and its :k / :category stay."""
     session, out = _session(toy_index)

@@ -322,3 +322,17 @@ def test_rebuild_refit_and_breakage_while_serving_fail_no_request(tmp_path, toy_
     assert statuses == {200}, [doc for status, doc in answers if status != 200][:3]
     served = {doc["generation"] for _, doc in answers}
     assert {first, rebuilt, refit} <= served
+
+
+def test_similar_questions(ranked_client, ranked_index):
+    engine = SearchEngine.open(ranked_index)
+    doc = ranked_client.get("/api/questions/t01/similar", params={"k": 3, "explain": True}).json()
+    schema.SearchResults.model_validate(doc)
+    expected = engine.similar("t01", 3)
+    assert [h["id"] for h in doc["hits"]] == list(expected.doc_ids) and "t01" not in expected
+    assert [h["score"] for h in doc["hits"]] == pytest.approx(expected.scores.tolist())
+    assert doc["hits"][0]["contributions"]  # the ranker's, as for a search
+    missing = ranked_client.get("/api/questions/nope/similar")
+    assert missing.status_code == 404 and missing.json()["detail"] == "no question 'nope' in the archive"
+    assert ranked_client.get("/api/questions/t01/similar", params={"k": 0}).status_code == 400
+    assert ranked_client.get("/api/questions/t01").json()["id"] == "t01"  # still the question

@@ -162,6 +162,16 @@ def test_search_facet_explain_keyboard_and_history(server, browser, shots):
     wait(d, lambda d: params(d).get("question") == shown[1], "the question view")
     title = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#question h2"), "its title")
     assert title[0].text and d.find_elements(By.CSS_SELECTOR, "#question .answers li")
+    # its similar questions (itself left out), as the API gives them
+    similar = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#question .similar-link"),
+                   "the similar questions")
+    import httpx2 as httpx
+
+    expected = [h["id"] for h in httpx.get(f"{server}/api/questions/{shown[1]}/similar",
+                                           params={"k": 5}).json()["hits"]]
+    assert [a.get_attribute("data-doc") for a in similar] == expected
+    assert shown[1] not in expected and expected
+    d.save_screenshot(os.path.join(shots, "question-similar.png"))
     d.switch_to.active_element.send_keys(Keys.ENTER)  # the focused "back" link
     wait(d, lambda d: params(d) == {"q": "car visa"}, "the results again")
 

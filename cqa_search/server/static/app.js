@@ -297,6 +297,35 @@
       q.answers.length ? el("ol", { class: "answers" }, answers) : el("p", { text: "No answers." }));
     document.title = `${q.title || q.id} – cqa_search`;
     questionView.querySelector(".back").focus();
+    return showSimilar(state, q.id);
+  }
+
+  // The questions most similar to the one shown ("asked before"), below its answers.
+  async function showSimilar(state, id) {
+    const section = el("aside", { class: "similar", "aria-labelledby": "similar-title" },
+                       el("h3", { id: "similar-title", text: "Similar questions" }));
+    questionView.append(section);
+    let data;
+    try {
+      data = await api(`/api/questions/${encodeURIComponent(id)}/similar`, { k: "5" });
+    } catch (e) {
+      if (e.name === "AbortError") return;
+      section.append(el("p", { class: "error", text: e.message }));
+      return;
+    }
+    if (readState().question !== id) return;  // another question is shown by now
+    if (!data.hits.length) {
+      section.append(el("p", { text: "No similar question in the archive." }));
+      return;
+    }
+    section.append(el("ol", { class: "similar-list" }, data.hits.map((hit) => {
+      const target = { ...state, question: hit.id };
+      return el("li", {},
+        el("a", { href: urlFor(target), class: "similar-link", dataset: { doc: hit.id },
+                  onclick: (event) => { event.preventDefault(); go(target); } }, hit.title),
+        el("span", { class: "meta" }, [hit.category, counted(hit.n_answers, "answer")]
+          .filter(Boolean).join(" · ")));
+    })));
   }
 
   // -- render the state of the URL ---------------------------------------------------------
