@@ -21,6 +21,7 @@ import numpy as np
 
 from .exceptions import QueryError
 from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze
+from .index.attributes import attributes_of
 from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
@@ -164,6 +165,20 @@ class SearchEngine:
         """Questions per category id (in the order of ``categories``), deleted ones left
         out."""
         return self.categories.counts(self.data.live)
+
+    @property
+    def attributes(self):
+        """The questions' tags and dates
+        (:class:`~cqa_search.index.attributes.QuestionAttributes`, read on first use)."""
+        return attributes_of(self.data)
+
+    def tag_counts(self) -> dict:
+        """Questions per tag, deleted ones left out, most questions first (then by tag)."""
+        attributes = self.attributes
+        counts = attributes.tag_counts(self.data.live).tolist()
+        order = sorted((i for i, c in enumerate(counts) if c),
+                       key=lambda i: (-counts[i], attributes.tags[i].casefold()))
+        return {attributes.tags[i]: counts[i] for i in order}
 
     @property
     def feature_names(self) -> tuple:
@@ -339,10 +354,12 @@ class SearchEngine:
             fallback = self._search(q, k, cid, in_answers, retrieval=answers)
             if len(fallback):
                 results = fallback
-        if not len(results) and query.must:
+        kept = tuple(units for units in query.must if any(u.field == "tag" for u in units))
+        if not len(results) and len(kept) < len(query.must):
             # Nothing has every required word or phrase (a quotation pasted with a question,
-            # say): the words without the requirements, and the results say so.
-            relaxed = self.search(dataclasses.replace(query, must=()), k, category=category)
+            # say): the words without the requirements (a tag: is a filter, it stays), and
+            # the results say so.
+            relaxed = self.search(dataclasses.replace(query, must=kept), k, category=category)
             if len(relaxed):
                 object.__setattr__(relaxed, "relaxed", True)
                 results = relaxed
@@ -402,7 +419,8 @@ class SearchEngine:
                 mask &= self.view.doc_category == category_id
             for name in parsed.not_categories:  # -category:Travel
                 mask &= self.view.doc_category != self.categories.id(name)
-            allowed = apply_filters(parsed, mask, self.index, self.archive, self.analyzer)
+            allowed = apply_filters(parsed, mask, self.index, self.archive, self.analyzer,
+                                    lambda: self.attributes)
         tie = self.data.doc_id_rank
         if must:  # required words choose the hits; the query's words only rank them
             scores, _ = model.score_all(field, q.term_ids, q.qtf)

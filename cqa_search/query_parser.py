@@ -11,13 +11,20 @@ line and the server. The syntax (what ``:help`` and the README list):
 ``"reset button"``                      the words next to each other (a phrase; required)
 ``(visa OR permit) AND renew``          one of the words in brackets, and ``renew``
 ``title:visa`` ``body:`` ``answers:``   the word in that part of the question (required);
-``tag:visa``                            ``tag:`` among the question's tags
+``tags:visa``                           ``tags:`` a word of the question's tags
+``tag:machine-learning``                questions with exactly this tag (no stemming,
+                                        any case); ``-tag:x`` leaves them out
+``date:>=2014-01-01``                   questions created from that day on (also ``>``,
+                                        ``<``, ``<=``; ``date:2014``, ``date:2014-03``:
+                                        that year or month; ``date:2014-01..2014-06``)
 ``title:visa OR title:permit``          either requirement (side by side: both)
 ``category:Travel``                     only this category; ``category:"Doha Shopping"``
 ``-category:Travel``                    leave this category out
 ======================================  ===============================================
 
 Field names may be written in any case (``Title:visa``). A query keeps one category.
+Dates are those the archive's records keep (:mod:`cqa_search.index.attributes`), in UTC;
+a date filter leaves out the questions without a date.
 
 Words are analysed like the archive (stemmed, stopwords dropped), so a filter matches what
 a search matches. Prose punctuation is not syntax: a ``+`` or ``-`` standing alone between
@@ -29,6 +36,8 @@ parser cannot read (``NOT NOT NOT``) falls back to its plain words.
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import re
 import threading
 import warnings
@@ -36,10 +45,11 @@ from dataclasses import dataclass
 
 from .exceptions import QueryError
 
-__all__ = ["ParsedQuery", "Unit", "parse_query", "FIELDS", "MAX_QUERY_CHARS"]
+__all__ = ["ParsedQuery", "Unit", "parse_query", "date_filter", "FIELDS", "MAX_QUERY_CHARS"]
 
 #: Field prefixes of the syntax; ``text`` is the default (the question: title and body).
-FIELDS = ("title", "body", "answers", "tag")
+#: ``tags`` is a word of the tags, ``tag`` an exact tag.
+FIELDS = ("title", "body", "answers", "tags", "tag")
 #: Longest query text taken (a server takes queries from anyone).
 MAX_QUERY_CHARS = 10_000
 # a field name before its colon, in any case
@@ -81,7 +91,8 @@ class Unit:
     Attributes
     ----------
     field : str
-        ``"question"`` (title and body), ``"title"``, ``"body"``, ``"answers"`` or ``"tag"``.
+        ``"question"`` (title and body), ``"title"``, ``"body"``, ``"answers"``, ``"tags"``
+        (words of the tags) or ``"tag"`` (one exact tag, ignoring case).
     words : tuple of str
         As typed (analysed by the engine).
     phrase : bool
@@ -108,6 +119,9 @@ class ParsedQuery:
         Each a conjunction: a hit never matches all of its units.
     not_categories : tuple of str
         Categories left out (``-category:Travel``).
+    dates : tuple of (int or None, int or None)
+        ``date:`` filters: each a range ``[low, high)`` of seconds since 1970 (UTC), None
+        for no bound.
     """
 
     text: str
@@ -115,10 +129,11 @@ class ParsedQuery:
     must: tuple = ()
     must_not: tuple = ()
     not_categories: tuple = ()
+    dates: tuple = ()
 
     @property
     def has_filters(self) -> bool:
-        return bool(self.must or self.must_not or self.not_categories)
+        return bool(self.must or self.must_not or self.not_categories or self.dates)
 
 
 def _parser():
@@ -143,7 +158,8 @@ def _parser():
         qclass = Either
 
     text = TEXT(analyzer=RegexTokenizer(r"\S+"))
-    schema = Schema(text=text, title=text, body=text, answers=text, tag=text, category=ID)
+    schema = Schema(text=text, title=text, body=text, answers=text, tags=text, tag=text,
+                    category=ID)
     parser = QueryParser("text", schema, group=OrGroup)
     parser.remove_plugin_class(WildcardPlugin)
     parser.replace_plugin(OperatorsPlugin(
@@ -273,11 +289,97 @@ def parse_query(typed: str) -> ParsedQuery:
     >>> parse_query("NOT NOT NOT").text   # unreadable: its plain words
     'NOT NOT NOT'
     """
+    typed, dates = _dates(typed)
     typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), _LONE_SIGN.sub(" ", typed))
     if not _SYNTAX.search(typed):
-        return ParsedQuery(" ".join(typed.split()))
-    quick = _common_syntax(typed)
-    return quick if quick is not None else _parsed(typed)
+        parsed = ParsedQuery(" ".join(typed.split()))
+    else:
+        parsed = _common_syntax(typed)
+        if parsed is None:
+            parsed = _parsed(typed)
+    return dataclasses.replace(parsed, dates=dates) if dates else parsed
+
+
+# date:EXPR (a sign before it: refused), read before the rest of the syntax
+_DATE_CLAUSE = re.compile(r"(?:^|(?<=[\s(]))([-+]?)(?i:date):(\S+)")
+_DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
+_DATE_HELP = ("write date:2014, date:2014-03, date:2014-03-31, date:>=2014-01-01 (also >, <, "
+              "<=), or date:2014-01..2014-06")
+
+
+def _period(text, clause):
+    """``[start, end)`` in seconds of a year, month or day ``YYYY[-MM[-DD]]``."""
+    m = _DATE.fullmatch(text)
+    if m is None:
+        raise QueryError(f"bad date filter {clause!r}: {_DATE_HELP}")
+    year, month, day = int(m[1]), int(m[2] or 1), int(m[3] or 1)
+    try:
+        start = datetime.datetime(year, month, day, tzinfo=datetime.timezone.utc)
+    except ValueError as exc:
+        raise QueryError(f"bad date filter {clause!r}: {exc}") from None
+    if m[3]:
+        end = start + datetime.timedelta(days=1)
+    elif m[2]:
+        end = start.replace(year=year + month // 12, month=month % 12 + 1)
+    else:
+        end = start.replace(year=year + 1) if year < 9999 else None
+    seconds = lambda when: None if when is None else int(when.timestamp())  # noqa: E731
+    return seconds(start), seconds(end)
+
+
+def _date_range(expr, clause) -> tuple:
+    """``(low, high)`` seconds of the filter ``date:EXPR`` (see the module docstring)."""
+    if ".." in expr:
+        first, _, last = expr.partition("..")
+        low = _period(first, clause)[0] if first else None
+        high = _period(last, clause)[1] if last else None
+        if low is None and high is None:
+            raise QueryError(f"bad date filter {clause!r}: {_DATE_HELP}")
+        return low, high
+    op = next((o for o in (">=", "<=", ">", "<", "=") if expr.startswith(o)), "")
+    start, end = _period(expr[len(op):], clause)
+    return {"": (start, end), "=": (start, end), ">=": (start, None), ">": (end, None),
+            "<": (None, start), "<=": (None, end)}[op]
+
+
+def _dates(typed) -> tuple:
+    """``typed`` without its ``date:`` clauses, and their ranges."""
+    ranges = []
+
+    def take(m):
+        clause = m.group(0).strip()
+        if m.group(1) == "-":
+            raise QueryError(f"a date filter cannot be left out ({clause!r}): give the dates "
+                             "to keep, e.g. date:<2014-01-01")
+        ranges.append(_date_range(m.group(2), clause))
+        return " "
+
+    if "ate:" not in typed.lower():
+        return typed, ()
+    return _DATE_CLAUSE.sub(take, typed), tuple(ranges)
+
+
+def date_filter(after=None, before=None) -> str:
+    """The ``date:`` clauses of the questions created on or after the day (month, year)
+    ``after`` and before ``before`` (what ``--after`` and ``--before`` add to a query),
+    checked.
+
+    Examples
+    --------
+    >>> date_filter("2014-01-01", "2015")
+    'date:>=2014-01-01 date:<2015'
+    >>> date_filter(before="2014-13")
+    Traceback (most recent call last):
+    ...
+    cqa_search.exceptions.QueryError: bad date filter 'date:<2014-13': month must be in 1..12
+    """
+    clauses = [f"date:>={after}" if after else "", f"date:<{before}" if before else ""]
+    clauses = [c for c in clauses if c]
+    for clause in clauses:
+        if any(c.isspace() for c in clause):
+            raise QueryError(f"bad date filter {clause!r}: {_DATE_HELP}")
+        _date_range(clause[len("date:"):], clause)
+    return " ".join(clauses)
 
 
 def _parsed(typed: str) -> ParsedQuery:

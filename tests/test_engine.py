@@ -253,6 +253,9 @@ def test_feature_table_matches_the_features_of_each_result(toy_engine):
     ("body:visa", {"t01", "t02"}),                        # t03, t11: in the title only
     ("answers:passport", {"t01", "t02"}),
     ("tag:family visa", {"t03"}),
+    ("tags:family visa", {"t03"}),
+    ("tag:Renewal visa", {"t01"}),                       # exact, any case
+    ("visa -tag:family", {"t01", "t02", "t11"}),
     ("body:visa OR answers:passport", {"t01", "t02"}),
     ("title:visa OR title:sofa", {"t01", "t02", "t03", "t11", "t04"}),
     ("car shop -category:Cars", {"t06"}),                  # car shop: t06, t07-t09
@@ -385,3 +388,53 @@ def test_similar_searches_a_question_without_itself(toy_engine, tmp_path):
     assert engine.similar("a").doc_ids == ("b",)
     with pytest.raises(QueryError, match="unknown question id 'c'"):  # deleted
         engine.similar("c")
+
+
+def test_tag_is_an_exact_filter_and_tags_a_word_search(tmp_path):
+    """tag: keeps the questions with exactly that tag (no stemming, no part of a tag:
+    tag:gaming never finds game-theory); tags: searches the words of the tags."""
+    build_index([Question("a", "board game rules", tags=("game-theory",)),
+                 Question("b", "game consoles", tags=("gaming", "Consoles")),
+                 Question("c", "game night ideas", tags=("games",))], tmp_path / "idx")
+    engine = SearchEngine.open(tmp_path / "idx")
+    assert engine.search("game tag:gaming", k=None).doc_ids == ("b",)
+    assert set(engine.search("game tags:gaming", k=None).doc_ids) == {"a", "b", "c"}  # stems
+    assert engine.search("game tag:consoles", k=None).doc_ids == ("b",)
+    assert engine.search("game tag:game", k=None).doc_ids == ()
+    assert engine.search('game tag:"game-theory"', k=None).doc_ids == ("a",)
+    assert set(engine.search("game -tag:games", k=None).doc_ids) == {"a", "b"}
+    assert engine.tag_counts() == {"Consoles": 1, "game-theory": 1, "games": 1, "gaming": 1}
+    from cqa_search import delete_questions
+
+    delete_questions(tmp_path / "idx", ["b"])
+    engine = SearchEngine.open(tmp_path / "idx")
+    assert engine.tag_counts() == {"game-theory": 1, "games": 1}
+    assert engine.search("game tag:gaming", k=None).doc_ids == ()
+
+
+def test_date_filters_read_the_dates_the_readers_keep(tmp_path):
+    """date: on the creation date of each reader's records (StackExchange's ISO
+    creation_date, SemEval's 'YYYY-MM-DD hh:mm:ss' date, Yahoo's Unix seconds)."""
+    build_index([Question("se", "visa office hours", extra={"creation_date": "2013-12-31T23:59:59.5"}),
+                 Question("sem", "visa fees", extra={"date": "2014-01-01 00:00:00"}),
+                 Question("yahoo", "visa photo", extra={"date": "1420070400"}),  # 2015-01-01
+                 Question("none", "visa queue")], tmp_path / "idx")
+    engine = SearchEngine.open(tmp_path / "idx")
+
+    def found(typed):
+        return set(engine.search(typed, k=None).doc_ids)
+
+    assert found("visa") == {"se", "sem", "yahoo", "none"}
+    assert found("visa date:>=2014-01-01") == {"sem", "yahoo"}
+    assert found("visa date:<2014") == {"se"}
+    assert found("visa date:2014") == {"sem"}
+    assert found("visa date:<=2014-01-01") == {"se", "sem"}
+    assert found("visa date:>2014-01-01") == {"yahoo"}
+    assert found("visa date:2013-12..2014-01") == {"se", "sem"}
+    assert found("visa date:2015-01-01") == {"yahoo"}
+    assert found("visa date:>=2014 date:<2015") == {"sem"}
+    for bad, message in [("visa date:2014-02-30", "day is out of range for month"),
+                         ("visa date:yesterday", "bad date filter 'date:yesterday': write"),
+                         ("visa -date:2014", "a date filter cannot be left out")]:
+        with pytest.raises(QueryError, match=message):
+            engine.search(bad)

@@ -43,6 +43,10 @@ def test_parse_required_excluded_and_fields():
         "visa passport family x", must=((U("title", "visa"),), (U("answers", "passport"),),
                                         (U("tag", "family"),)))
     assert parse_query("NOT (a AND b) c").must_not == ((U("question", "a"), U("question", "b")),)
+    assert parse_query("tags:family Tag:c++ x").must == ((U("tags", "family"),), (U("tag", "c++"),))
+    assert parse_query("x date:2014 DATE:>=2014-06") == ParsedQuery(
+        "x", dates=((1388534400, 1420070400), (1401580800, None)))
+    assert parse_query("Date: tomorrow") == ParsedQuery("Date: tomorrow")  # prose
     # operators only at the start of a word; unknown prefixes are words
     assert parse_query("C++ e-mail foo:bar").text == "C++ e-mail foo:bar"
     # an OR between fields or phrases is one requirement either side meets; side by side,

@@ -16,6 +16,7 @@ from ..engine import SearchConfig, SearchEngine
 from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
 from ..presentation import Presenter
+from ..query_parser import date_filter
 from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
                       format_question, positive_int, run_command)
 
@@ -41,7 +42,9 @@ Query syntax (one query at a time):
   -used  or  NOT used      leave out questions with "used"
   "reset button"           the words next to each other
   (visa OR permit) AND renew
-  title:visa  body:visa  answers:passport  tag:family    the word in that part
+  title:visa  body:visa  answers:passport  tags:family   the word in that part
+  tag:machine-learning  -tag:java                         exactly this tag (or not)
+  date:>=2014-01-01  date:2014  date:2014-01..2014-06     created then
   title:visa OR title:permit                              either
   category:Travel  or  category:"Doha Shopping"           only that category
   -category:Travel                                        all but that category\
@@ -60,6 +63,12 @@ def configure(parser) -> None:
                              "question ID (more like this: its title and body searched, the "
                              "question itself left out)")
     parser.add_argument("--category", help="return only questions of this category")
+    parser.add_argument("--after", metavar="DATE",
+                        help="only questions created on or after DATE (YYYY, YYYY-MM or "
+                             "YYYY-MM-DD; the query syntax's date:>=DATE)")
+    parser.add_argument("--before", metavar="DATE",
+                        help="only questions created before DATE (date:<DATE); --after 2014 "
+                             "--before 2015: those of 2014")
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates (default: the "
                              "index's 'ranker' when it has one; 'none': the retrieval model's "
@@ -145,6 +154,7 @@ class _Session:
         self.presenter = Presenter(engine)
         self.out = sys.stdout if out is None else out
         self.k, self.category, self.answers = args.k, args.category, args.answers
+        self.dates = date_filter(args.after, args.before)
         self.explain = args.explain
         self.last = None
 
@@ -236,7 +246,8 @@ class _Session:
         return True
 
     def search(self, line) -> None:
-        self.last = self.engine.search(line, k=self.k, category=self.category)
+        self.last = self.engine.search(f"{line} {self.dates}".strip(), k=self.k,
+                                       category=self.category)
         searched = self.last.category
         if self.category is not None and searched is not None and \
                 searched.casefold() != self.category.casefold():
@@ -323,6 +334,7 @@ def _batch(engine, args, style, stdin) -> int:
     if args.run_out:
         check_writable(args.run_out)  # before the searching
     run, n, errors, seen = {}, 0, 0, {}
+    dates = date_filter(args.after, args.before)
     for number, line in enumerate(stdin, start=1):
         line = line.rstrip("\n")
         if not line.strip():
@@ -338,7 +350,8 @@ def _batch(engine, args, style, stdin) -> int:
                 raise QueryError(f"query id {qid!r} of line {number} was given on line "
                                  f"{seen[qid]}")
             seen[qid] = number
-            results = engine.search(text, k=args.k, category=args.category)
+            results = engine.search(f"{text} {dates}".strip(), k=args.k,
+                                    category=args.category)
         except QueryError as exc:
             errors += 1
             if args.json:
@@ -368,6 +381,9 @@ def run(args) -> int:
     style = Style("never" if args.json else args.color)
     if args.category is not None:
         engine.categories.id(args.category)  # fail early, with suggestions
+    dates = date_filter(args.after, args.before)  # checked before any search
+    if dates and args.like is not None:
+        raise QueryError("--after and --before filter searches, not --like")
     if not args.text and args.like is None:
         if sys.stdin.isatty():
             if args.run_out or args.json:
@@ -386,7 +402,7 @@ def run(args) -> int:
             raise QueryError("give either the query TEXT or --like ID, not both")
         results, typed = engine.similar(args.like, k=args.k, category=args.category), None
     else:
-        results = engine.search(typed, k=args.k, category=args.category)
+        results = engine.search(f"{typed} {dates}".strip(), k=args.k, category=args.category)
     if args.json:
         print(results_json(presenter, results, typed=typed, explain=args.explain,
                            like=args.like))

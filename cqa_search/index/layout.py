@@ -40,7 +40,7 @@ from __future__ import annotations
 import difflib
 import os
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -206,6 +206,9 @@ class IndexData:
     doc_id_rank : ndarray of int32, shape (n_rows,)
     live : ndarray of bool, shape (n_rows,), or None
         False for the rows of deleted questions; None when none was deleted.
+    cache : dict
+        What is derived from these files when first needed (e.g. the questions' tags
+        and dates, :func:`~cqa_search.index.attributes.attributes_of`).
     """
 
     stored: StoredIndex
@@ -215,6 +218,7 @@ class IndexData:
     categories: Categories
     doc_id_rank: np.ndarray
     live: np.ndarray | None = None
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_questions(self) -> int:

@@ -5,7 +5,8 @@ that field: from the postings for an indexed field, then, for a phrase, checked 
 rows' term sequences; for the title or the body of the question (parts of the indexed
 ``question`` field), the postings of ``question`` give the rows to check and the analysed
 title or body decides. Words are analysed like the archive, so "renewing" matches
-"renewal"'s stem.
+"renewal"'s stem. An exact tag (``tag:``) and the dates (``date:``) are matched on the
+questions' attributes (:class:`~cqa_search.index.attributes.QuestionAttributes`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ __all__ = ["apply_filters"]
 # question to re-check when only the latter is indexed).
 _FIELD = {"question": ("question", None, None), "title": ("title", "question", "title"),
           "body": ("body", "question", "body"), "answers": ("answers", None, "answers"),
-          "tag": ("tags", None, "tags")}
+          "tags": ("tags", None, "tags")}
 
 
 def _contains(sequence, phrase) -> bool:
@@ -36,8 +37,10 @@ def _text(question, part) -> str:
     return getattr(question, part)
 
 
-def _unit_rows(unit, allowed, index, archive, analyzer) -> np.ndarray:
+def _unit_rows(unit, allowed, index, archive, analyzer, attributes) -> np.ndarray:
     """Mask of the ``allowed`` rows that match ``unit``."""
+    if unit.field == "tag":  # one exact tag
+        return allowed & attributes().tag_mask(" ".join(unit.words))
     own, holder, part = _FIELD[unit.field]
     terms = [t for w in unit.words for t in analyzer.analyze(w)]
     if not terms:  # only stopwords: no constraint
@@ -65,7 +68,7 @@ def _unit_rows(unit, allowed, index, archive, analyzer) -> np.ndarray:
     return mask
 
 
-def apply_filters(parsed, mask, index, archive, analyzer) -> np.ndarray:
+def apply_filters(parsed, mask, index, archive, analyzer, attributes=None) -> np.ndarray:
     """``mask`` narrowed to the rows that pass the filters of ``parsed``.
 
     Parameters
@@ -76,17 +79,22 @@ def apply_filters(parsed, mask, index, archive, analyzer) -> np.ndarray:
     index : TermIndex
     archive : Archive
     analyzer : Analyzer
+    attributes : callable, optional
+        Gives the rows' :class:`~cqa_search.index.attributes.QuestionAttributes` (called
+        only for a ``tag:`` or ``date:`` filter).
     """
     mask = mask.copy()
+    for low, high in parsed.dates:
+        mask &= attributes().date_mask(low, high)
     for units in parsed.must:
         allowed = mask.copy()
         any_of = np.zeros_like(mask)
         for unit in units:
-            any_of |= _unit_rows(unit, allowed, index, archive, analyzer)
+            any_of |= _unit_rows(unit, allowed, index, archive, analyzer, attributes)
         mask &= any_of
     for units in parsed.must_not:
         every = mask.copy()
         for unit in units:
-            every &= _unit_rows(unit, every, index, archive, analyzer)
+            every &= _unit_rows(unit, every, index, archive, analyzer, attributes)
         mask &= ~every
     return mask

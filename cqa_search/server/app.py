@@ -24,6 +24,7 @@ of MAX_QUERY_CHARS characters with k = 100 for ~0.1 s); more processes: ``--work
 """
 from __future__ import annotations
 
+import itertools
 import os
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -39,7 +40,7 @@ from starlette.exceptions import HTTPException
 from .._version import __version__
 from ..exceptions import CQASearchError, IndexFormatError
 from ..presentation import source_url
-from ..query_parser import MAX_QUERY_CHARS
+from ..query_parser import MAX_QUERY_CHARS, date_filter
 from . import schema
 from .live import LiveIndex
 
@@ -225,9 +226,15 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
             "only this category (case-insensitive; a category: in q wins)"))] = None,
         explain: Annotated[bool, Query(description="add each hit's feature contributions "
                                                    "(with a ranker)")] = False,
+        after: Annotated[str | None, Query(max_length=40, description=(
+            "only questions created on or after this day, month or year (YYYY[-MM[-DD]]; "
+            "date:>=AFTER in q)"))] = None,
+        before: Annotated[str | None, Query(max_length=40, description=(
+            "only questions created before it (date:<BEFORE in q)"))] = None,
     ):
         engine, presenter = live.current()
-        results = engine.search(q, k=k, category=category or None)
+        dates = date_filter(after, before)
+        results = engine.search(f"{q} {dates}" if dates else q, k=k, category=category or None)
         body = presenter.results_dict(results, typed=q, explain=explain)
         body["generation"] = engine.generation
         return _JSON(body)
@@ -271,6 +278,17 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
                         if c), key=lambda c: (-c["count"], c["name"].casefold()))
         return _JSON({"categories": found, "n_docs": engine.n_questions,
                       "generation": engine.generation})
+
+    @app.get("/api/tags", response_model=schema.Tags, responses={503: _ERRORS[503]},
+             summary="The most frequent tags and their numbers of questions")
+    async def tags(limit: Annotated[int, Query(ge=1, le=1000, description="how many tags "
+                                                                         "(most questions "
+                                                                         "first)")] = 30):
+        engine, _ = live.current()
+        counts = engine.tag_counts()
+        return _JSON({"tags": [{"name": n, "count": c} for n, c in
+                               itertools.islice(counts.items(), limit)],
+                      "n_tags": len(counts), "generation": engine.generation})
 
     @app.get("/health", response_model=schema.Health, responses={503: _ERRORS[503]},
              summary="The generation served")

@@ -106,6 +106,13 @@ class Categories(BaseModel):
     generation: str
 
 
+class Tags(BaseModel):
+    tags: list[Category] = Field(description="the tags of most questions first (deleted "
+                                             "questions left out); a tag: filter keeps one")
+    n_tags: int = Field(description="distinct tags in the archive")
+    generation: str
+
+
 class Health(BaseModel):
     status: str = Field(description='"ok", or "stale" when the index can no longer be '
                                     "opened and the last good generation is served")

@@ -86,7 +86,8 @@ def _session(toy_index, **options):
     from cqa_search.cli._common import Style
     from cqa_search.cli.query import _Session
 
-    args = Namespace(k=10, category=None, answers=True, explain=False, **options)
+    args = Namespace(k=10, category=None, answers=True, explain=False, after=None, before=None,
+                     **options)
     out = io.StringIO()
     return _Session(SearchEngine.open(toy_index), args, Style("never"), out=out), out
 
@@ -127,6 +128,24 @@ def test_more_like_this(capsys, toy_index):
     out = out.getvalue()
     assert "questions like t02:" in out and "questions like t05:" in out
     assert "usage: :like N" in out
+
+
+def test_after_and_before(capsys, tmp_path):
+    from cqa_search import Question
+
+    build_index([Question("a", "renew visa", extra={"creation_date": "2013-05-01T10:00:00"}),
+                 Question("b", "visa fees", extra={"creation_date": "2014-05-01T10:00:00"})],
+                tmp_path / "idx")
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa", "--after", "2014", "--json")
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == ["b"]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa", "--before", "2014-01",
+                       "--json")
+    assert [h["id"] for h in json.loads(out)["hits"]] == ["a"]
+    code, _, err = run(capsys, "query", tmp_path / "idx", "visa", "--after", "2014-02-30")
+    assert code == 1 and err == ("cqa-search: error: bad date filter 'date:>=2014-02-30': day "
+                                 "is out of range for month\n")
+    code, _, err = run(capsys, "query", tmp_path / "idx", "--like", "a", "--after", "2014")
+    assert code == 1 and "--after and --before filter searches, not --like" in err
 
 
 def test_ctrl_c_during_a_search_keeps_the_session(toy_index, monkeypatch):

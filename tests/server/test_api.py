@@ -336,3 +336,32 @@ def test_similar_questions(ranked_client, ranked_index):
     assert missing.status_code == 404 and missing.json()["detail"] == "no question 'nope' in the archive"
     assert ranked_client.get("/api/questions/t01/similar", params={"k": 0}).status_code == 400
     assert ranked_client.get("/api/questions/t01").json()["id"] == "t01"  # still the question
+
+
+def test_tag_facet_and_date_filters(tmp_path):
+    path = tmp_path / "idx"
+    build_index([Question("a", "renew visa", tags=("visa", "renewal"), extra={"date": "2013-05-01"}),
+                 Question("b", "visa fees", tags=("visa",), extra={"date": "2014-05-01"}),
+                 Question("c", "cheap sofa", tags=("furniture",))], path)
+    with TestClient(create_app(path)) as http:
+        doc = http.get("/api/tags").json()
+        schema.Tags.model_validate(doc)
+        assert doc["tags"] == [{"name": "visa", "count": 2}, {"name": "furniture", "count": 1},
+                               {"name": "renewal", "count": 1}] and doc["n_tags"] == 3
+        assert http.get("/api/tags", params={"limit": 1}).json()["tags"] == [
+            {"name": "visa", "count": 2}]
+
+        def ids(**params):
+            response = http.get("/api/search", params=params)
+            assert response.status_code == 200, response.json()
+            return {h["id"] for h in response.json()["hits"]}
+
+        assert ids(q="visa tag:renewal") == {"a"}
+        assert ids(q="visa", after="2014") == {"b"}
+        assert ids(q="visa", before="2014-01-01") == {"a"}
+        assert ids(q="visa date:2013") == {"a"}
+        assert ids(q="visa", after="2013", before="2015") == {"a", "b"}
+        bad = http.get("/api/search", params={"q": "visa", "after": "2014-13"})
+        assert bad.status_code == 400 and bad.json()["detail"] == (
+            "bad date filter 'date:>=2014-13': month must be in 1..12")
+        assert http.get("/api/search", params={"q": "visa date:soon"}).status_code == 400

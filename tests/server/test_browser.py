@@ -175,6 +175,20 @@ def test_search_facet_explain_keyboard_and_history(server, browser, shots):
     d.switch_to.active_element.send_keys(Keys.ENTER)  # the focused "back" link
     wait(d, lambda d: params(d) == {"q": "car visa"}, "the results again")
 
+    # the tag facet adds a tag: filter to the query, and takes it away again
+    tag = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#tag-facet a[aria-label^='tag "
+                                                              "family']"), "the tag facet")[0]
+    tag.click()
+    wait(d, lambda d: params(d) == {"q": "car visa tag:family"}, "the tag filter in the URL")
+    wait(d, lambda d: [a.get_attribute("data-doc") for a in d.find_elements(
+        By.CSS_SELECTOR, ".hit-link")] == api_doc_ids(server, q="car visa tag:family"),
+        "the hits with that tag")
+    assert d.find_element(By.CSS_SELECTOR, "#tag-facet a[aria-current='true']").text.startswith(
+        "family")
+    d.save_screenshot(os.path.join(shots, "search-tag-facet.png"))
+    d.find_element(By.CSS_SELECTOR, "#tag-facet a[aria-current='true']").click()
+    wait(d, lambda d: params(d) == {"q": "car visa"}, "the tag filter taken away")
+
     # "did you mean"
     box = d.find_element(By.ID, "q")
     box.clear()

@@ -16,7 +16,9 @@
   const more = $("#more");
   const questionView = $("#question");
   const facet = $("#facet");
+  const tagFacet = $("#tag-facet");
   let categories = null; // {categories: [{name, count}], n_docs}
+  let tags = null; // {tags: [{name, count}], n_tags}
   let pending = null; // AbortController of the request in flight
   let fromResults = false; // the question view was opened from the results (back = history)
 
@@ -104,13 +106,45 @@
   // -- the category facet --------------------------------------------------------------
   async function loadCategories() {
     try {
-      const response = await fetch("/api/categories", { headers: { Accept: "application/json" } });
-      const body = await response.json();
-      if (!response.ok) throw new Error(body.detail || response.statusText);
-      categories = body;
+      const [cats, tagged] = await Promise.all(["/api/categories", "/api/tags?limit=20"].map(
+        async (url) => {
+          const response = await fetch(url, { headers: { Accept: "application/json" } });
+          const body = await response.json();
+          if (!response.ok) throw new Error(body.detail || response.statusText);
+          return body;
+        }));
+      categories = cats;
+      tags = tagged;
     } catch (e) {
       categories = null;
       setStatus(e.message, true);
+    }
+  }
+
+  // A tag as the query syntax's exact filter: tag:NAME (quoted when it has a space).
+  function tagClause(name) {
+    return /[\s"]/.test(name) ? `tag:"${name.replace(/"/g, "")}"` : `tag:${name}`;
+  }
+
+  // The tag facet: a tag adds (or, when the query has it, removes) its tag: filter.
+  function renderTags(state) {
+    tagFacet.replaceChildren();
+    const nav = tagFacet.closest("nav");
+    nav.hidden = !tags || !tags.tags.length;
+    if (nav.hidden) return;
+    const words = state.q.split(/\s+/).filter(Boolean);
+    for (const entry of tags.tags) {
+      const clause = tagClause(entry.name);
+      const active = words.some((w) => w.toLowerCase() === clause.toLowerCase());
+      const q = active ? words.filter((w) => w.toLowerCase() !== clause.toLowerCase()).join(" ")
+                       : [...words, clause].join(" ");
+      const target = { q, category: state.category, k: K_STEP };
+      tagFacet.append(el("li", {}, el("a", {
+        href: urlFor(target), "aria-current": active ? "true" : null,
+        "aria-label": `tag ${entry.name}, ${counted(entry.count, "question")}`,
+        onclick: (event) => { event.preventDefault(); go(target); },
+      }, el("span", { class: "name", text: entry.name }),
+         el("span", { class: "count", text: entry.count.toLocaleString() }))));
     }
   }
 
@@ -336,6 +370,7 @@
     $("#category-field").disabled = !state.category;
     if (categories === null) await loadCategories();
     renderFacet(state, state.category);
+    renderTags(state);
     const viewing = Boolean(state.question);
     questionView.hidden = !viewing;
     hitList.hidden = viewing;

@@ -1,0 +1,170 @@
+"""The tags and creation dates of an index's questions, as arrays: what the exact filters
+(``tag:``, ``date:``) and the tag facet read.
+
+They are read from the questions an index stores (its segments' ``archive.jsonl``), the
+first time a generation needs them: a tag is one of a question's ``tags`` (compared
+exactly, ignoring case: ``tag:gaming`` never finds ``game-theory``), and its date is the
+first of :data:`DATE_KEYS` among the fields its reader kept (the StackExchange reader's
+``creation_date``, SemEval's ``date`` (``RELQ_DATE``), Yahoo! L6's ``date`` in Unix
+seconds; in a JSONL archive any of these keys): an ISO 8601 date or date and time (UTC
+unless it says otherwise) or a number of seconds since 1970. A segment's questions never
+change, so the arrays of a segment are kept for the next generations that share it (a
+server following live additions reads only the new segment).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import orjson
+
+from ..exceptions import IndexFormatError
+from .layout import segment_dir
+
+__all__ = ["QuestionAttributes", "attributes_of", "parse_date", "DATE_KEYS", "NO_DATE"]
+
+#: The fields of a question read as its creation date, the first present.
+DATE_KEYS = ("creation_date", "date", "created_at")
+#: The date of a question without one (no date filter keeps it).
+NO_DATE = np.iinfo(np.int64).min
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_SEGMENTS_KEPT = 256  # segments whose arrays are kept between generations
+_cache = OrderedDict()
+_lock = threading.Lock()
+
+
+def parse_date(value) -> int | None:
+    """Seconds since 1970-01-01 UTC of a stored date, None when it is not one.
+
+    Examples
+    --------
+    >>> parse_date("2016-08-02T15:39:14.947"), parse_date("2012-11-12 13:06:59")
+    (1470152354, 1352725619)
+    >>> parse_date("1150000000"), parse_date("2014-01-01"), parse_date("soon")
+    (1150000000, 1388534400, None)
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value) if np.isfinite(value) else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return int((when - _EPOCH).total_seconds() // 1)
+
+
+def _segment(path, offsets):
+    """``(tags of each row, date of each row)`` of one segment's archive."""
+    tags, dates = [], np.full(len(offsets) - 1, NO_DATE, dtype=np.int64)
+    with open(path, "rb") as f:
+        data = f.read()
+    for row in range(len(offsets) - 1):
+        try:
+            record = orjson.loads(data[int(offsets[row]):int(offsets[row + 1])])
+        except orjson.JSONDecodeError as exc:
+            raise IndexFormatError(f"corrupted index: question {row} of {path} cannot be read "
+                                   f"({exc}); rebuild it with `cqa-search build-index`") from None
+        found = record.get("tags")
+        tags.append(tuple(t for t in found if isinstance(t, str)) if isinstance(found, list)
+                    else ())
+        for key in DATE_KEYS:
+            when = parse_date(record.get(key))
+            if when is not None:
+                dates[row] = when
+                break
+    return tags, dates
+
+
+def _segment_cached(path, offsets):
+    info = os.stat(path)
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+            return found
+    found = _segment(path, offsets)
+    with _lock:
+        _cache[key] = found
+        while len(_cache) > _SEGMENTS_KEPT:
+            _cache.popitem(last=False)
+    return found
+
+
+class QuestionAttributes:
+    """Each row's tags and creation date.
+
+    Attributes
+    ----------
+    tags : tuple of str
+        The distinct tags (compared without case; each as first met), in id order.
+    tag_indptr, tag_ids : ndarray
+        Row ``r``'s tag ids are ``tag_ids[tag_indptr[r]:tag_indptr[r + 1]]`` (CSR).
+    dates : ndarray of int64, shape (n_rows,)
+        Seconds since 1970-01-01 UTC; :data:`NO_DATE` for a question without a date.
+    """
+
+    def __init__(self, row_tags, dates):
+        ids, names, indptr, indices = {}, [], [0], []
+        for tags in row_tags:
+            for tag in dict.fromkeys(t.casefold() for t in tags if t.strip()):
+                if tag not in ids:
+                    ids[tag] = len(names)
+                    names.append(next(t for t in tags if t.casefold() == tag))
+                indices.append(ids[tag])
+            indptr.append(len(indices))
+        self.tags = tuple(names)
+        self._ids = ids
+        self.tag_indptr = np.asarray(indptr, dtype=np.int64)
+        self.tag_ids = np.asarray(indices, dtype=np.int64)
+        self.dates = np.asarray(dates, dtype=np.int64)
+        self._tag_rows = np.repeat(np.arange(len(self.dates)), np.diff(self.tag_indptr))
+
+    def tag_mask(self, tag) -> np.ndarray:
+        """Rows having ``tag`` (ignoring case)."""
+        mask = np.zeros(len(self.dates), dtype=bool)
+        tid = self._ids.get(tag.strip().casefold())
+        if tid is not None:
+            mask[self._tag_rows[self.tag_ids == tid]] = True
+        return mask
+
+    def date_mask(self, low=None, high=None) -> np.ndarray:
+        """Rows dated in ``[low, high)`` (seconds; None: unbounded); undated rows never."""
+        mask = self.dates != NO_DATE
+        if low is not None:
+            mask &= self.dates >= low
+        if high is not None:
+            mask &= self.dates < high
+        return mask
+
+    def tag_counts(self, live=None) -> np.ndarray:
+        """Questions per tag id (``live``: bool per row, deleted rows False)."""
+        ids = self.tag_ids if live is None else self.tag_ids[np.asarray(live)[self._tag_rows]]
+        return np.bincount(ids, minlength=len(self.tags))
+
+
+def attributes_of(data) -> QuestionAttributes:
+    """The :class:`QuestionAttributes` of an :class:`~cqa_search.index.layout.IndexData`
+    (read once per generation; a segment's once while it is kept)."""
+    found = data.cache.get("attributes")
+    if found is None:
+        row_tags, dates = [], []
+        for seg in data.stored.manifest["segments"]:
+            base = segment_dir(seg["name"])
+            tags, when = _segment_cached(data.stored.file(f"{base}/archive.jsonl"),
+                                         data.stored.array(f"{base}/archive_offsets.npy"))
+            row_tags.extend(tags)
+            dates.append(when)
+        found = data.cache["attributes"] = QuestionAttributes(row_tags, np.concatenate(dates))
+    return found
