@@ -9,8 +9,11 @@ import sys
 from ..exceptions import CQASearchError, ParameterError
 from ._common import add_common_options, run_command, warning_line
 
-HELP = ("serve a search page and a JSON API over an index (read-only; follows rebuilds "
-        "without a restart; needs the server extra: pip install 'cqa-search[server]')")
+HELP = ("serve a search page and a JSON API over an index (read-only unless --allow-writes; "
+        "follows rebuilds without a restart; needs the server extra: pip install "
+        "'cqa-search[server]')")
+#: The shortest write token taken.
+MIN_TOKEN_CHARS = 16
 
 
 def configure(parser) -> None:
@@ -25,6 +28,15 @@ def configure(parser) -> None:
     parser.add_argument("--verify", action="store_true",
                         help="check every file's checksum when a generation of the index is "
                              "opened (slower start and reload; finds any damaged byte)")
+    parser.add_argument("--allow-writes", action="store_true",
+                        help="also take questions to add (POST /api/questions) and delete "
+                             "(DELETE /api/questions/ID) from clients that give the token "
+                             "(Authorization: Bearer TOKEN), read from --token-file or the "
+                             "environment variable CQA_SEARCH_WRITE_TOKEN")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help=f"with --allow-writes: the file holding the token (at least "
+                             f"{MIN_TOKEN_CHARS} characters; e.g. made by `openssl rand -hex "
+                             "32 > FILE`)")
     add_common_options(parser)
 
 
@@ -47,6 +59,31 @@ def _loopback(host) -> bool:
         return False
 
 
+def _write_token(args, variable) -> str | None:
+    """The write token of ``--allow-writes`` (None without it), from ``--token-file`` or
+    the environment; an error when there is none or it is too short to be a secret."""
+    if not args.allow_writes:
+        if args.token_file:
+            raise ParameterError("--token-file applies with --allow-writes")
+        return None
+    if args.token_file:
+        try:
+            with open(args.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(f"cannot read --token-file {args.token_file}: "
+                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+    else:
+        token = os.environ.get(variable, "").strip()
+        if not token:
+            raise ParameterError(f"--allow-writes needs a token: --token-file FILE, or the "
+                                 f"environment variable {variable}")
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+        raise ParameterError(f"the write token must have at least {MIN_TOKEN_CHARS} "
+                             "characters and no white space (e.g. `openssl rand -hex 32`)")
+    return token
+
+
 def run(args) -> int:
     if not 0 < args.port < 65536:
         raise ParameterError(f"--port must be between 1 and 65535; got {args.port}")
@@ -56,13 +93,20 @@ def run(args) -> int:
     from ..index.store import is_compatible
     from ..server.app import INDEX_VARIABLE, MAX_TARGET_BYTES, VERIFY_VARIABLE, create_app
 
+    from ..server.app import WRITE_TOKEN_VARIABLE
+
+    token = _write_token(args, WRITE_TOKEN_VARIABLE)
+    os.environ.pop(WRITE_TOKEN_VARIABLE, None)  # the worker processes read it from there
+    if token is not None:
+        os.environ[WRITE_TOKEN_VARIABLE] = token
     index = os.path.abspath(args.index)
     if not is_compatible(index):
         print(warning_line(f"no index to serve at {index} yet (the API answers 503 until one "
                            "is built there)"), file=sys.stderr)
     if not _loopback(args.host):
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
-              "server (read-only)", file=sys.stderr)
+              "server (" + ("writes with the token: serve it behind HTTPS" if token else
+                            "read-only") + ")", file=sys.stderr)
     options = dict(host=args.host, port=args.port, log_level="info" if args.verbose else
                    "warning", h11_max_incomplete_event_size=MAX_TARGET_BYTES + 16384,  # + headers
                    server_header=False)
@@ -74,10 +118,11 @@ def run(args) -> int:
     except OSError as exc:
         raise CQASearchError(f"cannot listen on {args.host}:{args.port}: "
                              f"{exc.strerror or exc}") from None
-    print(f"serving {index} on http://{args.host}:{args.port}/ (Ctrl-C stops)",
+    print(f"serving {index} on http://{args.host}:{args.port}/"
+          + (" (writes allowed with the token)" if token else "") + " (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     if args.workers == 1:
-        uvicorn.run(create_app(index, verify=args.verify), **options)
+        uvicorn.run(create_app(index, verify=args.verify, write_token=token), **options)
         return 0
     if several:
         options = {k: v for k, v in options.items() if k not in ("host", "port")}

@@ -56,6 +56,13 @@ MAX_TARGET_BYTES = 64_000
 INDEX_VARIABLE = "CQA_SEARCH_INDEX"
 #: Set (to anything) for worker processes of ``cqa-search serve --verify``.
 VERIFY_VARIABLE = "CQA_SEARCH_VERIFY"
+#: The token of ``cqa-search serve --allow-writes`` (an environment variable, not an
+#: option: a command line is visible to every user of the machine).
+WRITE_TOKEN_VARIABLE = "CQA_SEARCH_WRITE_TOKEN"
+#: Where questions are added and deleted (``serve --allow-writes``).
+WRITE_PATH = "/api/questions"
+#: Largest body of a write (questions added at once).
+MAX_BODY_BYTES = 64 << 20
 
 STATIC = Path(__file__).resolve().parent / "static"
 _SECURITY_HEADERS = [
@@ -87,11 +94,14 @@ class _Guard:
     """ASGI middleware: refuses request bodies (413) and long targets (414) before any
     parsing, answers HEAD as GET without the body, adds the security headers to every
     response, and ``Connection: close`` to those the ``balancer``
-    (:class:`~cqa_search.server.balance.ConnectionBalancer`) picks."""
+    (:class:`~cqa_search.server.balance.ConnectionBalancer`) picks. With ``writes``, a
+    ``POST /api/questions`` may have a body of at most :data:`MAX_BODY_BYTES` bytes, its
+    length given (411 without it)."""
 
-    def __init__(self, app, balancer=None):
+    def __init__(self, app, balancer=None, writes=False):
         self.app = app
         self.balancer = balancer
+        self.writes = writes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -105,12 +115,16 @@ class _Guard:
         if target > MAX_TARGET_BYTES:
             refusal = _error(414, f"the request target has {target:,} "
                              f"bytes; at most {MAX_TARGET_BYTES:,} are taken")
+        elif self.writes and scope["method"] == "POST" and scope["path"] == WRITE_PATH:
+            refusal = _body_refusal(scope["headers"])
         else:
             for name, value in scope["headers"]:
                 if (name == b"content-length" and value.strip() not in (b"", b"0")) or \
                         name == b"transfer-encoding":
-                    refusal = _error(413, "this API is read-only: "
-                                     "requests have no body")
+                    refusal = _error(413, "requests have no body" if self.writes else
+                                     "this API is read-only: requests have no body "
+                                     "(`cqa-search serve --allow-writes` takes questions "
+                                     f"at POST {WRITE_PATH})")
                     break
 
         head = scope["method"] == "HEAD"
@@ -127,6 +141,22 @@ class _Guard:
         if refusal is not None:
             return await refusal(scope, receive, secured)
         return await self.app(scope, receive, secured)
+
+
+def _body_refusal(headers):
+    """The refusal of a write whose body is too large or of unknown length, or None."""
+    found = dict(headers)
+    if b"transfer-encoding" in found or b"content-length" not in found:
+        return _error(411, "give the body's length (Content-Length); chunked bodies are "
+                      "not taken")
+    try:
+        length = int(found[b"content-length"])
+    except ValueError:
+        return _error(400, "bad Content-Length")
+    if length > MAX_BODY_BYTES:
+        return _error(413, f"the body has {length:,} bytes; at most {MAX_BODY_BYTES:,} are "
+                      "taken (send the questions in several requests)")
+    return None
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -152,7 +182,12 @@ def _handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request, exc):
-        return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+        detail = str(exc.detail)
+        if exc.status_code == 405 and request.url.path.startswith(WRITE_PATH) and \
+                request.method in ("POST", "PUT", "DELETE", "PATCH"):
+            detail = (f"this API is read-only; `cqa-search serve --allow-writes` takes POST "
+                      f"{WRITE_PATH} and DELETE {WRITE_PATH}/ID with a token")
+        return _error(exc.status_code, detail, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def bug(request, exc):  # the ASGI server logs the traceback
@@ -160,7 +195,7 @@ def _handlers(app: FastAPI) -> None:
 
 
 def create_app(index, *, interval: float = 0.5, verify: bool = False,
-               balancer=None) -> FastAPI:
+               balancer=None, write_token: str | None = None) -> FastAPI:
     """The ASGI application serving the index at ``index``.
 
     Parameters
@@ -176,6 +211,10 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
     balancer : ConnectionBalancer, optional
         For one of several server processes on a port: closes a connection now and then
         to keep their numbers even (:mod:`cqa_search.server.balance`).
+    write_token : str, optional
+        Enables ``POST /api/questions`` and ``DELETE /api/questions/{id}`` for requests
+        that give this token (``Authorization: Bearer TOKEN``; see
+        :mod:`cqa_search.server.writes`). None: a read-only API.
 
     Examples
     --------
@@ -208,11 +247,17 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
 
     app = FastAPI(title="cqa_search", version=__version__, lifespan=lifespan,
                   description="Question retrieval over a community-QA archive: search it, "
-                              "read its questions. Read-only.",
+                              "read its questions" + (", add and delete questions (with a "
+                                                      "token)." if write_token else
+                                                      ". Read-only."),
                   default_response_class=_JSON, docs_url=None, redoc_url=None)
     app.state.live = live
-    app.add_middleware(_Guard, balancer=balancer)
+    app.add_middleware(_Guard, balancer=balancer, writes=write_token is not None)
     _handlers(app)
+    if write_token is not None:
+        from .writes import add_write_routes
+
+        add_write_routes(app, live, write_token)  # before GET /api/questions/{id} is routed
 
     @app.get("/api/search", response_model=schema.SearchResults, responses=_ERRORS,
              summary="Search the archive")
@@ -308,8 +353,10 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
 
 def app_from_environment() -> FastAPI:
     """:func:`create_app` for the index named by ``$CQA_SEARCH_INDEX`` (the factory that
-    uvicorn's worker processes call; ``$CQA_SEARCH_VERIFY`` set: ``verify=True``)."""
+    uvicorn's worker processes call; ``$CQA_SEARCH_VERIFY`` set: ``verify=True``;
+    ``$CQA_SEARCH_WRITE_TOKEN`` set: writes with this token)."""
     index = os.environ.get(INDEX_VARIABLE)
     if not index:
         raise CQASearchError(f"set {INDEX_VARIABLE} to the index directory to serve")
-    return create_app(index, verify=bool(os.environ.get(VERIFY_VARIABLE)))
+    return create_app(index, verify=bool(os.environ.get(VERIFY_VARIABLE)),
+                      write_token=os.environ.get(WRITE_TOKEN_VARIABLE) or None)

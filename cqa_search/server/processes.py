@@ -66,12 +66,14 @@ def _serve_one(index, verify, host, port, options, loads, slot) -> None:
     (:class:`~cqa_search.server.balance.ConnectionBalancer`)."""
     import uvicorn
 
-    from .app import create_app
+    from .app import WRITE_TOKEN_VARIABLE, create_app
     from .balance import ConnectionBalancer
 
     sock = listening_socket(host, port)
     config = uvicorn.Config(create_app(index, verify=verify,
-                                       balancer=ConnectionBalancer(loads, slot)), **options)
+                                       balancer=ConnectionBalancer(loads, slot),
+                                       write_token=os.environ.get(WRITE_TOKEN_VARIABLE)),
+                            **options)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C reaches every process of the terminal's group

@@ -113,6 +113,15 @@ class Tags(BaseModel):
     generation: str
 
 
+class Change(BaseModel):
+    """What a write did (``serve --allow-writes``)."""
+
+    added: int = Field(description="questions added (replacements included)")
+    deleted: int = Field(description="questions deleted (replaced ones included)")
+    n_questions: int = Field(description="questions in the archive now")
+    generation: str = Field(description="the index generation written (served from now on)")
+
+
 class Health(BaseModel):
     status: str = Field(description='"ok", or "stale" when the index can no longer be '
                                     "opened and the last good generation is served")

@@ -365,3 +365,62 @@ def test_tag_facet_and_date_filters(tmp_path):
         assert bad.status_code == 400 and bad.json()["detail"] == (
             "bad date filter 'date:>=2014-13': month must be in 1..12")
         assert http.get("/api/search", params={"q": "visa date:soon"}).status_code == 400
+
+
+TOKEN = "0123456789abcdef-test-token"
+
+
+def test_writes_need_the_token_and_are_served_at_once(tmp_path, toy_questions):
+    from cqa_search.server.writes import parse_questions
+
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(create_app(path)) as http:  # read-only by default
+        refused = http.post("/api/questions", json=[{"id": "n1", "title": "kayak"}])
+        assert refused.status_code == 413 and "--allow-writes" in refused.json()["detail"]
+        refused = http.delete("/api/questions/t01", headers=auth)
+        assert refused.status_code == 405 and "read-only" in refused.json()["detail"]
+        assert "/api/questions" not in http.get("/openapi.json").json()["paths"]
+    with TestClient(create_app(path, write_token=TOKEN)) as http:
+        for headers, status in [({}, 401), ({"Authorization": "Bearer wrong"}, 403),
+                                ({"Authorization": TOKEN}, 401)]:
+            response = http.post("/api/questions", json=[{"id": "n1", "title": "kayak"}],
+                                 headers=headers)
+            assert response.status_code == status, headers
+        assert http.get("/api/search", params={"q": "kayak"}).json()["hits"] == []
+        # a JSON list, then JSONL; served at once
+        doc = http.post("/api/questions", headers=auth, json=[
+            {"id": "n1", "title": "Where to rent a kayak?", "category": "Shopping"}]).json()
+        assert doc["added"] == 1 and doc["n_questions"] == 13
+        schema.Change.model_validate(doc)
+        assert doc["generation"] == http.get("/health").json()["generation"]
+        assert [h["id"] for h in http.get("/api/search", params={"q": "kayak"}).json()["hits"]] \
+            == ["n1"]
+        response = http.post("/api/questions", headers=auth,
+                             content=b'{"id": "n2", "title": "kayak trips"}\n\n'
+                                     b'{"id": "n3", "title": "kayak prices"}\n')
+        assert response.status_code == 201 and response.json()["n_questions"] == 15
+        again = http.post("/api/questions", headers=auth, json={"id": "n2", "title": "canoe"})
+        assert again.status_code == 400 and "replace=true" in again.json()["detail"]
+        replaced = http.post("/api/questions", headers=auth, params={"replace": True},
+                             json={"id": "n2", "title": "canoe trips"})
+        assert replaced.json() | {"generation": None} == {
+            "added": 1, "deleted": 1, "n_questions": 15, "generation": None}
+        bad = http.post("/api/questions", headers=auth, content=b'{"id": "x"}\nnot json\n')
+        assert bad.status_code == 400 and bad.json()["detail"].startswith(
+            "line 2 of the body is not JSON")
+        # deletions
+        assert http.delete("/api/questions/n1").status_code == 401
+        deleted = http.delete("/api/questions/n1", headers=auth)
+        assert deleted.status_code == 200 and deleted.json()["deleted"] == 1
+        assert http.delete("/api/questions/n1", headers=auth).status_code == 404
+        assert http.get("/api/questions/n1").status_code == 404
+        assert "n1" not in {h["id"] for h in http.get(
+            "/api/search", params={"q": "kayak"}).json()["hits"]}
+        # no length, or too long a body
+        assert http.post("/api/questions", headers={**auth, "Transfer-Encoding": "chunked"},
+                         content=iter([b'{"id": "n9", "title": "x"}'])).status_code == 411
+    assert SearchEngine.open(path).n_questions == 14  # what the server wrote is the index
+    with pytest.raises(Exception, match="question 1 of the body: missing required field 'id'"):
+        parse_questions(b'[{"title": "no id"}]')

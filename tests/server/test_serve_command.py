@@ -127,3 +127,79 @@ def test_worker_processes_make_the_app_from_the_environment(toy_index, monkeypat
     monkeypatch.setenv(INDEX_VARIABLE, str(toy_index))
     with TestClient(app_from_environment()) as http:
         assert http.get("/health").json()["n_docs"] == 12
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["--allow-writes"], {}, "--allow-writes needs a token: --token-file FILE, or the "
+                             "environment variable CQA_SEARCH_WRITE_TOKEN"),
+    (["--allow-writes"], {"CQA_SEARCH_WRITE_TOKEN": "short"},
+     "the write token must have at least 16 characters and no white space"),
+    (["--allow-writes", "--token-file", "/nonexistent/token"], {},
+     "cannot read --token-file /nonexistent/token: No such file or directory"),
+    (["--token-file", "/nonexistent/token"], {}, "--token-file applies with --allow-writes"),
+])
+def test_write_token_options(capsys, toy_index, monkeypatch, args, env, message):
+    monkeypatch.delenv("CQA_SEARCH_WRITE_TOKEN", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert main(["serve", str(toy_index), *args]) == 1
+    assert capsys.readouterr().err.strip().startswith(f"cqa-search: error: {message}")
+
+
+def test_writes_through_several_processes(tmp_path, toy_questions):
+    """serve --allow-writes --workers 2: an addition and a deletion by one process are
+    served by both (each follows the index's generations)."""
+    from cqa_search import build_index
+
+    build_index(toy_questions, tmp_path / "idx")
+    (tmp_path / "token").write_text("0123456789abcdef0123456789abcdef\n")
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("CQA_SEARCH_WRITE_TOKEN", None)
+    proc = subprocess.Popen([sys.executable, "-m", "cqa_search", "serve", str(tmp_path / "idx"),
+                             "--port", str(port), "--workers", "2", "--allow-writes",
+                             "--token-file", str(tmp_path / "token")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+
+    def call(method, path, body=None, token="0123456789abcdef0123456789abcdef"):
+        request = urllib.request.Request(url + path, data=body, method=method,
+                                         headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.load(exc)
+
+    def everywhere(condition, what):
+        deadline = time.monotonic() + 30
+        while not all(condition() for _ in range(6)):  # new connections: either process
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            time.sleep(0.1)
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/health", timeout=5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(proc.communicate()[1]) from None
+                time.sleep(0.1)
+        status, doc = call("POST", "/api/questions",
+                           b'{"id": "n1", "title": "Where to rent a kayak in Doha?"}\n')
+        assert status == 201 and doc["added"] == 1 and doc["n_questions"] == 13
+        assert call("POST", "/api/questions", b'{"id": "n2", "title": "x"}', token="w" * 32)[0] \
+            == 403
+        everywhere(lambda: call("GET", "/api/search?q=kayak")[1]["hits"][:1] and
+                   call("GET", "/api/search?q=kayak")[1]["hits"][0]["id"] == "n1", "the addition")
+        status, doc = call("DELETE", "/api/questions/n1")
+        assert status == 200 and doc["deleted"] == 1 and doc["n_questions"] == 12
+        everywhere(lambda: call("GET", "/api/search?q=kayak")[1]["hits"] == [], "the deletion")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "(writes allowed with the token)" in err
+    assert "Traceback" not in err
