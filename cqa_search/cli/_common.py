@@ -38,6 +38,8 @@ COMMANDS = {
                      "are"),
     "serve": ("serve", "serve an index over HTTP: a JSON API and a search page "
                        "(pip install 'cqa-search[server]')"),
+    "mcp": ("mcp", "serve an index to an assistant over MCP (stdio): search, similar "
+                   "questions, question lookup (pip install 'cqa-search[mcp]')"),
 }
 
 

@@ -1,0 +1,104 @@
+"""``cqa-search mcp``: the MCP server's tools through the official SDK's own client,
+connected in-process (no network, no subprocess)."""
+import asyncio
+import builtins
+import json
+
+import pytest
+
+from cqa_search import SearchEngine
+
+mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
+from cqa_search.server.mcp_server import create_mcp_server  # noqa: E402
+
+
+def calls(index, *requests):
+    """``(is_error, JSON or text)`` of each ``(tool, arguments)``, and the tools listed."""
+    server, live = create_mcp_server(index)
+
+    async def session():
+        async with mcp.Client(server) as client:
+            tools = (await client.list_tools()).tools
+            out = []
+            for name, arguments in requests:
+                result = await client.call_tool(name, arguments)
+                text = result.content[0].text
+                out.append((result.is_error, text if result.is_error else json.loads(text)))
+            return tools, out
+
+    return asyncio.run(session())
+
+
+def test_tools_give_what_the_engine_gives(ranked_index):
+    engine = SearchEngine.open(ranked_index)
+    tools, out = calls(ranked_index,
+                       ("search", {"query": "renew my visa", "k": 3}),
+                       ("search", {"query": "visa", "category": "visas", "after": "2000"}),
+                       ("similar", {"question_id": "t01", "k": 2}),
+                       ("get_question", {"question_id": "t01"}))
+    assert {t.name for t in tools} == {"search", "similar", "get_question"}
+    described = {t.name: t.description for t in tools}
+    assert "query syntax" in described["search"] and "left out" in described["similar"]
+    (error, found), (_, dated), (_, like), (_, question) = out
+    assert not error
+    assert [h["id"] for h in found["hits"]] == list(engine.search("renew my visa", k=3).doc_ids)
+    hit = found["hits"][0]
+    assert set(hit) == {"rank", "id", "score", "title", "category", "tags", "url", "n_answers",
+                        "snippet", "answer"} and hit["answer"]["label"] == "best answer"
+    assert dated["hits"] == [] and dated["category"] == "Visas"  # the toy archive has no dates
+    assert [h["id"] for h in like["hits"]] == list(engine.similar("t01", 2).doc_ids)
+    assert like["like"] == "t01" and "t01" not in [h["id"] for h in like["hits"]]
+    assert question["id"] == "t01" and len(question["answers"]) == 2
+    assert question["generation"] == engine.generation
+
+
+@pytest.mark.parametrize("name,arguments,message", [
+    ("search", {"query": "visa", "k": 0}, "k must be between 1 and 100; got 0"),
+    ("search", {"query": "   "}, "empty query"),
+    ("search", {"query": "visa", "category": "Nope"}, "unknown category 'Nope'"),
+    ("search", {"query": "visa", "after": "2014-13"}, "bad date filter"),
+    ("similar", {"question_id": "nope"}, "unknown question id 'nope'"),
+    ("get_question", {"question_id": "nope"}, "no question 'nope' in the archive"),
+])
+def test_input_errors_are_tool_errors(toy_index, name, arguments, message):
+    _, [(error, text)] = calls(toy_index, (name, arguments))
+    assert error and message in text
+
+
+def test_no_index_yet_is_a_tool_error(tmp_path):
+    _, [(error, text)] = calls(tmp_path / "nothing", ("search", {"query": "visa"}))
+    assert error and "no index at" in text
+
+
+def test_without_the_mcp_extra(capsys, toy_index, monkeypatch):
+    from cqa_search.cli.__main__ import main
+
+    real_import = builtins.__import__
+
+    def no_mcp(name, *args, **kwargs):
+        if name == "mcp":
+            raise ImportError("No module named 'mcp'", name="mcp")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_mcp)
+    assert main(["mcp", str(toy_index)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "cqa-search: error: mcp needs the mcp extra (the mcp package is not installed): "
+        "pip install 'cqa-search[mcp]'")
+
+
+def test_the_command_over_stdio(toy_index):
+    """`cqa-search mcp INDEX` as an assistant starts it: nothing but the protocol on its
+    standard output."""
+    import sys
+
+    params = mcp.StdioServerParameters(command=sys.executable,
+                                       args=["-m", "cqa_search", "mcp", str(toy_index)])
+
+    async def session():
+        async with mcp.Client(params) as client:
+            result = await client.call_tool("search", {"query": "renew visa", "k": 1})
+            return json.loads(result.content[0].text)
+
+    assert [h["id"] for h in asyncio.run(session())["hits"]] == \
+        list(SearchEngine.open(toy_index).search("renew visa", k=1).doc_ids)
