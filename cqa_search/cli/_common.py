@@ -36,6 +36,8 @@ COMMANDS = {
     "compact": ("compact", "merge an index's segments into one, without deleted questions"),
     "info": ("info", "what an index holds: questions, segments, models and how stale they "
                      "are"),
+    "export-ranker": ("export_ranker", "write a stored ranker as JSON or in RankLib's linear "
+                                       "format (Elasticsearch / OpenSearch LTR)"),
     "serve": ("serve", "serve an index over HTTP: a JSON API and a search page "
                        "(pip install 'cqa-search[server]')"),
     "mcp": ("mcp", "serve an index to an assistant over MCP (stdio): search, similar "
