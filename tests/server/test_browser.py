@@ -227,3 +227,66 @@ def test_readable_at_phone_width(server, browser, shots):
         d.save_screenshot(os.path.join(shots, "search-phone.png"))
     finally:
         d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_suggestions_while_a_question_is_typed(server, browser, shots):
+    """The most similar questions appear under the box while a question is typed (after a
+    pause, without Enter), each request cancelling the one before. The latency of each
+    batch of keystrokes (last keystroke to suggestions shown) is measured and reported,
+    not asserted: speed lives in the benchmarks."""
+    import json
+
+    d = browser
+    d.get(server + "/")
+    box = wait(d, lambda d: d.find_element(By.ID, "q"), "the search box")
+    section = d.find_element(By.ID, "suggest")
+    report = []
+    typed = ""
+    for batch in ["renew my", " residence", " visa quickly"]:
+        started = time.monotonic()
+        box.send_keys(batch)
+        typed += batch
+        wait(d, lambda d: section.is_displayed() and section.get_attribute("data-query") == typed,
+             f"the suggestions for {typed!r}")
+        shown = [a.get_attribute("data-doc")
+                 for a in section.find_elements(By.CSS_SELECTOR, "#suggest-list a")]
+        assert shown == api_doc_ids(server, q=typed, k=5)
+        report.append({"typed": typed, "keystrokes": len(batch),
+                       "page_ms": int(section.get_attribute("data-ms")),
+                       "wall_ms": round(1000 * (time.monotonic() - started))})
+    assert params(d) == {}  # nothing was searched: no Enter
+    d.save_screenshot(os.path.join(shots, "suggestions.png"))
+
+    # a slow network: a request still in flight is cancelled by the next one, and the
+    # suggestions shown are those of the text in the box
+    d.execute_cdp_cmd("Network.enable", {})
+    d.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 600, "downloadThroughput": -1, "uploadThroughput": -1})
+    try:
+        box.clear()
+        box.send_keys("car battery")
+        wait(d, lambda d: int(section.get_attribute("data-sent") or 0) > 3, "a request sent")
+        time.sleep(0.1)  # in flight (600 ms)
+        box.send_keys(" dies in winter")
+        wait(d, lambda d: section.is_displayed() and section.get_attribute("data-query") ==
+             "car battery dies in winter", "the suggestions of the whole text")
+        assert int(section.get_attribute("data-cancelled") or 0) >= 1
+    finally:
+        d.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    # Enter searches and the suggestions go; a suggestion opens its question
+    box.send_keys(Keys.ENTER)
+    wait(d, lambda d: hits(d) and not section.is_displayed(), "the results")
+    box = d.find_element(By.ID, "q")
+    box.send_keys(" engine")
+    wait(d, lambda d: section.is_displayed(), "new suggestions")
+    first = section.find_element(By.CSS_SELECTOR, "#suggest-list a")
+    doc = first.get_attribute("data-doc")
+    first.click()
+    wait(d, lambda d: params(d).get("question") == doc, "the suggested question")
+    assert not section.is_displayed()
+    with open(os.path.join(shots, "suggest-latency.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print("\nsuggestion latency per keystroke batch:", json.dumps(report))
+    errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []

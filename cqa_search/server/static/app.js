@@ -17,6 +17,12 @@
   const questionView = $("#question");
   const facet = $("#facet");
   const tagFacet = $("#tag-facet");
+  const suggestBox = $("#suggest");
+  const suggestList = $("#suggest-list");
+  const SUGGEST_DELAY_MS = 200; // typing pauses this long before the archive is asked
+  let suggestTimer = null;
+  let suggesting = null; // AbortController of the suggestion request in flight
+  let lastInput = 0; // when the box last changed (performance.now())
   let categories = null; // {categories: [{name, count}], n_docs}
   let tags = null; // {tags: [{name, count}], n_tags}
   let pending = null; // AbortController of the request in flight
@@ -365,6 +371,7 @@
   // -- render the state of the URL ---------------------------------------------------------
   async function render() {
     const state = readState();
+    hideSuggestions();
     if (document.activeElement !== box) box.value = state.q;
     $("#category-field").value = state.category;
     $("#category-field").disabled = !state.category;
@@ -399,6 +406,7 @@
   // -- events ------------------------------------------------------------------------------
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    hideSuggestions();
     const q = box.value.trim();
     const state = readState();
     if (!q) { box.focus(); return; }
@@ -420,7 +428,66 @@
     setTimeout(() => clearInterval(wait), 10000);
   });
 
-  function hitLinks() { return Array.from(hitList.querySelectorAll(".hit-link")); }
+  function hitLinks() {
+    const list = suggestBox.hidden ? hitList : suggestList;
+    return Array.from(list.querySelectorAll(list === hitList ? ".hit-link" : "a"));
+  }
+
+  // -- suggestions while a question is typed ("asked before?") -------------------------
+  // Each pause in the typing asks for the 5 most similar questions; a request still in
+  // flight when the next one starts is cancelled, so an older answer never replaces a
+  // newer one. The section's data-ms is the time from the last keystroke to the shown
+  // suggestions (read by the browser test), data-sent / data-cancelled count requests.
+  function hideSuggestions() {
+    clearTimeout(suggestTimer);
+    if (suggesting) suggesting.abort();
+    suggesting = null;
+    suggestBox.hidden = true;
+  }
+
+  async function suggest(text) {
+    if (suggesting) {
+      suggesting.abort();
+      suggestBox.dataset.cancelled = String(Number(suggestBox.dataset.cancelled || 0) + 1);
+    }
+    const controller = suggesting = new AbortController();
+    suggestBox.dataset.sent = String(Number(suggestBox.dataset.sent || 0) + 1);
+    let data;
+    try {
+      const response = await fetch("/api/search?" + new URLSearchParams({ q: text, k: "5" }),
+                                   { signal: controller.signal,
+                                     headers: { Accept: "application/json" } });
+      data = await response.json();
+      if (!response.ok) throw new Error(data.detail || response.statusText);
+    } catch (e) {
+      if (e.name !== "AbortError" && controller === suggesting) hideSuggestions();
+      return;
+    }
+    if (controller !== suggesting || box.value.trim() !== text) return;
+    suggesting = null;
+    if (!data.hits.length) { suggestBox.hidden = true; return; }
+    const state = readState();
+    suggestList.replaceChildren(...data.hits.map((hit) => {
+      const target = { ...state, question: hit.id };
+      return el("li", {}, el("a", { href: urlFor(target), dataset: { doc: hit.id },
+                                    onclick: (event) => { event.preventDefault();
+                                                          hideSuggestions(); go(target); } },
+                             marked(hit.title_marked)),
+                el("span", { class: "meta", text: [hit.category, counted(hit.n_answers, "answer")]
+                  .filter(Boolean).join(" · ") }));
+    }));
+    suggestBox.dataset.query = text;
+    suggestBox.dataset.ms = String(Math.round(performance.now() - lastInput));
+    suggestBox.hidden = false;
+  }
+
+  box.addEventListener("input", () => {
+    lastInput = performance.now();
+    clearTimeout(suggestTimer);
+    const text = box.value.trim();
+    if (text.length < 3) { hideSuggestions(); return; }
+    suggestTimer = setTimeout(() => suggest(text), SUGGEST_DELAY_MS);
+  });
 
   document.addEventListener("keydown", (event) => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
@@ -433,12 +500,13 @@
       return;
     }
     if (event.key === "Escape") {
+      hideSuggestions();
       box.focus();
       return;
     }
     if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
     const links = hitLinks();
-    if (!links.length || hitList.hidden) return;
+    if (!links.length || (hitList.hidden && suggestBox.hidden)) return;
     const at = links.indexOf(target);
     if (target === box && event.key === "ArrowDown") {
       event.preventDefault();
