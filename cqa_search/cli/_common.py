@@ -34,6 +34,10 @@ COMMANDS = {
     "add": ("add", "add questions to an index (a new segment; no rebuild)"),
     "delete": ("delete", "delete questions from an index by id (no rebuild)"),
     "compact": ("compact", "merge an index's segments into one, without deleted questions"),
+    "remove-model": ("remove_model", "remove a stored model from an index (also a damaged "
+                                     "one: then fit or train it again)"),
+    "rollback": ("rollback", "make the generation before the live one live again (after a "
+                             "damaging or mistaken change)"),
     "info": ("info", "what an index holds: questions, segments, models and how stale they "
                      "are"),
     "export-ranker": ("export_ranker", "write a stored ranker as JSON or in RankLib's linear "

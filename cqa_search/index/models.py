@@ -26,7 +26,7 @@ import importlib
 from dataclasses import dataclass
 
 from ..exceptions import IndexFormatError, ParameterError
-from .store import IndexWriter, open_index
+from .store import IndexWriter, damage_advice, open_index
 from .validate import InvalidArray
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
@@ -238,28 +238,35 @@ def _created() -> str:
 
 
 def remove_model(path, name) -> str:
-    """Remove a model from an index (a new generation without it).
+    """Remove a model from an index (a new generation without it), also one whose files
+    are damaged (they are not read).
 
     Raises
     ------
     IndexFormatError
         No such index or model.
+    ParameterError
+        A stored ranker uses the model's features.
     """
-    if name not in open_index(path).models:
-        raise IndexFormatError(f"{path} has no model {name!r}")
-
-    def manifest(base):
-        models = dict(base.models)
-        if models.pop(name, None) is None:
-            raise IndexFormatError(f"{path} has no model {name!r}")
-        _check_rankers(base, models, f"removing model {name!r}")
-        out = {k: v for k, v in base.manifest.items()
-               if k not in ("format", "format_version", "package_version", "created", "files")}
-        out["models"] = models
-        return out
-
     prefix = f"models/{name}/"
-    with IndexWriter(path) as writer:
+    with IndexWriter(path, unchecked=prefix) as writer:
+        base = writer.begin()
+        if base is None:
+            open_index(path)  # says what is wrong with the index
+        if name not in base.models:
+            raise IndexFormatError(f"{path} has no model {name!r} (models: "
+                                   f"{', '.join(base.models) or 'none'})")
+
+        def manifest(base):
+            models = dict(base.models)
+            models.pop(name)
+            _check_rankers(base, models, f"removing model {name!r}")
+            out = {k: v for k, v in base.manifest.items()
+                   if k not in ("format", "format_version", "package_version", "created",
+                                "files")}
+            out["models"] = models
+            return out
+
         return writer.commit(manifest, keep=lambda base: [
             rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
 
@@ -285,6 +292,6 @@ def load_models(stored) -> dict:
                                           stored_model.arrays())
         except _STATE_ERRORS as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
-                                   f"loaded ({exc}); rebuild it with `cqa-search build-index` "
-                                   "or fit the model again") from None
+                                   f"loaded ({exc}); "
+                                   f"{damage_advice(stored.path, entry['dir'] + '/')}") from None
     return models

@@ -39,6 +39,7 @@ import datetime as _dt
 import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -53,7 +54,9 @@ from ..exceptions import IndexFormatError, IndexNotFoundError
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "CURRENT", "IndexWriter", "StoredIndex",
            "StoredModel", "open_index", "is_compatible", "verify_index", "read_consistent",
-           "current_generation", "is_live"]
+           "current_generation", "is_live", "rollback", "damage_advice"]
+
+logger = logging.getLogger(__name__)
 
 #: Version of the on-disk layout; bumped whenever an older reader would misread it.
 FORMAT_VERSION = 3
@@ -101,6 +104,19 @@ def _is_ours(name) -> bool:
     """True for the entries a cqa_search index directory may hold."""
     return (name in (CURRENT, _LOCK) or name.startswith(_TMP_PREFIX)
             or name.startswith(CURRENT + ".") or _GENERATION.match(name) is not None)
+
+
+def damage_advice(path, relpath) -> str:
+    """What to do about the damaged file ``relpath`` of the index at ``path``: for a model's
+    file, go back to the previous generation or fit that model again (the questions are
+    sound: no rebuild); for another file, a rebuild or the previous generation."""
+    parts = relpath.split("/")
+    if parts[0] == "models" and len(parts) > 1:
+        return (f"the file belongs to model {parts[1]!r}, not to the questions (no rebuild "
+                f"needed): `cqa-search remove-model {path} {parts[1]}` drops that model (then "
+                f"fit or train it again), or `cqa-search rollback {path}` goes back to the "
+                "previous generation")
+    return f"{_REBUILD}, or `cqa-search rollback {path}` to go back to the previous generation"
 
 
 def current_generation(path) -> str | None:
@@ -264,7 +280,7 @@ class StoredIndex:
             if isinstance(exc, IndexFormatError):
                 raise
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
-                                   f"({exc}); {_REBUILD}") from None
+                                   f"({exc}); {damage_advice(self.path, relpath)}") from None
 
     def json(self, relpath):
         """A stored JSON document."""
@@ -279,7 +295,7 @@ class StoredIndex:
             raise
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
-                                   f"({exc}); {_REBUILD}") from None
+                                   f"({exc}); {damage_advice(self.path, relpath)}") from None
 
     @property
     def models(self) -> dict:
@@ -322,7 +338,8 @@ class StoredModel:
     def array(self, key) -> np.ndarray:
         if key not in self.array_names:
             raise IndexFormatError(f"corrupted index {self.stored.path}: model {self.name!r} "
-                                   f"has no array {key!r}; {_REBUILD}")
+                                   f"has no array {key!r}; "
+                                   f"{damage_advice(self.stored.path, self._dir + '/')}")
         return self.stored.array(f"{self._dir}/{key}.npy")
 
     def arrays(self) -> dict:
@@ -350,22 +367,25 @@ def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
     return read_consistent(path, lambda stored: stored, mmap=mmap, verify=verify)
 
 
-def _open_generation(path, generation, mmap, verify) -> StoredIndex:
+def _open_generation(path, generation, mmap, verify, unchecked=None) -> StoredIndex:
     manifest = _read_manifest(path, generation)
     root = os.path.join(path, generation)
     for relpath, info in manifest["files"].items():
+        if unchecked is not None and relpath.startswith(unchecked):
+            continue
         full = os.path.join(root, relpath)
         if not os.path.isfile(full):
             if not os.path.isdir(root):
                 raise FileNotFoundError(errno.ENOENT, "generation removed", root)
-            raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; {_REBUILD}")
+            raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; "
+                                   f"{damage_advice(path, relpath)}")
         size = os.path.getsize(full)
         if size != info["bytes"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} has {size} bytes, "
-                                   f"expected {info['bytes']}; {_REBUILD}")
+                                   f"expected {info['bytes']}; {damage_advice(path, relpath)}")
         if verify and _sha256(full) != info["sha256"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} does not match its "
-                                   f"checksum; {_REBUILD}")
+                                   f"checksum; {damage_advice(path, relpath)}")
     return StoredIndex(path, generation, manifest, mmap, verify)
 
 
@@ -498,13 +518,17 @@ class IndexWriter:
         The index directory. If it exists it must be a cqa_search index (of any format
         version), the leftovers of an interrupted first build, or empty: a directory
         with other content is never touched.
+    unchecked : str, optional
+        Files of the live generation under this prefix are not checked when it is read as
+        the base of the change (a damaged model that the change removes).
     """
 
     _created = False
     _held = None
 
-    def __init__(self, path):
+    def __init__(self, path, *, unchecked=None):
         self.path = os.path.abspath(os.fspath(path))
+        self.unchecked = unchecked
         self._legacy = []
         if os.path.lexists(self.path):
             if not os.path.isdir(self.path):
@@ -711,7 +735,7 @@ class IndexWriter:
         if generation is None:
             return None
         try:
-            return _open_generation(self.path, generation, True, False)
+            return _open_generation(self.path, generation, True, False, self.unchecked)
         except IndexFormatError:
             return None  # the live generation is unusable: a full rebuild replaces it
 
@@ -723,3 +747,51 @@ class IndexWriter:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def rollback(path) -> tuple:
+    """Make the generation before the live one live again, as the next generation (its
+    files hard-linked, checked against their checksums first): the way back from a change
+    that damaged the index or that was a mistake, while that generation is kept (each
+    writer keeps the one before its own).
+
+    Returns
+    -------
+    (str, str, str)
+        The generation that was live, the one restored, and the new live one.
+
+    Raises
+    ------
+    IndexFormatError
+        No index at ``path``, or no sound earlier generation is left.
+    """
+    directory, _ = _locate(path)
+    with IndexWriter(directory) as writer:
+        writer.begin()  # no other writer from here to the switch
+        live = current_generation(directory)
+        older = sorted((name for name in os.listdir(directory) if _GENERATION.match(name)
+                        and _generation_number(name) < _generation_number(live)),
+                       key=_generation_number, reverse=True)
+        for name in older:
+            try:
+                previous = _open_generation(directory, name, True, True)
+                break
+            except (IndexFormatError, OSError) as exc:
+                logger.warning("generation %s of %s cannot be restored: %s", name, path, exc)
+        else:
+            raise IndexFormatError(f"{path} keeps no sound generation before {live} to roll "
+                                   "back to (a change keeps only the generation before it)")
+        for relpath, info in previous.manifest["files"].items():
+            target = os.path.join(writer.tmp, relpath)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            try:
+                os.link(previous.file(relpath), target)
+            except OSError:  # no hard links here (some file systems): copy
+                shutil.copy2(previous.file(relpath), target)
+            writer.add_file(relpath, sha256=info["sha256"])
+        manifest = {k: v for k, v in previous.manifest.items()
+                    if k not in ("format", "format_version", "package_version", "created",
+                                 "files")}
+        manifest["rolled_back"] = {"from": live, "to": previous.generation}
+        generation = writer.commit(manifest)
+    return live, previous.generation, generation

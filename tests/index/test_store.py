@@ -339,3 +339,76 @@ def test_manifest_as_a_directory_and_bad_arrays(index_copy):
     (root / "manifest.json").mkdir()
     with pytest.raises(IndexFormatError, match="unreadable gen-000001/manifest.json"):
         SearchEngine.open(index_copy)
+
+
+def _store_ranker(path, name="ranker", features=("bm25", "lm_jm")):
+    from cqa_search.index.models import add_model
+    from cqa_search.ranking import LinearRanker
+
+    X = np.array([[2.0, 1.0], [1.0, 0.5], [3.0, 2.0], [0.5, 0.1]])
+    ranker = LinearRanker("ranksvm", random_state=0).fit(X, [1, 0, 1, 0], qid=[0, 0, 1, 1],
+                                                         feature_names=list(features))
+    add_model(path, name, ranker)
+
+
+def test_rollback_makes_the_previous_generation_live_again(index_copy, capsys):
+    from cqa_search.cli.__main__ import main
+    from cqa_search.index.live import delete_questions
+    from cqa_search.index.store import rollback
+
+    engine = SearchEngine.open(index_copy)
+    before = results(engine)
+    delete_questions(index_copy, ["t01"])
+    assert "t01" not in SearchEngine.open(index_copy).archive
+    damaged = current_generation(index_copy)
+    assert main(["rollback", str(index_copy)]) == 0
+    out = capsys.readouterr().out
+    restored = current_generation(index_copy)
+    assert out.startswith(f"rolled back {index_copy}: the index of gen-000001 is live again, "
+                          f"as {restored} (it replaces {damaged}")
+    assert restored > damaged and engine.reopen() is not engine  # a reader follows it
+    assert results(SearchEngine.open(index_copy, verify=True)) == before
+    assert open_index(index_copy).manifest["rolled_back"] == {"from": damaged, "to": "gen-000001"}
+    # each change keeps the one before it: rolling back again undoes the deletion's undo
+    assert rollback(index_copy)[1] == damaged
+    assert "t01" not in SearchEngine.open(index_copy).archive
+
+
+def test_rollback_needs_a_sound_earlier_generation(tmp_path):
+    from cqa_search.index.store import rollback
+
+    build_index([Question("a", "renew visa"), Question("b", "cheap sofa")], tmp_path / "idx")
+    with pytest.raises(IndexFormatError, match="keeps no sound generation before gen-000001"):
+        rollback(tmp_path / "idx")
+    with pytest.raises(IndexFormatError, match="no index at"):
+        rollback(tmp_path / "nothing")
+
+
+def test_a_damaged_model_is_removed_or_rolled_back_not_rebuilt(index_copy, capsys):
+    """A model's damaged file: the error names the model and the two ways out that keep
+    the questions and the other models."""
+    from cqa_search.cli.__main__ import main
+
+    _store_ranker(index_copy, "other", features=("vsm", "bm25"))
+    _store_ranker(index_copy)
+    model_file = next((live(index_copy) / "models" / "ranker").glob("*.npy"))
+    model_file.write_bytes(model_file.read_bytes()[:-8])  # only this generation has it
+    with pytest.raises(IndexFormatError, match=r"models/ranker/.* the file belongs to model "
+                                               r"'ranker', not to the questions \(no rebuild "
+                                               r"needed\): `cqa-search remove-model .* ranker` "
+                                               r"drops that model .*`cqa-search rollback"):
+        SearchEngine.open(index_copy)
+    assert main(["remove-model", str(index_copy), "ranker"]) == 0
+    assert "model 'ranker' removed" in capsys.readouterr().out
+    engine = SearchEngine.open(index_copy, verify=True)
+    assert set(engine.models) == {"other"} and engine.ranker is None
+    assert main(["remove-model", str(index_copy), "ranker"]) == 1
+    assert "has no model 'ranker' (models: other)" in capsys.readouterr().err
+    # damaged and shared with the previous generation: rolling back cannot help, removing can
+    _store_ranker(index_copy)
+    shared = next((live(index_copy) / "models" / "other").glob("*.npy"))
+    shared.write_bytes(shared.read_bytes()[:-8])
+    assert main(["rollback", str(index_copy)]) == 1
+    assert "keeps no sound generation" in capsys.readouterr().err
+    assert main(["remove-model", str(index_copy), "other"]) == 0
+    assert set(SearchEngine.open(index_copy, verify=True).models) == {"ranker"}
