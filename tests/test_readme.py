@@ -6,7 +6,10 @@ demo command is the same install followed by `cqa-search demo`, which is run. Ev
 ``sh`` block runs line by line in bash and every ``python`` block in a fresh interpreter,
 all in one scratch copy of the repository's layout (so `cqa_search/data/demo/...` and
 `../shared/data/...` resolve as in a clone; blocks that read `../shared/data` are skipped
-when it is absent), with this environment's `cqa-search` first on the PATH.
+when it is absent), with this environment's `cqa-search` first on the PATH. A ``text``
+block right after a code block is what that block prints: each of its lines must be in the
+output, in order (spaces between words compared as one), so that every figure the README
+quotes from a command is the one the command gives.
 """
 from __future__ import annotations
 
@@ -25,16 +28,35 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 
 
 def blocks():
+    """``(where, lang, code, expected)`` of each code block; ``expected`` is the ``text``
+    block that follows it (only blank lines between), or None."""
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         text = f.read()
+    found = list(FENCE.finditer(text))
     out = []
-    for m in FENCE.finditer(text):
+    for i, m in enumerate(found):
+        if m.group(1) == "text":
+            continue
+        after = found[i + 1] if i + 1 < len(found) else None
+        expected = after.group(2) if after is not None and after.group(1) == "text" and \
+            not text[m.end():after.start()].strip() else None
         line = text.count("\n", 0, m.start()) + 1
-        out.append((f"README.md:{line}", m.group(1), m.group(2)))
+        out.append((f"README.md:{line}", m.group(1), m.group(2), expected))
     return out
 
 
 BLOCKS = blocks()
+
+
+def check_output(where, output, expected) -> None:
+    """Every line of ``expected`` in ``output``, in order (runs of spaces as one)."""
+    lines = [" ".join(line.split()) for line in output.splitlines()]
+    at = 0
+    for want in (" ".join(line.split()) for line in expected.splitlines() if line.strip()):
+        while at < len(lines) and lines[at] != want:
+            at += 1
+        assert at < len(lines), f"{where}: the output has no line {want!r} (in order):\n{output}"
+        at += 1
 DEMO = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/cqa-search demo"
 
 
@@ -67,7 +89,9 @@ def environment():
             "PYTHONPATH": ROOT}
 
 
-def run_sh(code, cwd, where):
+def run_sh(code, cwd, where) -> str:
+    """Run the block line by line; returns what it printed."""
+    printed = []
     for line in code.replace("\\\n", " ").splitlines():
         line = line.split("  # ")[0].strip()
         if not line or line.startswith("#"):
@@ -76,16 +100,26 @@ def run_sh(code, cwd, where):
                              env=environment(), capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, (f"{where}: `{line}` exited {out.returncode}\n"
                                      f"{out.stdout[-2000:]}\n{out.stderr[-3000:]}")
+        printed.append(out.stdout)
+    return "".join(printed)
 
 
 def test_setup_commands_are_what_ci_runs():
-    setups = [code.strip() for _, lang, code in BLOCKS if lang == "sh" and is_setup(code)]
+    setups = [code.strip() for _, lang, code, _ in BLOCKS if lang == "sh" and is_setup(code)]
     assert setups == [DEMO, ci_command()], setups
 
 
-@pytest.mark.parametrize("where,lang,code", BLOCKS, ids=[b[0] for b in BLOCKS])
-def test_block(where, lang, code, workspace):
-    assert lang in ("sh", "python"), f"{where}: a code block must say sh or python"
+def test_output_blocks_follow_a_command():
+    assert all(block[1] != "text" for block in BLOCKS)
+    text_blocks = sum(1 for m in FENCE.finditer(open(os.path.join(ROOT, "README.md"),
+                                                     encoding="utf-8").read())
+                      if m.group(1) == "text")
+    assert text_blocks == sum(expected is not None for *_, expected in BLOCKS)
+
+
+@pytest.mark.parametrize("where,lang,code,expected", BLOCKS, ids=[b[0] for b in BLOCKS])
+def test_block(where, lang, code, expected, workspace):
+    assert lang in ("sh", "python"), f"{where}: a code block must say sh, python or text"
     if "../shared/data" in code and not os.path.isdir(SHARED):
         pytest.skip("the judged collections (../shared/data) are absent")
     if lang == "sh" and is_setup(code):
@@ -93,16 +127,19 @@ def test_block(where, lang, code, workspace):
             return
         code = "cqa-search demo --quiet"  # the demo, installed as CI installs
     if lang == "sh":
-        run_sh(code, workspace, where)
+        printed = run_sh(code, workspace, where)
     else:
         out = subprocess.run([sys.executable, "-c", code], cwd=workspace, env=environment(),
                              capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, f"{where}:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+        printed = out.stdout
+    if expected is not None:
+        check_output(where, printed, expected)
 
 
 def test_shell_lines_parse():
     """Every shell line is valid shell (quotes closed): a reader can paste it."""
-    for where, lang, code in BLOCKS:
+    for where, lang, code, _ in BLOCKS:
         if lang == "sh":
             for line in code.replace("\\\n", " ").splitlines():
                 shlex.split(line.split("  # ")[0], comments=True)

@@ -486,6 +486,16 @@ def _owner_alive(tmp) -> bool:
         os.close(fd)
 
 
+def _link(source, target) -> None:
+    """``source`` hard-linked at ``target`` (copied where the file system has no hard
+    links): a file a new generation keeps."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
 def _generation_number(name) -> int:
     return int(_GENERATION.match(name).group(1))
 
@@ -684,14 +694,8 @@ class IndexWriter:
             for relpath in kept:
                 if relpath in self._files:
                     continue
-                info = base.manifest["files"][relpath]
-                target = os.path.join(self.tmp, relpath)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                try:
-                    os.link(base.file(relpath), target)
-                except OSError:  # no hard links here (some file systems): copy
-                    shutil.copy2(base.file(relpath), target)
-                files[relpath] = info
+                _link(base.file(relpath), os.path.join(self.tmp, relpath))
+                files[relpath] = base.manifest["files"][relpath]
             for relpath in self._files:
                 full = os.path.join(self.tmp, relpath)
                 files[relpath] = {"bytes": os.path.getsize(full),
@@ -782,12 +786,7 @@ def rollback(path) -> tuple:
             raise IndexFormatError(f"{path} keeps no sound generation before {live} to roll "
                                    "back to (a change keeps only the generation before it)")
         for relpath, info in previous.manifest["files"].items():
-            target = os.path.join(writer.tmp, relpath)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            try:
-                os.link(previous.file(relpath), target)
-            except OSError:  # no hard links here (some file systems): copy
-                shutil.copy2(previous.file(relpath), target)
+            _link(previous.file(relpath), os.path.join(writer.tmp, relpath))
             writer.add_file(relpath, sha256=info["sha256"])
         manifest = {k: v for k, v in previous.manifest.items()
                     if k not in ("format", "format_version", "package_version", "created",

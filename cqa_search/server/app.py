@@ -1,17 +1,21 @@
-"""The ASGI application: a read-only JSON API over one index, and the search page.
+"""The ASGI application: a JSON API over one index (read-only unless writes are enabled),
+and the search page.
 
-============================  ===========================================================
-``GET /``                     the search page (``static/``: plain HTML, CSS and JS)
-``GET /api/search``           ``q`` (the query syntax of the CLI), ``k``, ``category``,
-                              ``explain``: the hits of :meth:`SearchEngine.search` as
-                              :meth:`Presenter.results_dict` gives them
-``GET /api/questions/{id}``   an archived question with all its answers
-``GET /api/questions/{id}/similar``  ``k``, ``category``, ``explain``: the questions most
-                              similar to it (:meth:`SearchEngine.similar`), as ``/api/search``
-``GET /api/categories``       the categories with their numbers of questions
-``GET /health``               the generation served and its number of questions
-``GET /openapi.json``         the OpenAPI schema of all of these
-============================  ===========================================================
+=====================================  ====================================================
+``GET /``                              the search page (``static/``: plain HTML, CSS, JS)
+``GET /api/search``                    ``q`` (the query syntax of the CLI), ``k``,
+                                       ``category``, ``explain``, ``after``, ``before``:
+                                       the hits of :meth:`SearchEngine.search` as
+                                       :meth:`Presenter.results_dict` gives them
+``GET /api/questions/{id}``            an archived question with all its answers
+``GET /api/questions/{id}/similar``    ``k``, ``category``, ``explain``: the questions most
+                                       like it (:meth:`SearchEngine.similar`)
+``GET /api/categories``                the categories with their numbers of questions
+``GET /api/tags``                      ``limit``: the most frequent tags, with theirs
+``GET /health``                        the generation served and its number of questions
+``GET /openapi.json``                  the OpenAPI schema of all of these
+``POST``, ``DELETE /api/questions``    with a write token only: :mod:`.writes`
+=====================================  ====================================================
 
 Errors are JSON (:class:`~cqa_search.server.schema.Error`): 400 for a bad query or
 parameter, 404, 405, 413/414 for a request too large, 503 while no index can be opened,
