@@ -291,7 +291,7 @@ class _Session:
                     if not self.handle(line):
                         break
                 except KeyboardInterrupt:  # cancels the search; the session goes on
-                    self.say("^C  search cancelled")
+                    self.say("  search cancelled")
                     warned = True
         finally:
             if history:

@@ -172,7 +172,8 @@ def test_health(client, toy_index):
     ("GET", "/api/questions/nope", {}, 404, r"^no question 'nope' in the archive$"),
     ("GET", "/nowhere", {}, 404, r"^Not Found$"),
     ("POST", "/api/search", {"q": "visa"}, 405, r"^Method Not Allowed$"),
-    ("DELETE", "/api/questions/t01", {}, 405, r"^Method Not Allowed$"),
+    ("DELETE", "/api/questions/t01", {}, 405, r"^this API is read-only; `cqa-search serve "
+     r"--allow-writes` takes POST /api/questions and DELETE /api/questions/ID"),
 ])
 def test_errors_are_json_with_a_fitting_status(client, method, url, params, status, detail):
     response = client.request(method, url, params=params)
