@@ -173,7 +173,10 @@ class SearchEngine:
         return attributes_of(self.data)
 
     def tag_counts(self) -> dict:
-        """Questions per tag, deleted ones left out, most questions first (then by tag)."""
+        """Questions per tag, deleted ones left out, most questions first (then by tag);
+        empty for a sharded index (its shards filter by tag, but do not count them)."""
+        if "shards" in self.manifest:
+            return {}
         attributes = self.attributes
         counts = attributes.tag_counts(self.data.live).tolist()
         order = sorted((i for i, c in enumerate(counts) if c),

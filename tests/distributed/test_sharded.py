@@ -22,7 +22,8 @@ DEMO = resources.files("cqa_search.data") / "demo"
 SHARDS = (1, 2, 3, 7)
 QUERIES = [json.loads(line) for line in (DEMO / "queries.jsonl").read_text().splitlines()]
 SYNTAX = ["category:Health head feels heavy", "computer +slow -virus", '"time zone" sleep',
-          "visa OR passport", "title:laptop battery", "-the car engine noise", "NOT cheap sofa"]
+          "visa OR passport", "title:laptop battery", "-the car engine noise", "NOT cheap sofa",
+          "tag:dogs barking", "pet food -tag:cats"]
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +99,10 @@ def test_fan_out_search_equals_one_index(engines, n):
               one.retrieve(q["text"], 30, category=q["category"]))
     for text in SYNTAX:
         _same(sharded.search(text, 10), one.search(text, 10))
+    for q in QUERIES[:4]:  # more like this: a question of whichever shard
+        doc_id = one.search(q["text"], 1).doc_ids[0]
+        _same(sharded.similar(doc_id, 5), one.similar(doc_id, 5))
+    assert sharded.tag_counts() == {}  # the shards filter by tag; counts: unsharded only
     # without the ranker, every matching question (k=None), and the answers fallback
     plain = SearchConfig(ranker=None)
     s2, o2 = sharded.with_config(plain), one.with_config(plain)
