@@ -65,25 +65,36 @@ def parse_date(value) -> int | None:
 
 
 def _segment(path, offsets):
-    """``(tags of each row, date of each row)`` of one segment's archive."""
-    tags, dates = [], np.full(len(offsets) - 1, NO_DATE, dtype=np.int64)
+    """``(tags, first, indptr, ids, dates)`` of one segment's archive: its distinct tags
+    (without case) with each one's first spelling, its rows' tag ids (CSR) into them, and
+    its rows' dates."""
+    n = len(offsets) - 1
+    dates = np.full(n, NO_DATE, dtype=np.int64)
+    known, first, indptr, ids = {}, [], [0], []
     with open(path, "rb") as f:
         data = f.read()
-    for row in range(len(offsets) - 1):
+    for row in range(n):
         try:
             record = orjson.loads(data[int(offsets[row]):int(offsets[row + 1])])
         except orjson.JSONDecodeError as exc:
             raise IndexFormatError(f"corrupted index: question {row} of {path} cannot be read "
                                    f"({exc}); rebuild it with `cqa-search build-index`") from None
-        found = record.get("tags")
-        tags.append(tuple(t for t in found if isinstance(t, str)) if isinstance(found, list)
-                    else ())
+        tags = record.get("tags")
+        for tag in dict.fromkeys(t for t in tags if isinstance(t, str) and t.strip()) \
+                if isinstance(tags, list) else ():
+            key = tag.strip().casefold()
+            if key not in known:
+                known[key] = len(first)
+                first.append(tag)
+            ids.append(known[key])
+        indptr.append(len(ids))
         for key in DATE_KEYS:
             when = parse_date(record.get(key))
             if when is not None:
                 dates[row] = when
                 break
-    return tags, dates
+    return (list(known), first, np.asarray(indptr, dtype=np.int64),
+            np.asarray(ids, dtype=np.int64), dates)
 
 
 def _segment_cached(path, offsets):
@@ -103,7 +114,7 @@ def _segment_cached(path, offsets):
 
 
 class QuestionAttributes:
-    """Each row's tags and creation date.
+    """Each row's tags and creation date (the segments' parts, one after the other).
 
     Attributes
     ----------
@@ -115,20 +126,23 @@ class QuestionAttributes:
         Seconds since 1970-01-01 UTC; :data:`NO_DATE` for a question without a date.
     """
 
-    def __init__(self, row_tags, dates):
-        ids, names, indptr, indices = {}, [], [0], []
-        for tags in row_tags:
-            for tag in dict.fromkeys(t.casefold() for t in tags if t.strip()):
-                if tag not in ids:
-                    ids[tag] = len(names)
-                    names.append(next(t for t in tags if t.casefold() == tag))
-                indices.append(ids[tag])
-            indptr.append(len(indices))
+    def __init__(self, parts):
+        ids, names, indptrs, id_parts, dates, start = {}, [], [np.zeros(1, np.int64)], [], [], 0
+        for keys, first, indptr, local, when in parts:
+            for key, name in zip(keys, first):
+                if key not in ids:
+                    ids[key] = len(names)
+                    names.append(name)
+            remap = np.array([ids[key] for key in keys], dtype=np.int64)
+            id_parts.append(remap[local] if len(local) else local)
+            indptrs.append(indptr[1:] + start)
+            start += int(indptr[-1])
+            dates.append(when)
         self.tags = tuple(names)
         self._ids = ids
-        self.tag_indptr = np.asarray(indptr, dtype=np.int64)
-        self.tag_ids = np.asarray(indices, dtype=np.int64)
-        self.dates = np.asarray(dates, dtype=np.int64)
+        self.tag_indptr = np.concatenate(indptrs)
+        self.tag_ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
+        self.dates = np.concatenate(dates) if dates else np.zeros(0, np.int64)
         self._tag_rows = np.repeat(np.arange(len(self.dates)), np.diff(self.tag_indptr))
 
     def tag_mask(self, tag) -> np.ndarray:
@@ -159,12 +173,9 @@ def attributes_of(data) -> QuestionAttributes:
     (read once per generation; a segment's once while it is kept)."""
     found = data.cache.get("attributes")
     if found is None:
-        row_tags, dates = [], []
-        for seg in data.stored.manifest["segments"]:
-            base = segment_dir(seg["name"])
-            tags, when = _segment_cached(data.stored.file(f"{base}/archive.jsonl"),
-                                         data.stored.array(f"{base}/archive_offsets.npy"))
-            row_tags.extend(tags)
-            dates.append(when)
-        found = data.cache["attributes"] = QuestionAttributes(row_tags, np.concatenate(dates))
+        stored = data.stored
+        found = data.cache["attributes"] = QuestionAttributes([
+            _segment_cached(stored.file(f"{segment_dir(seg['name'])}/archive.jsonl"),
+                            stored.array(f"{segment_dir(seg['name'])}/archive_offsets.npy"))
+            for seg in stored.manifest["segments"]])
     return found
