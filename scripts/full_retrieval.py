@@ -48,9 +48,7 @@ import warnings
 import numpy as np
 
 from cqa_search import Analyzer, SearchConfig, SearchEngine, build_index
-from cqa_search.cli.demo import split as demo_split
-from cqa_search.cli.train import training_table
-from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
+from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir, demo_split
 from cqa_search.index.models import add_model
 from cqa_search.index.store import CURRENT
 from cqa_search.evaluation import (compare, evaluate, judged_only, read_qrels, read_queries,
@@ -58,6 +56,7 @@ from cqa_search.evaluation import (compare, evaluate, judged_only, read_qrels, r
 from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
                                             convert_stackfaq)
 from cqa_search.factorization import MultiViewModel, TopicModel
+from cqa_search.training import training_table
 from cqa_search.ranking import LinearRankerCV, NoImprovementWarning
 from cqa_search.ranking._utils import query_folds
 from cqa_search.ranking.selection import FAMILIES, family

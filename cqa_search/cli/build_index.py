@@ -13,7 +13,6 @@ from ..index.term_index import FIELDS
 from ..readers import FORMATS
 from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int,
                       print_or_fail, run_command, warning_line)
-from .fit import fit_family
 
 HELP = COMMANDS["build-index"][1]
 
@@ -154,6 +153,8 @@ def run(args) -> int:
               file=sys.stderr)
         for error in summary.skipped_examples:
             print(f"  {error}", file=sys.stderr)
+    if args.models:  # the fits import scikit-learn: only when asked for
+        from ..training import fit_family
     for family in args.models:
         print(f"\ntraining {family} ...")
         print(fit_family(output, family, progress=not args.quiet))

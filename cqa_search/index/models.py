@@ -12,10 +12,10 @@ and then either gives features or orders candidates::
     scorer(view) -> FeatureScorer               # feature models (see cqa_search.features)
     feature_names_in_, predict(X) -> scores     # rankers
 
-A *family* is a kind that ``cqa-search fit INDEX FAMILY`` trains from an index's own
-archive: its ``fit(view, *, progress=False)`` reads an :class:`~cqa_search.features.IndexView`,
-and the command's options are its constructor parameters (names, defaults and help
-from its signature and numpydoc docstring).
+A *family* is a kind that :func:`cqa_search.training.fit_family` (``cqa-search fit INDEX
+FAMILY``) trains from an index's own archive: its ``fit(view, *, progress=False)`` reads an
+:class:`~cqa_search.features.IndexView`, and the command's options are its constructor
+parameters (names, defaults and help from its signature and numpydoc docstring).
 
 Kinds are imported on first use, so searching an index without trained models never
 imports them (nor scikit-learn).
@@ -57,16 +57,15 @@ class Family:
     default_name : str
         Name the model is stored under; ``{param}`` fields are filled from its parameters
         (e.g. ``"topics-{model}"``).
-    inputs : str or None
-        ``"module"`` with ``configure_inputs(parser)`` and ``fit_inputs(args, engine) ->
-        dict``: what a fit reads besides its parameters (labels, another model), passed
-        to ``fit`` as keyword arguments.
+
+    Fitting one is :func:`cqa_search.training.fit_family`; what a fit reads besides the
+    estimator's parameters (labels, another model) is
+    :data:`cqa_search.training.FIT_INPUTS`.
     """
 
     kind: str
     summary: str
     default_name: str
-    inputs: str | None = None
 
     def store_name(self, params) -> str:
         return self.default_name.format(**params)
@@ -87,7 +86,7 @@ FAMILIES = {
     "answers": Family("answers", "best-answer selection for archives that mark no best "
                       "answer: scores each answer of a question (translation likelihood, "
                       "term scores, length, position, asker) and stores the one to show",
-                      "answers", inputs="cqa_search.cli.fit_answers"),
+                      "answers"),
 }
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.cli import train
+from cqa_search.training import cv_report
 from cqa_search.evaluation import feature_table
 from cqa_search.exceptions import ConvergenceWarning
 from cqa_search.index.models import add_model, model_class
@@ -163,7 +164,7 @@ def test_train_command_options_and_errors(index, judged, capsys):
     assert exc.value.code == 2
     assert train.main(base[:-1] + ["--cv", "1"]) == 1
     _, err = capsys.readouterr()
-    assert "--cv must be at least 2; got 1" in err
+    assert "cv must be at least 2 (the folds of the cross-validation" in err
 
 
 def bm25_judged(index, tmp_path, position):
@@ -232,10 +233,10 @@ def test_the_report_says_left_out_only_of_families_the_stored_ranker_lacks():
                          single_scores_={"vsm": 0.38}, best_params_={"C": 10.0},
                          learned_score_=0.44, best_score_=0.44, chosen_="learned",
                          dropped_=dropped, features_=["bm25", "vsm"])
-    text = "\n".join(train.cv_report(cv))
+    text = "\n".join(cv_report(cv))
     assert "left out topics (topic_gnmfnc): MAP 42.00 with it, 43.00 without" in text
     cv.features_ = ["bm25", "vsm", "topic_gnmfnc"]  # the ranker on all features won
-    text = "\n".join(train.cv_report(cv))
+    text = "\n".join(cv_report(cv))
     assert "left out" not in text
     assert ("all features beat forward selection (MAP 43.00 without topics): every family is "
             "kept") in text
