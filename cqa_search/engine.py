@@ -29,7 +29,7 @@ from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
-from .retrieval.candidates import retrieve
+from .retrieval.candidates import top_k_of_model
 from .retrieval.filters import apply_filters
 
 __all__ = ["SearchConfig", "SearchEngine"]
@@ -327,7 +327,7 @@ class SearchEngine:
             raise QueryError("empty query: type some words to search for (NOT and - only "
                              "leave words out)")
         q = self.analyze(query.text, self._name(cid))
-        results = self._search(q, k, cid, query)
+        results = self._retrieve(q, k, cid, query)
         retrieval = self.config.retrieval
         if not len(results) and len(q.term_ids) and retrieval.field == "question" \
                 and "answers" in self.index.fields:
@@ -336,7 +336,7 @@ class SearchEngine:
             in_answers = dataclasses.replace(query, must=tuple(
                 tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
                       for u in alternatives) for alternatives in query.must))
-            fallback = self._search(q, k, cid, in_answers, retrieval=answers)
+            fallback = self._retrieve(q, k, cid, in_answers, retrieval=answers)
             if len(fallback):
                 results = fallback
         if not len(results) and query.must:
@@ -344,11 +344,15 @@ class SearchEngine:
             # say): the words without the requirements, and the results say so.
             relaxed = self.search(dataclasses.replace(query, must=()), k, category=category)
             if len(relaxed):
-                object.__setattr__(relaxed, "relaxed", True)
-                results = relaxed
+                results = relaxed.replace(relaxed=True)
         return results
 
-    def _search(self, q: AnalyzedQuery, k, category_id, parsed=None, retrieval=None) -> Results:
+    def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
+                  retrieval=None) -> Results:
+        """The ``k`` best hits of an analysed query (None: all) in the category (an id, or
+        None) passing the filters of ``parsed``: the retrieval model's candidates (the
+        config's, or ``retrieval``), reordered by the ranker when there is one. What
+        :meth:`search` and :meth:`retrieve` run once the query is analysed."""
         model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
@@ -381,9 +385,9 @@ class SearchEngine:
             scores, _ = model.score_all(field, q.term_ids, q.qtf)
             rows = top_k(scores, depth, allowed=allowed, tie_rank=tie)
             return rows, scores[rows]
-        return retrieve(model, field, q.term_ids, q.qtf, depth,
-                        doc_category=self.view.doc_category, category=category_id,
-                        allowed=allowed, tie_rank=tie)
+        return top_k_of_model(model, field, q.term_ids, q.qtf, depth,
+                              doc_category=self.view.doc_category, category=category_id,
+                              allowed=allowed, tie_rank=tie)
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
@@ -515,7 +519,7 @@ class SearchEngine:
         category (a feature, not a filter)."""
         self._check_k(k)
         cid = self.categories.id(category)
-        return self._search(self.analyze(text, self._name(cid)), k, None)
+        return self._retrieve(self.analyze(text, self._name(cid)), k, None)
 
 
 def _search_parts(state, item):
