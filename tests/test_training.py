@@ -1,25 +1,16 @@
 """The training library: fit_family and train_ranker, and the commands that print their
 reports."""
-import json
 import re
 
 import pytest
 
-from cqa_search import Question, SearchConfig, SearchEngine, build_index
+from cqa_search import Question, SearchEngine, build_index
 from cqa_search.cli.__main__ import main
+from cqa_search.evaluation import read_qrels, read_queries
 from cqa_search.exceptions import ParameterError, QueryError
 from cqa_search.ranking import LinearRanker, LinearRankerCV
 from cqa_search.training import FitReport, TrainReport, fit_family, train_ranker
 
-QUERIES = [
-    {"id": "v1", "text": "which office renews a residence visa"},
-    {"id": "v2", "text": "my wife has a family visa, can she work"},
-    {"id": "s1", "text": "cheap sofa and furniture shops"},
-    {"id": "s2", "text": "where to buy a laptop"},
-    {"id": "c1", "text": "the car engine will not start in the cold morning"},
-    {"id": "c2", "text": "how do I transfer my car to the buyer"},
-    {"id": "unjudged", "text": "a query nobody judged"},
-]
 ANSWERED = [
     Question("q1", "How do I renew my residence visa?", "It expires next month.",
              answers=("thanks for the help", "Go to the immigration office with your passport "
@@ -29,8 +20,6 @@ ANSWERED = [
              answers=("The Friday market sells used furniture and sofas cheap.", "lol")),
     Question("q3", "Best beach near Doha", answers=("Fuwairit beach, 75 km north of Doha.",)),
 ]
-QRELS = {"v1": {"t01": 2, "t02": 1}, "v2": {"t03": 1}, "s1": {"t04": 1, "t06": 1},
-         "s2": {"t05": 1}, "c1": {"t07": 1, "t08": 2}, "c2": {"t09": 1}}
 
 
 @pytest.fixture
@@ -40,27 +29,28 @@ def index(tmp_path, fixtures):
     return path
 
 
-def _files(tmp_path, queries, qrels):
-    q, r = tmp_path / "queries.jsonl", tmp_path / "qrels.txt"
-    q.write_text("".join(json.dumps(x) + "\n" for x in queries))
-    r.write_text("".join(f"{qid} 0 {d} {g}\n" for qid, docs in qrels.items()
-                         for d, g in docs.items()))
-    return str(q), str(r)
+@pytest.fixture
+def judged(toy_judged):
+    """The toy queries (and one nobody judged) and their qrels."""
+    queries, qrels = toy_judged
+    return read_queries(queries) + [{"id": "unjudged", "text": "a query nobody judged"}], \
+        read_qrels(qrels)
 
 
 def _without_times(text):
     return re.sub(r"time .*", "time", text)
 
 
-def test_train_ranker_reports_what_the_command_prints(index, tmp_path, capsys):
-    report = train_ranker(index, QUERIES, QRELS, learner="coordinate-ascent",
+def test_train_ranker_reports_what_the_command_prints(index, judged, toy_judged, capsys):
+    queries, qrels = judged
+    report = train_ranker(index, queries, qrels, learner="coordinate-ascent",
                           params={"n_restarts": 2}, no_cv=True, dry_run=True)
     assert isinstance(report, TrainReport) and isinstance(report.ranker, LinearRanker)
     assert report.selection is None and report.improves and not report.stored
     assert report.n_queries == 6  # the unjudged query is left out
     assert "ranker" not in SearchEngine.open(index).models
-    queries, qrels = _files(tmp_path, QUERIES, QRELS)
-    assert main(["train", str(index), "--queries", queries, "--qrels", qrels, "-q",
+    files = [str(f) for f in toy_judged]
+    assert main(["train", str(index), "--queries", files[0], "--qrels", files[1], "-q",
                  "--learner", "coordinate-ascent", "--param", "n_restarts=2", "--no-cv",
                  "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -68,27 +58,20 @@ def test_train_ranker_reports_what_the_command_prints(index, tmp_path, capsys):
     assert "(dry run: nothing stored)" in out
 
 
-def _bm25_qrels(index, position):
-    """Qrels making the candidate at ``position`` of each query's BM25 top 10 relevant."""
-    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
-    qrels = {}
-    for query in QUERIES:
-        ranked = engine.search(query["text"], k=10).doc_ids
-        qrels[query["id"]] = {d: int(i == position % len(ranked)) for i, d in enumerate(ranked)}
-    return qrels
-
-
-def test_train_ranker_stores_it_unless_it_loses_to_the_retrieval_model(index):
-    wins = train_ranker(index, QUERIES, _bm25_qrels(index, -1), k=10, cv=3)
+def test_train_ranker_stores_it_unless_it_loses_to_the_retrieval_model(index, judged,
+                                                                       bm25_position_qrels):
+    queries = judged[0]
+    wins = train_ranker(index, queries, bm25_position_qrels(index, -1), k=10, cv=3)
     assert isinstance(wins.selection, LinearRankerCV) and wins.improves and wins.stored
     assert wins.ranker is wins.selection.best_estimator_
     assert SearchEngine.open(index).models["ranker"].get_params() == wins.ranker.get_params()
     assert "stored as model 'ranker' in " + str(index) in str(wins)
 
-    loses = train_ranker(index, QUERIES, _bm25_qrels(index, 0), k=10, cv=3, dry_run=True)
+    first = bm25_position_qrels(index, 0)
+    loses = train_ranker(index, queries, first, k=10, cv=3, dry_run=True)
     assert not loses.improves and not loses.stored and not loses.removed
     assert "ranker" in SearchEngine.open(index).models  # a dry run removes nothing
-    loses = train_ranker(index, QUERIES, _bm25_qrels(index, 0), k=10, cv=3)
+    loses = train_ranker(index, queries, first, k=10, cv=3)
     assert not loses.improves and not loses.stored and loses.removed
     assert "ranker" not in SearchEngine.open(index).models
     assert str(loses).endswith("(the ranker 'ranker' stored before is removed)")
@@ -99,11 +82,12 @@ def test_train_ranker_stores_it_unless_it_loses_to_the_retrieval_model(index):
     ({"early_stopping": True}, "early_stopping goes with no_cv"),
     ({"features": ["nope"]}, "no feature column is left"),
 ])
-def test_train_ranker_errors(index, options, message):
+def test_train_ranker_errors(index, judged, options, message):
+    queries, qrels = judged
     with pytest.raises(QueryError, match=message):
-        train_ranker(index, QUERIES, QRELS, **options)
+        train_ranker(index, queries, qrels, **options)
     with pytest.raises(QueryError, match="none of the queries is judged"):
-        train_ranker(index, QUERIES, {"other": {"t01": 1}})
+        train_ranker(index, queries, {"other": {"t01": 1}})
 
 
 def test_fit_family_with_parameters_and_inputs(tmp_path):
