@@ -43,6 +43,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 
 import numpy as np
@@ -70,6 +71,9 @@ _TMP_PREFIX = ".tmp-"
 _ORPHAN_SECONDS = 60.0
 # How often a reader re-reads CURRENT when the generation it chose vanished under it.
 _OPEN_ATTEMPTS = 5
+# Largest CURRENT and manifest.json read (a manifest lists every file: ~150 bytes each).
+_CURRENT_BYTES = 64
+_MANIFEST_BYTES = 64 << 20
 
 
 def _sha256(path) -> str:
@@ -103,6 +107,39 @@ def _is_ours(name) -> bool:
             or name.startswith(CURRENT + ".") or _GENERATION.match(name) is not None)
 
 
+def _regular(full, index, name) -> int:
+    """A descriptor of ``full`` (``name`` within the index directory ``index``), opened only
+    when it is a regular file inside the index: a symbolic link out of it (a generation
+    directory included), a FIFO (whose open would wait for a writer), a device (endless
+    bytes) or a directory is a corrupted index. FileNotFoundError is raised as it is (the
+    generation may have been removed by a writer: the reader retries)."""
+    real, inside = os.path.realpath(full), os.path.realpath(index)
+    if os.path.commonpath([real, inside]) != inside:
+        raise IndexFormatError(f"corrupted index {index}: {name} leads out of the index (to "
+                               f"{real}); {_REBUILD}")
+    # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+        raise IndexFormatError(f"corrupted index {index}: {name} is {kind}, not a regular "
+                               f"file; {_REBUILD}")
+    return fd
+
+
+def _read_file(full, index, name, limit) -> bytes:
+    """The bytes of the regular file ``full`` inside ``index`` (see :func:`_regular`),
+    refused when it holds more than ``limit`` bytes (read no further)."""
+    with os.fdopen(_regular(full, index, name), "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise IndexFormatError(f"corrupted index {index}: {name} has more than {limit:,} bytes"
+                               f"; {_REBUILD}")
+    return data
+
+
 def current_generation(path) -> str | None:
     """Name of the live generation of the index at ``path``, None when it has none.
 
@@ -111,20 +148,16 @@ def current_generation(path) -> str | None:
     IndexFormatError
         ``CURRENT`` is unreadable or names no generation.
     """
+    path = os.fspath(path)
     try:
-        with open(os.path.join(os.fspath(path), CURRENT), "rb") as f:
-            raw = f.read(64)
+        raw = _read_file(os.path.join(path, CURRENT), path, CURRENT, _CURRENT_BYTES)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} is a directory; "
-                               f"{_REBUILD}") from None
     except OSError as exc:
-        raise IndexFormatError(f"cannot read the index {os.fspath(path)}: {exc.strerror}") \
-            from None
+        raise IndexFormatError(f"cannot read the index {path}: {exc.strerror}") from None
     name = raw.decode("ascii", "replace").strip()
     if not _GENERATION.match(name):
-        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} names no "
+        raise IndexFormatError(f"corrupted index {path}: {CURRENT} names no "
                                f"generation ({raw[:20]!r}); {_REBUILD}")
     return name
 
@@ -141,9 +174,9 @@ def _locate(path) -> tuple:
         return path, generation
     if os.path.isfile(os.path.join(path, MANIFEST)):  # the layout of format versions 1-2
         try:
-            with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
-                old = json.load(f)
-        except (OSError, ValueError):
+            old = json.loads(_read_file(os.path.join(path, MANIFEST), path, MANIFEST,
+                                        _MANIFEST_BYTES))
+        except (OSError, ValueError, IndexFormatError):
             old = {}
         parent = os.path.dirname(os.path.abspath(path))
         if _GENERATION.match(os.path.basename(os.path.abspath(path))) and \
@@ -184,10 +217,10 @@ def is_live(stored) -> bool:
 
 
 def _read_manifest(path, generation) -> dict:
-    mpath = os.path.join(path, generation, MANIFEST)
+    name = f"{generation}/{MANIFEST}"
     try:
-        with open(mpath, "rb") as f:
-            manifest = json.loads(f.read().decode("utf-8"))
+        manifest = json.loads(_read_file(os.path.join(path, name), path, name,
+                                         _MANIFEST_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise  # the generation vanished: the caller may retry with the new CURRENT
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -268,8 +301,8 @@ class StoredIndex:
     def json(self, relpath):
         """A stored JSON document."""
         try:
-            with open(self.file(relpath), "rb") as f:
-                data = f.read()
+            data = _read_file(self.file(relpath), self.path, f"{self.generation}/{relpath}",
+                              self.manifest["files"][relpath]["bytes"])
             try:  # orjson reads the long lists (ids, vocabulary) 2-3x faster
                 return orjson.loads(data)
             except orjson.JSONDecodeError:  # NaN, huge integers: only json reads them
@@ -354,11 +387,20 @@ def _open_generation(path, generation, mmap, verify) -> StoredIndex:
     root = os.path.join(path, generation)
     for relpath, info in manifest["files"].items():
         full = os.path.join(root, relpath)
-        if not os.path.isfile(full):
+        try:  # a regular file inside the index (the arrays are memory-mapped by name)
+            fd = _regular(full, path, f"{generation}/{relpath}")
+        except (FileNotFoundError, NotADirectoryError):
             if not os.path.isdir(root):
-                raise FileNotFoundError(errno.ENOENT, "generation removed", root)
-            raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; {_REBUILD}")
-        size = os.path.getsize(full)
+                raise FileNotFoundError(errno.ENOENT, "generation removed", root) from None
+            raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; "
+                                   f"{_REBUILD}") from None
+        except OSError as exc:
+            raise IndexFormatError(f"cannot read the index {path}: {relpath}: "
+                                   f"{exc.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
         if size != info["bytes"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} has {size} bytes, "
                                    f"expected {info['bytes']}; {_REBUILD}")
@@ -609,7 +651,13 @@ class IndexWriter:
         arr = np.asarray(arr)
         if arr.dtype.hasobject:
             raise ValueError(f"{relpath}: an index never stores Python objects")
-        np.save(self._full(relpath), np.ascontiguousarray(arr), allow_pickle=False)
+        # The bytes of np.save (format 1.0: numbers only), written by Python's file in one
+        # call and hashed on the way: numpy's own write says "N requested and M written",
+        # without the system's reason, when the disk is full.
+        arr = np.ascontiguousarray(arr)
+        with self.open(relpath, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(arr))
+            f.write(arr.data)
 
     def json(self, relpath, obj) -> None:
         if (isinstance(obj, list) and set(map(type, obj)) <= {str}) or (
