@@ -107,18 +107,31 @@ def _is_ours(name) -> bool:
             or name.startswith(CURRENT + ".") or _GENERATION.match(name) is not None)
 
 
-def _regular(full, index, name) -> int:
+def _regular(full, index, name, inside=None) -> int:
     """A descriptor of ``full`` (``name`` within the index directory ``index``), opened only
-    when it is a regular file inside the index: a symbolic link out of it (a generation
-    directory included), a FIFO (whose open would wait for a writer), a device (endless
-    bytes) or a directory is a corrupted index. FileNotFoundError is raised as it is (the
-    generation may have been removed by a writer: the reader retries)."""
-    real, inside = os.path.realpath(full), os.path.realpath(index)
-    if os.path.commonpath([real, inside]) != inside:
+    when it is a regular file inside the index: a symbolic link (the writers make none), a
+    directory on its path that leads out of the index (a generation directory linked to
+    another folder), a FIFO (whose open would wait for a writer), a device (endless bytes)
+    or a directory is a corrupted index. FileNotFoundError is raised as it is (the
+    generation may have been removed by a writer: the reader retries). ``inside``: a dict
+    that keeps the directories found inside the index, for the files of one generation."""
+    inside = {} if inside is None else inside
+    directory = os.path.dirname(full)
+    if directory not in inside:
+        root = inside.get(None) or inside.setdefault(None, os.path.realpath(index))
+        real = os.path.realpath(directory)
+        inside[directory] = os.path.commonpath([real, root]) == root
+    if not inside[directory]:
         raise IndexFormatError(f"corrupted index {index}: {name} leads out of the index (to "
-                               f"{real}); {_REBUILD}")
+                               f"{os.path.realpath(full)}); {_REBUILD}")
     # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer
-    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise IndexFormatError(f"corrupted index {index}: {name} is a symbolic link (to "
+                               f"{os.path.realpath(full)}); {_REBUILD}") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -129,10 +142,10 @@ def _regular(full, index, name) -> int:
     return fd
 
 
-def _read_file(full, index, name, limit) -> bytes:
+def _read_file(full, index, name, limit, inside=None) -> bytes:
     """The bytes of the regular file ``full`` inside ``index`` (see :func:`_regular`),
     refused when it holds more than ``limit`` bytes (read no further)."""
-    with os.fdopen(_regular(full, index, name), "rb") as f:
+    with os.fdopen(_regular(full, index, name, inside), "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise IndexFormatError(f"corrupted index {index}: {name} has more than {limit:,} bytes"
@@ -273,6 +286,7 @@ class StoredIndex:
         self.manifest = manifest
         self.mmap = mmap
         self.verified = verified
+        self._inside = {}  # directories found inside the index (see _regular)
 
     def file(self, relpath) -> str:
         """Absolute path of a file listed in the manifest."""
@@ -302,7 +316,7 @@ class StoredIndex:
         """A stored JSON document."""
         try:
             data = _read_file(self.file(relpath), self.path, f"{self.generation}/{relpath}",
-                              self.manifest["files"][relpath]["bytes"])
+                              self.manifest["files"][relpath]["bytes"], self._inside)
             try:  # orjson reads the long lists (ids, vocabulary) 2-3x faster
                 return orjson.loads(data)
             except orjson.JSONDecodeError:  # NaN, huge integers: only json reads them
@@ -385,10 +399,11 @@ def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
 def _open_generation(path, generation, mmap, verify) -> StoredIndex:
     manifest = _read_manifest(path, generation)
     root = os.path.join(path, generation)
+    inside = {}
     for relpath, info in manifest["files"].items():
         full = os.path.join(root, relpath)
         try:  # a regular file inside the index (the arrays are memory-mapped by name)
-            fd = _regular(full, path, f"{generation}/{relpath}")
+            fd = _regular(full, path, f"{generation}/{relpath}", inside)
         except (FileNotFoundError, NotADirectoryError):
             if not os.path.isdir(root):
                 raise FileNotFoundError(errno.ENOENT, "generation removed", root) from None
