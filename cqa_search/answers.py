@@ -76,7 +76,7 @@ from sklearn.base import BaseEstimator
 
 from ._utils import RANDOM_STATE, Interval, validate_params
 from .exceptions import ArchiveError, NotFittedError
-from .index.validate import check_array
+from .index.validate import check_array, check_count
 from .ranking import LEARNERS, LinearRanker
 from .retrieval.bm25 import bm25_idf, bm25_weight
 from .retrieval.lm import jm_log_prob
@@ -810,7 +810,7 @@ class AnswerSelector(BaseEstimator):
             {k[7:]: v for k, v in arrays.items() if k.startswith("ranker_")})
         model.choice_ = check_array(arrays["choice"], "answer choices", kind="i", low=-1)
         model.mode_ = str(meta["mode"])
-        model.n_answers_ = int(meta["n_answers"])
+        model.n_answers_ = check_count(meta["n_answers"], "answer selector n_answers")
         model.avg_answer_length_ = float(meta["avg_answer_length"])
         model.train_score_ = meta.get("train_score")
         model.seconds_ = dict(meta.get("seconds", {}))

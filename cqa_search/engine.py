@@ -11,6 +11,7 @@ judged queries is :mod:`cqa_search.evaluation.runs`; showing results to a person
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import numbers
@@ -19,7 +20,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .exceptions import QueryError
+from .exceptions import CQASearchError, IndexFormatError, QueryError
 from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze
 from .index.build import progress_bar
 from .index.layout import IndexData, load_index
@@ -35,6 +36,9 @@ from .retrieval.filters import apply_filters
 __all__ = ["SearchConfig", "SearchEngine"]
 
 logger = logging.getLogger(__name__)
+
+_REFIT = ("a stored model or statistic is implausible: fit the models again, or rebuild the "
+          "index with `cqa-search build-index`")
 
 
 def _default_features():
@@ -187,8 +191,22 @@ class SearchEngine:
         names = self.config.models
         for name, model in self.models.items():
             if (names is None or name in names) and hasattr(model, "scorer"):
-                scorers.append(model.scorer(self.view))
+                with self._implausible(f"model {name!r}"):
+                    scorers.append(model.scorer(self.view))
         return scorers
+
+    @contextlib.contextmanager
+    def _implausible(self, what):
+        """A numerical failure of stored values (a forged weight that overflows, a matrix
+        that cannot be factored) is a corrupted index, never a wrong answer or a bug."""
+        try:
+            yield
+        except CQASearchError:
+            raise
+        except (ArithmeticError, ValueError) as exc:  # LinAlgError is a ValueError
+            raise IndexFormatError(
+                f"corrupted index {self.path}: {what} cannot score with its stored values "
+                f"({type(exc).__name__}: {exc}); {_REFIT}") from None
 
     def _make_ranker(self):
         name = self.config.ranker
@@ -392,8 +410,9 @@ class SearchEngine:
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
         rows = np.asarray(rows, dtype=np.int64)
-        return np.hstack([s.score(q, rows) for s in self._scorers]) if len(self._scorers) else \
-            np.zeros((len(rows), 0))
+        with self._implausible("a stored model"):
+            return np.hstack([s.score(q, rows) for s in self._scorers]) \
+                if len(self._scorers) else np.zeros((len(rows), 0))
 
     def _ranked(self, q, rows, base_scores, tie, k, field="question") -> Results:
         """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``.
@@ -407,10 +426,16 @@ class SearchEngine:
             all_features = self.feature_scores(q, rows)
             names = self.feature_names
             columns = [names.index(f) for f in self.ranker.feature_names_in_]
-            scores = np.asarray(self.ranker.predict(all_features[:, columns]),
-                                dtype=np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):  # checked below
+                scores = np.asarray(self.ranker.predict(all_features[:, columns]),
+                                    dtype=np.float64)
             order = np.lexsort((tie, -scores))[:k]
             kept, features = rows[order], all_features[order]
+        if not np.isfinite(scores).all():  # the one place every hit's score goes through
+            what = "the retrieval model" if self.ranker is None else \
+                f"ranker {self.config.ranker!r}"
+            raise IndexFormatError(f"corrupted index {self.path}: {what} gives scores that "
+                                   f"are not finite numbers (NaN or infinite); {_REFIT}")
         doc_ids = self.archive.doc_ids
         return Results(q.text, kept, [doc_ids[r] for r in kept.tolist()], scores[order],
                        self.feature_names, features, q.terms, q.unknown_words,

@@ -12,7 +12,7 @@ from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS
 from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int,
-                      print_or_fail, run_command, warning_line)
+                      run_command, warning_line)
 
 HELP = COMMANDS["build-index"][1]
 
@@ -147,7 +147,7 @@ def run(args) -> int:
         kept = " (the index already there is unchanged)" if os.path.isdir(output) else ""
         raise CQASearchError(
             f"cannot write the index {output}: {os_error_reason(exc)}{kept}") from None
-    print_or_fail(summary)
+    print(summary)
     if summary.n_skipped:
         print(warning_line(f"{summary.n_skipped} invalid record(s) were skipped; the first:"),
               file=sys.stderr)

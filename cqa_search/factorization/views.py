@@ -53,7 +53,7 @@ from sklearn.feature_extraction.text import TfidfTransformer
 
 from ..analysis import Analyzer
 from ..exceptions import ParameterError
-from ..index.validate import InvalidArray, check_array, check_sparse
+from ..index.validate import INT32_MAX, InvalidArray, check_array, check_sparse
 from .dictd import DEFAULT_DICT_DIR, DictdDictionary
 
 __all__ = ["Translator", "DictionaryTranslator", "IBM1Translator", "ArchiveTranslator",
@@ -513,7 +513,7 @@ class ViewEncoder:
         if "table_shape" in meta:
             shape = meta["table_shape"]
             if not (isinstance(shape, list) and len(shape) == 2
-                    and all(isinstance(x, int) and x >= 0 for x in shape)):
+                    and all(type(x) is int and 0 <= x <= INT32_MAX for x in shape)):
                 raise InvalidArray(f"view {meta.get('name')!r}: bad table shape")
             check_sparse(arrays[f"{prefix}table_indptr"], arrays[f"{prefix}table_indices"],
                          arrays[f"{prefix}table_data"], tuple(shape),

@@ -49,7 +49,7 @@ from ..archive import Archive
 from ..exceptions import ArchiveError, IndexFormatError, QueryError
 from .store import StoredIndex
 from .term_index import CollectionStats, FieldIndex, TermIndex
-from .validate import InvalidArray, check_array, check_offsets
+from .validate import INT32_MAX, InvalidArray, check_array, check_count, check_offsets
 from .vocab import Vocabulary
 
 __all__ = ["Categories", "IndexData", "IndexHead", "SegmentWriter", "write_globals",
@@ -318,15 +318,22 @@ def _manifest_parts(stored):
     m = stored.manifest
     try:
         stats = m["stats"]
-        n_rows, n_terms = int(stats["n_rows"]), int(stats["n_terms"])
+        # rows and terms are int32 in the arrays, the other counts int64
+        n_rows = check_count(stats["n_rows"], "n_rows", high=INT32_MAX)
+        n_terms = check_count(stats["n_terms"], "n_terms", high=INT32_MAX)
         analyzer = Analyzer.from_config(m["analyzer"])
-        field_stats = {name: (int(v["n_docs"]), int(v["total_terms"]))
+        field_stats = {name: (check_count(v["n_docs"], f"{name} n_docs", high=n_rows),
+                              check_count(v["total_terms"], f"{name} total_terms"))
                        for name, v in dict(stats["fields"]).items()}
         segments = list(m["segments"])
         for seg in segments:
-            str(seg["name"]), int(seg["n_docs"]), int(seg["n_deleted"])
+            str(seg["name"])
+            check_count(seg["n_docs"], "segment n_docs", high=n_rows)
+            check_count(seg["n_deleted"], "segment n_deleted", high=seg["n_docs"])
             for meta in dict(seg["fields"]).values():
-                int(meta["nnz"]), int(meta["total_terms"]), int(meta["n_terms"])
+                check_count(meta["nnz"], "segment nnz")
+                check_count(meta["total_terms"], "segment total_terms")
+                check_count(meta["n_terms"], "segment n_terms", high=n_terms)
                 dict(meta.get("weights", {}))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: bad manifest ({exc!r}); "

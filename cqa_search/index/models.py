@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from .._utils import validate_params
 from ..exceptions import IndexFormatError, ParameterError
 from .store import IndexWriter, open_index
 from .validate import InvalidArray
@@ -110,8 +111,9 @@ def _check_name(name) -> None:
         raise ParameterError(f"model name must use letters, digits, '-' and '_'; got {name!r}")
 
 
-#: What ``from_state`` raises on a malformed stored state.
-_STATE_ERRORS = (KeyError, TypeError, ValueError, IndexError, InvalidArray)
+#: What ``from_state`` raises on a malformed stored state (a forged count that overflows
+#: an array's dtype in a computation: ArithmeticError).
+_STATE_ERRORS = (KeyError, TypeError, ValueError, IndexError, InvalidArray, ArithmeticError)
 
 
 def add_model(index, name, model) -> str:
@@ -280,8 +282,10 @@ def load_models(stored) -> dict:
                                    f"which this cqa_search cannot read") from None
         stored_model = stored.model(name)
         try:
-            models[name] = cls.from_state(stored_model.params, stored_model.meta,
-                                          stored_model.arrays())
+            model = cls.from_state(stored_model.params, stored_model.meta, stored_model.arrays())
+            if hasattr(model, "_parameter_constraints"):  # what a fit would refuse
+                validate_params(model)
+            models[name] = model
         except _STATE_ERRORS as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
                                    f"loaded ({exc}); rebuild it with `cqa-search build-index` "

@@ -43,6 +43,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 
 import numpy as np
@@ -70,6 +71,9 @@ _TMP_PREFIX = ".tmp-"
 _ORPHAN_SECONDS = 60.0
 # How often a reader re-reads CURRENT when the generation it chose vanished under it.
 _OPEN_ATTEMPTS = 5
+# Largest CURRENT and manifest.json read (a manifest lists every file: ~150 bytes each).
+_CURRENT_BYTES = 64
+_MANIFEST_BYTES = 64 << 20
 
 
 def _sha256(path) -> str:
@@ -103,6 +107,52 @@ def _is_ours(name) -> bool:
             or name.startswith(CURRENT + ".") or _GENERATION.match(name) is not None)
 
 
+def _regular(full, index, name, inside=None) -> int:
+    """A descriptor of ``full`` (``name`` within the index directory ``index``), opened only
+    when it is a regular file inside the index: a symbolic link (the writers make none), a
+    directory on its path that leads out of the index (a generation directory linked to
+    another folder), a FIFO (whose open would wait for a writer), a device (endless bytes)
+    or a directory is a corrupted index. FileNotFoundError is raised as it is (the
+    generation may have been removed by a writer: the reader retries). ``inside``: a dict
+    that keeps the directories found inside the index, for the files of one generation."""
+    inside = {} if inside is None else inside
+    directory = os.path.dirname(full)
+    if directory not in inside:
+        root = inside.get(None) or inside.setdefault(None, os.path.realpath(index))
+        real = os.path.realpath(directory)
+        inside[directory] = os.path.commonpath([real, root]) == root
+    if not inside[directory]:
+        raise IndexFormatError(f"corrupted index {index}: {name} leads out of the index (to "
+                               f"{os.path.realpath(full)}); {_REBUILD}")
+    # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise IndexFormatError(f"corrupted index {index}: {name} is a symbolic link (to "
+                               f"{os.path.realpath(full)}); {_REBUILD}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+        raise IndexFormatError(f"corrupted index {index}: {name} is {kind}, not a regular "
+                               f"file; {_REBUILD}")
+    return fd
+
+
+def _read_file(full, index, name, limit, inside=None) -> bytes:
+    """The bytes of the regular file ``full`` inside ``index`` (see :func:`_regular`),
+    refused when it holds more than ``limit`` bytes (read no further)."""
+    with os.fdopen(_regular(full, index, name, inside), "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise IndexFormatError(f"corrupted index {index}: {name} has more than {limit:,} bytes"
+                               f"; {_REBUILD}")
+    return data
+
+
 def current_generation(path) -> str | None:
     """Name of the live generation of the index at ``path``, None when it has none.
 
@@ -111,20 +161,16 @@ def current_generation(path) -> str | None:
     IndexFormatError
         ``CURRENT`` is unreadable or names no generation.
     """
+    path = os.fspath(path)
     try:
-        with open(os.path.join(os.fspath(path), CURRENT), "rb") as f:
-            raw = f.read(64)
+        raw = _read_file(os.path.join(path, CURRENT), path, CURRENT, _CURRENT_BYTES)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} is a directory; "
-                               f"{_REBUILD}") from None
     except OSError as exc:
-        raise IndexFormatError(f"cannot read the index {os.fspath(path)}: {exc.strerror}") \
-            from None
+        raise IndexFormatError(f"cannot read the index {path}: {exc.strerror}") from None
     name = raw.decode("ascii", "replace").strip()
     if not _GENERATION.match(name):
-        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} names no "
+        raise IndexFormatError(f"corrupted index {path}: {CURRENT} names no "
                                f"generation ({raw[:20]!r}); {_REBUILD}")
     return name
 
@@ -141,9 +187,9 @@ def _locate(path) -> tuple:
         return path, generation
     if os.path.isfile(os.path.join(path, MANIFEST)):  # the layout of format versions 1-2
         try:
-            with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
-                old = json.load(f)
-        except (OSError, ValueError):
+            old = json.loads(_read_file(os.path.join(path, MANIFEST), path, MANIFEST,
+                                        _MANIFEST_BYTES))
+        except (OSError, ValueError, IndexFormatError):
             old = {}
         parent = os.path.dirname(os.path.abspath(path))
         if _GENERATION.match(os.path.basename(os.path.abspath(path))) and \
@@ -184,10 +230,10 @@ def is_live(stored) -> bool:
 
 
 def _read_manifest(path, generation) -> dict:
-    mpath = os.path.join(path, generation, MANIFEST)
+    name = f"{generation}/{MANIFEST}"
     try:
-        with open(mpath, "rb") as f:
-            manifest = json.loads(f.read().decode("utf-8"))
+        manifest = json.loads(_read_file(os.path.join(path, name), path, name,
+                                         _MANIFEST_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise  # the generation vanished: the caller may retry with the new CURRENT
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -240,6 +286,7 @@ class StoredIndex:
         self.manifest = manifest
         self.mmap = mmap
         self.verified = verified
+        self._inside = {}  # directories found inside the index (see _regular)
 
     def file(self, relpath) -> str:
         """Absolute path of a file listed in the manifest."""
@@ -268,8 +315,8 @@ class StoredIndex:
     def json(self, relpath):
         """A stored JSON document."""
         try:
-            with open(self.file(relpath), "rb") as f:
-                data = f.read()
+            data = _read_file(self.file(relpath), self.path, f"{self.generation}/{relpath}",
+                              self.manifest["files"][relpath]["bytes"], self._inside)
             try:  # orjson reads the long lists (ids, vocabulary) 2-3x faster
                 return orjson.loads(data)
             except orjson.JSONDecodeError:  # NaN, huge integers: only json reads them
@@ -352,13 +399,23 @@ def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
 def _open_generation(path, generation, mmap, verify) -> StoredIndex:
     manifest = _read_manifest(path, generation)
     root = os.path.join(path, generation)
+    inside = {}
     for relpath, info in manifest["files"].items():
         full = os.path.join(root, relpath)
-        if not os.path.isfile(full):
+        try:  # a regular file inside the index (the arrays are memory-mapped by name)
+            fd = _regular(full, path, f"{generation}/{relpath}", inside)
+        except (FileNotFoundError, NotADirectoryError):
             if not os.path.isdir(root):
-                raise FileNotFoundError(errno.ENOENT, "generation removed", root)
-            raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; {_REBUILD}")
-        size = os.path.getsize(full)
+                raise FileNotFoundError(errno.ENOENT, "generation removed", root) from None
+            raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; "
+                                   f"{_REBUILD}") from None
+        except OSError as exc:
+            raise IndexFormatError(f"cannot read the index {path}: {relpath}: "
+                                   f"{exc.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
         if size != info["bytes"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} has {size} bytes, "
                                    f"expected {info['bytes']}; {_REBUILD}")
@@ -609,7 +666,13 @@ class IndexWriter:
         arr = np.asarray(arr)
         if arr.dtype.hasobject:
             raise ValueError(f"{relpath}: an index never stores Python objects")
-        np.save(self._full(relpath), np.ascontiguousarray(arr), allow_pickle=False)
+        # The bytes of np.save (format 1.0: numbers only), written by Python's file in one
+        # call and hashed on the way: numpy's own write says "N requested and M written",
+        # without the system's reason, when the disk is full.
+        arr = np.ascontiguousarray(arr)
+        with self.open(relpath, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(arr))
+            f.write(arr.data)
 
     def json(self, relpath, obj) -> None:
         if (isinstance(obj, list) and set(map(type, obj)) <= {str}) or (

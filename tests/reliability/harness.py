@@ -3,7 +3,9 @@
 
 - :func:`corrupt_and_open`: flip bits in every stored file of an index (arrays, JSON,
   the archive, the manifest), open it and search it; every case must end in a result or
-  in "corrupted index" (IndexFormatError), never in another exception or a crash. Run in
+  in "corrupted index" (IndexFormatError), never in another exception or a crash, and a
+  result is compared with the pristine index's: the flips that change what a search
+  returns without being refused are counted by file (``--verify`` refuses them). Run in
   a child process (:func:`run_corruptions`) so that a segmentation fault is seen, not
   suffered.
 - :func:`kill_loop`: kill -9 ``cqa-search build-index``/``fit``/``train`` at random
@@ -59,11 +61,14 @@ def make_index(path, *, models=True) -> Path:
 
 
 def _search_all(path, **open_options):
+    """Open and search; returns what the searches returned (ids, exact scores, the
+    questions as stored) to compare with another index's."""
     engine = SearchEngine.open(path, **open_options)
+    found = []
     for text in QUERIES:
-        for hit in engine.search(text, k=5):
-            hit.question.answers  # reads the archive line
-    return engine
+        found.append([(hit.doc_id, repr(float(hit.score)), hit.question.to_json())
+                      for hit in engine.search(text, k=5)])
+    return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -95,19 +100,26 @@ def _flip(file, offset, bit):
 
 
 def corrupt_and_open(path, cases, *, verify=False) -> dict:
-    """Every case on the index at ``path`` (each flip undone afterwards): outcome counts,
-    and the unexpected outcomes (anything but a result, "corrupted index", or another
-    one-line error of cqa_search: e.g. a damaged ranker naming a feature no model gives)."""
+    """Every case on the index at ``path`` (each flip undone afterwards): outcome counts
+    (results the same as the pristine index's or different, "corrupted index", another
+    one-line error of cqa_search: e.g. a damaged ranker naming a feature no model gives),
+    the unexpected outcomes (anything else), and the files whose flips changed the results
+    (file -> cases)."""
     root = Path(path) / current_generation(path)
-    outcomes = {"ok": 0, "corrupted index": 0, "other clear error": 0}
-    unexpected = []
+    pristine = _search_all(path)
+    outcomes = {"same results": 0, "different results": 0, "corrupted index": 0,
+                "other clear error": 0}
+    unexpected, different = [], {}
     for rel, offset, bit in cases:
         file = root / rel
         _flip(file, offset, bit)
         try:
-            for mmap in (True, False):
-                _search_all(path, mmap=mmap, verify=verify)
-            outcomes["ok"] += 1
+            found = [_search_all(path, mmap=mmap, verify=verify) for mmap in (True, False)]
+            if found[0] == found[1] == pristine:
+                outcomes["same results"] += 1
+            else:
+                outcomes["different results"] += 1
+                different[rel] = different.get(rel, 0) + 1
         except IndexFormatError:
             outcomes["corrupted index"] += 1
         except CQASearchError:
@@ -119,7 +131,8 @@ def corrupt_and_open(path, cases, *, verify=False) -> dict:
         finally:
             _flip(file, offset, bit)
             print(json.dumps({"done": [rel, offset, bit]}), flush=True)
-    return {"cases": len(cases), "outcomes": outcomes, "unexpected": unexpected}
+    return {"cases": len(cases), "outcomes": outcomes, "unexpected": unexpected,
+            "different": different}
 
 
 def run_corruptions(path, cases, *, verify=False, timeout=1800) -> dict:
@@ -173,8 +186,8 @@ def kill_loop(path, n_kills, *, seed=0, max_delay=3.0) -> dict:
             results["finished_before_kill"] += 1
         proc.wait()
         try:
-            engine = _search_all(path)
-            results["generations"].append(engine.generation)
+            _search_all(path)
+            results["generations"].append(current_generation(path))
         except Exception as exc:  # noqa: BLE001
             results["open_failures"].append(f"{' '.join(cmd[3:5])}: {type(exc).__name__}: "
                                             f"{exc}")

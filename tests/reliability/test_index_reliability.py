@@ -11,6 +11,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
+pytestmark = pytest.mark.reliability
+
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
