@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..index.build import progress_bar
+from .._utils import progress_bar
 from ..parallel import map_queries, n_workers
 
 __all__ = ["run_queries", "feature_table"]
