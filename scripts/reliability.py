@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 12's reliability loops at full N (the tests run them with a small N).
+"""The reliability loops of stored indexes at full N (the tests run them with a small N).
 
 Builds the demo index with a model of every family and a ranker, then:
 
@@ -12,7 +12,7 @@ Builds the demo index with a model of every family and a ranker, then:
    another analyzer) and refits the index in a loop.
 
 Prints one Markdown table (what BENCHMARKS.md shows). The loops live in
-tests/reliability/harness.py, shared with the tests.
+cqa_search/evaluation/reliability.py, shared with the tests.
 
 Usage: scripts/reliability.py [--flips 10] [--kills 50] [--readers 8] [--seconds 60]
 """
@@ -24,10 +24,8 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "reliability"))
-
-import harness  # noqa: E402
+from cqa_search import build_index
+from cqa_search.evaluation import reliability
 
 
 def main(argv=None):
@@ -40,12 +38,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="cqa_reliability_")
     t0 = time.time()
-    index = harness.make_index(os.path.join(work, "index"))
+    index = reliability.make_index(os.path.join(work, "index"))
     rows = []
-    cases = harness.corruption_cases(index, args.flips, seed=args.seed)
+    cases = reliability.corruption_cases(index, args.flips, seed=args.seed)
     n_files = len({c[0] for c in cases})
     for verify in (False, True):
-        r = harness.run_corruptions(index, cases, verify=verify)
+        r = reliability.run_corruptions(index, cases, verify=verify)
         if "crashed" in r:
             rows.append((f"bit flips, verify={verify}", f"CRASH on {r['crashed']} "
                          f"(exit {r['returncode']})", ""))
@@ -59,8 +57,8 @@ def main(argv=None):
                      f"{len(r['unexpected'])} tracebacks, 0 crashes"))
         for u in r["unexpected"][:5]:
             print("unexpected:", u, file=sys.stderr)
-    copy = harness.fresh_copy(index, os.path.join(work, "kill"))
-    k = harness.kill_loop(copy, args.kills, seed=args.seed)
+    copy = reliability.fresh_copy(index, os.path.join(work, "kill"))
+    k = reliability.kill_loop(copy, args.kills, seed=args.seed)
     rows.append((f"kill -9 of build-index / fit / train ({args.kills} runs)",
                  f"{k['kills']} killed mid-write, {k['finished_before_kill']} finished; "
                  f"{len(k['open_failures'])} failed opens after a kill",
@@ -69,8 +67,8 @@ def main(argv=None):
     for f in k["open_failures"][:5]:
         print("open failure:", f, file=sys.stderr)
     path = os.path.join(work, "rw")
-    harness.build_index(harness.demo_questions(), path)
-    rw = harness.readers_against_writer(path, args.readers, args.seconds)
+    build_index(reliability.demo_questions(), path)
+    rw = reliability.readers_against_writer(path, args.readers, args.seconds)
     rows.append((f"{args.readers} reader processes x {args.seconds:.0f} s against a writer",
                  f"{rw['opens']:,} opens + searches, {rw['failed_opens']} failed",
                  f"{rw['writes']} rebuilds/refits meanwhile"))
