@@ -136,7 +136,8 @@ def child_foldin(args):
     has = truth >= 0
     if has.any():
         out["accuracy_reconstruction"] = float(np.mean(inferred[has] == truth[has]))
-    engine.models["topics"] = model
+    engine = SearchEngine(engine.data, models={**engine.models, "topics": model},
+                          config=engine.config)
     for inference in ("given", "reconstruction", "hits", "all"):
         model.set_params(category_inference="reconstruction" if inference == "given"
                          else inference)

@@ -36,7 +36,7 @@ from cqa_search.evaluation import compare, evaluate, feature_table, run_of_score
 from cqa_search.factorization.dictd import DEFAULT_DICT_DIR
 from cqa_search.factorization.multiview import MultiViewModel
 from cqa_search.factorization.views import find_translation_table, make_translator
-from cqa_search.index.models import add_model
+from cqa_search.index.models import add_model, remove_model
 from cqa_search.retrieval import VSM
 from cqa_search.translation import IBMModel1, build_parallel_corpus
 
@@ -44,6 +44,8 @@ from _common import (METRICS, paper_parser, prepare, self_candidate_queries, tab
                      write_report)
 
 LANGS = ("fra", "deu", "ita", "spa")
+#: The name each row's model is stored under in turn.
+MODEL = "multiview"
 
 
 def find_dictionaries(dict_dir, install):
@@ -154,6 +156,10 @@ def main(argv=None):
     t_start = time.time()
     engine, splits = prepare(args.data, args.work)
     index = engine.path
+    # each row's model is stored under one name, replacing the row before it (two stored
+    # models may not give the same features, mv_orig): other multiview models go first
+    for name in [n for n, m in engine.models.items() if m.kind == "multiview" and n != MODEL]:
+        remove_model(index, name)
     notes = []
     langs = find_dictionaries(args.dict_dir, not args.no_install)
     notes.append(f"dictionaries ({args.dict_dir}): "
@@ -176,9 +182,7 @@ def main(argv=None):
         t0 = time.time()
         name = None
         if views is not None:
-            # every row's model is stored under one name, replacing the row before it: two
-            # stored models may not give the same features (mv_orig)
-            name = "multiview"
+            name = MODEL
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 translators = [make_translator(v, dict_dir=args.dict_dir,
