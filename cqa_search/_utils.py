@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import sys
 
 import numpy as np
 
 from .exceptions import ParameterError
 
-__all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params"]
+__all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params",
+           "progress_bar"]
 
 
 class Interval:
@@ -95,3 +97,13 @@ def get_params(obj) -> dict:
     names = [p for p in inspect.signature(type(obj).__init__).parameters
              if p not in ("self", "args", "kwargs")]
     return {p: getattr(obj, p) for p in names}
+
+
+def progress_bar(enabled, desc, unit, total=None, *, leave=True):
+    """A tqdm progress bar on stderr: the one kind of bar of the package (builds, changes,
+    searches, evaluation and fits). Silent when not ``enabled`` and when stderr is not a
+    terminal; ``leave=False`` removes it when done (a step inside a longer task)."""
+    from tqdm import tqdm
+
+    return tqdm(desc=desc, unit=" " + unit, total=total, disable=None if enabled else True,
+                file=sys.stderr, mininterval=0.5, dynamic_ncols=True, leave=leave)

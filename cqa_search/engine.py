@@ -20,9 +20,9 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ._utils import progress_bar
 from .exceptions import CQASearchError, IndexFormatError, QueryError
 from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze
-from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
 from .index.store import is_live, read_consistent

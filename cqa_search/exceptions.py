@@ -12,6 +12,7 @@ __all__ = [
     "ParameterError",
     "NotFittedError",
     "ConvergenceWarning",
+    "rebuild_hint",
 ]
 
 
@@ -45,6 +46,18 @@ class ArchiveError(CQASearchError, ValueError):
 
 class IndexFormatError(CQASearchError):
     """An index directory is missing, foreign, corrupted or of another format version."""
+
+
+def rebuild_hint(options: str = "") -> str:
+    """How to mend an index that cannot be read or changed in place: the end of every such
+    message (``options``: what the rebuild needs besides the defaults).
+
+    Examples
+    --------
+    >>> rebuild_hint()
+    'rebuild it with `cqa-search build-index`'
+    """
+    return f"rebuild it with `cqa-search build-index{options}`"
 
 
 class QueryError(CQASearchError, ValueError):

@@ -26,7 +26,7 @@ Builds the demo index with a model of every family and a ranker, then:
    another analyzer) and refits the index in a loop.
 
 Prints one Markdown table (what BENCHMARKS.md shows). The loops live in
-tests/reliability/{harness,forgery,environment}.py, shared with the tests.
+cqa_search/testing/{harness,forgery,environment}.py, shared with the tests.
 
 Usage: scripts/reliability.py [--flips 10] [--kills 50] [--readers 8] [--seconds 60]
 """
@@ -43,12 +43,7 @@ import tempfile
 import time
 from collections import Counter
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "reliability"))
-
-import environment  # noqa: E402
-import forgery  # noqa: E402
-import harness  # noqa: E402
+from cqa_search.testing import environment, forgery, harness
 
 
 def _failed(results, key="case"):
@@ -62,7 +57,7 @@ def flips(index, args, rows):
     cases = harness.corruption_cases(index, args.flips, seed=args.seed)
     n_files = len({c[0] for c in cases})
     for verify in (False, True):
-        r = harness.run_corruptions(index, cases, verify=verify)
+        r = reliability.run_corruptions(index, cases, verify=verify)
         if "crashed" in r:
             rows.append((f"bit flips, verify={verify}", f"CRASH on {r['crashed']} "
                          f"(exit {r['returncode']})", ""))
@@ -211,8 +206,8 @@ def main(argv=None):
     for f in k["open_failures"][:5]:
         print("open failure:", f, file=sys.stderr)
     path = os.path.join(work, "rw")
-    harness.build_index(harness.demo_questions(), path)
-    rw = harness.readers_against_writer(path, args.readers, args.seconds)
+    build_index(reliability.demo_questions(), path)
+    rw = reliability.readers_against_writer(path, args.readers, args.seconds)
     rows.append((f"{args.readers} reader processes x {args.seconds:.0f} s against a writer",
                  f"{rw['opens']:,} opens + searches, {rw['failed_opens']} failed",
                  f"{rw['writes']} rebuilds/refits meanwhile"))

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..analysis import Analyzer
 from ..engine import SearchConfig, SearchEngine
-from ..exceptions import CQASearchError, IndexFormatError, QueryError
+from ..exceptions import CQASearchError, IndexFormatError, QueryError, rebuild_hint
 from ..index.layout import Categories, load_index
 from ..index.models import load_models
 from ..index.store import StoredIndex, open_index
@@ -328,8 +328,7 @@ class ShardedEngine(SearchEngine):
             analyzer = Analyzer.from_config(manifest["analyzer"])
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: bad shard list "
-                                   f"({exc!r}); rebuild it with `cqa-search build-index`") \
-                from None
+                                   f"({exc!r}); {rebuild_hint()}") from None
         stored.check(len(shards) > 0 and np.all(np.diff(self.starts) == sizes[:-1])
                      and "question" in field_names, "its shards do not tile the archive")
         self.shards, self.timeout = shards, timeout

@@ -55,7 +55,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import RANDOM_STATE, Interval, validate_params
+from .._utils import RANDOM_STATE, Interval, progress_bar, validate_params
 from ..exceptions import IndexFormatError, ParameterError
 from ..features import analyze
 from ..index.validate import INT32_MAX, check_array, check_count
@@ -319,8 +319,6 @@ class MultiViewNMF(BaseEstimator):
 
     # -- the sweeps ------------------------------------------------------------------
     def _als(self, Xs, lam, progress):
-        from tqdm import tqdm
-
         P, K = len(Xs), self.n_components
         t_setup = time.perf_counter()
         sq = [float(X.data @ X.data) for X in Xs]
@@ -329,8 +327,7 @@ class MultiViewNMF(BaseEstimator):
         self.timings_ = {"setup": time.perf_counter() - t_setup, "sweeps": [], "sweeps_cpu": []}
         eye = np.eye(K)
         losses, converged = [], False
-        bar = tqdm(total=self.max_iter, desc="ALS sweeps", unit=" sweeps",
-                   disable=None if progress else True, mininterval=0.5)
+        bar = progress_bar(progress, "ALS sweeps", "sweeps", self.max_iter)
         for it in range(self.max_iter):
             t0, c0 = time.perf_counter(), time.process_time()
             for p in range(P):  # eq. 7: U_p given V_p; X^T as CSC reads V_p row by row

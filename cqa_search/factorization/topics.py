@@ -42,7 +42,6 @@ from __future__ import annotations
 import copy
 import logging
 import numbers
-import sys
 import time
 
 import numpy as np
@@ -51,7 +50,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 
-from .._utils import RANDOM_STATE, InstanceOf, Interval, validate_params
+from .._utils import RANDOM_STATE, InstanceOf, Interval, progress_bar, validate_params
 from ..exceptions import IndexFormatError, ParameterError
 from ..index.validate import INT32_MAX, InvalidArray, check_array, check_count, check_sparse
 from ..retrieval import BM25, top_k
@@ -234,12 +233,8 @@ class TopicModel(BaseEstimator):
         self
             ``fit_seconds_`` holds the training time.
         """
-        from tqdm import tqdm
-
         validate_params(self)
-        bar = tqdm(total=self.max_iter, desc=f"fitting {self.model}", unit=" sweeps",
-                   file=sys.stderr, disable=None if progress else True, dynamic_ncols=True,
-                   mininterval=0.5)
+        bar = progress_bar(progress, f"fitting {self.model}", "sweeps", self.max_iter)
 
         def on_sweep(iteration, objective):
             bar.update()

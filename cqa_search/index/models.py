@@ -26,12 +26,12 @@ import importlib
 from dataclasses import dataclass
 
 from .._utils import validate_params
-from ..exceptions import IndexFormatError, ParameterError
+from ..exceptions import IndexFormatError, ParameterError, rebuild_hint
 from .store import IndexWriter, open_index
 from .validate import InvalidArray
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
-           "load_models"]
+           "load_models", "model_dir", "write_model"]
 
 #: Model kind -> estimator class, or ``"module:Class"`` imported on first use.
 MODEL_KINDS = {
@@ -116,6 +116,23 @@ def _check_name(name) -> None:
 _STATE_ERRORS = (KeyError, TypeError, ValueError, IndexError, InvalidArray, ArithmeticError)
 
 
+def model_dir(name) -> str:
+    """The directory of model ``name`` in a generation."""
+    return f"models/{name}"
+
+
+def write_model(writer, name, model, state=None) -> None:
+    """Write a fitted model's files into the generation ``writer`` makes:
+    ``models/<name>/model.json`` (kind, parameters, metadata, array names) and an ``.npy``
+    per array of its ``state()`` (``state``: that state, when computed already)."""
+    meta, arrays = model.state() if state is None else state
+    prefix = model_dir(name)
+    for key, arr in arrays.items():
+        writer.array(f"{prefix}/{key}.npy", arr)
+    writer.json(f"{prefix}/model.json", {"kind": model.kind, "params": model.get_params(),
+                                          "meta": meta, "arrays": list(arrays)})
+
+
 def add_model(index, name, model) -> str:
     """Store a fitted model in an index under ``name`` (a new generation, atomically).
 
@@ -164,7 +181,7 @@ def add_model(index, name, model) -> str:
     except _STATE_ERRORS as exc:
         raise ParameterError(f"model {name!r} cannot be stored: its fitted state is invalid "
                              f"({exc}); the index is unchanged") from None
-    prefix = f"models/{name}/"
+    prefix = model_dir(name) + "/"
     # the feature columns the model adds to every hit (rankers and answer choosers add none)
     produced = list(getattr(model, "feature_names", ())) if hasattr(model, "scorer") else []
 
@@ -174,8 +191,6 @@ def add_model(index, name, model) -> str:
         if base.manifest.get("rows_id") != fitted_on.get("rows_id"):
             raise IndexFormatError(f"{path} was rebuilt or compacted while model {name!r} was "
                                    "being fitted: its rows changed; fit it again")
-        out = {k: v for k, v in base.manifest.items()
-               if k not in ("format", "format_version", "package_version", "created", "files")}
         models = dict(base.models)
         if name in models and models[name]["kind"] != kind:
             raise ParameterError(
@@ -196,14 +211,10 @@ def add_model(index, name, model) -> str:
                         "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
                         "features": produced}
         _check_rankers(base, models, f"storing model {name!r}")
-        out["models"] = models
-        return out
+        return {**base.manifest, "models": models}
 
     with IndexWriter(path) as writer:
-        for key, arr in arrays.items():
-            writer.array(f"{prefix}{key}.npy", arr)
-        writer.json(f"{prefix}model.json", {"kind": kind, "params": model.get_params(),
-                                             "meta": meta, "arrays": list(arrays)})
+        write_model(writer, name, model, (meta, arrays))
         return writer.commit(manifest, keep=lambda base: [
             rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
 
@@ -254,12 +265,9 @@ def remove_model(path, name) -> str:
         if models.pop(name, None) is None:
             raise IndexFormatError(f"{path} has no model {name!r}")
         _check_rankers(base, models, f"removing model {name!r}")
-        out = {k: v for k, v in base.manifest.items()
-               if k not in ("format", "format_version", "package_version", "created", "files")}
-        out["models"] = models
-        return out
+        return {**base.manifest, "models": models}
 
-    prefix = f"models/{name}/"
+    prefix = model_dir(name) + "/"
     with IndexWriter(path) as writer:
         return writer.commit(manifest, keep=lambda base: [
             rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
@@ -288,6 +296,6 @@ def load_models(stored) -> dict:
             models[name] = model
         except _STATE_ERRORS as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
-                                   f"loaded ({exc}); rebuild it with `cqa-search build-index` "
-                                   "or fit the model again") from None
+                                   f"loaded ({exc}); {rebuild_hint()} or fit the model "
+                                   "again") from None
     return models

@@ -5,18 +5,21 @@ An index is a directory of *generations*, each a complete, immutable snapshot::
     my_index/
       CURRENT                  the name of the live generation, e.g. "gen-000007"
       gen-000007/              the live generation
-        manifest.json          format_version, package version, analyzer, stats, models,
-                               files + sizes + sha256
-        vocab.json  doc_ids.json  categories.json  surface.json
-        archive.jsonl  archive_offsets.npy  doc_category.npy  doc_id_rank.npy
-        fields/<field>/{indptr,indices,counts,doc_len,sequence}.npy  fields/<field>/<model>.npy
+        manifest.json          format_version, package version, analyzer, segments, stats,
+                               models, files + sizes + sha256
+        vocab.json  categories.json  surface.json  doc_id_rank.npy
+        stats/<field>/         collection statistics of the live rows
+        segments/seg-NNNNNN/   the questions, ids, categories and postings of one segment
         models/<name>/         a trained model: model.json + its arrays (.npy)
+        shards/00000/ ...      (a sharded index) each shard a whole index directory
       gen-000006/              the previous generation, kept for readers still opening it
       .lock                    taken by writers while they switch generations
       .tmp-*/                  a generation being written (never read)
 
-(:mod:`cqa_search.index.layout` says what each file holds.) Only ``.npy`` (loaded with
-``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so opening an index never runs code.
+:mod:`cqa_search.index.layout` is the one description of the files of a generation (what
+each holds, how it is written and read back); this module knows only that they are files.
+Only ``.npy`` (loaded with ``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so
+opening an index never runs code.
 
 Writing (:class:`IndexWriter`): new files go into a ``.tmp-*`` directory; files kept from
 the live generation (an added model keeps the term index) are hard-linked into it, never
@@ -50,7 +53,7 @@ import numpy as np
 import orjson
 
 from .._version import __version__
-from ..exceptions import IndexFormatError
+from ..exceptions import IndexFormatError, rebuild_hint
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "CURRENT", "IndexWriter", "StoredIndex",
            "StoredModel", "open_index", "is_compatible", "verify_index", "read_consistent",
@@ -63,7 +66,6 @@ CURRENT = "CURRENT"
 _LOCK = ".lock"
 _OWNER = ".owner"
 _FORMAT_NAME = "cqa_search-index"
-_REBUILD = "rebuild it with `cqa-search build-index`"
 _GENERATION = re.compile(r"gen-(\d{6,})\Z")
 _TMP_PREFIX = ".tmp-"
 # A temporary directory without an owner lock is a writer's that has not taken its lock
@@ -123,7 +125,7 @@ def _regular(full, index, name, inside=None) -> int:
         inside[directory] = os.path.commonpath([real, root]) == root
     if not inside[directory]:
         raise IndexFormatError(f"corrupted index {index}: {name} leads out of the index (to "
-                               f"{os.path.realpath(full)}); {_REBUILD}")
+                               f"{os.path.realpath(full)}); {rebuild_hint()}")
     # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer
     try:
         fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
@@ -131,14 +133,14 @@ def _regular(full, index, name, inside=None) -> int:
         if exc.errno != errno.ELOOP:
             raise
         raise IndexFormatError(f"corrupted index {index}: {name} is a symbolic link (to "
-                               f"{os.path.realpath(full)}); {_REBUILD}") from None
+                               f"{os.path.realpath(full)}); {rebuild_hint()}") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
                 else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
         raise IndexFormatError(f"corrupted index {index}: {name} is {kind}, not a regular "
-                               f"file; {_REBUILD}")
+                               f"file; {rebuild_hint()}")
     return fd
 
 
@@ -149,7 +151,7 @@ def _read_file(full, index, name, limit, inside=None) -> bytes:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise IndexFormatError(f"corrupted index {index}: {name} has more than {limit:,} bytes"
-                               f"; {_REBUILD}")
+                               f"; {rebuild_hint()}")
     return data
 
 
@@ -171,7 +173,7 @@ def current_generation(path) -> str | None:
     name = raw.decode("ascii", "replace").strip()
     if not _GENERATION.match(name):
         raise IndexFormatError(f"corrupted index {path}: {CURRENT} names no "
-                               f"generation ({raw[:20]!r}); {_REBUILD}")
+                               f"generation ({raw[:20]!r}); {rebuild_hint()}")
     return name
 
 
@@ -199,7 +201,7 @@ def _locate(path) -> tuple:
         if isinstance(old, dict) and old.get("format") == _FORMAT_NAME:
             raise IndexFormatError(
                 f"{path} has index format version {old.get('format_version')}, but this "
-                f"cqa_search {__version__} reads version {FORMAT_VERSION}: {_REBUILD}")
+                f"cqa_search {__version__} reads version {FORMAT_VERSION}: {rebuild_hint()}")
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     try:
         entries = os.listdir(path)
@@ -238,20 +240,20 @@ def _read_manifest(path, generation) -> dict:
         raise  # the generation vanished: the caller may retry with the new CURRENT
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise IndexFormatError(f"corrupted index {path}: unreadable {generation}/{MANIFEST} "
-                               f"({exc}); {_REBUILD}") from None
+                               f"({exc}); {rebuild_hint()}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT_NAME:
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise IndexFormatError(
             f"{path} has index format version {version}, but this cqa_search {__version__} "
-            f"reads version {FORMAT_VERSION}: {_REBUILD}")
+            f"reads version {FORMAT_VERSION}: {rebuild_hint()}")
     files = manifest.get("files")
     if not isinstance(files, dict) or not all(
             isinstance(info, dict) and isinstance(info.get("bytes"), int)
             and isinstance(info.get("sha256"), str) for info in files.values()):
         raise IndexFormatError(f"corrupted index {path}: the file list of its {MANIFEST} is "
-                               f"malformed; {_REBUILD}")
+                               f"malformed; {rebuild_hint()}")
     return manifest
 
 
@@ -292,7 +294,7 @@ class StoredIndex:
         """Absolute path of a file listed in the manifest."""
         if relpath not in self.manifest["files"]:
             raise IndexFormatError(f"corrupted index {self.path}: {relpath} is not in its "
-                                   f"manifest; {_REBUILD}")
+                                   f"manifest; {rebuild_hint()}")
         return os.path.join(self.root, relpath)
 
     def has(self, relpath) -> bool:
@@ -310,7 +312,7 @@ class StoredIndex:
             if isinstance(exc, IndexFormatError):
                 raise
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
-                                   f"({exc}); {_REBUILD}") from None
+                                   f"({exc}); {rebuild_hint()}") from None
 
     def json(self, relpath):
         """A stored JSON document."""
@@ -325,7 +327,7 @@ class StoredIndex:
             raise
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise IndexFormatError(f"corrupted index {self.path}: cannot read {relpath} "
-                                   f"({exc}); {_REBUILD}") from None
+                                   f"({exc}); {rebuild_hint()}") from None
 
     @property
     def models(self) -> dict:
@@ -354,7 +356,7 @@ class StoredIndex:
     def check(self, condition, what) -> None:
         """Raise IndexFormatError unless ``condition`` (a consistency check on open)."""
         if not condition:
-            raise IndexFormatError(f"corrupted index {self.path}: {what}; {_REBUILD}")
+            raise IndexFormatError(f"corrupted index {self.path}: {what}; {rebuild_hint()}")
 
 
 class StoredModel:
@@ -368,7 +370,7 @@ class StoredModel:
     def array(self, key) -> np.ndarray:
         if key not in self.array_names:
             raise IndexFormatError(f"corrupted index {self.stored.path}: model {self.name!r} "
-                                   f"has no array {key!r}; {_REBUILD}")
+                                   f"has no array {key!r}; {rebuild_hint()}")
         return self.stored.array(f"{self._dir}/{key}.npy")
 
     def arrays(self) -> dict:
@@ -408,7 +410,7 @@ def _open_generation(path, generation, mmap, verify) -> StoredIndex:
             if not os.path.isdir(root):
                 raise FileNotFoundError(errno.ENOENT, "generation removed", root) from None
             raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; "
-                                   f"{_REBUILD}") from None
+                                   f"{rebuild_hint()}") from None
         except OSError as exc:
             raise IndexFormatError(f"cannot read the index {path}: {relpath}: "
                                    f"{exc.strerror}") from None
@@ -418,10 +420,10 @@ def _open_generation(path, generation, mmap, verify) -> StoredIndex:
             os.close(fd)
         if size != info["bytes"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} has {size} bytes, "
-                                   f"expected {info['bytes']}; {_REBUILD}")
+                                   f"expected {info['bytes']}; {rebuild_hint()}")
         if verify and _sha256(full) != info["sha256"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} does not match its "
-                                   f"checksum; {_REBUILD}")
+                                   f"checksum; {rebuild_hint()}")
     return StoredIndex(path, generation, manifest, mmap, verify)
 
 
@@ -442,7 +444,7 @@ def read_consistent(path, load, *, mmap=True, verify=False):
                 continue
             if not os.path.isdir(os.path.join(directory, generation)):
                 raise IndexFormatError(f"corrupted index {path}: its live generation "
-                                       f"{generation} is missing; {_REBUILD}") from None
+                                       f"{generation} is missing; {rebuild_hint()}") from None
             raise
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -699,10 +701,11 @@ class IndexWriter:
         Parameters
         ----------
         manifest : dict or callable
-            The manifest (without ``files``, which is made here), or
-            ``manifest(base) -> dict`` computed under the writers' lock from the live
-            generation ``base`` (a :class:`StoredIndex`, None when there is none): an
-            update of the index as it is at that moment.
+            The manifest, or ``manifest(base) -> dict`` computed under the writers' lock
+            from the live generation ``base`` (a :class:`StoredIndex`, None when there is
+            none): an update of the index as it is at that moment. Its entries made here
+            (format, versions, ``created``, ``files``) are replaced, so that an update
+            may start from ``base.manifest``.
         keep : iterable of str or callable
             Files of the live generation to carry over (hard-linked) into this one, or
             ``keep(base) -> iterable`` likewise. A file written here wins.
@@ -734,9 +737,11 @@ class IndexWriter:
                 full = os.path.join(self.tmp, relpath)
                 files[relpath] = {"bytes": os.path.getsize(full),
                                   "sha256": self._digests.get(relpath) or _sha256(full)}
-            manifest = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
-                        "package_version": __version__, "created": _now(),
-                        **manifest, "files": dict(sorted(files.items()))}
+            made_here = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
+                         "package_version": __version__, "created": _now()}
+            manifest = {**made_here, **{k: v for k, v in manifest.items()
+                                        if k not in made_here and k != "files"},
+                        "files": dict(sorted(files.items()))}
             with open(os.path.join(self.tmp, MANIFEST), "w", encoding="utf-8") as f:
                 json.dump(manifest, f, indent=1, ensure_ascii=False)
                 f.flush()

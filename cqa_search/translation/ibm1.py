@@ -44,10 +44,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
+from .. import _utils
 from .._utils import Interval, validate_params
 from ..exceptions import ConvergenceWarning, NotFittedError
 from ..index.validate import INT32_MAX, check_array, check_count, check_sparse
-from ._arrays import _bits, csr_lookup, group, offsets_from_lengths, progress, segment_ids
+from ._arrays import _bits, csr_lookup, group, offsets_from_lengths, segment_ids
 from .corpus import ParallelCorpus
 
 __all__ = ["IBMModel1"]
@@ -332,7 +333,8 @@ class IBMModel1(BaseEstimator):
                     corpus.n_pairs, ws.n_cells, ws.nnz, setup)
         data = np.full(ws.nnz, 1.0 / ws.n_target_vocab)
         lls, times, converged = [], [], False
-        bar = progress(progress_bar, "IBM Model 1 EM", self.max_iter, "iterations")
+        bar = _utils.progress_bar(progress_bar, "IBM Model 1 EM", "iterations", self.max_iter,
+                                  leave=False)
         for it in range(self.max_iter + 1):
             t1 = time.perf_counter()
             lls.append(ws.likelihood(data))

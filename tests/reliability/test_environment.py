@@ -11,15 +11,11 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import environment  # noqa: E402
-import forgery  # noqa: E402
-import harness  # noqa: E402
-
-from cqa_search import SearchEngine  # noqa: E402
-from cqa_search.cli.__main__ import main  # noqa: E402
-from cqa_search.exceptions import IndexFormatError  # noqa: E402
-from cqa_search.index.store import current_generation  # noqa: E402
+from cqa_search import SearchEngine
+from cqa_search.cli.__main__ import main
+from cqa_search.exceptions import IndexFormatError
+from cqa_search.index.store import current_generation
+from cqa_search.testing import environment, forgery, harness
 
 pytestmark = pytest.mark.reliability
 

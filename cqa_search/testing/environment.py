@@ -29,8 +29,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
-from cqa_search.index.store import CURRENT, MANIFEST, current_generation
+from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
+from ..index.store import CURRENT, MANIFEST, current_generation
 
 CLI = [sys.executable, "-m", "cqa_search"]
 #: A command that takes longer is counted as a hang.
@@ -226,8 +226,7 @@ def tmpfs_available() -> bool:
 
 _ON_FULL_DISK = r"""
 import json, os, shutil, subprocess, sys
-sys.path.insert(0, {here!r})
-import environment
+from cqa_search.testing import environment
 mnt, index, argv = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 copy = os.path.join(mnt, "index")
 shutil.copytree(index, copy, symlinks=True)
@@ -251,14 +250,13 @@ print(json.dumps({{"result": r, "unchanged": before == after,
 def full_file_system(index, work, commands=None) -> list:
     """Every writer command on a copy of ``index`` in a tmpfs filled to the last byte
     (ENOSPC), mounted in a private mount namespace (nothing else sees it)."""
-    here = os.path.dirname(os.path.abspath(__file__))
     out = []
     mnt = Path(work) / "mnt"
     mnt.mkdir(parents=True, exist_ok=True)
     size = sum(f.stat().st_size for f in Path(index).rglob("*") if f.is_file())
     for name, argv in commands or writer_commands("@INDEX", "@OUT", work):
         argv = [str(a) for a in argv]
-        script = _ON_FULL_DISK.format(here=here)
+        script = _ON_FULL_DISK.format()
         proc = subprocess.run(
             ["unshare", "-m", "sh", "-c",
              f'mount -t tmpfs -o size={size * 2 + (1 << 20)} tmpfs "$1" && exec "$2" -c "$3" '
@@ -408,7 +406,7 @@ def watcher(index, work, sig=signal.SIGTERM) -> list:
     """A server follows generations that cannot be opened (a FIFO manifest, an endless
     one, a model whose forged count overflows), says so on /health, serves the next good
     one, and stops on ``sig`` in a bounded time. One result per step."""
-    from forgery import forge
+    from .forgery import forge
 
     copy = Path(work) / "served"
     shutil.rmtree(copy, ignore_errors=True)

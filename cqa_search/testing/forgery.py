@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cqa_search.exceptions import CQASearchError, IndexFormatError
-from cqa_search.index.store import MANIFEST, current_generation
+from ..exceptions import CQASearchError, IndexFormatError
+from ..index.store import MANIFEST, current_generation
 
 #: What a JSON value is replaced with.
 JSON_VALUES = [99999999999, -1, 0, 2 ** 63, 1e308, "nan", "inf", 3.4028235e38, True, None,
@@ -156,14 +156,13 @@ def forge_and_open(path, cases, queries) -> dict:
 
 def run_forgeries(path, cases, queries, timeout=3600) -> dict:
     """:func:`forge_and_open` in a child process; a crash (signal) names its case."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import forgery; "
-            "print(json.dumps({'result': forgery.forge_and_open(sys.argv[2], "
-            "*json.load(open(sys.argv[3])))}))")
+    code = ("import json, sys; from cqa_search.testing import forgery; "
+            "print(json.dumps({'result': forgery.forge_and_open(sys.argv[1], "
+            "*json.load(open(sys.argv[2])))}))")
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:  # too long for an argument
         json.dump([cases, queries], f)
         f.flush()
-        proc = subprocess.run([sys.executable, "-c", code, here, os.fspath(path), f.name],
+        proc = subprocess.run([sys.executable, "-c", code, os.fspath(path), f.name],
                               capture_output=True, text=True, timeout=timeout)
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0:
