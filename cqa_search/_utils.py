@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import sys
 
 import numpy as np
 
 from .exceptions import ParameterError
 
-__all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params", "counted"]
+__all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params",
+           "progress_bar", "counted"]
 
 
 class Interval:
@@ -109,3 +111,11 @@ def counted(n, noun) -> str:
         return f"1 {noun}"
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
     return f"{n:,} {plural}"
+def progress_bar(enabled, desc, unit, total=None, *, leave=True):
+    """A tqdm progress bar on stderr: the one kind of bar of the package (builds, changes,
+    searches, evaluation and fits). Silent when not ``enabled`` and when stderr is not a
+    terminal; ``leave=False`` removes it when done (a step inside a longer task)."""
+    from tqdm import tqdm
+
+    return tqdm(desc=desc, unit=" " + unit, total=total, disable=None if enabled else True,
+                file=sys.stderr, mininterval=0.5, dynamic_ncols=True, leave=leave)

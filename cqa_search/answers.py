@@ -28,7 +28,7 @@ index's ``answers`` field and ``lam`` the smoothing weight:
     BM25 (lucene form, ``k1``, ``b``) of the question's terms in the answer, idf over the
     ``answers`` field.
 ``cosine``
-    tf-idf cosine of the question and the answer.
+    tf-idf cosine of the question and the answer (raw tf, BM25's idf).
 ``log_length``
     ``log(1 + |a|)`` in index terms.
 ``log_position``
@@ -40,6 +40,11 @@ index's ``answers`` field and ``lam`` the smoothing weight:
     in a forum thread the asker's own comments are thanks and follow-ups.
 ``question_mark``
     1 when the answer contains a question mark: it asks rather than answers.
+
+The term scores are those of the retrieval models (:mod:`cqa_search.retrieval`) with the
+answer as the document: :func:`~cqa_search.retrieval.lm.jm_log_prob` (``lm``, and the
+translation features with translated counts), :func:`~cqa_search.retrieval.bm25.bm25_weight`
+and :func:`~cqa_search.retrieval.vsm.tfidf_weight`.
 
 The scores come from a :class:`~cqa_search.ranking.LinearRanker` over these features in
 the query-grouped setup (one "query" per archived question, its answers the candidates):
@@ -71,9 +76,11 @@ from sklearn.base import BaseEstimator
 
 from ._utils import RANDOM_STATE, Interval, validate_params
 from .exceptions import ArchiveError, NotFittedError
-from .index.validate import check_array
+from .index.validate import check_array, check_count
 from .ranking import LEARNERS, LinearRanker
-from .retrieval.bm25 import bm25_idf
+from .retrieval.bm25 import bm25_idf, bm25_weight
+from .retrieval.lm import jm_log_prob
+from .retrieval.vsm import tfidf_weight
 from .translation import IBMModel1, ParallelCorpus, textrank_filter
 from .translation._arrays import csr_lookup, group, offsets_from_lengths, segment_ids
 
@@ -203,9 +210,8 @@ def _features(answers: _Answers, q_flat, q_offsets, table, bg: _Background, *, l
     """
     n_table = 0 if table is None else table.shape[1]
     n_terms = max(n_table, len(bg.prob))
-    out = np.zeros((answers.n, len(FEATURE_NAMES)))
     if answers.n == 0:
-        return out
+        return np.zeros((0, len(FEATURE_NAMES)))
     qrows, q_of_answer = np.unique(answers.row, return_inverse=True)
     q_seq, q_term, q_tf, q_block = _bags(q_flat, q_offsets, n_terms)
     a_seq, a_term, a_tf, a_block = _bags(answers.terms, answers.offsets, n_terms)
@@ -251,36 +257,42 @@ def _features(answers: _Answers, q_flat, q_offsets, table, bg: _Background, *, l
     pair_q = q_block[q_of_answer[pair_answer]] + (np.arange(len(pair_answer))
                                                   - qa_offsets[pair_answer])
     w, qtf = q_term[pair_q], q_tf[pair_q]
-    alen = np.maximum(a_len[pair_answer], 1.0)
-    qlen = np.maximum(q_len[q_of_answer], 1.0)
-    p_c = bg.prob[w]
-    translation = qtf * np.log((1 - lam) * s_fwd / alen + lam * p_c)
-    lm = qtf * np.log((1 - lam) * tf_qa / alen + lam * p_c)
-    norm = k1 * (1 - b + b * a_len[pair_answer] / max(bg.avg_length, 1e-9))
-    bm25 = qtf * bg.idf[w] * tf_qa / (tf_qa + norm)
-    dot = (qtf * bg.idf[w]) * (tf_qa * bg.idf[w])
     n_answers = answers.n
-    out[:, 0] = np.bincount(pair_answer, translation, n_answers) / qlen
-    out[:, 2] = np.bincount(pair_answer, lm, n_answers) / qlen
-    out[:, 3] = np.bincount(pair_answer, bm25, n_answers)
-    q_norm = np.sqrt(np.bincount(q_seq, (q_tf * bg.idf[q_term]) ** 2, len(qrows)))
-    a_norm = np.sqrt(np.bincount(a_seq, (a_tf * bg.idf[a_term]) ** 2, n_answers))
+    alen = np.maximum(a_len[pair_answer], 1.0)   # an empty answer: no division by 0
+    qlen = np.maximum(q_len[q_of_answer], 1.0)
+    p_c, idf = bg.prob[w], bg.idf[w]
+
+    def per_answer(values):  # the sum over each answer's (answer, question term) pairs
+        return np.bincount(pair_answer, values, n_answers)
+
+    # The retrieval models' weights (cqa_search.retrieval), the answer as the document.
+    q_norm = np.sqrt(np.bincount(q_seq, tfidf_weight(q_tf, bg.idf[q_term]) ** 2, len(qrows)))
+    a_norm = np.sqrt(np.bincount(a_seq, tfidf_weight(a_tf, bg.idf[a_term]) ** 2, n_answers))
     denom = q_norm[q_of_answer] * a_norm
     with np.errstate(invalid="ignore", divide="ignore"):
-        out[:, 4] = np.where(denom > 0, np.bincount(pair_answer, dot, n_answers) / denom, 0.0)
-    # translation_inverse: per distinct answer term
-    q_len_a = np.maximum(q_len[q_of_answer[a_seq]], 1.0)
-    inverse = a_tf * np.log((1 - lam) * s_inv / q_len_a + lam * bg.prob[a_term])
-    floor = np.log(lam * bg.prob.min())        # an empty answer: the least likely word
-    out[:, 1] = np.where(a_len > 0, np.bincount(a_seq, inverse, n_answers)
-                         / np.maximum(a_len, 1.0), floor)
+        cosine = np.where(denom > 0, per_answer(tfidf_weight(qtf, idf)
+                                                * tfidf_weight(tf_qa, idf)) / denom, 0.0)
+    columns = {
+        "lm": per_answer(qtf * jm_log_prob(tf_qa, alen, p_c, lam)) / qlen,
+        "bm25": per_answer(qtf * bm25_weight(tf_qa, idf, a_len[pair_answer], bg.avg_length,
+                                             k1=k1, b=b, method="lucene")),
+        "cosine": cosine,
+        "log_length": np.log1p(a_len),
+        "log_position": np.log1p(answers.position),
+        "by_asker": answers.by_asker,
+        "question_mark": answers.question_mark,
+    }
     if table is None:
-        out[:, :2] = np.nan
-    out[:, 5] = np.log1p(a_len)
-    out[:, 6] = np.log1p(answers.position)
-    out[:, 7] = answers.by_asker
-    out[:, 8] = answers.question_mark
-    return out
+        columns.update(dict.fromkeys(_TRANSLATION, np.full(n_answers, np.nan)))
+    else:  # query likelihood with translated counts (P(w|t)-weighted) for tf
+        columns["translation"] = per_answer(qtf * jm_log_prob(s_fwd, alen, p_c, lam)) / qlen
+        # per distinct answer term, the question as the document
+        q_len_a = np.maximum(q_len[q_of_answer[a_seq]], 1.0)
+        inverse = a_tf * jm_log_prob(s_inv, q_len_a, bg.prob[a_term], lam)
+        floor = np.log(lam * bg.prob.min())      # an empty answer: the least likely word
+        columns["translation_inverse"] = np.where(
+            a_len > 0, np.bincount(a_seq, inverse, n_answers) / np.maximum(a_len, 1.0), floor)
+    return np.column_stack([columns[name] for name in FEATURE_NAMES])
 
 
 def _chunks(sizes, limit):
@@ -798,7 +810,7 @@ class AnswerSelector(BaseEstimator):
             {k[7:]: v for k, v in arrays.items() if k.startswith("ranker_")})
         model.choice_ = check_array(arrays["choice"], "answer choices", kind="i", low=-1)
         model.mode_ = str(meta["mode"])
-        model.n_answers_ = int(meta["n_answers"])
+        model.n_answers_ = check_count(meta["n_answers"], "answer selector n_answers")
         model.avg_answer_length_ = float(meta["avg_answer_length"])
         model.train_score_ = meta.get("train_score")
         model.seconds_ = dict(meta.get("seconds", {}))

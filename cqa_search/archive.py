@@ -25,7 +25,7 @@ from types import MappingProxyType
 import numpy as np
 import orjson
 
-from .exceptions import ArchiveError, IndexFormatError, QueryError
+from .exceptions import ArchiveError, IndexFormatError, QueryError, rebuild_hint
 
 __all__ = ["Question", "Archive", "SCHEMA_KEYS", "FIELD_ALIASES"]
 
@@ -341,12 +341,11 @@ class _JsonlRecords(Sequence):
             question = Question._stored(orjson.loads(record))
         except (ValueError, TypeError) as exc:  # the index's own file: never an input error
             raise IndexFormatError(f"corrupted index: question {row} of {self._path} cannot "
-                                   f"be read ({exc}); rebuild it with `cqa-search "
-                                   "build-index`") from None
+                                   f"be read ({exc}); {rebuild_hint()}") from None
         if question.id != self._doc_ids[row]:
             raise IndexFormatError(f"corrupted index: question {row} of {self._path} has id "
                                    f"{question.id!r}, expected {self._doc_ids[row]!r}; "
-                                   "rebuild it with `cqa-search build-index`")
+                                   f"{rebuild_hint()}")
         return question
 
 

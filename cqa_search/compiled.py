@@ -3,7 +3,7 @@ path's result (bit for bit, but for the sum-form DP: to rounding), and the numpy
 the reference and the fallback.
 
 - :func:`top_k_of_postings`: the BM25 top k by MaxScore over the query terms' postings,
-  document at a time (:func:`~cqa_search.retrieval.candidates.retrieve`, for queries of
+  document at a time (:func:`~cqa_search.retrieval.candidates.top_k_of_model`, for queries of
   up to :data:`MAXSCORE_TERMS` terms). The numpy path
   sums every posting of the query terms into an ``n_docs``-long array (``bincount``) and
   then selects among the matching documents. The kernel walks the postings in row order
@@ -160,7 +160,7 @@ def top_k_of_postings(indptr, indices, weights, max_weights, term_ids, coef, k, 
     coef : ndarray of float, their query weights
     k : int >= 1
     doc_category, category, allowed, tie_rank
-        As :func:`~cqa_search.retrieval.candidates.retrieve`.
+        As :func:`~cqa_search.retrieval.candidates.top_k_of_model`.
     """
     no_int = np.zeros(0, dtype=np.int32)
     return _kernels.top_k(

@@ -11,6 +11,7 @@ judged queries is :mod:`cqa_search.evaluation.runs`; showing results to a person
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import numbers
@@ -19,10 +20,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .exceptions import QueryError
+from ._utils import progress_bar
+from .exceptions import CQASearchError, IndexFormatError, QueryError
 from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze
 from .index.attributes import attributes_of
-from .index.build import progress_bar
 from .index.layout import IndexData, load_index
 from .index.models import load_models
 from .index.store import is_live, read_consistent
@@ -30,12 +31,15 @@ from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
-from .retrieval.candidates import retrieve
+from .retrieval.candidates import top_k_of_model
 from .retrieval.filters import apply_filters
 
 __all__ = ["SearchConfig", "SearchEngine"]
 
 logger = logging.getLogger(__name__)
+
+_REFIT = ("a stored model or statistic is implausible: fit the models again, or rebuild the "
+          "index with `cqa-search build-index`")
 
 
 def _default_features():
@@ -205,8 +209,22 @@ class SearchEngine:
         names = self.config.models
         for name, model in self.models.items():
             if (names is None or name in names) and hasattr(model, "scorer"):
-                scorers.append(model.scorer(self.view))
+                with self._implausible(f"model {name!r}"):
+                    scorers.append(model.scorer(self.view))
         return scorers
+
+    @contextlib.contextmanager
+    def _implausible(self, what):
+        """A numerical failure of stored values (a forged weight that overflows, a matrix
+        that cannot be factored) is a corrupted index, never a wrong answer or a bug."""
+        try:
+            yield
+        except CQASearchError:
+            raise
+        except (ArithmeticError, ValueError) as exc:  # LinAlgError is a ValueError
+            raise IndexFormatError(
+                f"corrupted index {self.path}: {what} cannot score with its stored values "
+                f"({type(exc).__name__}: {exc}); {_REFIT}") from None
 
     def _make_ranker(self):
         name = self.config.ranker
@@ -345,7 +363,7 @@ class SearchEngine:
             raise QueryError("empty query: type some words to search for (NOT and - only "
                              "leave words out)")
         q = self.analyze(query.text, self._name(cid))
-        results = self._search(q, k, cid, query)
+        results = self._retrieve(q, k, cid, query)
         retrieval = self.config.retrieval
         if not len(results) and len(q.term_ids) and retrieval.field == "question" \
                 and "answers" in self.index.fields:
@@ -354,7 +372,7 @@ class SearchEngine:
             in_answers = dataclasses.replace(query, must=tuple(
                 tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
                       for u in alternatives) for alternatives in query.must))
-            fallback = self._search(q, k, cid, in_answers, retrieval=answers)
+            fallback = self._retrieve(q, k, cid, in_answers, retrieval=answers)
             if len(fallback):
                 results = fallback
         kept = tuple(units for units in query.must if any(u.field == "tag" for u in units))
@@ -364,8 +382,7 @@ class SearchEngine:
             # the results say so.
             relaxed = self.search(dataclasses.replace(query, must=kept), k, category=category)
             if len(relaxed):
-                object.__setattr__(relaxed, "relaxed", True)
-                results = relaxed
+                results = relaxed.replace(relaxed=True)
         return results
 
     def similar(self, doc_id: str, k: int = 10, *, category: str | None = None) -> Results:
@@ -393,9 +410,14 @@ class SearchEngine:
         row = int(self.archive.rows([doc_id])[0])
         cid = self.categories.id(category)
         q = self.analyze(self.archive[row].text, self._name(cid))
-        return self._search(q, None if k is None else k + 1, cid)._excluding(row, k)
+        return self._retrieve(q, None if k is None else k + 1, cid)._excluding(row, k)
 
-    def _search(self, q: AnalyzedQuery, k, category_id, parsed=None, retrieval=None) -> Results:
+    def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
+                  retrieval=None) -> Results:
+        """The ``k`` best hits of an analysed query (None: all) in the category (an id, or
+        None) passing the filters of ``parsed``: the retrieval model's candidates (the
+        config's, or ``retrieval``), reordered by the ranker when there is one. What
+        :meth:`search` and :meth:`retrieve` run once the query is analysed."""
         model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
@@ -429,15 +451,16 @@ class SearchEngine:
             scores, _ = model.score_all(field, q.term_ids, q.qtf)
             rows = top_k(scores, depth, allowed=allowed, tie_rank=tie)
             return rows, scores[rows]
-        return retrieve(model, field, q.term_ids, q.qtf, depth,
-                        doc_category=self.view.doc_category, category=category_id,
-                        allowed=allowed, tie_rank=tie)
+        return top_k_of_model(model, field, q.term_ids, q.qtf, depth,
+                              doc_category=self.view.doc_category, category=category_id,
+                              allowed=allowed, tie_rank=tie)
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
         rows = np.asarray(rows, dtype=np.int64)
-        return np.hstack([s.score(q, rows) for s in self._scorers]) if len(self._scorers) else \
-            np.zeros((len(rows), 0))
+        with self._implausible("a stored model"):
+            return np.hstack([s.score(q, rows) for s in self._scorers]) \
+                if len(self._scorers) else np.zeros((len(rows), 0))
 
     def _ranked(self, q, rows, base_scores, tie, k, field="question") -> Results:
         """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``.
@@ -451,10 +474,16 @@ class SearchEngine:
             all_features = self.feature_scores(q, rows)
             names = self.feature_names
             columns = [names.index(f) for f in self.ranker.feature_names_in_]
-            scores = np.asarray(self.ranker.predict(all_features[:, columns]),
-                                dtype=np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):  # checked below
+                scores = np.asarray(self.ranker.predict(all_features[:, columns]),
+                                    dtype=np.float64)
             order = np.lexsort((tie, -scores))[:k]
             kept, features = rows[order], all_features[order]
+        if not np.isfinite(scores).all():  # the one place every hit's score goes through
+            what = "the retrieval model" if self.ranker is None else \
+                f"ranker {self.config.ranker!r}"
+            raise IndexFormatError(f"corrupted index {self.path}: {what} gives scores that "
+                                   f"are not finite numbers (NaN or infinite); {_REFIT}")
         doc_ids = self.archive.doc_ids
         return Results(q.text, kept, [doc_ids[r] for r in kept.tolist()], scores[order],
                        self.feature_names, features, q.terms, q.unknown_words,
@@ -563,7 +592,7 @@ class SearchEngine:
         category (a feature, not a filter)."""
         self._check_k(k)
         cid = self.categories.id(category)
-        return self._search(self.analyze(text, self._name(cid)), k, None)
+        return self._retrieve(self.analyze(text, self._name(cid)), k, None)
 
 
 def _search_parts(state, item):

@@ -13,6 +13,7 @@ __all__ = [
     "ParameterError",
     "NotFittedError",
     "ConvergenceWarning",
+    "rebuild_hint",
 ]
 
 
@@ -51,6 +52,16 @@ class IndexFormatError(CQASearchError):
 class IndexNotFoundError(IndexFormatError, FileNotFoundError):
     """There is no index at a path (nothing there, or a first build that did not finish):
     also a ``FileNotFoundError``, as opening a missing file raises."""
+def rebuild_hint(options: str = "") -> str:
+    """How to mend an index that cannot be read or changed in place: the end of every such
+    message (``options``: what the rebuild needs besides the defaults).
+
+    Examples
+    --------
+    >>> rebuild_hint()
+    'rebuild it with `cqa-search build-index`'
+    """
+    return f"rebuild it with `cqa-search build-index{options}`"
 
 
 class QueryError(CQASearchError, ValueError):

@@ -45,15 +45,18 @@ from dataclasses import dataclass
 
 from .exceptions import QueryError
 
-__all__ = ["ParsedQuery", "Unit", "parse_query", "date_filter", "FIELDS", "MAX_QUERY_CHARS"]
+__all__ = ["ParsedQuery", "Unit", "parse_query", "date_filter", "FIELD_PREFIXES",
+           "MAX_QUERY_CHARS"]
 
-#: Field prefixes of the syntax; ``text`` is the default (the question: title and body).
-#: ``tags`` is a word of the tags, ``tag`` an exact tag.
-FIELDS = ("title", "body", "answers", "tags", "tag")
+#: Field prefixes of the syntax (``title:word``); ``text`` is the default (the question:
+#: title and body). Not the index's fields (:data:`cqa_search.index.term_index.FIELDS`):
+#: ``tags:`` is a word of the tags (the ``tags`` field), ``tag:`` an exact tag (a filter),
+#: ``title:`` and ``body:`` look in parts of ``question``.
+FIELD_PREFIXES = ("title", "body", "answers", "tags", "tag")
 #: Longest query text taken (a server takes queries from anyone).
 MAX_QUERY_CHARS = 10_000
 # a field name before its colon, in any case
-_FIELD = r"(?i:\b(?:category|" + "|".join(FIELDS) + r"):)"
+_FIELD = r"(?i:\b(?:category|" + "|".join(FIELD_PREFIXES) + r"):)"
 
 # Text with none of these is plain words, searched as typed without the parser (whoosh's
 # parser costs milliseconds on a long question). Colons, parentheses and apostrophes of
@@ -158,8 +161,7 @@ def _parser():
         qclass = Either
 
     text = TEXT(analyzer=RegexTokenizer(r"\S+"))
-    schema = Schema(text=text, title=text, body=text, answers=text, tags=text, tag=text,
-                    category=ID)
+    schema = Schema(text=text, category=ID, **dict.fromkeys(FIELD_PREFIXES, text))
     parser = QueryParser("text", schema, group=OrGroup)
     parser.remove_plugin_class(WildcardPlugin)
     parser.replace_plugin(OperatorsPlugin(

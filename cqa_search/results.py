@@ -1,6 +1,7 @@
 """Search results: an immutable ranked list of hits with their feature scores."""
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -103,6 +104,24 @@ class Results:
 
     def __setattr__(self, name, value):
         raise AttributeError("Results is immutable")
+
+    def replace(self, **changes) -> "Results":
+        """New results with the given constructor arguments changed (as
+        :func:`dataclasses.replace`), e.g. ``results.replace(relaxed=True)``.
+
+        Raises
+        ------
+        TypeError
+            A name that is not an argument of the constructor.
+        """
+        names = list(inspect.signature(Results).parameters)
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            raise TypeError(f"Results has no argument {unknown[0]!r} (arguments: "
+                            f"{', '.join(names)})")
+        # each argument is kept under its name, or under _name when a property reads it
+        current = {n: getattr(self, n if n in self.__slots__ else "_" + n) for n in names}
+        return Results(**{**current, **changes})
 
     def __len__(self):
         return len(self.doc_ids)

@@ -17,29 +17,25 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 from cqa_search import SearchEngine, build_index
 from cqa_search.answers import AnswerSelector
 
+from _common import SYNTH, timed
+
 
 def best_cpu(fn, repeat):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.process_time()
-        out = fn()
-        times.append(time.process_time() - t)
-    return min(times), out
+    """The least CPU seconds of ``repeat`` calls of ``fn``, and the last call's value."""
+    runs = [timed(fn) for _ in range(repeat)]
+    return min(run.cpu for run in runs), runs[-1].value
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("n", nargs="?", type=int, default=50000)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_bench_answers"))
-    ap.add_argument("--synth", default=os.path.join(here, "..", "..", "shared", "bench",
-                                                    "synth_archive.py"))
+    ap.add_argument("--synth", default=SYNTH)
     args = ap.parse_args(argv)
     os.makedirs(args.work, exist_ok=True)
     archive = os.path.join(args.work, f"synth{args.n}.jsonl")

@@ -35,19 +35,11 @@ from cqa_search import SearchEngine, build_index
 from cqa_search.distributed._ray import connect
 from cqa_search.distributed.build import build_sharded_index
 
+from _common import dir_bytes, load_average, timed
+
 
 def load():
-    return "load %.1f %.1f %.1f" % os.getloadavg()
-
-
-def timed(fn):
-    w, c = time.perf_counter(), time.process_time()
-    out = fn()
-    return time.perf_counter() - w, time.process_time() - c, out
-
-
-def du(path):
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    return f"load {load_average()}"
 
 
 def run_queries(engine, texts, k, warmup, concurrency):
@@ -98,15 +90,14 @@ def main(argv=None):
     report = {"archive": args.archive, "cpus": os.cpu_count(), "rows": []}
 
     print(load(), "| starting Ray", flush=True)
-    wall, _, _ = timed(lambda: connect())
-    print(f"ray.init {wall:.1f} s | {load()}", flush=True)
+    print(f"ray.init {timed(connect).wall:.1f} s | {load()}", flush=True)
 
     base = os.path.join(args.work, f"{name}-one")
     shutil.rmtree(base, ignore_errors=True)
-    wall, cpu, summary = timed(lambda: build_index(args.archive, base))
+    summary, wall, cpu = timed(lambda: build_index(args.archive, base))
     n = summary.n_questions
     row = {"index": "unsharded", "shards": 0, "build_s": wall, "build_cpu_s": cpu,
-           "build_qps": n / wall, "disk_mb": du(base) / 1e6, "load_after_build": os.getloadavg()}
+           "build_qps": n / wall, "disk_mb": dir_bytes(base) / 1e6, "load_after_build": os.getloadavg()}
     print(f"unsharded build {wall:.1f} s (CPU {cpu:.1f} s), {n / wall:,.0f} questions/s | "
           f"{load()}", flush=True)
     engine = SearchEngine.open(base)
@@ -121,13 +112,13 @@ def main(argv=None):
     for n_shards in args.shards:
         path = os.path.join(args.work, f"{name}-s{n_shards}")
         shutil.rmtree(path, ignore_errors=True)
-        wall, cpu, _ = timed(lambda: build_sharded_index(args.archive, path, n_shards))
+        _, wall, cpu = timed(lambda: build_sharded_index(args.archive, path, n_shards))
         row = {"index": f"{n_shards} shards", "shards": n_shards, "build_s": wall,
-               "build_cpu_s": cpu, "build_qps": n / wall, "disk_mb": du(path) / 1e6,
+               "build_cpu_s": cpu, "build_qps": n / wall, "disk_mb": dir_bytes(path) / 1e6,
                "load_after_build": os.getloadavg()}
         print(f"{n_shards} shards build {wall:.1f} s (driver CPU {cpu:.1f} s), "
               f"{n / wall:,.0f} questions/s | {load()}", flush=True)
-        wall, _, engine = timed(lambda: SearchEngine.open(path))
+        engine, wall, _ = timed(lambda: SearchEngine.open(path))
         row["open_s"] = wall
         queries, ids = run_queries(engine, texts, args.k, args.warmup, args.concurrency)
         row.update(queries, load_after_queries=os.getloadavg(), same_ids=ids == expected)

@@ -19,8 +19,6 @@ Usage: scripts/bench_distributed_fits.py INDEX [--shards 2] [--ibm1-iter 5] [--g
 from __future__ import annotations
 
 import argparse
-import os
-import time
 
 import numpy as np
 
@@ -31,15 +29,11 @@ from cqa_search.factorization.topics import TopicModel
 from cqa_search.translation import IBMModel1
 from cqa_search.translation.corpus import build_parallel_corpus
 
+from _common import load_average, timed
+
 
 def load():
-    return "load %.1f %.1f %.1f" % os.getloadavg()
-
-
-def timed(fn):
-    w, c = time.perf_counter(), time.process_time()
-    out = fn()
-    return time.perf_counter() - w, time.process_time() - c, out
+    return f"load {load_average()}"
 
 
 def main(argv=None):
@@ -50,8 +44,7 @@ def main(argv=None):
     ap.add_argument("--gnmf-iter", type=int, default=10)
     args = ap.parse_args(argv)
     view = SearchEngine.open(args.index).view
-    wall, _, _ = timed(lambda: connect())
-    print(f"ray.init {wall:.1f} s | {load()}", flush=True)
+    print(f"ray.init {timed(connect).wall:.1f} s | {load()}", flush=True)
     corpus, _ = build_parallel_corpus(view, textrank=False)
     print(f"parallel corpus: {corpus.n_pairs:,} pairs, {len(corpus.target):,} target words",
           flush=True)
@@ -59,10 +52,10 @@ def main(argv=None):
     def ibm1():
         return IBMModel1(max_iter=args.ibm1_iter, tol=None, min_prob=0).fit(corpus)
 
-    w1, c1, one = timed(ibm1)
+    one, w1, c1 = timed(ibm1)
     print(f"IBM1 in process: {w1:.1f} s (CPU {c1:.1f} s) | {load()}", flush=True)
     with ray_fits(args.shards):
-        w2, c2, many = timed(ibm1)
+        many, w2, c2 = timed(ibm1)
     diff = np.abs(one.translation_probs_ - many.translation_probs_).max()
     ll = max(abs(a - b) / abs(a) for a, b in zip(one.log_likelihood_, many.log_likelihood_))
     print(f"IBM1 on Ray, {args.shards} shards: {w2:.1f} s (driver CPU {c2:.1f} s), "
@@ -72,11 +65,11 @@ def main(argv=None):
     def gnmf():
         return TopicModel("gnmfnc", max_iter=args.gnmf_iter, tol=0, random_state=0).fit(view)
 
-    w1, c1, one = timed(gnmf)
+    one, w1, c1 = timed(gnmf)
     print(f"GNMFNC in process: {w1:.1f} s (CPU {c1:.1f} s), {len(one.categories_)} "
           f"categories | {load()}", flush=True)
     with ray_fits(args.shards):
-        w2, c2, many = timed(gnmf)
+        many, w2, c2 = timed(gnmf)
     rel = np.max(np.abs(one.loss_curve_ - many.loss_curve_) / one.loss_curve_)
     print(f"GNMFNC on Ray, {args.shards} parts: {w2:.1f} s (driver CPU {c2:.1f} s), "
           f"{w1 / w2:.2f}x the in-process speed; objective trajectory max relative diff "

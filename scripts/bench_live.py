@@ -27,29 +27,14 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SYNTH = os.path.join(HERE, "..", "..", "shared", "bench", "synth_archive.py")
-
-
-def timed(fn):
-    c0, w0 = time.process_time(), time.perf_counter()
-    out = fn()
-    return out, time.process_time() - c0, time.perf_counter() - w0
+from _common import SYNTH, dir_bytes, timed
 
 
 def du(path) -> int:
     """Bytes of the live generation's files (hard links counted once)."""
     from cqa_search.index.store import current_generation
 
-    root = os.path.join(path, current_generation(path))
-    seen, total = set(), 0
-    for folder, _, files in os.walk(root):
-        for name in files:
-            st = os.stat(os.path.join(folder, name))
-            if st.st_ino not in seen:
-                seen.add(st.st_ino)
-                total += st.st_size
-    return total
+    return dir_bytes(os.path.join(path, current_generation(path)))
 
 
 def timed_in_process(call):
@@ -76,12 +61,12 @@ def timed_command(args):
 def query_speed(path, queries, repeats=3):
     from cqa_search import SearchConfig, SearchEngine
 
-    (engine, c_open, w_open) = timed(lambda: SearchEngine.open(
+    engine, w_open, c_open = timed(lambda: SearchEngine.open(
         path, config=SearchConfig(features=(), ranker=None)))
     engine.search(queries[0], k=10)  # posting weights, computed once per open
     best = None
     for _ in range(repeats):
-        _, cpu, wall = timed(lambda: [engine.search(q, k=10) for q in queries])
+        cpu = timed(lambda: [engine.search(q, k=10) for q in queries]).cpu
         best = cpu if best is None else min(best, cpu)
     return {"open_cpu_s": c_open, "open_wall_s": w_open,
             "queries_per_s_cpu": len(queries) / best}
@@ -162,7 +147,7 @@ def main(argv=None):
     report["segments"] = args.segments + 1
     report["segmented"] = query_speed(live, queries)
     report["segmented"]["bytes"] = du(live)
-    _, cpu, wall = timed(lambda: compact(live))
+    _, wall, cpu = timed(lambda: compact(live))
     report["compact_cpu_s"], report["compact_wall_s"] = cpu, wall
     report["compacted"] = query_speed(live, queries)
     report["compacted"]["bytes"] = du(live)

@@ -24,8 +24,7 @@ import time
 import tracemalloc
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SYNTH = os.path.join(HERE, "..", "..", "shared", "bench", "synth_archive.py")
+from _common import SYNTH, write_report
 
 
 def archive_path(work, n):
@@ -131,9 +130,7 @@ def main(argv=None):
              f"thread(s); `{' '.join(['scripts/bench_multiview.py', *map(str, args.sizes)])}"
              f" --views {args.views} --sweeps {args.sweeps} --threads {args.threads}`)")
     print(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shlex
 import shutil
 import statistics
@@ -94,8 +93,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from _common import SYNTH, Clock, dir_bytes, load_average, memory_mb
+
 HERE = Path(__file__).resolve().parent
-SYNTH = HERE.parent.parent / "shared" / "bench" / "synth_archive.py"
 ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem", "cqa-question")  # last: not default
 K = 10
 TANTIVY_HEAP = 256 * 1024 * 1024
@@ -104,36 +104,6 @@ TANTIVY_HEAP = 256 * 1024 * 1024
 # ---------------------------------------------------------------------------------------
 # Helpers shared by the parent and the children
 # ---------------------------------------------------------------------------------------
-def _rss_mb() -> float:
-    """Peak resident set size of this process so far, in MB.
-
-    Linux's ``VmHWM`` (the high-water mark of this process image); ``ru_maxrss`` is the
-    fallback elsewhere, but on Linux it would include the parent's RSS inherited through
-    fork + exec.
-    """
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    scale = 1024 ** 2 if sys.platform == "darwin" else 1024  # bytes on macOS, KB elsewhere
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
-
-
-class _Clock:
-    """Wall-clock and CPU seconds of a ``with`` block."""
-
-    def __enter__(self):
-        self._wall, self._cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self._wall
-        self.cpu = time.process_time() - self._cpu
-        return False
-
-
 def _read_texts(archive):
     """(question texts, ids) of the archive, as the bm25s and tantivy builds see them."""
     texts, ids = [], []
@@ -161,7 +131,7 @@ def _timed_loop(queries, run_one, n_check):
     run_one(queries[0])
     lat, tops = [], []
     perf = time.perf_counter
-    with _Clock() as clock:
+    with Clock() as clock:
         for i, text in enumerate(queries):
             t = perf()
             top = run_one(text)
@@ -171,10 +141,6 @@ def _timed_loop(queries, run_one, n_check):
     lat.sort()
     return _loop_result(len(queries), clock, top=tops, p50_ms=1e3 * lat[len(lat) // 2],
                         p99_ms=1e3 * lat[min(len(lat) - 1, int(len(lat) * 0.99))])
-
-
-def _dir_bytes(path) -> int:
-    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
 def _first_query(run_one, text):
@@ -191,8 +157,8 @@ def _cqa_build(a):
     from cqa_search.index.layout import segment_dir
     from cqa_search.index.store import open_index
 
-    import_rss = _rss_mb()
-    with _Clock() as clock:
+    import_rss = memory_mb()[0]
+    with Clock() as clock:
         summary = cqa_search.build_index(a.archive, a.index, fields=tuple(a.fields.split(",")))
     stored = open_index(a.index)
     store = sum(os.path.getsize(stored.file(f"{segment_dir(seg['name'])}/archive.jsonl"))
@@ -205,14 +171,14 @@ def _cqa_build(a):
 def _cqa_query(a, queries):
     from cqa_search import SearchConfig, SearchEngine
 
-    import_rss = _rss_mb()
+    import_rss = memory_mb()[0]
     from cqa_search import compiled
 
-    with _Clock() as clock:
+    with Clock() as clock:
         engine = SearchEngine.open(a.index, config=SearchConfig(features=()))
     # steady state, as `cqa-search serve` starts: the compiled kernel loaded first (its
     # one-off cost is reported apart)
-    with _Clock() as kernel_clock:
+    with Clock() as kernel_clock:
         kernel = compiled.load()  # (CQA_SEARCH_COMPILED=0: the numpy path)
     first_ms = _first_query(lambda q: engine.search(q, k=K), queries[0])
     modes = {"bm25": _timed_loop(queries, lambda q: list(engine.search(q, k=K).doc_ids),
@@ -229,8 +195,8 @@ def _bm25s_build(a, stopwords):
     import bm25s
     import Stemmer
 
-    import_rss = _rss_mb()
-    with _Clock() as clock:
+    import_rss = memory_mb()[0]
+    with Clock() as clock:
         texts, _ = _read_texts(a.archive)
         tokens = bm25s.tokenize(texts, stopwords=stopwords, stemmer=Stemmer.Stemmer("english"),
                                 show_progress=False)
@@ -246,9 +212,9 @@ def _bm25s_query(a, queries, stopwords):
     import bm25s
     import Stemmer
 
-    import_rss = _rss_mb()
+    import_rss = memory_mb()[0]
     stemmer = Stemmer.Stemmer("english")
-    with _Clock() as clock:
+    with Clock() as clock:
         retriever = bm25s.BM25.load(a.index)
 
     def one(text):
@@ -259,7 +225,7 @@ def _bm25s_query(a, queries, stopwords):
 
     first_ms = _first_query(one, queries[0])
     modes = {"per_query": _timed_loop(queries, one, a.check)}
-    with _Clock() as batch:
+    with Clock() as batch:
         qtok = bm25s.tokenize(queries, stopwords=stopwords, stemmer=stemmer, return_ids=False,
                               show_progress=False)
         docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
@@ -283,9 +249,9 @@ def _tantivy_analyzers(tantivy, stopwords):
 def _tantivy_build(a, stopwords):
     import tantivy
 
-    import_rss = _rss_mb()
+    import_rss = memory_mb()[0]
     name, registered, _ = _tantivy_analyzers(tantivy, stopwords)[a.engine]
-    with _Clock() as clock:
+    with Clock() as clock:
         sb = tantivy.SchemaBuilder()
         sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
         sb.add_text_field("text", stored=False, tokenizer_name=name, index_option="freq")
@@ -309,9 +275,9 @@ def _tantivy_build(a, stopwords):
 def _tantivy_query(a, queries, stopwords):
     import tantivy
 
-    import_rss = _rss_mb()
+    import_rss = memory_mb()[0]
     name, registered, query_analyzer = _tantivy_analyzers(tantivy, stopwords)[a.engine]
-    with _Clock() as clock:
+    with Clock() as clock:
         index = tantivy.Index.open(a.index)
         if registered is not None:
             index.register_tokenizer(name, registered)
@@ -371,7 +337,7 @@ def pipeline_main(a, argv) -> int:
     if a.baseline_src:
         impls[f"baseline ({a.baseline_src})"] = os.fspath(Path(a.baseline_src).resolve())
     specs = [spec.partition("=")[::2] for spec in a.pipeline]
-    runs, load_before = {}, _load()
+    runs, load_before = {}, load_average()
     try:
         for rnd in range(a.repeat):
             for name, paths in specs:
@@ -400,7 +366,7 @@ def pipeline_main(a, argv) -> int:
                                 spinner.kill()
                                 spinner.wait()
         print(f"Command: `{shlex.join(argv)}`\n\nMachine: {_machine()}; {_git_state()}; load "
-              f"average (1/5/15 min) before / after: {load_before} / {_load()}\n")
+              f"average (1/5/15 min) before / after: {load_before} / {load_average()}\n")
         print("| index | implementation | search | condition | p50 ms | p95 ms | p99 ms | "
               "CPU ms / query | p95 ÷ BM25 alone |")
         print("|---|---|---|---|---:|---:|---:|---:|---:|")
@@ -456,7 +422,7 @@ def child_main(a) -> int:
         out = {"cqa": lambda: _cqa_query(a, queries),
                "bm25s": lambda: _bm25s_query(a, queries, stopwords),
                "tantivy": lambda: _tantivy_query(a, queries, stopwords)}[engine]()
-    out["peak_rss_mb"] = _rss_mb()
+    out["peak_rss_mb"] = memory_mb()[0]
     Path(a.result).write_text(json.dumps(out))
     return 0
 
@@ -553,13 +519,6 @@ def _machine() -> str:
             + ", ".join(versions))
 
 
-def _load() -> str:
-    try:
-        return "/".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
 def _ratio(x, ref):
     return f"{x / ref:.2f}" if ref else "n/a"
 
@@ -626,7 +585,7 @@ def _run_all(a, work, archive, queries, jobs):
             label = tag if a.repeat == 1 else f"{tag} (run {rep + 1}/{a.repeat})"
             build = _run_child(work, engine, "build", tag, archive, queries, index,
                                extra + common, label)
-            build["index_bytes"] = _dir_bytes(index)
+            build["index_bytes"] = dir_bytes(index)
             query = _run_child(work, engine, "query", tag, archive, queries, index,
                                extra + common, label)
             runs[tag]["build"].append(build)
@@ -687,7 +646,7 @@ def parent_main(a, argv) -> int:
                     jobs.append(("cqa", "cqa-question+answers", ["--fields", "question,answers"]))
             else:
                 jobs.append((e, e, []))
-        state, load_before = _git_state(), _load()
+        state, load_before = _git_state(), load_average()
         results = _run_all(a, work, archive, queries, jobs)
         state_after = _git_state()
         rows, notes, tops = [], [], {}
@@ -744,7 +703,7 @@ def parent_main(a, argv) -> int:
                         f"top-{K}, one thread"
                         + (f"; best of {a.repeat} runs (fastest build and query loop, "
                            "largest RSS)" if a.repeat > 1 else ""),
-                "load average (1/5/15 min) before / after": f"{load_before} / {_load()}"}
+                "load average (1/5/15 min) before / after": f"{load_before} / {load_average()}"}
         lines = report(rows, base, argv=argv, info=info, jaccard=jaccard,
                        n_check=min(a.check, len(query_texts)), notes=notes)
         print("\n".join(lines))
@@ -763,7 +722,8 @@ def main(argv=None) -> int:
     ap.add_argument("archive", nargs="?", help="archive JSONL (id, title, body, ...)")
     ap.add_argument("queries", nargs="?", help="queries JSONL (a 'text' field per line)")
     ap.add_argument("--generate", type=int, metavar="N",
-                    help=f"write an N-question archive and its queries with {SYNTH.name} "
+                    help=f"write an N-question archive and its queries with "
+                         f"{Path(SYNTH).name} "
                          "into the work dir (reused when present)")
     ap.add_argument("--work-dir", help="where indexes go (default: a temporary directory, "
                                        "deleted at the end)")

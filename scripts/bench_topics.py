@@ -52,17 +52,9 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from _common import memory_mb
+
 SCRIPT = os.path.abspath(__file__)
-
-
-def _memory():
-    """(peak RSS, current RSS) of this process in MB (Linux /proc)."""
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(("VmHWM:", "VmRSS:")):
-                out[line.split(":")[0]] = int(line.split()[1]) / 1024
-    return out.get("VmHWM", float("nan")), out.get("VmRSS", float("nan"))
 
 
 def _load(work):
@@ -76,7 +68,7 @@ def child_gnmfnc(args):
     from cqa_search.factorization import GNMFNC
 
     D, labels = _load(args.work_dir)
-    _, rss0 = _memory()
+    _, rss0 = memory_mb()
     stamps = []
     t0 = time.perf_counter()
     with warnings.catch_warnings():
@@ -85,7 +77,7 @@ def child_gnmfnc(args):
             D, labels, callback=lambda i, o: stamps.append(time.perf_counter()))
     total = time.perf_counter() - t0
     per = float(np.median(np.diff([t0] + stamps)[1:]))
-    peak, _ = _memory()
+    peak, _ = memory_mb()
     return {"per_iter": per, "setup": total - per * len(stamps), "total": total,
             "peak_mb": peak, "rss_before_mb": rss0}
 
@@ -96,7 +88,7 @@ def child_sklearn(args):
 
     D, _ = _load(args.work_dir)
     X = sp.csr_matrix(D.T)
-    _, rss0 = _memory()
+    _, rss0 = memory_mb()
     times = {}
     for n in (2, 2 + args.iterations):
         model = NMF(args.ks + args.kp, solver="mu", beta_loss="frobenius", init="random",
@@ -107,7 +99,7 @@ def child_sklearn(args):
             model.fit(X)
         times[n] = time.perf_counter() - t0
     per = (times[2 + args.iterations] - times[2]) / args.iterations
-    peak, _ = _memory()
+    peak, _ = memory_mb()
     return {"per_iter": per, "setup": times[2] - 2 * per, "total": times[2 + args.iterations],
             "peak_mb": peak, "rss_before_mb": rss0}
 
@@ -144,7 +136,8 @@ def child_foldin(args):
     has = truth >= 0
     if has.any():
         out["accuracy_reconstruction"] = float(np.mean(inferred[has] == truth[has]))
-    engine.models["topics"] = model
+    engine = SearchEngine(engine.data, models={**engine.models, "topics": model},
+                          config=engine.config)
     for inference in ("given", "reconstruction", "hits", "all"):
         model.set_params(category_inference="reconstruction" if inference == "given"
                          else inference)

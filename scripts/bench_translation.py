@@ -24,7 +24,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from importlib import metadata
 
@@ -36,17 +35,7 @@ from cqa_search.index.store import is_compatible, open_index
 from cqa_search.retrieval import top_k
 from cqa_search.translation import IBMModel1, TranslationModel, build_parallel_corpus
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SYNTH = os.path.join(HERE, "..", "..", "shared", "bench", "synth_archive.py")
-
-
-def clocks():
-    return time.perf_counter(), time.process_time()
-
-
-def since(start):
-    wall, cpu = clocks()
-    return wall - start[0], cpu - start[1]
+from _common import SYNTH, Clock, dir_bytes, timed, write_report
 
 
 def lines(corpus, side):
@@ -64,11 +53,10 @@ def bench_eflomal(corpus):
     src, tgt = lines(corpus, "source"), lines(corpus, "target")
     with tempfile.TemporaryDirectory() as tmp:
         links = os.path.join(tmp, "fwd.links")
-        start = clocks()
-        eflomal.Aligner(model=1, n_iterations=(1, 0, 0), n_samplers=1).align(
-            src, tgt, links_filename_fwd=links, quiet=True)
-        wall, _ = since(start)
-    return wall   # the work is done by eflomal's binary (a child process): wall clock
+        with Clock() as clock:
+            eflomal.Aligner(model=1, n_iterations=(1, 0, 0), n_samplers=1).align(
+                src, tgt, links_filename_fwd=links, quiet=True)
+    return clock.wall   # the work is done by eflomal's binary (a child process): wall clock
 
 
 def bench_nltk(corpus, n_pairs):
@@ -79,9 +67,9 @@ def bench_nltk(corpus, n_pairs):
     sub = corpus.head(n_pairs)
     bitext = [AlignedSent(*[list(map(str, x)) for x in sub.pair(k)[::-1]])
               for k in range(sub.n_pairs)]
-    start = clocks()
-    NltkIBM1(bitext, 1)
-    return since(start)
+    with Clock() as clock:
+        NltkIBM1(bitext, 1)
+    return clock.wall, clock.cpu
 
 
 def held_bytes(obj, seen=None):
@@ -101,10 +89,6 @@ def held_bytes(obj, seen=None):
     if hasattr(obj, "__dict__") and type(obj).__module__.startswith("cqa_search.translation"):
         return sum(held_bytes(x, seen) for x in vars(obj).values())
     return 0
-
-
-def dir_bytes(path):
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
 def main(argv=None):
@@ -141,9 +125,7 @@ def main(argv=None):
     corpus = corpus.head(args.pairs)
     say(f"\n## One IBM Model 1 EM iteration: {corpus.n_pairs:,} question-answer pairs "
         f"({len(corpus.source):,} source and {len(corpus.target):,} target words)\n")
-    start = clocks()
-    ours = IBMModel1(max_iter=2, tol=None).fit(corpus)
-    total_wall, total_cpu = since(start)
+    ours, total_wall, total_cpu = timed(lambda: IBMModel1(max_iter=2, tol=None).fit(corpus))
     setup, iters = ours.timings_["setup"], ours.timings_["iterations"]
     efl = bench_eflomal(corpus)
     nl = bench_nltk(corpus, args.nltk_pairs)
@@ -212,11 +194,10 @@ def main(argv=None):
     walls, cpus = [], []
     for q, cand in work:
         q.cache.clear()
-        start = clocks()
-        scorer.score(q, cand)
-        w, c = since(start)
-        walls.append(w)
-        cpus.append(c)
+        with Clock() as clock:
+            scorer.score(q, cand)
+        walls.append(clock.wall)
+        cpus.append(clock.cpu)
     n_terms = np.mean([len(q.sequence) for q, _ in work])
     say(f"\n## Scoring the eight translation features of {args.candidates} candidates "
         f"({args.queries} queries, {n_terms:.1f} query terms on average)\n")
@@ -229,22 +210,20 @@ def main(argv=None):
     tight_cpu = []
     for q, cand in work:
         q.cache.clear()
-        start = clocks()
-        tight_scorer.score(q, cand)
-        tight_cpu.append(since(start)[0])
+        with Clock() as clock:
+            tight_scorer.score(q, cand)
+        tight_cpu.append(clock.wall)
     say(f"| wall, tight bi-phrases | {1000 * np.mean(tight_cpu):.1f} | "
         f"{1000 * np.median(tight_cpu):.1f} | {1000 * np.percentile(tight_cpu, 90):.1f} |")
-    start = clocks()
-    for text in texts:
-        engine.search(text, k=args.candidates)
-    w, c = since(start)
+    with Clock() as clock:
+        for text in texts:
+            engine.search(text, k=args.candidates)
+    w, c = clock.wall, clock.cpu
     say(f"\nWhole engine.search (BM25 top-{args.candidates} + every feature, translation "
         f"included): {1000 * w / len(texts):.1f} ms/query wall, {1000 * c / len(texts):.1f} "
         f"ms CPU")
     say(f"\n(load average {os.getloadavg()[0]:.1f} at the end)")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write("\n".join(report) + "\n")
+    write_report(args.out, "\n".join(report))
 
 
 if __name__ == "__main__":

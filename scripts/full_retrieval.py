@@ -38,7 +38,6 @@ Usage: scripts/full_retrieval.py [--data ../shared/data] [--work DIR]
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import sys
 import tempfile
@@ -48,25 +47,20 @@ import warnings
 import numpy as np
 
 from cqa_search import Analyzer, SearchConfig, SearchEngine, build_index
-from cqa_search.cli.demo import split as demo_split
-from cqa_search.cli.train import training_table
-from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
-from cqa_search.index.models import add_model
+from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir, demo_split
 from cqa_search.index.store import CURRENT
-from cqa_search.evaluation import (compare, evaluate, judged_only, read_qrels, read_queries,
-                                   run_queries, summarize)
+from cqa_search.evaluation import (evaluate, judged_only, read_qrels, read_queries,
+                                   run_of_scores, run_queries, summarize)
 from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
                                             convert_stackfaq)
-from cqa_search.factorization import MultiViewModel, TopicModel
+from cqa_search.training import training_table
 from cqa_search.ranking import LinearRankerCV, NoImprovementWarning
 from cqa_search.ranking._utils import query_folds
 from cqa_search.ranking.selection import FAMILIES, family
-from cqa_search.readers import read_questions
 from cqa_search.retrieval import BM25, parse_model
-from cqa_search.translation import TranslationModel
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from semeval2016 import LEAKED_2015, SEMEVAL2015, XML  # noqa: E402
+from _common import (DATA, fit_default_models, p_values, semeval_extra_questions, semeval_xml,
+                     stackexchange_sites)
 
 METRICS = ["map", "p@1", "p@5", "ndcg@10", "mrr", "r@100"]
 DEPTH = 100
@@ -82,9 +76,7 @@ TERM_MODELS = ["lm-jm", "lm-dir:mu=500", "vsm", "answers-bm25"]
 
 # -- collections -----------------------------------------------------------------------
 def stackexchange(data, out):
-    se = os.path.join(data, "stackexchange")
-    return convert_stackexchange(sorted(os.path.join(se, d) for d in os.listdir(se)
-                                        if os.path.isdir(os.path.join(se, d))), out), None
+    return convert_stackexchange(stackexchange_sites(data), out), None
 
 
 def stackfaq(data, out):
@@ -92,16 +84,10 @@ def stackfaq(data, out):
 
 
 def semeval(data, out):
-    folder = os.path.join(data, "semeval2016-task3-cqa-ql")
-    part1 = read_questions(os.path.join(folder, "train-part1-derived", "TRAIN-BASE.csv"),
-                           columns={"body": "rel_question"}, auto_id=True)
-    threads2015 = read_questions([os.path.join(data, "semeval2015-task3-reformatted", name)
-                                  for name in SEMEVAL2015])
-    extra = itertools.chain({q.body: q for q in part1}.values(),
-                            (q for q in threads2015 if q.id not in LEAKED_2015))
-    return convert_semeval([os.path.join(folder, XML.format(s)) for s in ("dev", "test")], out,
-                           extra_archive=[os.path.join(folder, XML.format("train-part2"))],
-                           extra_questions=extra, full_retrieval=True), None
+    return convert_semeval([semeval_xml(data, s) for s in ("dev", "test")], out,
+                           extra_archive=[semeval_xml(data, "train-part2")],
+                           extra_questions=semeval_extra_questions(data),
+                           full_retrieval=True), None
 
 
 def demo(data, out):
@@ -139,15 +125,7 @@ def bm25_run(engine, queries, k1=1.2, b=0.75):
 
 def fit_models(path, log):
     """Translation, GNMFNC topics and the IBM1-view multiview model, with defaults."""
-    engine = SearchEngine.open(path)
-    if "translation" not in engine.models:
-        t0 = time.time()
-        add_model(path, "translation", TranslationModel().fit(engine.view))
-        add_model(path, "topics-gnmfnc", TopicModel("gnmfnc").fit(engine.view))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            add_model(path, "multiview", MultiViewModel("ibm1").fit(SearchEngine.open(path).view))
-        log(f"  models fitted on {path} in {time.time() - t0:.0f} s")
+    fit_default_models(path, log=lambda msg: log(f"  {path}: {msg}"))
     return SearchEngine.open(path, config=SearchConfig(ranker=None))
 
 
@@ -158,13 +136,6 @@ def folds(queries, split):
     ids = sorted(q["id"] for q in queries)
     return [([ids[i] for i in tr], [ids[i] for i in te])
             for tr, te in query_folds(len(ids), 5, np.random.default_rng(0))]
-
-
-def ranked_run(scores, qid, docs):
-    run = {}
-    for q, d, s in zip(qid, docs, scores):
-        run.setdefault(q, {})[d] = float(s)
-    return run
 
 
 def fit_predict(table, train_ids, test_ids, columns=None, **options):
@@ -181,7 +152,7 @@ def fit_predict(table, train_ids, test_ids, columns=None, **options):
                             **options).fit(X[np.ix_(tr, columns)], y[tr], qid=qid[tr],
                                            feature_names=used, n_relevant=n_relevant[tr])
     cols = [names.index(f) for f in cv.feature_names_in_]
-    return cv, ranked_run(cv.predict(X[np.ix_(te, cols)], qid[te]), qid[te], docs[te])
+    return cv, run_of_scores(qid[te], docs[te], cv.predict(X[np.ix_(te, cols)], qid[te]))
 
 
 def describe(cv):
@@ -192,11 +163,6 @@ def describe(cv):
         return f"single {cv.single_feature_}"
     dropped = "-".join(d["family"] for d in cv.dropped_)
     return f"{point}" + (f" without {dropped}" if dropped else "")
-
-
-def _p(a, b) -> str:
-    c = compare(a, b, metrics=["map"]).loc["map"]
-    return f"{c['p_ttest']:.3f} / {c['p_randomization']:.3f}"
 
 
 # -- one collection ------------------------------------------------------------------------
@@ -301,8 +267,9 @@ def run_collection(key, data, work, log):
 
     def row(label, table, against_pipeline=True):
         values = summarize(table[METRICS + (["cmap"] if cmap else [])], percent=True)
-        print(f"| {label} | " + " | ".join(f"{v:.2f}" for v in values) + f" | {_p(table, base)} | "
-              + (_p(table, pipeline) if against_pipeline else "–") + " |")
+        print(f"| {label} | " + " | ".join(f"{v:.2f}" for v in values)
+              + f" | {p_values(table, base)} | "
+              + (p_values(table, pipeline) if against_pipeline else "–") + " |")
 
     row("BM25 (k1=1.2, b=0.75, analysis sklearn318)", base)
     row("BM25 tuned (analysis, k1, b chosen on the training folds)", tuned)
@@ -326,9 +293,8 @@ def run_collection(key, data, work, log):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
+    ap.add_argument("--data", default=DATA)
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_full_retrieval"))
     ap.add_argument("--collections", nargs="+", default=list(COLLECTIONS),
                     choices=list(COLLECTIONS))

@@ -22,23 +22,20 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 
 import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine, build_index
+from cqa_search.evaluation import (evaluate, feature_table, read_qrels, read_queries,
+                                   run_of_scores)
+from cqa_search.evaluation.datasets import convert_stackexchange
 from cqa_search.index.models import add_model
 from cqa_search.index.store import CURRENT
-from cqa_search.evaluation import evaluate, feature_table, read_qrels, read_queries
-from cqa_search.evaluation.datasets import convert_stackexchange
-from cqa_search.factorization import MultiViewModel, TopicModel
 from cqa_search.translation import TranslationModel
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from semeval2016 import prepare  # noqa: E402
-from semeval2016_rankers import ensure_models, positions  # noqa: E402
+from _common import DATA, fit_default_models, positions, prepare, stackexchange_sites
 
 #: Parallel corpora tried for the SemEval translation model (TranslationModel options).
 CORPORA = {"question-answer (default)": {},
@@ -98,7 +95,7 @@ def report(title, X, names, qid, y, ov, extra=()):
 
 def semeval(data, work):
     engine, splits = prepare(data, work)
-    engine = ensure_models(engine, os.path.join(work, "index"), {"all"}, lambda m: None)
+    engine = fit_default_models(engine.path)
     queries, qrels, candidates = splits["dev"]
     given = positions(candidates)
     X, qid, docs, names = feature_table(engine.with_config(SearchConfig(ranker=None)),
@@ -111,22 +108,23 @@ def semeval(data, work):
                       f"{100 * (y[(ov >= lo) & (ov < hi)] >= 1).mean():.0f}% "
                       f"of {((ov >= lo) & (ov < hi)).sum()}" for lo, hi in buckets))
     extra, maps = [], []
-    copy = os.path.join(work, "lexical_gap", "index")  # the variants go into a copy
+    # the variants go into a copy, each in turn its translation model (two stored translation
+    # models would give the same features)
+    copy = os.path.join(work, "lexical_gap", "index")
     if not os.path.exists(copy):
         shutil.copytree(os.path.join(work, "index"), copy)
-    for n, (label, params) in enumerate(CORPORA.items()):
-        name = f"translation-variant-{n}"
+    for label, params in CORPORA.items():
         model = TranslationModel(**params).fit(engine.view)
-        add_model(copy, name, model)
-        variant = SearchEngine.open(copy, config=SearchConfig(models=(name,), ranker=None))
+        add_model(copy, "translation", model)
+        variant = SearchEngine.open(copy, config=SearchConfig(models=("translation",),
+                                                              ranker=None))
         F, qid_v, docs_v, names_v = feature_table(variant, queries, candidates=given)
-        assert list(qid_v) == list(qid) and list(docs_v) == list(docs)
+        if list(qid_v) != list(qid) or list(docs_v) != list(docs):
+            raise RuntimeError("the variant's candidates differ from the index's")
         F = F[:, [names_v.index("wt"), names_v.index("translm")]]
         for j, f in enumerate(("wt", "translm")):
             extra.append((f"{f}, {label}: {model.corpus_stats_['n_pairs']:,} pairs", F[:, j]))
-            run = {}
-            for q, d, s in zip(qid, docs, F[:, j]):
-                run.setdefault(q, {})[d] = float(s)
+            run = run_of_scores(qid, docs, F[:, j])
             maps.append((extra[-1][0], 100 * evaluate(run, qrels, metrics=["map"])["map"].mean()))
     report("SemEval-2016 dev: the 10 given candidates", X, names, qid, y, ov, extra)
     print("\nDev MAP of ranking by one translation feature: " + "; ".join(
@@ -135,18 +133,11 @@ def semeval(data, work):
 
 def stackexchange(data, work):
     out = os.path.join(work, "stackexchange")
-    se = os.path.join(data, "stackexchange")
-    summary = convert_stackexchange(sorted(os.path.join(se, d) for d in os.listdir(se)
-                                           if os.path.isdir(os.path.join(se, d))), out)
+    summary = convert_stackexchange(stackexchange_sites(data), out)
     path = os.path.join(out, "index")
     if not os.path.exists(os.path.join(path, CURRENT)):
         build_index(summary.file("archive.jsonl"), path)
-        engine = SearchEngine.open(path)
-        add_model(path, "translation", TranslationModel().fit(engine.view))
-        add_model(path, "topics-gnmfnc", TopicModel("gnmfnc").fit(engine.view))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            add_model(path, "multiview", MultiViewModel("ibm1").fit(SearchEngine.open(path).view))
+        fit_default_models(path)
     engine = SearchEngine.open(path, config=SearchConfig(ranker=None))
     queries = [{**q, "category": None} for q in read_queries(summary.file("queries.jsonl"))]
     qrels = read_qrels(summary.file("qrels.txt"))
@@ -157,9 +148,8 @@ def stackexchange(data, work):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
+    ap.add_argument("--data", default=DATA)
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"))
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")

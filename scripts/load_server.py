@@ -12,7 +12,7 @@ server must pick up without failing a request). Reports throughput, latency perc
 CPU time per request and the machine's load average. Only loopback traffic; the run stops
 by itself after REQUESTS requests or TIMEOUT seconds.
 
-The index is BM25-only (the archive of scripts/semeval2016.py's prepare(): no trained
+The index is BM25-only (the archive of scripts/semeval2016.py, _common.prepare(): no trained
 models, so no ranker); ``--archive`` and ``--queries`` serve another collection instead
 (the tests run it on the demo archive). Usage:
 
@@ -38,13 +38,10 @@ import urllib.request
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+from cqa_search import build_index
+from cqa_search.index.store import current_generation, is_compatible
 
-from semeval2016 import prepare  # noqa: E402
-
-from cqa_search import build_index  # noqa: E402
-from cqa_search.index.store import current_generation, is_compatible  # noqa: E402
+from _common import DATA, prepare
 
 
 def free_port() -> int:
@@ -132,7 +129,7 @@ async def load(port, targets, n_requests, n_clients, timeout, on_half, reconnect
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data"),
+    ap.add_argument("--data", default=DATA,
                     help="the judged collections (SemEval-2016 under it; default %(default)s)")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"),
                     help="where the converted SemEval data and the index go "

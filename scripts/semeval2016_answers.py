@@ -24,27 +24,22 @@ Usage: scripts/semeval2016_answers.py [--data ../shared/data] [--work DIR] [--ou
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 import time
 
 from cqa_search import Question, SearchEngine, build_index
 from cqa_search.answers import FEATURE_NAMES, UNSUPERVISED_WEIGHTS, AnswerSelector, \
     answer_features
-from cqa_search.evaluation import compare, evaluate, summarize
+from cqa_search.evaluation import compare, evaluate, run_of_scores, summarize
 from cqa_search.evaluation.datasets import semeval_comment_ranking
 from cqa_search.index.store import is_compatible
 from cqa_search.readers import read_questions
 
+from _common import LEAKED_2015, SEMEVAL2015, paper_parser, semeval_xml, write_report
+
 SPLITS = ("train-part2", "dev", "test")
 METRICS = ["map", "mrr", "p@1"]
-XML = "SemEval2016-Task3-CQA-QL-{}.xml"
-SEMEVAL2015 = ("SemEval2015-Task3-CQA-QL-dev-reformatted-excluding-2016-questions-cleansed.xml",
-               "SemEval2015-Task3-CQA-QL-test-reformatted-excluding-2016-questions-multiline.xml")
-# 2015 threads that are 2016 test threads (../shared/data/semeval2015-task3-reformatted/README.md)
-LEAKED_2015 = {"Q2630", "Q2656", "Q2828", "Q2938", "Q2956"}
 # Unsupervised candidates compared on dev: single content scores and content + priors
 # (unit weights on z-scored features). The package default is UNSUPERVISED_WEIGHTS.
 PRIORS = {"by_asker": -1.0, "question_mark": -1.0}
@@ -80,11 +75,10 @@ def scored(engine, model, qrels):
     """Per-thread metrics of ranking each thread's comments by the model."""
     rows = engine.archive.rows(list(qrels))
     X, row, position = answer_features(engine.view, model, rows)
-    scores = model.decision_function(X)
-    run = {}
-    for r, k, s in zip(row.tolist(), position.tolist(), scores.tolist()):
-        question = engine.archive[r]
-        run.setdefault(question.id, {})[question.extra["answer_ids"][k]] = s
+    threads = [engine.archive[r] for r in row.tolist()]
+    run = run_of_scores([q.id for q in threads],
+                        [q.extra["answer_ids"][k] for q, k in zip(threads, position.tolist())],
+                        model.decision_function(X))
     return evaluate(run, qrels, metrics=METRICS)
 
 
@@ -98,15 +92,9 @@ def name_of(weights):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016_a"))
-    ap.add_argument("--out", help="also write the Markdown tables to this file")
-    args = ap.parse_args(argv)
+    args = paper_parser(__doc__, "cqa_semeval2016_a").parse_args(argv)
     t0 = time.time()
-    folder = os.path.join(args.data, "semeval2016-task3-cqa-ql")
-    xml = {s: os.path.join(folder, XML.format(s)) for s in SPLITS}
+    xml = {s: semeval_xml(args.data, s) for s in SPLITS}
     extra = [os.path.join(args.data, "semeval2015-task3-reformatted", n) for n in SEMEVAL2015]
     engine = index_of([*xml.values(), *extra], os.path.join(args.work, "index"))
     tasks = {s: semeval_comment_ranking([xml[s]]) for s in SPLITS}   # (qrels, chronological)
@@ -182,9 +170,7 @@ def main(argv=None):
     print(f"\n({len(qrels['dev'])} dev and {len(qrels['test'])} test threads, "
           f"{len(qrels['train-part2'])} training threads; {engine.n_docs} archive questions; "
           f"{time.time() - t0:.0f} s)")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    write_report(args.out, text)
 
 
 def test_table(rows):

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """SemEval-2016 Task 3 subtask B with SMT + MF (Zhou et al. 2013): rows like its Tables 4-6.
 
-Same setting as scripts/semeval2016.py (its prepare(), score() and table()): rerank the
+Same setting as scripts/semeval2016.py (_common.prepare() and table()): rerank the
 10 related questions of each original question; archive = train-part2 + dev + test +
 the derived part-1 CSV + the 2015 threads minus the five leaked ones. For each row, an
 SMT + MF model (K = 100, lambda_1 = 1, lambda_p = 0.25, as the paper) is fitted on the
-archive, stored in the index (`add_model`, then read back), and its features, one
-cosine per view, are combined with VSM linearly (eq. 20) with weights that maximise
-dev MAP (scipy Powell from a few starts; weights >= 0); test is scored once with them.
+archive, stored in the index (`add_model`, then read back; each row's model replaces the
+one before it), and its features, one cosine per view, are combined with VSM linearly
+(eq. 20) with weights that maximise dev MAP (scipy Powell from a few starts; weights
+>= 0); test is scored once with them.
 Rows: VSM; VSM + MF (one view); DT + MF (dummy translator); each translator alone
 (P = 2): the FreeDict dictionaries fra, deu, ita, spa (Debian dict-freedict-eng-*,
 installed with apt-get when missing and allowed) and IBM Model 1 (a table stored in the
@@ -16,35 +17,35 @@ pairs); all of them together. Significance of test MAP (paired t-test, randomiza
 test) against VSM and against the best earlier row by dev MAP.
 
 Usage: scripts/semeval2016_multiview.py [--data ../shared/data] [--work DIR] [--out F.md]
-       [--max-iter 100] [--no-install] [--views-only "dict:fra,..."]
+       [--dict-dir DIR] [--no-install] [-k 100] [--max-iter 100] [--random-state 0]
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 
 import numpy as np
 import scipy.optimize as sopt
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import semeval2016 as base  # noqa: E402  (prepare, score, table)
+from cqa_search import SearchConfig, SearchEngine
+from cqa_search.evaluation import compare, evaluate, feature_table, run_of_scores
+from cqa_search.factorization.dictd import DEFAULT_DICT_DIR
+from cqa_search.factorization.multiview import MultiViewModel
+from cqa_search.factorization.views import find_translation_table, make_translator
+from cqa_search.index.models import add_model, remove_model
+from cqa_search.retrieval import VSM
+from cqa_search.translation import IBMModel1, build_parallel_corpus
 
-from cqa_search import SearchConfig, SearchEngine  # noqa: E402
-from cqa_search.evaluation import compare, evaluate, feature_table  # noqa: E402
-from cqa_search.factorization.multiview import MultiViewModel  # noqa: E402
-from cqa_search.factorization.dictd import DEFAULT_DICT_DIR  # noqa: E402
-from cqa_search.factorization.views import find_translation_table, make_translator  # noqa: E402,E501
-from cqa_search.index.models import add_model  # noqa: E402
-from cqa_search.retrieval import VSM  # noqa: E402
+from _common import (METRICS, paper_parser, prepare, self_candidate_queries, table,
+                     write_report)
 
 LANGS = ("fra", "deu", "ita", "spa")
-METRICS = base.METRICS
+#: The name each row's model is stored under in turn.
+MODEL = "multiview"
 
 
 def find_dictionaries(dict_dir, install):
@@ -70,24 +71,13 @@ def find_dictionaries(dict_dir, install):
 
 def ibm1_table(engine, log):
     """An IBM Model 1 table: the one stored in the index, else one trained here."""
-    table = find_translation_table(engine.models)
-    if table is not None:
+    probs = find_translation_table(engine.models)
+    if probs is not None:
         log.append("IBM Model 1: the table stored in the index")
-        return table
-    try:
-        from cqa_search.translation import IBMModel1, build_parallel_corpus
-    except ImportError as exc:
-        log.append(f"IBM Model 1: not run ({exc})")
-        return None
+        return probs
     t0 = time.time()
-    try:
-        corpus = build_parallel_corpus(engine.view)
-        corpus = corpus[0] if isinstance(corpus, tuple) else corpus  # (corpus, stats)
-        model = IBMModel1().fit(corpus)
-    except Exception as exc:  # the translation package is being written concurrently
-        log.append(f"IBM Model 1: not run (training through cqa_search.translation failed: "
-                   f"{type(exc).__name__}: {exc})")
-        return None
+    corpus, _ = build_parallel_corpus(engine.view)
+    model = IBMModel1().fit(corpus)
     log.append(f"IBM Model 1: trained here with cqa_search.translation "
                f"(IBMModel1(), defaults, build_parallel_corpus(view) defaults; "
                f"{time.time() - t0:.0f} s)")
@@ -145,19 +135,17 @@ def tune(dev, n_features):
     return best_w / max(best_w.max(), 1e-12), best
 
 
-def run_of(split_data, w):
+def linear_run(split_data, w):
+    """The run of eq. 20's scores ``X @ w`` of each query's candidates."""
     queries, _, per_query, _ = split_data
-    return {q["id"]: dict(zip(per_query[q["id"]][0], (per_query[q["id"]][1] @ w).tolist()))
-            for q in queries}
+    ids = [q["id"] for q in queries]
+    return run_of_scores([q for q in ids for _ in per_query[q][0]],
+                         [d for q in ids for d in per_query[q][0]],
+                         np.concatenate([per_query[q][1] @ w for q in ids]))
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(),
-                                                   "cqa_semeval2016_multiview"))
-    ap.add_argument("--out", help="also write the Markdown table to this file")
+    ap = paper_parser(__doc__, "cqa_semeval2016_multiview")
     ap.add_argument("--dict-dir", default=DEFAULT_DICT_DIR)
     ap.add_argument("--no-install", action="store_true",
                     help="do not apt-get install missing dictionaries")
@@ -166,8 +154,12 @@ def main(argv=None):
     ap.add_argument("--random-state", type=int, default=0)
     args = ap.parse_args(argv)
     t_start = time.time()
-    engine, splits = base.prepare(args.data, args.work)
+    engine, splits = prepare(args.data, args.work)
     index = engine.path
+    # each row's model is stored under one name, replacing the row before it (two stored
+    # models may not give the same features, mv_orig): other multiview models go first
+    for name in [n for n, m in engine.models.items() if m.kind == "multiview" and n != MODEL]:
+        remove_model(index, name)
     notes = []
     langs = find_dictionaries(args.dict_dir, not args.no_install)
     notes.append(f"dictionaries ({args.dict_dir}): "
@@ -175,8 +167,9 @@ def main(argv=None):
     for lang in LANGS:
         if lang not in langs:
             notes.append(f"dict:{lang}: not run (install dict-freedict-eng-{lang})")
-    table = ibm1_table(engine, notes)
-    translators = [f"dict:{lang}" for lang in langs] + (["ibm1"] if table is not None else [])
+    ibm1_probs = ibm1_table(engine, notes)
+    translators = [f"dict:{lang}" for lang in langs] + (["ibm1"] if ibm1_probs is not None
+                                                        else [])
 
     configs = [("VSM", None), ("VSM + MF (one view)", []), ("DT + MF (orig, dummy)", ["dummy"])]
     configs += [(f"SMT + MF (P = 2: orig, {t})", [t]) for t in translators]
@@ -189,11 +182,11 @@ def main(argv=None):
         t0 = time.time()
         name = None
         if views is not None:
-            name = "mv-" + ("-".join(v.replace(":", "") for v in views) or "orig")
+            name = MODEL
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 translators = [make_translator(v, dict_dir=args.dict_dir,
-                                               translation_probs=table) for v in views]
+                                               translation_probs=ibm1_probs) for v in views]
                 model = MultiViewModel(",".join(views), dict_dir=args.dict_dir,
                                        n_components=args.n_components, max_iter=args.max_iter,
                                        random_state=args.random_state).fit(
@@ -208,7 +201,8 @@ def main(argv=None):
         data = features(index, name, splits)
         names = data["dev"][3]
         w, dev_map = tune(data["dev"], len(names))
-        per_split = {s: evaluate(run_of(d, w), d[1], metrics=METRICS) for s, d in data.items()}
+        per_split = {s: evaluate(linear_run(d, w), d[1], metrics=METRICS)
+                     for s, d in data.items()}
         rows.append((label, per_split))
         details.append(f"| {label} | {fit_info} | "
                        + ", ".join(f"{n} {v:.3f}" for n, v in zip(names, w)) + " |")
@@ -217,8 +211,7 @@ def main(argv=None):
               file=sys.stderr)
 
     vsm_test = rows[0][1]["test"]
-    lines = base.table(rows, vsm_test, "VSM",
-                       base.self_candidate_queries(engine, splits)).split("\n")
+    lines = table(rows, vsm_test, "VSM", self_candidate_queries(engine, splits)).split("\n")
     lines[0] += " best earlier row (dev MAP) | test MAP vs it: p (t-test) | p (rand.) |"
     lines[1] += "---|---:|---:|"
     for i in range(len(rows)):
@@ -237,9 +230,7 @@ def main(argv=None):
              f"{args.max_iter}, random_state = {args.random_state}, "
              f"{time.time() - t_start:.0f} s)")
     print(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """SemEval-2016 Task 3 subtask B with learned rankers: every learner, with and without the
 search-engine rank, on the feature columns the index provides.
 
-Setting (scripts/semeval2016.py's prepare(): one archive of train-part2 + dev + test + the
+Setting (scripts/semeval2016.py, _common.prepare(): one archive of train-part2 + dev + test + the
 derived part-1 CSV + the 2015 threads). Training queries: the 67 original questions of
 train-part2 and (``--part1 extra``, the default) the 200 original questions of the
 derived part-1 CSV, reranking their related questions inside the archive:
@@ -57,30 +57,23 @@ Usage: scripts/semeval2016_rankers.py [--feature-sets "term context" all ...]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cqa_search.evaluation import evaluate, feature_table, run_of_scores
+from cqa_search.exceptions import ConvergenceWarning
+from cqa_search.ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
+from cqa_search.readers import read_questions
+from cqa_search.retrieval import make_model
 
-from semeval2016 import METRICS, map_without, prepare, score, self_candidate_queries  # noqa: E402,E501
-
-from cqa_search.evaluation import compare, evaluate, feature_table, read_qrels, read_queries, \
-    read_run, summarize  # noqa: E402
-from cqa_search.index.models import add_model  # noqa: E402
-from cqa_search.evaluation.datasets import convert_semeval  # noqa: E402
-from cqa_search.exceptions import ConvergenceWarning  # noqa: E402
-from cqa_search.factorization import MultiViewModel, TopicModel  # noqa: E402
-from cqa_search.readers import read_questions  # noqa: E402
-from cqa_search.ranking import LinearRanker, LinearRankerCV, NoImprovementWarning  # noqa: E402
-from cqa_search.retrieval import make_model  # noqa: E402
-from cqa_search.translation import TranslationModel  # noqa: E402
+from _common import (METRICS, SEMEVAL2016, convert_split, fit_default_models, p_values,
+                     paper_parser, positions, prepare, score, self_candidate_queries,
+                     split_cells, write_report)
 
 GROUPS = {"term": ("bm25", "lm_", "vsm", "answers_"),
           "translation": ("wt", "translm", "ptrans_"),
@@ -136,38 +129,6 @@ def part1_queries(folder):
     return queries, qrels, run
 
 
-def positions(run):
-    """The run with every candidate scored 1/position in its query's search-engine order
-    (what part 1 has), instead of the official 1/RELQ_RANKING_ORDER."""
-    out = {}
-    for qid, docs in run.items():
-        ranked = sorted(docs, key=lambda d: -docs[d])  # stable: file order on ties
-        out[qid] = {d: 1.0 / (i + 1) for i, d in enumerate(ranked)}
-    return out
-
-
-def ensure_models(engine, path, groups, log):
-    """Fit (with the defaults of ``cqa-search fit``) the models the feature groups need."""
-    from cqa_search import SearchEngine
-
-    wanted = {"translation": ("translation", TranslationModel().fit),
-              "topics": ("topics-gnmfnc", TopicModel("gnmfnc").fit),
-              "multiview": ("multiview", MultiViewModel("ibm1").fit)}
-    for group, (name, fit_model) in wanted.items():
-        if (group in groups or "all" in groups) and name not in engine.models:
-            log(f"fitting {name} with its defaults")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                add_model(path, name, fit_model(SearchEngine.open(path).view))
-    return SearchEngine.open(path)
-
-
-def load_split(out):
-    return (read_queries(os.path.join(out, "queries.jsonl")),
-            read_qrels(os.path.join(out, "qrels.txt")),
-            read_run(os.path.join(out, "candidates.run")))
-
-
 def columns(names, feature_set, with_se_rank):
     """Columns of the feature groups, plus (``with_se_rank``) or minus the search-engine
     rank feature (``given_score``, equal to it, never)."""
@@ -177,14 +138,11 @@ def columns(names, feature_set, with_se_rank):
             if (n.startswith(prefixes) and n not in GIVEN) or (with_se_rank and n in SE_RANK)]
 
 
-def run_of(model, table, cols, candidates):
-    """``{qid: {doc: score}}`` in the given candidate order (the scorer keeps it on ties)."""
+def run_of_model(model, table, cols, candidates):
+    """The run of ``model`` on a table's pairs, in the given candidate order (the scorer
+    keeps it on ties)."""
     X, qid, docs, _ = table
-    scores = {}
-    for q, d, s in zip(qid, docs, model.predict(X[:, cols]).tolist()):
-        scores.setdefault(q, {})[d] = s
-    return {q: {d: scores[q][d] for d in candidates[q] if d in scores.get(q, {})}
-            for q in scores}
+    return run_of_scores(qid, docs, model.predict(X[:, cols]), order=candidates)
 
 
 def fit(learner, params, extra, train, cols, names, seed):
@@ -221,7 +179,7 @@ def select(learner, grid, tables, qrels, candidates, cols, names, seed, log):
     for params, extra in grid:
         t0 = time.time()
         model = fit(learner, params, extra, tables["train"], cols, names, seed)
-        dev_map = float(evaluate(run_of(model, tables["dev"], cols, candidates["dev"]),
+        dev_map = float(evaluate(run_of_model(model, tables["dev"], cols, candidates["dev"]),
                                  qrels["dev"],
                                  metrics=["map"])["map"].mean())
         scores.append({"params": params, **extra, "dev_map": dev_map,
@@ -247,21 +205,14 @@ def markdown(rows, baselines, exclude) -> str:
             + " | ".join(f"p vs {b} (t / rand.)" for b in baselines) + " |")
     lines = [head, "|---|---|" + "---:|" * (9 + len(baselines))]
     for system, features, per_split in rows:
-        dev = summarize(per_split["dev"], percent=True)
-        test = summarize(per_split["test"], percent=True)
-        cells = [f"{v:.2f}" for v in (*dev, *test, map_without(per_split["test"], exclude))]
-        for base in baselines.values():
-            sig = compare(per_split["test"], base, metrics=["map"]).loc["map"]
-            cells.append(f"{sig['p_ttest']:.3f} / {sig['p_randomization']:.3f}")
+        cells = split_cells(per_split, exclude) + [p_values(per_split["test"], base)
+                                                   for base in baselines.values()]
         lines.append(f"| {system} | {features} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"))
+    ap = paper_parser(__doc__, "cqa_semeval2016")
     ap.add_argument("--feature-sets", nargs="+", default=["term context"], metavar="GROUPS",
                     help="feature sets, each a space-separated list of groups among "
                          f"{', '.join([*GROUPS, 'all'])} (column-name prefixes), e.g. "
@@ -270,7 +221,6 @@ def main(argv=None):
                     help="also train on the derived part-1 CSV (default: extra)")
     ap.add_argument("--learners", nargs="+", default=list(GRIDS), choices=list(GRIDS))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", help="also write the Markdown tables to this file")
     ap.add_argument("--details", help="write every configuration's dev MAP (JSON) here")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -282,16 +232,13 @@ def main(argv=None):
     log = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr))
     t0 = time.time()
     engine, splits = prepare(args.data, args.work)
-    engine = ensure_models(engine, os.path.join(args.work, "index"),
-                           {g for fs in feature_sets for g in fs}, log)
+    groups = {g for fs in feature_sets for g in fs}
+    engine = fit_default_models(engine.path, [f for f in ("translation", "topics", "multiview")
+                                              if f in groups or "all" in groups], log)
     exclude = self_candidate_queries(engine, splits)
-    folder = os.path.join(args.data, "semeval2016-task3-cqa-ql")
-    part2 = os.path.join(args.work, "train-part2")
-    if not os.path.exists(os.path.join(part2, "qrels.txt")):
-        convert_semeval([os.path.join(folder, "SemEval2016-Task3-CQA-QL-train-part2.xml")], part2)
-    train_sets = {"part2": load_split(part2)}
+    train_sets = {"part2": convert_split(args.data, "train-part2", args.work)}
     if args.part1 == "extra":
-        train_sets["part1"] = part1_queries(folder)
+        train_sets["part1"] = part1_queries(os.path.join(args.data, SEMEVAL2016))
 
     def table(queries, qrels, candidates):
         X, qid, docs, names = feature_table(engine, queries, candidates=positions(candidates))
@@ -337,7 +284,7 @@ def main(argv=None):
                                                         candidates, cols, names, args.seed, log)
                 chosen[learner] = (params, extra)
                 details[f"{label} | {learner}"] = scores
-                per_split = {s: evaluate(run_of(model, tables[s], cols, candidates[s]),
+                per_split = {s: evaluate(run_of_model(model, tables[s], cols, candidates[s]),
                                          qrels[s], metrics=METRICS) for s in ("dev", "test")}
                 shown = {k: v for k, v in params.items() if k not in ("base", "base_params")}
                 name = f"{learner} ({describe(shown, extra)})" if learner != "train-defaults" \
@@ -359,9 +306,7 @@ def main(argv=None):
           f"{len(exclude)} of them with themselves among their candidates; {n_train_q} "
           f"training queries ({' + '.join(train_sets)}); {engine.n_docs} archive questions; "
           f"{len(everything)} systems compared on dev; {time.time() - t0:.0f} s)")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    write_report(args.out, text)
     if args.details:
         with open(args.details, "w", encoding="utf-8") as f:
             json.dump(details, f, indent=1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SemEval-2016 Task 3 subtask B with the topic models of Zhou et al. (2014), like its Table 3.
 
-The archive and splits are those of scripts/semeval2016.py (prepare()): every archive
+The archive and splits are those of scripts/semeval2016.py (_common.prepare()): every archive
 thread, the 2015 threads included minus the five 2016 test questions; categories are
 RELQ_CATEGORY (questions of the derived part-1 CSV have none: one more group). NMF, CNMF,
 GNMF and GNMFNC are fitted with the paper's settings (K_s=20, K_p=8, a=100, 100 sweeps;
@@ -21,25 +21,20 @@ Usage: scripts/semeval2016_topics.py [--data ../shared/data] [--work DIR] [--see
 """
 from __future__ import annotations
 
-import argparse
 import copy
-import os
-import sys
-import tempfile
 import time
 import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from semeval2016 import METRICS, prepare, self_candidate_queries, table  # noqa: E402
-
-from cqa_search import SearchConfig, SearchEngine  # noqa: E402
-from cqa_search.evaluation import evaluate, feature_table  # noqa: E402
-from cqa_search.exceptions import ConvergenceWarning  # noqa: E402
-from cqa_search.factorization import (VARIANTS, GNMFNC, TopicModel, interpolate,  # noqa: E402
+from cqa_search import SearchConfig, SearchEngine
+from cqa_search.evaluation import evaluate, feature_table, run_of_scores
+from cqa_search.exceptions import ConvergenceWarning
+from cqa_search.factorization import (VARIANTS, GNMFNC, TopicModel, interpolate,
                                       term_question_matrix)
-from cqa_search.retrieval import BM25, LMJelinekMercer, top_k  # noqa: E402
+from cqa_search.retrieval import BM25, LMJelinekMercer, top_k
+
+from _common import METRICS, paper_parser, prepare, self_candidate_queries, table, write_report
 
 TERMS = {"BM25": BM25(), "LM": LMJelinekMercer()}
 ALPHAS = [round(0.1 * i, 1) for i in range(11)]
@@ -79,13 +74,6 @@ def features(engine, models, splits):
     return out
 
 
-def run_of(table_, candidates, scores):
-    """A run in the given candidate order (ties keep it, as the official scorer does)."""
-    X, qid, docs, names = table_
-    by_pair = dict(zip(zip(qid.tolist(), docs.tolist()), scores.tolist()))
-    return {q: {d: by_pair[q, d] for d in cands} for q, cands in candidates.items()}
-
-
 def system(feats, splits, term, topic=None, alpha=0.6):
     """{split: per-query metrics} of eq. 14 (term only when topic is None)."""
     out = {}
@@ -94,7 +82,9 @@ def system(feats, splits, term, topic=None, alpha=0.6):
         s_term = X[:, names.index(TERMS[term].feature_name)]
         scores = s_term if topic is None else interpolate(
             s_term, X[:, names.index(topic)], alpha, qid=qid)
-        out[split] = evaluate(run_of(feats[split], candidates, scores), qrels, metrics=METRICS)
+        # in the given candidate order: ties keep it, as the official scorer does
+        out[split] = evaluate(run_of_scores(qid, docs, scores, order=candidates), qrels,
+                              metrics=METRICS)
     return out
 
 
@@ -142,15 +132,11 @@ def heldout_inference(view, n_held=300, seed=0):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_semeval2016"))
+    ap = paper_parser(__doc__, "cqa_semeval2016")
     ap.add_argument("--seeds", type=int, default=5, help="random seeds per model (default 5)")
     ap.add_argument("--alpha", type=float, default=0.6)
     ap.add_argument("--inference", choices=INFERENCES, default="all",
                     help="category inference of the main tables (default: %(default)s)")
-    ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
     t0 = time.time()
     engine, splits = prepare(args.data, args.work)
@@ -234,9 +220,7 @@ def main(argv=None):
     print(text)
     print(f"\n({len(splits['dev'][0])} dev and {len(splits['test'][0])} test queries, "
           f"{engine.n_docs} archive questions, {time.time() - t0:.0f} s)")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

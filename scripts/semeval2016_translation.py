@@ -22,26 +22,20 @@ Usage: scripts/semeval2016_translation.py [--data ../shared/data] [--work DIR] [
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-import tempfile
 import time
 import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from semeval2016 import METRICS, prepare, score, self_candidate_queries, table  # noqa: E402
+from cqa_search import SearchConfig, SearchEngine
+from cqa_search.evaluation import evaluate, feature_table, run_of_scores, summarize
+from cqa_search.index.models import add_model
+from cqa_search.ranking import LinearRanker
+from cqa_search.retrieval import make_model
+from cqa_search.translation import TranslationModel
 
-from cqa_search import SearchConfig, SearchEngine  # noqa: E402
-from cqa_search.evaluation import (evaluate, feature_table, read_qrels, read_queries,  # noqa: E402
-                                   read_run, summarize)
-from cqa_search.evaluation.datasets import convert_semeval  # noqa: E402
-from cqa_search.index.models import add_model, remove_model  # noqa: E402
-from cqa_search.ranking import LinearRanker  # noqa: E402
-from cqa_search.retrieval import make_model  # noqa: E402
-from cqa_search.translation import TranslationModel  # noqa: E402
+from _common import (METRICS, convert_split, paper_parser, prepare, score,
+                     self_candidate_queries, table, write_report)
 
 PTRANS = ["ptrans_pt", "ptrans_ipt", "ptrans_lw", "ptrans_ilw", "ptrans_pa", "ptrans_uwp",
           "lm_jm", "wt"]
@@ -50,23 +44,19 @@ MU1 = [0.5, 0.8, 0.9, 1.0]
 EXAMPLES = ["visa", "famili visa", "drive licens", "bank account", "internet", "doctor"]
 
 
-def train_split(data, work):
-    """Queries, qrels and candidates of train-part2 (its threads are in the archive)."""
-    out = os.path.join(work, "train-part2")
-    if not os.path.exists(os.path.join(out, "qrels.txt")):
-        convert_semeval([os.path.join(data, "semeval2016-task3-cqa-ql",
-                                      "SemEval2016-Task3-CQA-QL-train-part2.xml")], out)
-    return (read_queries(os.path.join(out, "queries.jsonl")),
-            read_qrels(os.path.join(out, "qrels.txt")),
-            read_run(os.path.join(out, "candidates.run")))
+def stored(index, model):
+    """The engine of ``index`` with ``model`` stored as its translation model (written, then
+    read back): the variants are stored in turn, as two stored translation models would give
+    the same features."""
+    add_model(index, "translation", model)
+    return SearchEngine.open(index)
 
 
-def features(engine, model_name, splits, **scoring):
-    """Feature tables of every split with one stored translation model (its scoring
+def features(engine, splits, **scoring):
+    """Feature tables of every split with the engine's translation model (its scoring
     parameters set to ``scoring``)."""
-    model = engine.models[model_name]
-    model.set_params(**scoring)
-    eng = engine.with_config(SearchConfig(models=(model_name,), ranker=None))
+    engine.models["translation"].set_params(**scoring)
+    eng = engine.with_config(SearchConfig(models=("translation",), ranker=None))
     out = {}
     for split, (queries, qrels, candidates) in splits.items():
         X, qid, docs, names = feature_table(eng, queries, candidates=candidates)
@@ -75,19 +65,13 @@ def features(engine, model_name, splits, **scoring):
     return out
 
 
-def run_of(scores, qid, docs):
-    run = {}
-    for q, d, s in zip(qid, docs, scores):
-        run.setdefault(q, {})[d] = float(s)
-    return run
-
-
 def per_query(tables, scorer):
     """{split: per-query metrics} of the run given by ``scorer(X, names)`` on dev and test."""
     out = {}
     for split in ("dev", "test"):
         X, qid, docs, names, _, qrels = tables[split]
-        out[split] = evaluate(run_of(scorer(X, names), qid, docs), qrels, metrics=METRICS)
+        out[split] = evaluate(run_of_scores(qid, docs, scorer(X, names)), qrels,
+                              metrics=METRICS)
     return out
 
 
@@ -105,19 +89,13 @@ def tuned(tables, feats, on="dev"):
 
 
 def main(argv=None):
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(),
-                                                   "cqa_semeval2016_translation"))
-    ap.add_argument("--out", help="also write the Markdown report to this file")
-    args = ap.parse_args(argv)
+    args = paper_parser(__doc__, "cqa_semeval2016_translation").parse_args(argv)
     warnings.simplefilter("ignore")
     t0 = time.time()
     engine, splits = prepare(args.data, args.work)
     index = engine.path
     term_splits = dict(splits)
-    splits = {**splits, "train": train_split(args.data, args.work)}
+    splits = {**splits, "train": convert_split(args.data, "train-part2", args.work)}
     report = []
 
     def say(text=""):
@@ -125,15 +103,10 @@ def main(argv=None):
         report.append(text)
 
     # -- training -----------------------------------------------------------------------
-    trained = {}
-    for name, params in (("translation", {}), ("translation-notextrank", {"textrank": False}),
-                         ("translation-tight", {"unaligned_edges": False})):
-        if name in engine.models:
-            remove_model(index, name)
-        model = TranslationModel(**params).fit(engine.view)
-        add_model(index, name, model)
-        trained[name] = model
-    engine = SearchEngine.open(index)
+    trained = {name: TranslationModel(**params).fit(engine.view) for name, params in (
+        ("translation", {}), ("translation-notextrank", {"textrank": False}),
+        ("translation-tight", {"unaligned_edges": False}))}
+    engine = stored(index, trained["translation"])
     s, s0 = trained["translation"].summary_, trained["translation-notextrank"].summary_
     say("## Training (the SemEval archive)\n")
     say("```\n" + str(s) + "\n```\n")
@@ -167,7 +140,7 @@ def main(argv=None):
     best_term = max(terms, key=lambda n: terms[n]["dev"]["map"].mean())
 
     # -- WT, TransLM, P-Trans ------------------------------------------------------------
-    by_mu = {mu: features(engine, "translation", splits, question_weight=mu) for mu in MU1}
+    by_mu = {mu: features(engine, splits, question_weight=mu) for mu in MU1}
     base = by_mu[MU1[0]]
     rows.append(("WT: Jeon et al. eqs. 3-4 (lambda 0.2)", per_query(base, column("wt"))))
     rows.append(("TransLM: Xue et al. eqs. 5-6 (beta 0.8, lambda 0.2)",
@@ -188,10 +161,13 @@ def main(argv=None):
                  per_query(by_mu[best_mu], tuned(by_mu[best_mu], PTRANS, on="train")[0])))
     rows.append(("control: LM + WT + TransLM, weights learned on train-part2",
                  per_query(base, tuned(base, ["lm_jm", "wt", "translm"], on="train")[0])))
-    no_tr = features(engine, "translation-notextrank", splits, question_weight=best_mu)
+    no_tr = features(stored(index, trained["translation-notextrank"]), splits,
+                     question_weight=best_mu)
     rows.append((f"P-Trans without TextRank (mu1 = {best_mu})",
                  per_query(no_tr, tuned(no_tr, PTRANS)[0])))
-    tight = features(engine, "translation-tight", splits, question_weight=best_mu)
+    tight = features(stored(index, trained["translation-tight"]), splits,
+                     question_weight=best_mu)
+    engine = stored(index, trained["translation"])  # the index keeps the default model
     rows.append((f"P-Trans with tight bi-phrases only (mu1 = {best_mu})",
                  per_query(tight, tuned(tight, PTRANS)[0])))
     for name in ("ptrans_pt", "ptrans_lw", "ptrans_ipt"):
@@ -220,9 +196,7 @@ def main(argv=None):
     say(f"\n({len(splits['train'][0])} train-part2, {len(splits['dev'][0])} dev and "
         f"{len(splits['test'][0])} test queries, "
         f"{engine.n_docs} archive questions, {time.time() - t0:.0f} s)")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write("\n".join(report) + "\n")
+    write_report(args.out, "\n".join(report))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ FIXTURES = Path(__file__).resolve().parent / "data"
 # ../shared/data from the repository root.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TOY_ARCHIVE = FIXTURES / "toy_archive.jsonl"
+# Judged queries of the toy archive (graded qrels), to train rankers on.
+TOY_QUERIES, TOY_QRELS = FIXTURES / "toy_queries.jsonl", FIXTURES / "toy_qrels.txt"
 
 
 @pytest.fixture
@@ -54,3 +56,29 @@ def toy_index(tmp_path_factory) -> Path:
 @pytest.fixture
 def toy_engine(toy_index) -> SearchEngine:
     return SearchEngine.open(toy_index)
+
+
+@pytest.fixture
+def toy_judged():
+    """The paths of the toy archive's judged queries and their (graded) qrels."""
+    return TOY_QUERIES, TOY_QRELS
+
+
+def _bm25_position_qrels(index, position) -> dict:
+    """Qrels of the toy queries making the candidate at ``position`` of each one's BM25 top 10
+    the relevant one (0: the retrieval order is perfect; -1: the reverse of it)."""
+    from cqa_search import SearchConfig
+    from cqa_search.evaluation import read_queries
+
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    qrels = {}
+    for query in read_queries(TOY_QUERIES):
+        ranked = engine.search(query["text"], k=10).doc_ids
+        qrels[query["id"]] = {d: int(i == position % len(ranked)) for i, d in enumerate(ranked)}
+    return qrels
+
+
+@pytest.fixture
+def bm25_position_qrels():
+    """:func:`_bm25_position_qrels`: ``(index, position) -> qrels``."""
+    return _bm25_position_qrels

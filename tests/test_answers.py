@@ -113,6 +113,20 @@ def test_features_match_the_naive_formulas(engine, fitted, translated, monkeypat
     np.testing.assert_allclose(sub, np.vstack([X[row == 4], X[row == 1]]), rtol=1e-12)
 
 
+def test_features_match_the_naive_formulas_on_the_demo(tmp_path):
+    """Other smoothing and BM25 parameters, on part of the demo archive."""
+    from cqa_search.data import DEMO_ARCHIVE, demo_dir
+
+    build_index(demo_dir() / DEMO_ARCHIVE, tmp_path / "demo")
+    engine = SearchEngine.open(tmp_path / "demo")
+    model = AnswerSelector(unsupervised_weights={"translation": 1.0}, lam=0.5, k1=2.0, b=0.5,
+                           tol=None, max_iter=3).fit(engine.view)
+    X, row, position = answer_features(engine.view, model, np.arange(0, 327, 23))
+    expected = np.array([naive_features(engine, model, r, k) for r, k in zip(row, position)])
+    assert len(X) > 20 and (X[:, FEATURE_NAMES.index("bm25")] > 0).sum() > 10
+    np.testing.assert_allclose(X, expected, rtol=1e-6, atol=1e-9)
+
+
 def test_unsupervised_choice(engine, fitted):
     assert fitted.mode_ == "unsupervised" and fitted.train_score_ is None
     assert fitted.choice_.dtype == np.int32 and fitted.choice_.shape == (engine.n_docs,)

@@ -41,6 +41,23 @@ def test_results_are_immutable(toy_engine):
         res.doc_ids = ()
     with pytest.raises(ValueError):
         res.scores[0] = 1.0
+    with pytest.raises(AttributeError):
+        res.relaxed = True
+
+
+def test_results_replace_changes_only_what_it_is_given(toy_engine):
+    res = toy_engine.search("visa renewal", k=3)
+    relaxed = res.replace(relaxed=True)
+    assert relaxed.relaxed and not res.relaxed
+    for name in ("query", "doc_ids", "feature_names", "query_terms", "unknown_words", "field",
+                 "category"):
+        assert getattr(relaxed, name) == getattr(res, name)
+    np.testing.assert_array_equal(relaxed.scores, res.scores)
+    np.testing.assert_array_equal(relaxed.features, res.features)
+    assert [h.question for h in relaxed] == [h.question for h in res]
+    assert res.replace(category="Visas").category == "Visas"
+    with pytest.raises(TypeError, match="Results has no argument 'nope'"):
+        res.replace(nope=1)
 
 
 def test_only_matching_questions_are_returned_and_ties_break_by_id(toy_engine):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import sys
@@ -11,7 +12,7 @@ import warnings
 from ..exceptions import CQASearchError
 
 __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
-           "add_common_options", "positive_int", "os_error_reason", "print_or_fail"]
+           "add_common_options", "positive_int", "os_error_reason"]
 
 PROG = "cqa-search"
 
@@ -82,35 +83,118 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(warning_line(message), file=sys.stderr if file is None else file)
 
 
+#: OSError numbers that are the machine's state, not a bug in cqa_search: a full disk, a
+#: file-size (``ulimit -f``) or quota limit, a read-only file system, no permission, too
+#: many open files, a failing device.
+_ENVIRONMENT = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
+                errno.EPERM, errno.EMFILE, errno.ENFILE, errno.EIO}
+#: The commands that change an index (atomically: an error leaves it as it was).
+_INDEX_WRITERS = {"fit", "train", "add", "delete", "compact", "remove_model", "rollback"}
+
+
+class _OutputError(CQASearchError):
+    """Standard output cannot be written (a full disk, a closed terminal)."""
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs: text the output's encoding cannot represent is
+    replaced (``PYTHONIOENCODING=ascii``, a C locale), and an error writing it is the
+    user's environment (:class:`_OutputError`), not a bug; a closed pipe stays a
+    BrokenPipeError (``cqa-search query ... | head`` ends quietly)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError:
+                encoding = getattr(self._stream, "encoding", None) or "ascii"
+                return self._stream.write(text.encode(encoding, "replace").decode(encoding))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc) -> _OutputError:
+        _discard_stdout(self._stream)
+        return _OutputError(f"cannot write to standard output: {os_error_reason(exc)}")
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _discard_stdout(stream) -> None:
+    """Send standard output nowhere: what could not be written stays in its buffer, and
+    Python's flush at exit must not fail on it again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def run_command(run, args) -> int:
     """Call ``run(args)``: a user's error prints one line and exits 1; a bug says it is one
     and exits :data:`EXIT_BUG` (``-vv`` shows its traceback). A warning prints one line
-    (``-vv``: Python's, with the source line that issued it)."""
+    (``-vv``: Python's, with the source line that issued it). What the machine refuses (a
+    full disk, a file-size limit, standard output on a full device or in an encoding
+    without some characters of the results) is the user's environment: one line, exit 1,
+    and text that cannot be encoded is replaced."""
     verbose = getattr(args, "verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
     handler = logging.StreamHandler()  # without -v only warnings: said like the command's
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if verbose
                          else _Said())
     logging.basicConfig(level=level, handlers=[handler])
-    with warnings.catch_warnings():
-        if verbose < 2:
-            warnings.showwarning = _show_warning
-        return _run(run, args, verbose)
-
-
-def _run(run, args, verbose) -> int:
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
     try:
-        return run(args)
+        with warnings.catch_warnings():
+            if verbose < 2:
+                warnings.showwarning = _show_warning
+            return _run(run, args, verbose, run.__module__.rpartition(".")[2])
+    finally:
+        sys.stdout = stdout
+
+
+def _environment_error(exc, args, command) -> str:
+    """The one line of an OSError the machine caused (see :data:`_ENVIRONMENT`)."""
+    reason = os_error_reason(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        reason = f"cannot write: {reason}"
+    if command in _INDEX_WRITERS and getattr(args, "index", None):
+        reason += f" (the index {args.index} is unchanged)"
+    return reason
+
+
+def _run(run, args, verbose, command) -> int:
+    try:
+        status = run(args)
+        sys.stdout.flush()  # an output error is seen now, not at exit
+        return status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `cqa-search query ... | head`
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout(sys.stdout)
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place that reports every failure
         if _user_error(exc):
             print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return 1
+        if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT:
+            print(f"{PROG}: error: {_environment_error(exc, args, command)}", file=sys.stderr)
             return 1
         if verbose >= 2:
             raise
@@ -228,21 +312,3 @@ def os_error_reason(exc: OSError) -> str:
             return f"{path} is not a directory"
     reason = exc.strerror or str(exc)
     return f"{reason}: {exc.filename}" if exc.filename else reason
-
-
-def print_or_fail(text) -> None:
-    """Print to stdout now, raising CQASearchError when it cannot be written (a full disk)
-    rather than a traceback, now or when Python flushes stdout at exit."""
-    try:
-        print(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise  # a closed pipe (`| head`): run_command ends quietly
-    except OSError as exc:
-        try:  # what could not be written stays in the buffer: send it nowhere
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
-        raise CQASearchError(f"cannot write to standard output: {os_error_reason(exc)}") from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..index.live import add_questions
-from ._common import COMMANDS, add_common_options, print_or_fail, run_command
+from ._common import COMMANDS, add_common_options, run_command
 from .build_index import add_reader_options, reader_options
 
 HELP = COMMANDS["add"][1]
@@ -23,7 +23,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    print_or_fail(add_questions(args.index, args.archive, replace=args.replace,
+    print(add_questions(args.index, args.archive, replace=args.replace,
                                 format=args.format, skip_invalid=args.skip_invalid,
                                 progress=not args.quiet, **reader_options(args)))
     return 0

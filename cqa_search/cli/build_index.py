@@ -12,8 +12,7 @@ from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS, detect_format
 from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int,
-                      print_or_fail, run_command, warning_line)
-from .fit import fit_family
+                      run_command, warning_line)
 
 HELP = COMMANDS["build-index"][1]
 
@@ -155,7 +154,7 @@ def run(args) -> int:
         kept = " (the index already there is unchanged)" if os.path.isdir(output) else ""
         raise CQASearchError(
             f"cannot write the index {output}: {os_error_reason(exc)}{kept}") from None
-    print_or_fail(summary)
+    print(summary)
     if summary.n_skipped:
         print(warning_line(f"{summary.n_skipped} invalid record(s) were skipped; the first:"),
               file=sys.stderr)
@@ -167,6 +166,8 @@ def run(args) -> int:
             "filter have nothing to choose, and the topic models (--models topics, `cqa-search "
             "fit INDEX topics`) learn topics per category; --category-from first_tag makes "
             "each question's first tag its category"), file=sys.stderr)
+    if args.models:  # the fits import scikit-learn: only when asked for
+        from ..training import fit_family
     for family in args.models:
         print(f"\ntraining {family} ...")
         print(fit_family(output, family, progress=not args.quiet))

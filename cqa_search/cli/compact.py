@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..index.live import compact
-from ._common import COMMANDS, add_common_options, print_or_fail, run_command
+from ._common import COMMANDS, add_common_options, run_command
 
 HELP = COMMANDS["compact"][1]
 
@@ -15,7 +15,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    print_or_fail(compact(args.index))
+    print(compact(args.index))
     return 0
 
 

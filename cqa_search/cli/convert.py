@@ -5,7 +5,7 @@ import argparse
 
 from ..evaluation.datasets import (convert_semeval, convert_stackexchange, convert_stackfaq)
 from ..exceptions import CQASearchError
-from ._common import (COMMANDS, add_common_options, os_error_reason, print_or_fail, run_command)
+from ._common import COMMANDS, add_common_options, os_error_reason, run_command
 
 HELP = COMMANDS["convert"][1]
 
@@ -50,7 +50,7 @@ def run(args) -> int:
             summary = convert_stackfaq(args.xml, args.output)
     except OSError as exc:  # the readers turn their own I/O errors into ArchiveError
         raise CQASearchError(f"cannot write to {args.output}: {os_error_reason(exc)}") from None
-    print_or_fail(summary)
+    print(summary)
     return 0
 
 

@@ -6,7 +6,7 @@ import sys
 
 from ..exceptions import ParameterError
 from ..index.live import delete_questions
-from ._common import COMMANDS, add_common_options, print_or_fail, run_command
+from ._common import COMMANDS, add_common_options, run_command
 
 HELP = COMMANDS["delete"][1]
 
@@ -27,7 +27,7 @@ def run(args) -> int:
     if not ids:
         raise ParameterError("give the ids of the questions to delete (or '-' to read them "
                              "from standard input)")
-    print_or_fail(delete_questions(args.index, ids, missing_ok=args.missing_ok))
+    print(delete_questions(args.index, ids, missing_ok=args.missing_ok))
     return 0
 
 

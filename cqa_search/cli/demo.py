@@ -5,18 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
+from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, DEMO_SHOWN, demo_dir, demo_split
 from ..engine import SearchEngine
 from ..evaluation import evaluate, read_qrels, read_queries, run_queries, summarize
 from ..index.build import build_index
 from ..presentation import Presenter
 from ._common import COMMANDS, Style, add_common_options, format_hit, run_command
-from .fit import fit_family
 
 HELP = COMMANDS["demo"][1]
 
-#: Demo queries shown: each shares few or no words with the questions that answer it.
-SHOWN = ("dq01", "dq02", "dq05", "dq03")
 #: Model families fitted on the archive (``cqa-search fit INDEX FAMILY`` with its defaults).
 FAMILIES = ("translation", "topics", "multiview")
 METRICS = ["map", "p@1", "p@5", "mrr"]
@@ -33,19 +30,9 @@ def configure(parser) -> None:
     add_common_options(parser)
 
 
-def split(queries):
-    """(training, held-out) demo queries: every other query is held out, and so is every
-    query the demo shows, so that no query shown or scored was used to train the ranker; the
-    held-out queries are scored without their category, as a user would type them."""
-    held_out = [q for i, q in enumerate(queries) if i % 2 or q["id"] in SHOWN]
-    ids = {q["id"] for q in held_out}
-    return ([q for q in queries if q["id"] not in ids],
-            [{**q, "category": None} for q in held_out])
-
-
 def _show(engine, queries, qrels, k, style) -> None:
     presenter = Presenter(engine)
-    for qid in SHOWN:
+    for qid in DEMO_SHOWN:
         query = queries[qid]
         print()
         print(style.bold(f"query {qid}: {query['text']}"))
@@ -64,14 +51,12 @@ def _scores(engine, queries, qrels):
 
 
 def run(args) -> int:
-    from . import train
-
     folder = demo_dir()
     print(build_index(folder / DEMO_ARCHIVE, args.output, progress=not args.quiet))
     queries = read_queries(folder / DEMO_QUERIES)
     by_id = {q["id"]: q for q in queries}
     qrels = read_qrels(folder / DEMO_QRELS)
-    training, held_out = split(queries)
+    training, held_out = demo_split(queries)
     style = Style(args.color)
 
     print("\n" + style.bold("== BM25, the words of the query only =="))
@@ -79,6 +64,8 @@ def run(args) -> int:
     _show(engine, by_id, qrels, args.k, style)
     bm25 = _scores(engine, held_out, qrels)
     if not args.bm25_only:
+        from ..training import fit_family, train_ranker
+
         print("\n" + style.bold("== learning from the archive: " + ", ".join(FAMILIES)
                                 + " models (cqa-search fit) =="))
         for family in FAMILIES:
@@ -86,7 +73,7 @@ def run(args) -> int:
             print(fit_family(args.output, family, progress=False))
         print("\n" + style.bold(f"== a ranker trained on {len(training)} judged demo queries "
                                 "(cqa-search train, its defaults) ==") + "\n")
-        train.train_ranker(args.output, training, qrels, train.default_args(args.output))
+        print(train_ranker(args.output, training, qrels))
         print("\n" + style.bold("== the same searches, BM25 candidates reranked by the trained "
                                 "ranker =="))
         print(style.dim("(scores are now the ranker's: a weighted sum of the features, each "

@@ -8,7 +8,7 @@ from ..exceptions import ParameterError
 from ..index.models import model_class
 from ..index.store import open_index
 from ..ranking.export import FORMATS, export_ranker
-from ._common import COMMANDS, add_common_options, os_error_reason, print_or_fail, run_command
+from ._common import COMMANDS, add_common_options, os_error_reason, run_command
 
 HELP = COMMANDS["export-ranker"][1]
 
@@ -41,7 +41,7 @@ def run(args) -> int:
                          candidates="cqa-search reranks the top n_candidates (100 by default) "
                                     "of its retrieval model (bm25 by default) with it")
     if args.output is None:
-        print_or_fail(text.rstrip("\n"))
+        print(text.rstrip("\n"))
         return 0
     try:
         with open(args.output, "w", encoding="utf-8") as f:

@@ -2,21 +2,45 @@
 
 The families and their estimators are those of the model registry
 (:data:`cqa_search.index.models.FAMILIES`); each family's options are its estimator's
-constructor parameters, with their defaults and documentation (:mod:`._params`).
+constructor parameters, with their defaults and documentation (:mod:`._params`), and the
+family's other inputs (:data:`cqa_search.training.FIT_INPUTS`). The fit is
+:func:`cqa_search.training.fit_family`.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
-import time
 
-from ..engine import SearchConfig, SearchEngine
-from ..exceptions import ParameterError
-from ..index.models import FAMILIES, add_model, model_class
+from ..index.models import FAMILIES, model_class
+from ..training import fit_family
 from ._common import COMMANDS, add_common_options, run_command
 from ._params import add_estimator_options, estimator_params
 
 HELP = COMMANDS["fit"][1]
+
+
+def _answers_inputs(parser) -> list:
+    """The options of the answers family's inputs; returns their names."""
+    group = parser.add_argument_group("what the ranker learns from (default: nothing, the "
+                                      "unsupervised prior)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--labels", metavar="QRELS",
+                        help="learn the ranker from judged answers of this index: qrels lines "
+                             "'QUESTION_ID 0 ANSWER relevance', ANSWER being the answer's id "
+                             "(e.g. SemEval's RELC_ID) or its 0-based position")
+    source.add_argument("--ranker-from", metavar="INDEX",
+                        help="apply the ranker of the answers model stored in another index "
+                             "(e.g. one fitted there with --labels)")
+    group.add_argument("--ranker-name", default="answers", metavar="NAME",
+                       help="with --ranker-from: the model's name there (default: %(default)s)")
+    group.add_argument("--translation", metavar="NAME",
+                       help="use the translation model NAME stored in this index instead of "
+                            "training a table")
+    return ["labels", "ranker_from", "ranker_name", "translation"]
+
+
+#: Family -> function adding the options of its inputs (the keyword arguments of
+#: :data:`cqa_search.training.FIT_INPUTS`) and returning their names.
+INPUT_OPTIONS = {"answers": _answers_inputs}
 
 
 def configure(parser) -> None:
@@ -24,9 +48,10 @@ def configure(parser) -> None:
     sub = parser.add_subparsers(dest="family", metavar="FAMILY", required=True)
     for name, family in FAMILIES.items():
         p = sub.add_parser(name, help=family.summary, description=family.summary)
-        p.set_defaults(params=add_estimator_options(p, model_class(family.kind)))
-        if family.inputs:
-            importlib.import_module(family.inputs).configure_inputs(p)
+        params = add_estimator_options(p, model_class(family.kind))
+        if name in INPUT_OPTIONS:
+            params += INPUT_OPTIONS[name](p)
+        p.set_defaults(params=params)
         p.add_argument("--name", help=f"model name in the index (default: "
                                       f"{family.default_name})")
         p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
@@ -37,38 +62,9 @@ def configure(parser) -> None:
         add_common_options(p)
 
 
-def fit_family(index, family, params=None, *, name=None, progress=True, args=None,
-               ray=None) -> str:
-    """Fit a family's model on the index at ``index`` and store it; returns the report.
-    ``args`` (the parsed options) give the family's other inputs (labels, ...); ``ray``
-    (``"local"`` or a cluster address) runs the fit on Ray."""
-    spec = FAMILIES[family]
-    cls = model_class(spec.kind)
-    t0 = time.perf_counter()
-    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
-    if engine.view is None:
-        raise ParameterError(f"{index} is a sharded index: fit {family} on an unsharded index "
-                             "of the same archive (it has the same vocabulary) and store it "
-                             "with cqa_search.index.models.add_model")
-    inputs = {}
-    if spec.inputs and args is not None:
-        inputs = importlib.import_module(spec.inputs).fit_inputs(args, engine)
-    if ray is None:
-        model = cls(**(params or {})).fit(engine.view, progress=progress, **inputs)
-    else:
-        from ..distributed.fitting import ray_fits
-
-        with ray_fits(address=None if ray == "local" else ray):
-            model = cls(**(params or {})).fit(engine.view, progress=progress, **inputs)
-    name = name or spec.store_name(model.get_params())
-    add_model(engine, name, model)
-    return (f"model      {name} ({family}) stored in {engine.path}\n{model.describe()}\n"
-            f"total      {time.perf_counter() - t0:.1f} s")
-
-
 def run(args) -> int:
-    print(fit_family(args.index, args.family, estimator_params(args, args.params),
-                     name=args.name, progress=not args.quiet, args=args, ray=args.ray))
+    print(fit_family(args.index, args.family, name=args.name, progress=not args.quiet,
+                     ray=args.ray, **estimator_params(args, args.params)))
     return 0
 
 

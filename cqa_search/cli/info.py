@@ -6,7 +6,7 @@ import json
 
 from .._utils import counted
 from ..index.live import index_info
-from ._common import COMMANDS, add_common_options, print_or_fail, run_command
+from ._common import COMMANDS, add_common_options, run_command
 
 HELP = COMMANDS["info"][1]
 
@@ -50,7 +50,7 @@ def format_info(info) -> str:
 
 def run(args) -> int:
     info = index_info(args.index)
-    print_or_fail(json.dumps(info, ensure_ascii=False, indent=1) if args.json
+    print(json.dumps(info, ensure_ascii=False, indent=1) if args.json
                   else format_info(info))
     return 0
 

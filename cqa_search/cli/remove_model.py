@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..index.models import remove_model
-from ._common import COMMANDS, add_common_options, print_or_fail, run_command
+from ._common import COMMANDS, add_common_options, run_command
 
 HELP = COMMANDS["remove-model"][1]
 
@@ -17,7 +17,7 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     generation = remove_model(args.index, args.name)
-    print_or_fail(f"model {args.name!r} removed from {args.index} (generation {generation}); "
+    print(f"model {args.name!r} removed from {args.index} (generation {generation}); "
                   "fit or train it again to have it back")
     return 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..index.store import rollback
-from ._common import COMMANDS, add_common_options, print_or_fail, run_command
+from ._common import COMMANDS, add_common_options, run_command
 
 HELP = COMMANDS["rollback"][1]
 
@@ -16,7 +16,7 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     live, restored, generation = rollback(args.index)
-    print_or_fail(f"rolled back {args.index}: the index of {restored} is live again, as "
+    print(f"rolled back {args.index}: the index of {restored} is live again, as "
                   f"{generation} (it replaces {live}; a server follows it)")
     return 0
 

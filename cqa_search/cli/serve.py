@@ -9,11 +9,14 @@ import sys
 from ..exceptions import CQASearchError, ParameterError
 from ._common import add_common_options, run_command, warning_line
 
+#: Seconds that stopping the server (SIGINT, SIGTERM) waits for the requests under way.
+GRACEFUL_SECONDS = 5
+#: The shortest write token taken.
+MIN_TOKEN_CHARS = 16
+
 HELP = ("serve a search page and a JSON API over an index (read-only unless --allow-writes; "
         "follows rebuilds without a restart; needs the server extra: pip install "
         "'cqa-search[server]')")
-#: The shortest write token taken.
-MIN_TOKEN_CHARS = 16
 
 
 def configure(parser) -> None:
@@ -107,9 +110,14 @@ def run(args) -> int:
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
               "server (" + ("writes with the token: serve it behind HTTPS" if token else
                             "read-only") + ")", file=sys.stderr)
+    from ..server.protocol import HeadTimeoutProtocol
+
+    # a client that trickles its request head is dropped (HeadTimeoutProtocol); stopping
+    # waits for the requests under way, not for ever
     options = dict(host=args.host, port=args.port, log_level="info" if args.verbose else
                    "warning", h11_max_incomplete_event_size=MAX_TARGET_BYTES + 16384,  # + headers
-                   server_header=False)
+                   server_header=False, http=HeadTimeoutProtocol,
+                   timeout_graceful_shutdown=GRACEFUL_SECONDS)
     from ..server.processes import REUSE_PORT, listening_socket, serve_processes
 
     several = args.workers > 1 and REUSE_PORT  # the kernel spreads connections over them

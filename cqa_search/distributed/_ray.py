@@ -45,7 +45,8 @@ def connect(address=None):
     Nothing happens when this process is already in a Ray session. Without ``address``
     (and without Ray's ``RAY_ADDRESS`` environment variable) a local session is started
     on this machine's cores, on the loopback interface, without dashboard, with a bounded
-    object store, and with the workers' logs kept out of this process's output.
+    object store, and with the workers' logs kept out of this process's output (and Ray's
+    own notices too, unless ``cqa_search`` logs at the INFO level: the command line's -v).
 
     Parameters
     ----------
@@ -70,6 +71,10 @@ def connect(address=None):
     ray = import_ray()
     if ray.is_initialized():
         return ray
+    if not logger.isEnabledFor(logging.INFO):
+        # Ray's own notices (token authentication, ...) are not this program's output;
+        # they show with cqa_search's progress details (the command line's -v)
+        logging.getLogger("ray").setLevel(logging.ERROR)
     options = {"log_to_driver": False, "configure_logging": False}
     if address is None:
         options.update(num_cpus=os.cpu_count() or 1, include_dashboard=False,

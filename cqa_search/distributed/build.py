@@ -1,22 +1,9 @@
 """Building a sharded index: N shard indexes built in parallel by Ray actors.
 
-Layout (one generation of the index directory, see :mod:`cqa_search.index.store`)::
-
-    DIR/
-      CURRENT                      the live generation, switched atomically as for any index
-      gen-000001/
-        manifest.json              a normal manifest plus "shards": [{dir, n_docs,
-                                   doc_offset}, ...]; its file list names every file of
-                                   every shard (a later generation, e.g. one adding a
-                                   model, hard-links them)
-        vocab.json                 the one vocabulary (term ids) of all shards
-        categories.json            category names, in the order the archive first meets them
-        category_counts.npy        int64 (n_categories,): questions per category
-        surface.json               surface word -> term id ("did you mean")     
-        fields/<field>/df.npy      int64 (n_terms,): the collection statistics every shard
-        fields/<field>/term_freq.npy   scores with (n_docs and total_terms in the manifest)
-        shards/00000/              shard 0: a normal index directory (CURRENT, gen-000001/)
-        shards/00001/ ...
+The files are those of :mod:`cqa_search.index.layout` (its last section: the top-level
+generation holds the shared vocabulary, categories and global statistics, and every shard
+under ``shards/NNNNN/`` is a whole one-segment index); the commit is that of any index
+(:mod:`cqa_search.index.store`), so the sharded index is made live by one atomic switch.
 
 Shards are contiguous parts of the archive in order (shard ``s`` holds global rows
 ``doc_offset`` to ``doc_offset + n_docs - 1``), each balanced to within one question; a
@@ -33,9 +20,9 @@ The build:
    driver merges the vocabularies in shard order and sums the statistics, renumbered
    (:class:`~cqa_search.index.term_index.CollectionStats`);
 3. one task per shard renumbers its postings to the global term ids and writes its shard
-   index, with BM25 posting weights computed from the global statistics
-   (``fields/question/bm25.global.npy``, named in the shard manifest's ``"shard"`` entry:
-   a shard opened alone scores with its own statistics);
+   index with the writers of an unsharded build (the same files, byte for byte, for the
+   same questions and term ids), plus the posting weights of the global statistics
+   (:func:`~cqa_search.index.layout.write_weights`);
 4. the driver writes the shared files and commits the top-level generation.
 
 The output directory must be on storage every Ray node sees (a local disk for a local
@@ -51,15 +38,16 @@ from array import array
 
 import numpy as np
 
+from .._utils import progress_bar
 from ..analysis import Analyzer
 from ..archive import Question
-from ..exceptions import ArchiveError, ParameterError
-from ..index.build import DEFAULT_FIELDS, BuildSummary, progress_bar, read_archive
-from ..index.layout import SegmentWriter, write_globals
+from ..exceptions import ParameterError
+from ..index.build import (DEFAULT_FIELDS, BuildSummary, check_fields, checked_questions,
+                           commit_new, nothing_read, read_archive)
+from ..index.layout import SegmentRows, SegmentWriter, write_weights
 from ..index.store import MANIFEST, IndexWriter, open_index
-from ..index.term_index import FIELDS, CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
+from ..index.term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 from ..index.vocab import Vocabulary
-from ..retrieval.bm25 import BM25
 from ._ray import ShardError, connect, remote
 
 __all__ = ["build_sharded_index", "shard_dir"]
@@ -67,8 +55,6 @@ __all__ = ["build_sharded_index", "shard_dir"]
 logger = logging.getLogger(__name__)
 
 _SPOOL = "spool.jsonl"
-#: The posting weights a shard stores, computed from the global statistics.
-PRECOMPUTED = (("question", BM25()),)
 
 
 def shard_dir(s) -> str:
@@ -105,33 +91,19 @@ def _analyse(spool, start, stop, analyzer_config, fields):
     with open(spool, "rb") as f:
         f.seek(start)
         lines = f.read(stop - start)
-    analyzer = Analyzer.from_config(analyzer_config)
-    builder = TermIndexBuilder(analyzer, fields)
-    offsets, doc_ids = array("q", [0]), []
-    categories, doc_category = {}, array("i")
-    n_answers = n_best = n_dup_links = 0
+    rows = SegmentRows(TermIndexBuilder(Analyzer.from_config(analyzer_config), fields))
     for line in lines.splitlines(keepends=True):
-        question = Question.from_dict(orjson.loads(line))
-        offsets.append(offsets[-1] + len(line))
-        doc_ids.append(question.id)
-        cat = question.category
-        doc_category.append(-1 if cat is None else categories.setdefault(cat, len(categories)))
-        n_answers += len(question.answers)
-        n_best += question.best_answer is not None
-        n_dup_links += len(question.duplicate_of)
-        builder.add(question)
-    index = builder.build()
+        rows.add(Question.from_dict(orjson.loads(line)), line)
+    index = rows.builder.build()
     stats = {}
     for name, fi in index.fields.items():
         st = CollectionStats.of(fi)
         stats[name] = (st.n_docs, st.df, st.term_freq, st.total_terms)
     part = {"fields": {name: (fi.indptr, fi.indices, fi.counts, fi.doc_len, fi.sequence)
                        for name, fi in index.fields.items()},
-            "surface": builder.surface_words(), "doc_ids": doc_ids,
-            "offsets": np.frombuffer(offsets, dtype=np.int64), "categories": list(categories),
-            "doc_category": np.frombuffer(doc_category, dtype=np.int32),
-            "counts": {"n_docs": len(doc_ids), "n_answers": n_answers,
-                       "n_with_best_answer": n_best, "n_duplicate_links": n_dup_links}}
+            "surface": rows.builder.surface_words(), "doc_ids": rows.doc_ids,
+            "offsets": rows.archive_offsets, "categories": list(rows.categories),
+            "doc_category": rows.doc_category, "counts": {"n_docs": len(rows), **rows.counts}}
     return index.vocab.terms, stats, part
 
 
@@ -154,27 +126,14 @@ def _write(part, spool, start, stop, path, terms, mapping, stats, shard, n_shard
             out.write(lines)
         entry = segment.finish(index, doc_ids=part["doc_ids"], archive_offsets=part["offsets"],
                                doc_category=part["doc_category"])
-        weights = {}
-        for field_name, model in PRECOMPUTED:
-            if field_name in index.fields:
-                rel = f"fields/{field_name}/{model.name}.global.npy"
-                writer.array(rel, model.posting_weights(
-                    index[field_name].with_stats(stats[field_name])))
-                weights.setdefault(field_name, {})[model.cache_key()] = rel
+        weights = write_weights(writer, {name: fi.with_stats(stats[name])
+                                         for name, fi in index.fields.items()}, "", ".global")
         counts, categories = part["counts"], part["categories"]
         surface = {tok: int(mapping[t]) for tok, t in part["surface"].items()}  # global ids
-        field_stats = write_globals(
-            writer, vocab_terms=vocab.terms, categories=categories, surface=surface,
-            doc_ids=part["doc_ids"],
-            field_stats={name: fi.stats for name, fi in index.fields.items()})
-        local = {**counts, "n_rows": counts["n_docs"], "n_terms": len(vocab),
-                 "n_categories": len(categories), "n_skipped": 0, "fields": field_stats}
-        writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
-                       "analyzer": analyzer.to_config(), "segments": [entry], "stats": local,
-                       "counters": {"added": 0, "deleted": 0}, "sources": list(sources),
-                       "models": {},
-                       "shard": {"index": shard, "of": n_shards, "doc_offset": doc_offset,
-                                 "weights": weights}})
+        commit_new(writer, index, entry, analyzer=analyzer, doc_ids=part["doc_ids"],
+                   categories=categories, surface=surface, counts=counts, n_skipped=0,
+                   sources=sources, shard={"index": shard, "of": n_shards,
+                                           "doc_offset": doc_offset, "weights": weights})
     os.unlink(os.path.join(path, ".lock"))  # nobody writes a shard of a generation
     stored = open_index(path)
     doc_category = part["doc_category"]
@@ -190,25 +149,16 @@ def _spool(archive, out, *, format, skip_invalid, progress, reader_options):
     """Write the archive's questions as canonical JSONL; returns (line offsets, report)."""
     questions, report, sources = read_archive(archive, format=format, skip_invalid=skip_invalid,
                                               reader_options=reader_options)
-    offsets, seen = array("q", [0]), set()
+    offsets = array("q", [0])
     bar = progress_bar(progress, "reading", "questions")
     with open(out, "wb") as f:
-        for question in questions:
-            if not isinstance(question, Question):
-                raise TypeError(f"archive items must be Question; got {type(question).__name__}")
-            if not sources:  # the readers check ids across files themselves
-                if question.id in seen:
-                    raise ArchiveError(f"duplicate question id {question.id!r}")
-                seen.add(question.id)
+        # the readers check ids across files themselves
+        for question in checked_questions(questions, bar, check_ids=not sources):
             line = question.to_json_bytes() + b"\n"
             f.write(line)
             offsets.append(offsets[-1] + len(line))
-            bar.update()
-    bar.close()
     if len(offsets) == 1:
-        raise ArchiveError("the archive is empty: no question was read"
-                           + (f" ({report.n_skipped} invalid records skipped)"
-                              if report.n_skipped else ""))
+        raise nothing_read("the archive is empty: no question was read", report)
     return np.frombuffer(offsets, dtype=np.int64), report, sources or []
 
 
@@ -255,10 +205,7 @@ def build_sharded_index(archive, path, n_shards, *, address=None, analyzer=None,
     if isinstance(n_shards, bool) or not isinstance(n_shards, (int, np.integer)) or n_shards < 1:
         raise ParameterError(f"n_shards must be a positive integer; got {n_shards!r}")
     analyzer = Analyzer() if analyzer is None else analyzer
-    fields = tuple(fields)
-    if [f for f in fields if f not in FIELDS] or "question" not in fields:
-        raise ParameterError(f"fields must include 'question' and be among "
-                             f"{{{', '.join(map(repr, FIELDS))}}}; got {fields!r}")
+    fields = check_fields(fields)
     with IndexWriter(path) as writer:
         spool = os.path.join(writer.tmp, _SPOOL)
         offsets, report, sources = _spool(archive, spool, format=format,

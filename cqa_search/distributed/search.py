@@ -45,7 +45,7 @@ import numpy as np
 
 from ..analysis import Analyzer
 from ..engine import SearchConfig, SearchEngine
-from ..exceptions import CQASearchError, IndexFormatError, QueryError
+from ..exceptions import CQASearchError, IndexFormatError, QueryError, rebuild_hint
 from ..index.layout import Categories, load_index
 from ..index.models import load_models
 from ..index.store import StoredIndex, open_index
@@ -165,7 +165,7 @@ class _ShardSearcher:
         self._done("candidates", started)
         return out
 
-    def search(self, config, q, depth, category, parsed, retrieval):
+    def candidates_and_features(self, config, q, depth, category, parsed, retrieval):
         """:meth:`candidates` with their features (one round when no ranker reorders)."""
         rows, scores, doc_ids = self.candidates(config, q, depth, category, parsed, retrieval)
         return rows, scores, doc_ids, self.features(config, q, rows)
@@ -328,8 +328,7 @@ class ShardedEngine(SearchEngine):
             analyzer = Analyzer.from_config(manifest["analyzer"])
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: bad shard list "
-                                   f"({exc!r}); rebuild it with `cqa-search build-index`") \
-                from None
+                                   f"({exc!r}); {rebuild_hint()}") from None
         stored.check(len(shards) > 0 and np.all(np.diff(self.starts) == sizes[:-1])
                      and "question" in field_names, "its shards do not tile the archive")
         self.shards, self.timeout = shards, timeout
@@ -460,7 +459,7 @@ class ShardedEngine(SearchEngine):
         features, computed by the shards in the same round, when ``features``)."""
         category = self._name(category_id)
         shards = self.live_shards
-        method = "search" if features else "candidates"
+        method = "candidates_and_features" if features else "candidates"
         refs = [getattr(self.actors[s], method).remote(self.config, q, depth, category, parsed,
                                                        retrieval) for s in shards]
         parts = self._gather(shards, refs, "selecting candidates")
@@ -477,7 +476,7 @@ class ShardedEngine(SearchEngine):
             out += (matrix[order],)
         return out
 
-    def _search(self, q, k, category_id, parsed=None, retrieval=None):
+    def _retrieve(self, q, k, category_id, parsed=None, retrieval=None):
         model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)

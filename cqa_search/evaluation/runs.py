@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..index.build import progress_bar
+from .._utils import progress_bar
 from ..parallel import map_queries, n_workers
 from .trec import as_queries, as_run
 
-__all__ = ["run_queries", "feature_table"]
+__all__ = ["run_queries", "feature_table", "run_of_scores"]
 
 
 def _results(engine, query, candidates, k, features=True):
@@ -137,3 +137,32 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
             docs.extend(doc_ids)
     X = np.vstack(blocks) if blocks else np.zeros((0, len(engine.feature_names)))
     return X, np.array(qids, dtype=str), np.array(docs, dtype=str), engine.feature_names
+
+
+def run_of_scores(qid, doc_ids, scores, *, order=None) -> dict:
+    """A run ``{qid: {doc_id: score}}`` of one score per (query, document) pair, e.g. a
+    ranker's predictions for the rows of :func:`feature_table`.
+
+    Parameters
+    ----------
+    qid, doc_ids : sequence of str, shape (n_pairs,)
+    scores : sequence of float, shape (n_pairs,)
+    order : dict, optional
+        A run (e.g. the given candidates): each query's documents in its order, which the
+        evaluation keeps on tied scores (the ``semeval`` convention), instead of the
+        order of the pairs; its documents without a pair are left out.
+
+    Examples
+    --------
+    >>> run_of_scores(["q", "q", "r"], ["a", "b", "c"], [0.5, 2.0, 1.0])
+    {'q': {'a': 0.5, 'b': 2.0}, 'r': {'c': 1.0}}
+    >>> run_of_scores(["q", "q"], ["a", "b"], [1.0, 1.0], order={"q": {"b": 9, "a": 8}})
+    {'q': {'b': 1.0, 'a': 1.0}}
+    """
+    run = {}
+    for q, d, s in zip(qid, doc_ids, np.asarray(scores, dtype=np.float64).tolist()):
+        run.setdefault(str(q), {})[str(d)] = s
+    if order is None:
+        return run
+    return {q: {d: scored[d] for d in order.get(q, ()) if d in scored}
+            for q, scored in run.items()}

@@ -55,10 +55,10 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import RANDOM_STATE, Interval, validate_params
+from .._utils import RANDOM_STATE, Interval, progress_bar, validate_params
 from ..exceptions import IndexFormatError, ParameterError
 from ..features import analyze
-from ..index.validate import check_array
+from ..index.validate import INT32_MAX, check_array, check_count
 from .dictd import DEFAULT_DICT_DIR
 from ._blas import one_blas_thread
 from .nnls import GramFactor, nnls_gram
@@ -319,8 +319,6 @@ class MultiViewNMF(BaseEstimator):
 
     # -- the sweeps ------------------------------------------------------------------
     def _als(self, Xs, lam, progress):
-        from tqdm import tqdm
-
         P, K = len(Xs), self.n_components
         t_setup = time.perf_counter()
         sq = [float(X.data @ X.data) for X in Xs]
@@ -329,8 +327,7 @@ class MultiViewNMF(BaseEstimator):
         self.timings_ = {"setup": time.perf_counter() - t_setup, "sweeps": [], "sweeps_cpu": []}
         eye = np.eye(K)
         losses, converged = [], False
-        bar = tqdm(total=self.max_iter, desc="ALS sweeps", unit=" sweeps",
-                   disable=None if progress else True, mininterval=0.5)
+        bar = progress_bar(progress, "ALS sweeps", "sweeps", self.max_iter)
         for it in range(self.max_iter):
             t0, c0 = time.perf_counter(), time.process_time()
             for p in range(P):  # eq. 7: U_p given V_p; X^T as CSC reads V_p row by row
@@ -668,10 +665,13 @@ class MultiViewModel(BaseEstimator):
         model.doc_factors_ = [check_array(arrays[f"view{p}_doc_factors"], f"view {p} factors",
                                           kind="f", ndim=2, finite=True)
                               for p in range(len(names))]
-        model.n_components_ = int(meta.get("n_components", model.n_components))
-        model.lambdas_ = np.asarray(meta["lambdas"], dtype=np.float64)
+        model.n_components_ = check_count(meta.get("n_components", model.n_components),
+                                          "multiview n_components", low=1, high=INT32_MAX)
+        model.lambdas_ = check_array(np.asarray(meta["lambdas"], dtype=np.float64),
+                                     "multiview lambdas", kind="f", shape=(len(names),),
+                                     low=0.0, finite=True)
         model.loss_curve_ = list(meta["loss_curve"])
-        model.n_iter_ = int(meta["n_iter"])
+        model.n_iter_ = check_count(meta["n_iter"], "multiview n_iter")
         model.fit_seconds_ = float(meta.get("fit_seconds", 0.0))
         for p, (enc, H, W) in enumerate(zip(model.encoders_, model.components_,
                                             model.doc_factors_)):

@@ -42,7 +42,6 @@ from __future__ import annotations
 import copy
 import logging
 import numbers
-import sys
 import time
 
 import numpy as np
@@ -51,9 +50,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfTransformer
 
-from .._utils import RANDOM_STATE, InstanceOf, Interval, validate_params
+from .._utils import RANDOM_STATE, InstanceOf, Interval, progress_bar, validate_params
 from ..exceptions import IndexFormatError, ParameterError
-from ..index.validate import InvalidArray, check_array, check_sparse
+from ..index.validate import INT32_MAX, InvalidArray, check_array, check_count, check_sparse
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
@@ -234,12 +233,8 @@ class TopicModel(BaseEstimator):
         self
             ``fit_seconds_`` holds the training time.
         """
-        from tqdm import tqdm
-
         validate_params(self)
-        bar = tqdm(total=self.max_iter, desc=f"fitting {self.model}", unit=" sweeps",
-                   file=sys.stderr, disable=None if progress else True, dynamic_ncols=True,
-                   mininterval=0.5)
+        bar = progress_bar(progress, f"fitting {self.model}", "sweeps", self.max_iter)
 
         def on_sweep(iteration, objective):
             bar.update()
@@ -332,7 +327,7 @@ class TopicModel(BaseEstimator):
                              shape=(n_terms, None), finite=True)
         shape = meta["category_topics_shape"]
         if not (isinstance(shape, list) and len(shape) == 2 and shape[0] == n_terms
-                and isinstance(shape[1], int) and shape[1] >= 0):
+                and type(shape[1]) is int and 0 <= shape[1] <= INT32_MAX):
             raise InvalidArray("topic model: bad category topics shape")
         check_sparse(arrays["category_topics_indptr"], arrays["category_topics_indices"],
                      arrays["category_topics_data"], tuple(shape), "category topics")
@@ -342,9 +337,10 @@ class TopicModel(BaseEstimator):
         check_array(arrays["doc_group"], "question groups", kind="iu",
                     shape=(len(doc_topics),), low=0, high=max(len(cats) - 1, 0))
         model.categories_ = list(cats)
-        model.n_iter_ = int(meta["n_iter"])
+        model.n_iter_ = check_count(meta["n_iter"], "topic model n_iter")
         model.initial_loss_ = float(meta["initial_loss"])
-        model.n_partial_rescalings_ = int(meta["n_partial_rescalings"])
+        model.n_partial_rescalings_ = check_count(meta["n_partial_rescalings"],
+                                                  "topic model n_partial_rescalings")
         model.idf_ = arrays["idf"]
         model.shared_topics_ = arrays["shared_topics"]
         model.category_topics_ = sp.csr_matrix(

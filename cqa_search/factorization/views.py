@@ -51,9 +51,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfTransformer
 
+from .._utils import progress_bar
 from ..analysis import Analyzer
 from ..exceptions import ParameterError
-from ..index.validate import InvalidArray, check_array, check_sparse
+from ..index.validate import INT32_MAX, InvalidArray, check_array, check_sparse
 from .dictd import DEFAULT_DICT_DIR, DictdDictionary
 
 __all__ = ["Translator", "DictionaryTranslator", "IBM1Translator", "ArchiveTranslator",
@@ -513,7 +514,7 @@ class ViewEncoder:
         if "table_shape" in meta:
             shape = meta["table_shape"]
             if not (isinstance(shape, list) and len(shape) == 2
-                    and all(isinstance(x, int) and x >= 0 for x in shape)):
+                    and all(type(x) is int and 0 <= x <= INT32_MAX for x in shape)):
                 raise InvalidArray(f"view {meta.get('name')!r}: bad table shape")
             check_sparse(arrays[f"{prefix}table_indptr"], arrays[f"{prefix}table_indices"],
                          arrays[f"{prefix}table_data"], tuple(shape),
@@ -542,17 +543,16 @@ class SourceBags:
 
     def tokens(self):
         if self._tokens is None:
-            from tqdm import tqdm
-
-            analyzer = self.view.analyzer
+            analyzer, archive = self.view.analyzer, self.view.archive
             ids, token_id = array("q"), {}
             lengths = array("q")
-            bar = tqdm(self.view.archive, desc="tokenizing", unit=" questions",
-                       disable=None if self.progress else True, mininterval=0.5)
-            for q in bar:
+            bar = progress_bar(self.progress, "tokenizing", "questions", len(archive))
+            for q in archive:
                 toks = [t for t in analyzer.tokenize(q.text) if not analyzer.is_stopword(t)]
                 ids.extend(token_id.setdefault(t, len(token_id)) for t in toks)
                 lengths.append(len(toks))
+                bar.update()
+            bar.close()
             rows = np.repeat(np.arange(len(lengths)), np.frombuffer(lengths, np.int64))
             counts = sp.csr_matrix((np.ones(len(rows)), (rows, np.frombuffer(ids, np.int64))),
                                    shape=(len(lengths), len(token_id)))

@@ -4,37 +4,25 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import sys
 import time
-from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from .._utils import progress_bar
 from ..analysis import Analyzer
 from ..archive import Question
 from ..exceptions import ArchiveError, ParameterError
 from ..readers import ReadReport, read_questions
-from ..retrieval.bm25 import BM25
-from .layout import SegmentWriter, write_globals
+from .layout import SegmentRows, SegmentWriter, write_globals
 from .store import IndexWriter
 from .term_index import FIELDS, TermIndexBuilder
 
-__all__ = ["build_index", "BuildSummary", "DEFAULT_FIELDS", "progress_bar"]
+__all__ = ["build_index", "BuildSummary", "DEFAULT_FIELDS"]
 
 logger = logging.getLogger(__name__)
 
 #: Fields indexed by default: the question (title and body) and its answers.
 DEFAULT_FIELDS = ("question", "answers")
-
-
-def progress_bar(enabled, desc, unit, total=None):
-    """A tqdm progress bar on stderr (a silent one when not ``enabled``)."""
-    from tqdm import tqdm
-
-    return tqdm(desc=desc, unit=" " + unit, total=total, disable=None if enabled else True,
-                file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
 
 
 @dataclass(frozen=True)
@@ -102,6 +90,57 @@ def read_archive(archive, *, format=None, skip_invalid=False, reader_options=Non
     return questions, report, sources or []
 
 
+def check_fields(fields) -> tuple:
+    """``fields`` as a tuple; ParameterError unless they are among :data:`FIELDS` and
+    include ``question``."""
+    fields = tuple(fields)
+    if [f for f in fields if f not in FIELDS] or "question" not in fields:
+        raise ParameterError(f"fields must include 'question' and be among "
+                             f"{{{', '.join(map(repr, FIELDS))}}}; got {fields!r}")
+    return fields
+
+
+def checked_questions(questions, bar, *, check_ids=True,
+                      duplicate="duplicate question id {!r}"):
+    """``questions`` as a writer takes them, counted on ``bar`` (closed at the end): each
+    must be a Question, with an id not met before (``duplicate``: the message of an id met
+    again; ``check_ids=False`` when the readers checked the ids of files already)."""
+    seen = set()
+    for question in questions:
+        if not isinstance(question, Question):
+            raise TypeError(f"archive items must be Question; got {type(question).__name__}")
+        if check_ids:
+            if question.id in seen:
+                raise ArchiveError(duplicate.format(question.id))
+            seen.add(question.id)
+        yield question
+        bar.update()
+    bar.close()
+
+
+def nothing_read(message, report) -> ArchiveError:
+    """The error of a read that gave no question (with the invalid records it skipped)."""
+    return ArchiveError(message + (f" ({report.n_skipped} invalid records skipped)"
+                                   if report.n_skipped else ""))
+
+
+def commit_new(writer, index, entry, *, analyzer, doc_ids, categories, surface, counts,
+               n_skipped, sources, **manifest) -> str:
+    """Write the files a new one-segment generation shares (``entry``: its segment, of
+    the questions ``doc_ids``; ``counts``: its answers, best answers and duplicate links)
+    and commit it (``manifest``: more entries of its manifest)."""
+    field_stats = write_globals(
+        writer, vocab_terms=index.vocab.terms, categories=list(categories), surface=surface,
+        doc_ids=doc_ids, field_stats={name: fi.stats for name, fi in index.fields.items()})
+    stats = {"n_docs": len(doc_ids), "n_rows": len(doc_ids), "n_terms": len(index.vocab),
+             **counts, "n_categories": len(categories), "n_skipped": n_skipped,
+             "fields": field_stats}
+    return writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
+                          "analyzer": analyzer.to_config(), "segments": [entry],
+                          "stats": stats, "counters": {"added": 0, "deleted": 0},
+                          "sources": list(sources), "models": {}, **manifest})
+
+
 def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=None,
                 skip_invalid=False, progress=False, **reader_options) -> BuildSummary:
     """Index an archive into the directory ``path`` (atomically).
@@ -149,66 +188,26 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
     """
     t0 = time.perf_counter()
     analyzer = Analyzer() if analyzer is None else analyzer
-    unknown = [f for f in fields if f not in FIELDS]
-    if unknown or not fields or "question" not in fields:
-        raise ParameterError(f"fields must include 'question' and be among "
-                             f"{{{', '.join(map(repr, FIELDS))}}}; got {tuple(fields)!r}")
+    fields = check_fields(fields)
     questions, report, sources = read_archive(archive, format=format, skip_invalid=skip_invalid,
                                               reader_options=reader_options)
     with IndexWriter(path) as writer:
-        builder = TermIndexBuilder(analyzer, fields)
-        offsets = array("q", [0])
-        doc_ids, seen = [], set()
-        categories, doc_category = {}, array("i")
-        n_answers = n_best = n_dup_links = 0
-        bar = progress_bar(progress, "indexing", "questions")
         segment = SegmentWriter(writer, "seg-000001")
-        with segment.archive() as out:
-            for question in questions:
-                if not isinstance(question, Question):
-                    raise TypeError(f"archive items must be Question; got "
-                                    f"{type(question).__name__}")
-                if question.id in seen:
-                    raise ArchiveError(f"duplicate question id {question.id!r}")
-                seen.add(question.id)
-                line = question.to_json_bytes() + b"\n"
-                out.write(line)
-                offsets.append(offsets[-1] + len(line))
-                doc_ids.append(question.id)
-                cat = question.category
-                doc_category.append(-1 if cat is None
-                                    else categories.setdefault(cat, len(categories)))
-                n_answers += len(question.answers)
-                n_best += question.best_answer is not None
-                n_dup_links += len(question.duplicate_of)
-                builder.add(question)
-                bar.update()
-        bar.close()
-        if not doc_ids:
-            raise ArchiveError("the archive is empty: no question was read"
-                               + (f" ({report.n_skipped} invalid records skipped)"
-                                  if report.n_skipped else ""))
-        logger.info("building postings for %d questions", len(doc_ids))
-        index = builder.build()
-        entry = segment.finish(index, doc_ids=doc_ids,
-                               archive_offsets=np.frombuffer(offsets, dtype=np.int64),
-                               doc_category=np.frombuffer(doc_category, dtype=np.int32),
-                               precomputed=[("question", BM25())])
-        field_stats = write_globals(
-            writer, vocab_terms=index.vocab.terms, categories=list(categories),
-            surface=builder.surface_words(), doc_ids=doc_ids,
-            field_stats={name: fi.stats for name, fi in index.fields.items()})
-        stats = {"n_docs": len(doc_ids), "n_rows": len(doc_ids), "n_terms": len(index.vocab),
-                 "n_answers": n_answers, "n_with_best_answer": n_best,
-                 "n_categories": len(categories), "n_duplicate_links": n_dup_links,
-                 "n_skipped": report.n_skipped, "fields": field_stats}
-        writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
-                       "analyzer": analyzer.to_config(), "segments": [entry], "stats": stats,
-                       "counters": {"added": 0, "deleted": 0}, "sources": sources or [],
-                       "models": {}})
+        rows = segment.write_questions(
+            checked_questions(questions, progress_bar(progress, "indexing", "questions")),
+            SegmentRows(TermIndexBuilder(analyzer, fields)))
+        if not len(rows):
+            raise nothing_read("the archive is empty: no question was read", report)
+        logger.info("building postings for %d questions", len(rows))
+        index = rows.builder.build()
+        entry = segment.finish(index, doc_ids=rows.doc_ids, archive_offsets=rows.archive_offsets,
+                               doc_category=rows.doc_category, store_weights=True)
+        commit_new(writer, index, entry, analyzer=analyzer, doc_ids=rows.doc_ids,
+                   categories=rows.categories, surface=rows.builder.surface_words(),
+                   counts=rows.counts, n_skipped=report.n_skipped, sources=sources)
     return BuildSummary(
-        path=os.fspath(path), n_questions=len(doc_ids), n_answers=n_answers,
-        n_categories=len(categories), n_terms=len(index.vocab), n_skipped=report.n_skipped,
+        path=os.fspath(path), n_questions=len(rows), n_answers=rows.counts["n_answers"],
+        n_categories=len(rows.categories), n_terms=len(index.vocab), n_skipped=report.n_skipped,
         seconds=time.perf_counter() - t0,
         fields={k: {"nnz": fi.nnz, "total_terms": fi.total_terms}
                 for k, fi in index.fields.items()},

@@ -34,11 +34,30 @@ generation are one index (:meth:`FieldIndex.concat`), scored with the stored sta
 the live rows, so that scores equal those of a fresh build of the live archive; deleted
 rows never match. :func:`load_index` reads a generation back into an :class:`IndexData`,
 checking every array (shape, bounds, offsets) and the statistics against the manifest.
+
+A *sharded* index (:mod:`cqa_search.distributed.build`) is one generation whose shards are
+whole indexes of the layout above (``shards/00000/``, ...: each with its own ``CURRENT``
+and a one-segment generation, its rows numbered from 0, its term ids those of the one
+vocabulary). Instead of segments, its top level holds what the shards share::
+
+    manifest.json          format, analyzer config, "shards": [{dir, n_docs, doc_offset}],
+                           "fields" (nnz, total terms of each), stats, models, and a file
+                           list naming every file of every shard
+    vocab.json  categories.json  surface.json      as above, for the whole archive
+    category_counts.npy    int64 (n_categories,): questions per category
+    fields/<field>/df.npy  fields/<field>/term_freq.npy   the collection statistics every
+                           shard scores with (what ``stats/<field>/`` holds unsharded)
+
+Each shard's generation stores the posting weights of :data:`STORED_WEIGHTS` computed from
+those global statistics, ``fields/question/bm25.global.npy`` (named in its manifest's
+``"shard"`` entry), beside its own segment's files (a shard opened alone scores with its
+own statistics).
 """
 from __future__ import annotations
 
 import difflib
 import os
+from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
@@ -46,18 +65,25 @@ import numpy as np
 
 from ..analysis import Analyzer
 from ..archive import Archive
-from ..exceptions import ArchiveError, IndexFormatError, QueryError
+from ..exceptions import ArchiveError, IndexFormatError, QueryError, rebuild_hint
+from ..retrieval.bm25 import BM25
 from .store import StoredIndex
 from .term_index import CollectionStats, FieldIndex, TermIndex
-from .validate import InvalidArray, check_array, check_offsets
+from .validate import INT32_MAX, InvalidArray, check_array, check_count, check_offsets
 from .vocab import Vocabulary
 
-__all__ = ["Categories", "IndexData", "IndexHead", "SegmentWriter", "write_globals",
-           "read_head", "load_index", "segment_dir", "doc_id_ranks", "SortedIds", "FIELD_FILES"]
+__all__ = ["Categories", "IndexData", "IndexHead", "SegmentRows", "SegmentWriter",
+           "write_globals", "write_weights", "read_head", "load_index", "segment_dir",
+           "doc_id_ranks", "SortedIds", "FIELD_FILES", "STORED_WEIGHTS"]
 
 #: The arrays of a field in a segment.
 FIELD_FILES = ("indptr", "indices", "counts", "doc_len", "sequence")
-_REBUILD = "rebuild it with `cqa-search build-index`"
+#: The term models whose posting weights are stored beside the postings (read when the
+#: index opens instead of computed): the first stage's default, BM25 on the question field.
+#: They depend on the collection's statistics, so only a segment that is the whole live
+#: collection stores them (a build, a compaction), and every shard of a sharded index stores
+#: them computed from the global statistics.
+STORED_WEIGHTS = (("question", BM25()),)
 
 
 def segment_dir(name) -> str:
@@ -287,6 +313,52 @@ class SortedIds:
         return rank
 
 
+class SegmentRows:
+    """What a segment records of each question written into it: its archive line's
+    offset, id and category id, counts for the statistics, and its terms (``builder``, a
+    :class:`~cqa_search.index.term_index.TermIndexBuilder`).
+
+    Parameters
+    ----------
+    builder : TermIndexBuilder
+    categories : dict, optional
+        Category name -> id of the index the segment joins (new names get the next ids;
+        the dict is extended in place). A new index by default.
+    """
+
+    def __init__(self, builder, categories=None):
+        self.builder = builder
+        self.categories = {} if categories is None else categories
+        self.doc_ids = []
+        self._offsets, self._category = array("q", [0]), array("i")
+        self.counts = {"n_answers": 0, "n_with_best_answer": 0, "n_duplicate_links": 0}
+
+    def __len__(self):
+        return len(self.doc_ids)
+
+    def add(self, question, line: bytes) -> None:
+        """Record ``question``, whose archive line (canonical JSONL) is ``line``."""
+        self._offsets.append(self._offsets[-1] + len(line))
+        self.doc_ids.append(question.id)
+        category = question.category
+        self._category.append(-1 if category is None
+                              else self.categories.setdefault(category, len(self.categories)))
+        self.counts["n_answers"] += len(question.answers)
+        self.counts["n_with_best_answer"] += question.best_answer is not None
+        self.counts["n_duplicate_links"] += len(question.duplicate_of)
+        self.builder.add(question)
+
+    @property
+    def archive_offsets(self) -> np.ndarray:
+        """int64 (n + 1,): byte offset of each archive line."""
+        return np.frombuffer(self._offsets, dtype=np.int64)
+
+    @property
+    def doc_category(self) -> np.ndarray:
+        """int32 (n,): category id of each row, -1 for none."""
+        return np.frombuffer(self._category, dtype=np.int32)
+
+
 class SegmentWriter:
     """Writes one segment of a generation (its archive lines, ids, categories, postings).
 
@@ -305,13 +377,22 @@ class SegmentWriter:
         """The segment's ``archive.jsonl``, open for writing (binary, hashed)."""
         return self.writer.open(f"{self.base}/archive.jsonl", "wb")
 
+    def write_questions(self, questions, rows: SegmentRows) -> SegmentRows:
+        """Write ``questions`` (checked already) as the segment's archive lines, each
+        recorded in ``rows``; returns ``rows``."""
+        with self.archive() as out:
+            for question in questions:
+                line = question.to_json_bytes() + b"\n"
+                out.write(line)
+                rows.add(question, line)
+        return rows
+
     def finish(self, index: TermIndex, *, doc_ids, archive_offsets, doc_category,
-               deleted=None, precomputed=()) -> dict:
+               deleted=None, store_weights=False) -> dict:
         """Write everything but the archive lines; returns the segment's manifest entry.
 
-        ``precomputed``: term models whose posting weights are stored (they depend on the
-        collection's statistics: only for a generation whose single segment is the whole
-        live collection).
+        ``store_weights``: store the posting weights of :data:`STORED_WEIGHTS` (only for
+        a segment that is the whole live collection: they depend on its statistics).
         """
         w, base = self.writer, self.base
         fields = {}
@@ -320,10 +401,9 @@ class SegmentWriter:
                 w.array(f"{base}/fields/{name}/{key}.npy", getattr(fi, key))
             fields[name] = {"nnz": fi.nnz, "total_terms": fi.total_terms, "n_terms": fi.n_terms,
                             "weights": {}}
-        for field_name, model in precomputed:
-            rel = f"{base}/fields/{field_name}/{model.name}.npy"
-            w.array(rel, model.posting_weights(index[field_name]))
-            fields[field_name]["weights"][model.cache_key()] = rel
+        if store_weights:
+            for name, weights in write_weights(w, index.fields, f"{base}/").items():
+                fields[name]["weights"].update(weights)
         w.json(f"{base}/doc_ids.json", list(doc_ids))
         w.array(f"{base}/archive_offsets.npy", np.asarray(archive_offsets, dtype=np.int64))
         w.array(f"{base}/doc_category.npy", np.asarray(doc_category, dtype=np.int32))
@@ -333,6 +413,20 @@ class SegmentWriter:
             n_deleted = int(deleted.sum())
         return {"name": self.name, "n_docs": len(doc_ids), "n_deleted": n_deleted,
                 "fields": fields}
+
+
+def write_weights(writer, fields, prefix, suffix="") -> dict:
+    """Write the posting weights of :data:`STORED_WEIGHTS` for ``fields`` (name ->
+    FieldIndex, with the statistics they are scored with) as
+    ``{prefix}fields/<field>/<model><suffix>.npy``; returns field -> {model cache key: path}
+    (what a reader registers with :meth:`FieldIndex.store_weights`)."""
+    out = {}
+    for field_name, model in STORED_WEIGHTS:
+        if field_name in fields:
+            rel = f"{prefix}fields/{field_name}/{model.name}{suffix}.npy"
+            writer.array(rel, model.posting_weights(fields[field_name]))
+            out.setdefault(field_name, {})[model.cache_key()] = rel
+    return out
 
 
 def write_globals(writer, *, field_stats, vocab_terms=None, categories=None, surface=None,
@@ -365,19 +459,26 @@ def _manifest_parts(stored):
     m = stored.manifest
     try:
         stats = m["stats"]
-        n_rows, n_terms = int(stats["n_rows"]), int(stats["n_terms"])
+        # rows and terms are int32 in the arrays, the other counts int64
+        n_rows = check_count(stats["n_rows"], "n_rows", high=INT32_MAX)
+        n_terms = check_count(stats["n_terms"], "n_terms", high=INT32_MAX)
         analyzer = Analyzer.from_config(m["analyzer"])
-        field_stats = {name: (int(v["n_docs"]), int(v["total_terms"]))
+        field_stats = {name: (check_count(v["n_docs"], f"{name} n_docs", high=n_rows),
+                              check_count(v["total_terms"], f"{name} total_terms"))
                        for name, v in dict(stats["fields"]).items()}
         segments = list(m["segments"])
         for seg in segments:
-            str(seg["name"]), int(seg["n_docs"]), int(seg["n_deleted"])
+            str(seg["name"])
+            check_count(seg["n_docs"], "segment n_docs", high=n_rows)
+            check_count(seg["n_deleted"], "segment n_deleted", high=seg["n_docs"])
             for meta in dict(seg["fields"]).values():
-                int(meta["nnz"]), int(meta["total_terms"]), int(meta["n_terms"])
+                check_count(meta["nnz"], "segment nnz")
+                check_count(meta["total_terms"], "segment total_terms")
+                check_count(meta["n_terms"], "segment n_terms", high=n_terms)
                 dict(meta.get("weights", {}))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: bad manifest ({exc!r}); "
-                               f"{_REBUILD}") from None
+                               f"{rebuild_hint()}") from None
     stored.check(n_rows >= 1 and n_terms >= 0 and "question" in field_stats and segments
                  and sum(int(s["n_docs"]) for s in segments) == n_rows
                  and all(set(s["fields"]) == set(field_stats) for s in segments)
@@ -459,7 +560,7 @@ class IndexHead:
                                kind="iu", shape=(n_rows,), low=0, high=n_rows - 1)
         except InvalidArray as exc:
             raise IndexFormatError(f"corrupted index {self.stored.path}: {exc}; "
-                                   f"{_REBUILD}") from None
+                                   f"{rebuild_hint()}") from None
 
     def category_counts(self) -> np.ndarray:
         """Live questions per category id (:meth:`Categories.counts`), from the segments'
@@ -517,7 +618,7 @@ def read_head(stored: StoredIndex) -> IndexHead:
                                            f"segments {n_live}")
             stats[name] = _stats(stored, name, n_docs, total, n_terms)
     except InvalidArray as exc:
-        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {_REBUILD}") from None
+        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {rebuild_hint()}") from None
     return IndexHead(stored, analyzer, terms, names, segments, doc_ids, deleted, stats)
 
 
@@ -560,7 +661,7 @@ def load_index(stored: StoredIndex) -> IndexData:
                                                           shape=(merged.nnz,), finite=True))
             index_fields[name] = merged
     except InvalidArray as exc:
-        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {_REBUILD}") from None
+        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {rebuild_hint()}") from None
     live = None if not deleted.any() else ~deleted
     try:
         archive = Archive._lazy(parts, live)

@@ -33,14 +33,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._utils import counted
-from ..archive import Question
-from ..exceptions import ArchiveError, ParameterError
-from ..retrieval.bm25 import BM25
-from .build import progress_bar, read_archive
-from .layout import (SegmentWriter, SortedIds, load_index, read_head, segment_dir,
-                     write_globals)
-from .models import load_models
+from .._utils import counted, progress_bar
+from ..exceptions import ArchiveError, ParameterError, rebuild_hint
+from .build import checked_questions, nothing_read, read_archive
+from .layout import (SegmentRows, SegmentWriter, SortedIds, load_index, read_head,
+                     segment_dir, write_globals)
+from .models import load_models, write_model
 from .store import IndexWriter, open_index
 from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 from .vocab import Vocabulary
@@ -103,10 +101,7 @@ class _Change:
     def __init__(self, writer, base):
         self.writer, self.base = writer, base
         self.head = read_head(base)
-        m = base.manifest
-        self.manifest = {k: v for k, v in m.items()
-                         if k not in ("format", "format_version", "package_version", "created",
-                                      "files")}
+        m = self.manifest = base.manifest
         self.segments = [dict(s) for s in m["segments"]]
         self.starts = np.cumsum([0] + [int(s["n_docs"]) for s in self.segments])
         self.live = ~self.head.deleted
@@ -186,8 +181,7 @@ def _unsharded(path):
     stored = open_index(path)
     if "shards" in stored.manifest:
         raise ParameterError(f"{stored.path} is a sharded index: questions cannot be added, "
-                             "deleted or compacted in place; rebuild it with "
-                             "`cqa-search build-index ... --shards N`")
+                             f"deleted or compacted in place; {rebuild_hint(' ... --shards N')}")
     return stored
 
 
@@ -228,62 +222,44 @@ def add_questions(path, archive, *, replace=False, format=None, skip_invalid=Fal
         head = change.head
         number = max(int(_SEGMENT.match(s["name"]).group(1)) for s in change.segments) + 1
         segment = SegmentWriter(writer, f"seg-{number:06d}")
-        builder = TermIndexBuilder(head.analyzer, tuple(head.stats),
-                                   vocab=Vocabulary(head.terms))
-        categories = {name: i for i, name in enumerate(head.categories)}
-        offsets, doc_ids, doc_category = array("q", [0]), [], array("i")
-        seen, replaced = set(), []
-        n_answers = n_best = n_links = 0
-        bar = progress_bar(progress, "adding", "questions")
-        with segment.archive() as out:
+        replaced = []
+
+        def replacing(questions):
             for question in questions:
-                if not isinstance(question, Question):
-                    raise TypeError(f"archive items must be Question; got "
-                                    f"{type(question).__name__}")
-                if question.id in seen:
-                    raise ArchiveError(f"question id {question.id!r} is twice in the new "
-                                       "questions")
-                seen.add(question.id)
                 row = change.row(question.id)
                 if row is not None:
                     if not replace:
                         raise ArchiveError(f"question id {question.id!r} is already in the "
                                            "index (add it with --replace to replace it)")
                     replaced.append(row)
-                line = question.to_json_bytes() + b"\n"
-                out.write(line)
-                offsets.append(offsets[-1] + len(line))
-                doc_ids.append(question.id)
-                cat = question.category
-                doc_category.append(-1 if cat is None
-                                    else categories.setdefault(cat, len(categories)))
-                n_answers += len(question.answers)
-                n_best += question.best_answer is not None
-                n_links += len(question.duplicate_of)
-                builder.add(question)
-                bar.update()
-        bar.close()
-        if not doc_ids:
-            raise ArchiveError("no question to add" + (f" ({report.n_skipped} invalid records "
-                                                       "skipped)" if report.n_skipped else ""))
-        part = builder.build()
+                yield question
+
+        rows = segment.write_questions(
+            replacing(checked_questions(questions, progress_bar(progress, "adding", "questions"),
+                                        duplicate="question id {!r} is twice in the new "
+                                                  "questions")),
+            SegmentRows(TermIndexBuilder(head.analyzer, tuple(head.stats),
+                                         vocab=Vocabulary(head.terms)),
+                        categories={name: i for i, name in enumerate(head.categories)}))
+        if not len(rows):
+            raise nothing_read("no question to add", report)
+        part = rows.builder.build()
         n_terms = len(part.vocab)
         removed = change.delete_rows(replaced) if replaced else {}
-        new_segment = segment.finish(part, doc_ids=doc_ids,
-                                     archive_offsets=np.frombuffer(offsets, dtype=np.int64),
-                                     doc_category=np.frombuffer(doc_category, dtype=np.int32))
+        new_segment = segment.finish(part, doc_ids=rows.doc_ids,
+                                     archive_offsets=rows.archive_offsets,
+                                     doc_category=rows.doc_category)
         field_stats = {}
         for name, stats in head.stats.items():
             stats = _plus(stats, part[name].stats, n_terms)
             field_stats[name] = _minus(stats, removed[name]) if removed else stats
+        doc_ids, categories = rows.doc_ids, rows.categories
         live = np.concatenate([change.live, np.ones(len(doc_ids), dtype=bool)])
         surface = head.stored.json("surface.json")
-        new_words = {w: t for w, t in builder.surface_words().items() if w not in surface}
+        new_words = {w: t for w, t in rows.builder.surface_words().items() if w not in surface}
         old = change.manifest["stats"]
         stats = change.stats_entry(live, n_terms, {
-            "n_answers": int(old.get("n_answers", 0)) + n_answers,
-            "n_with_best_answer": int(old.get("n_with_best_answer", 0)) + n_best,
-            "n_duplicate_links": int(old.get("n_duplicate_links", 0)) + n_links,
+            **{key: int(old.get(key, 0)) + n for key, n in rows.counts.items()},
             "n_categories": len(categories)})
         ranks = change.ids.extended_ranks(doc_ids)
         generation = change.commit(
@@ -375,7 +351,7 @@ def compact(path, *, progress=False) -> ChangeSummary:
         entry = segment.finish(merged, doc_ids=doc_ids,
                                archive_offsets=np.frombuffer(offsets, dtype=np.int64),
                                doc_category=np.asarray(data.categories.doc_category)[keep_rows],
-                               precomputed=[("question", BM25())])
+                               store_weights=True)
         stats = change.stats_entry(np.ones(len(keep_rows), dtype=bool), n_terms, {})
         field_stats = write_globals(
             writer, vocab_terms=index.vocab.terms, categories=list(data.categories.names),
@@ -387,14 +363,7 @@ def compact(path, *, progress=False) -> ChangeSummary:
         manifest_models = dict(base.models)
         for name, model in models.items():
             if hasattr(model, "select_rows"):
-                moved = model.select_rows(view, keep_rows)
-                meta, arrays = moved.state()
-                prefix = f"models/{name}/"
-                for key, arr in arrays.items():
-                    writer.array(f"{prefix}{key}.npy", arr)
-                writer.json(f"{prefix}model.json", {"kind": moved.kind,
-                                                    "params": moved.get_params(),
-                                                    "meta": meta, "arrays": list(arrays)})
+                write_model(writer, name, model.select_rows(view, keep_rows))
                 carried.append(name)
         manifest = dict(change.manifest)
         manifest.update(segments=[entry], stats={**stats, "fields": field_stats},

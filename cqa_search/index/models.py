@@ -12,10 +12,10 @@ and then either gives features or orders candidates::
     scorer(view) -> FeatureScorer               # feature models (see cqa_search.features)
     feature_names_in_, predict(X) -> scores     # rankers
 
-A *family* is a kind that ``cqa-search fit INDEX FAMILY`` trains from an index's own
-archive: its ``fit(view, *, progress=False)`` reads an :class:`~cqa_search.features.IndexView`,
-and the command's options are its constructor parameters (names, defaults and help
-from its signature and numpydoc docstring).
+A *family* is a kind that :func:`cqa_search.training.fit_family` (``cqa-search fit INDEX
+FAMILY``) trains from an index's own archive: its ``fit(view, *, progress=False)`` reads an
+:class:`~cqa_search.features.IndexView`, and the command's options are its constructor
+parameters (names, defaults and help from its signature and numpydoc docstring).
 
 Kinds are imported on first use, so searching an index without trained models never
 imports them (nor scikit-learn).
@@ -25,12 +25,13 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from .._utils import validate_params
 from ..exceptions import IndexFormatError, ParameterError
 from .store import IndexWriter, damage_advice, open_index
 from .validate import InvalidArray
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
-           "load_models"]
+           "load_models", "model_dir", "write_model"]
 
 #: Model kind -> estimator class, or ``"module:Class"`` imported on first use.
 MODEL_KINDS = {
@@ -57,16 +58,15 @@ class Family:
     default_name : str
         Name the model is stored under; ``{param}`` fields are filled from its parameters
         (e.g. ``"topics-{model}"``).
-    inputs : str or None
-        ``"module"`` with ``configure_inputs(parser)`` and ``fit_inputs(args, engine) ->
-        dict``: what a fit reads besides its parameters (labels, another model), passed
-        to ``fit`` as keyword arguments.
+
+    Fitting one is :func:`cqa_search.training.fit_family`; what a fit reads besides the
+    estimator's parameters (labels, another model) is
+    :data:`cqa_search.training.FIT_INPUTS`.
     """
 
     kind: str
     summary: str
     default_name: str
-    inputs: str | None = None
 
     def store_name(self, params) -> str:
         return self.default_name.format(**params)
@@ -87,7 +87,7 @@ FAMILIES = {
     "answers": Family("answers", "best-answer selection for archives that mark no best "
                       "answer: scores each answer of a question (translation likelihood, "
                       "term scores, length, position, asker) and stores the one to show",
-                      "answers", inputs="cqa_search.cli.fit_answers"),
+                      "answers"),
 }
 
 
@@ -111,8 +111,26 @@ def _check_name(name) -> None:
         raise ParameterError(f"model name must use letters, digits, '-' and '_'; got {name!r}")
 
 
-#: What ``from_state`` raises on a malformed stored state.
-_STATE_ERRORS = (KeyError, TypeError, ValueError, IndexError, InvalidArray)
+#: What ``from_state`` raises on a malformed stored state (a forged count that overflows
+#: an array's dtype in a computation: ArithmeticError).
+_STATE_ERRORS = (KeyError, TypeError, ValueError, IndexError, InvalidArray, ArithmeticError)
+
+
+def model_dir(name) -> str:
+    """The directory of model ``name`` in a generation."""
+    return f"models/{name}"
+
+
+def write_model(writer, name, model, state=None) -> None:
+    """Write a fitted model's files into the generation ``writer`` makes:
+    ``models/<name>/model.json`` (kind, parameters, metadata, array names) and an ``.npy``
+    per array of its ``state()`` (``state``: that state, when computed already)."""
+    meta, arrays = model.state() if state is None else state
+    prefix = model_dir(name)
+    for key, arr in arrays.items():
+        writer.array(f"{prefix}/{key}.npy", arr)
+    writer.json(f"{prefix}/model.json", {"kind": model.kind, "params": model.get_params(),
+                                          "meta": meta, "arrays": list(arrays)})
 
 
 def add_model(index, name, model) -> str:
@@ -163,7 +181,7 @@ def add_model(index, name, model) -> str:
     except _STATE_ERRORS as exc:
         raise ParameterError(f"model {name!r} cannot be stored: its fitted state is invalid "
                              f"({exc}); the index is unchanged") from None
-    prefix = f"models/{name}/"
+    prefix = model_dir(name) + "/"
     # the feature columns the model adds to every hit (rankers and answer choosers add none)
     produced = list(getattr(model, "feature_names", ())) if hasattr(model, "scorer") else []
 
@@ -173,8 +191,6 @@ def add_model(index, name, model) -> str:
         if base.manifest.get("rows_id") != fitted_on.get("rows_id"):
             raise IndexFormatError(f"{path} was rebuilt or compacted while model {name!r} was "
                                    "being fitted: its rows changed; fit it again")
-        out = {k: v for k, v in base.manifest.items()
-               if k not in ("format", "format_version", "package_version", "created", "files")}
         models = dict(base.models)
         if name in models and models[name]["kind"] != kind:
             raise ParameterError(
@@ -195,14 +211,10 @@ def add_model(index, name, model) -> str:
                         "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
                         "features": produced}
         _check_rankers(base, models, f"storing model {name!r}")
-        out["models"] = models
-        return out
+        return {**base.manifest, "models": models}
 
     with IndexWriter(path) as writer:
-        for key, arr in arrays.items():
-            writer.array(f"{prefix}{key}.npy", arr)
-        writer.json(f"{prefix}model.json", {"kind": kind, "params": model.get_params(),
-                                             "meta": meta, "arrays": list(arrays)})
+        write_model(writer, name, model, (meta, arrays))
         return writer.commit(manifest, keep=lambda base: [
             rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
 
@@ -248,7 +260,7 @@ def remove_model(path, name) -> str:
     ParameterError
         A stored ranker uses the model's features.
     """
-    prefix = f"models/{name}/"
+    prefix = model_dir(name) + "/"
     with IndexWriter(path, unchecked=prefix) as writer:
         base = writer.begin()
         if base is None:
@@ -261,11 +273,7 @@ def remove_model(path, name) -> str:
             models = dict(base.models)
             models.pop(name)
             _check_rankers(base, models, f"removing model {name!r}")
-            out = {k: v for k, v in base.manifest.items()
-                   if k not in ("format", "format_version", "package_version", "created",
-                                "files")}
-            out["models"] = models
-            return out
+            return {**base.manifest, "models": models}
 
         return writer.commit(manifest, keep=lambda base: [
             rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
@@ -288,8 +296,10 @@ def load_models(stored) -> dict:
                                    f"which this cqa_search cannot read") from None
         stored_model = stored.model(name)
         try:
-            models[name] = cls.from_state(stored_model.params, stored_model.meta,
-                                          stored_model.arrays())
+            model = cls.from_state(stored_model.params, stored_model.meta, stored_model.arrays())
+            if hasattr(model, "_parameter_constraints"):  # what a fit would refuse
+                validate_params(model)
+            models[name] = model
         except _STATE_ERRORS as exc:
             raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
                                    f"loaded ({exc}); "

@@ -5,18 +5,21 @@ An index is a directory of *generations*, each a complete, immutable snapshot::
     my_index/
       CURRENT                  the name of the live generation, e.g. "gen-000007"
       gen-000007/              the live generation
-        manifest.json          format_version, package version, analyzer, stats, models,
-                               files + sizes + sha256
-        vocab.json  doc_ids.json  categories.json  surface.json
-        archive.jsonl  archive_offsets.npy  doc_category.npy  doc_id_rank.npy
-        fields/<field>/{indptr,indices,counts,doc_len,sequence}.npy  fields/<field>/<model>.npy
+        manifest.json          format_version, package version, analyzer, segments, stats,
+                               models, files + sizes + sha256
+        vocab.json  categories.json  surface.json  doc_id_rank.npy
+        stats/<field>/         collection statistics of the live rows
+        segments/seg-NNNNNN/   the questions, ids, categories and postings of one segment
         models/<name>/         a trained model: model.json + its arrays (.npy)
+        shards/00000/ ...      (a sharded index) each shard a whole index directory
       gen-000006/              the previous generation, kept for readers still opening it
       .lock                    taken by writers while they switch generations
       .tmp-*/                  a generation being written (never read)
 
-(:mod:`cqa_search.index.layout` says what each file holds.) Only ``.npy`` (loaded with
-``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so opening an index never runs code.
+:mod:`cqa_search.index.layout` is the one description of the files of a generation (what
+each holds, how it is written and read back); this module knows only that they are files.
+Only ``.npy`` (loaded with ``allow_pickle=False``) and UTF-8 JSON/JSONL are used, so
+opening an index never runs code.
 
 Writing (:class:`IndexWriter`): new files go into a ``.tmp-*`` directory; files kept from
 the live generation (an added model keeps the term index) are hard-linked into it, never
@@ -44,13 +47,14 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 
 import numpy as np
 import orjson
 
 from .._version import __version__
-from ..exceptions import IndexFormatError, IndexNotFoundError
+from ..exceptions import IndexFormatError, IndexNotFoundError, rebuild_hint
 
 __all__ = ["FORMAT_VERSION", "MANIFEST", "CURRENT", "IndexWriter", "StoredIndex",
            "StoredModel", "open_index", "is_compatible", "verify_index", "read_consistent",
@@ -65,7 +69,6 @@ CURRENT = "CURRENT"
 _LOCK = ".lock"
 _OWNER = ".owner"
 _FORMAT_NAME = "cqa_search-index"
-_REBUILD = "rebuild it with `cqa-search build-index`"
 _GENERATION = re.compile(r"gen-(\d{6,})\Z")
 _TMP_PREFIX = ".tmp-"
 # A temporary directory without an owner lock is a writer's that has not taken its lock
@@ -73,6 +76,9 @@ _TMP_PREFIX = ".tmp-"
 _ORPHAN_SECONDS = 60.0
 # How often a reader re-reads CURRENT when the generation it chose vanished under it.
 _OPEN_ATTEMPTS = 5
+# Largest CURRENT and manifest.json read (a manifest lists every file: ~150 bytes each).
+_CURRENT_BYTES = 64
+_MANIFEST_BYTES = 64 << 20
 
 
 def _sha256(path) -> str:
@@ -116,7 +122,54 @@ def damage_advice(path, relpath) -> str:
                 f"needed): `cqa-search remove-model {path} {parts[1]}` drops that model (then "
                 f"fit or train it again), or `cqa-search rollback {path}` goes back to the "
                 "previous generation")
-    return f"{_REBUILD}, or `cqa-search rollback {path}` to go back to the previous generation"
+    return (f"{rebuild_hint()}, or `cqa-search rollback {path}` to go back to the previous "
+            "generation")
+
+
+def _regular(full, index, name, inside=None) -> int:
+    """A descriptor of ``full`` (``name`` within the index directory ``index``), opened only
+    when it is a regular file inside the index: a symbolic link (the writers make none), a
+    directory on its path that leads out of the index (a generation directory linked to
+    another folder), a FIFO (whose open would wait for a writer), a device (endless bytes)
+    or a directory is a corrupted index. FileNotFoundError is raised as it is (the
+    generation may have been removed by a writer: the reader retries). ``inside``: a dict
+    that keeps the directories found inside the index, for the files of one generation."""
+    inside = {} if inside is None else inside
+    directory = os.path.dirname(full)
+    if directory not in inside:
+        root = inside.get(None) or inside.setdefault(None, os.path.realpath(index))
+        real = os.path.realpath(directory)
+        inside[directory] = os.path.commonpath([real, root]) == root
+    if not inside[directory]:
+        raise IndexFormatError(f"corrupted index {index}: {name} leads out of the index (to "
+                               f"{os.path.realpath(full)}); {rebuild_hint()}")
+    # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise IndexFormatError(f"corrupted index {index}: {name} is a symbolic link (to "
+                               f"{os.path.realpath(full)}); {rebuild_hint()}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket")
+        raise IndexFormatError(f"corrupted index {index}: {name} is {kind}, not a regular "
+                               f"file; {rebuild_hint()}")
+    return fd
+
+
+def _read_file(full, index, name, limit, inside=None) -> bytes:
+    """The bytes of the regular file ``full`` inside ``index`` (see :func:`_regular`),
+    refused when it holds more than ``limit`` bytes (read no further)."""
+    with os.fdopen(_regular(full, index, name, inside), "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise IndexFormatError(f"corrupted index {index}: {name} has more than {limit:,} bytes"
+                               f"; {rebuild_hint()}")
+    return data
 
 
 def current_generation(path) -> str | None:
@@ -127,21 +180,17 @@ def current_generation(path) -> str | None:
     IndexFormatError
         ``CURRENT`` is unreadable or names no generation.
     """
+    path = os.fspath(path)
     try:
-        with open(os.path.join(os.fspath(path), CURRENT), "rb") as f:
-            raw = f.read(64)
+        raw = _read_file(os.path.join(path, CURRENT), path, CURRENT, _CURRENT_BYTES)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} is a directory; "
-                               f"{_REBUILD}") from None
     except OSError as exc:
-        raise IndexFormatError(f"cannot read the index {os.fspath(path)}: {exc.strerror}") \
-            from None
+        raise IndexFormatError(f"cannot read the index {path}: {exc.strerror}") from None
     name = raw.decode("ascii", "replace").strip()
     if not _GENERATION.match(name):
-        raise IndexFormatError(f"corrupted index {os.fspath(path)}: {CURRENT} names no "
-                               f"generation ({raw[:20]!r}); {_REBUILD}")
+        raise IndexFormatError(f"corrupted index {path}: {CURRENT} names no "
+                               f"generation ({raw[:20]!r}); {rebuild_hint()}")
     return name
 
 
@@ -158,9 +207,9 @@ def _locate(path) -> tuple:
         return path, generation
     if os.path.isfile(os.path.join(path, MANIFEST)):  # the layout of format versions 1-2
         try:
-            with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
-                old = json.load(f)
-        except (OSError, ValueError):
+            old = json.loads(_read_file(os.path.join(path, MANIFEST), path, MANIFEST,
+                                        _MANIFEST_BYTES))
+        except (OSError, ValueError, IndexFormatError):
             old = {}
         parent = os.path.dirname(os.path.abspath(path))
         if _GENERATION.match(os.path.basename(os.path.abspath(path))) and \
@@ -170,7 +219,7 @@ def _locate(path) -> tuple:
         if isinstance(old, dict) and old.get("format") == _FORMAT_NAME:
             raise IndexFormatError(
                 f"{path} has index format version {old.get('format_version')}, but this "
-                f"cqa_search {__version__} reads version {FORMAT_VERSION}: {_REBUILD}")
+                f"cqa_search {__version__} reads version {FORMAT_VERSION}: {rebuild_hint()}")
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     try:
         entries = os.listdir(path)
@@ -201,28 +250,28 @@ def is_live(stored) -> bool:
 
 
 def _read_manifest(path, generation) -> dict:
-    mpath = os.path.join(path, generation, MANIFEST)
+    name = f"{generation}/{MANIFEST}"
     try:
-        with open(mpath, "rb") as f:
-            manifest = json.loads(f.read().decode("utf-8"))
+        manifest = json.loads(_read_file(os.path.join(path, name), path, name,
+                                         _MANIFEST_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise  # the generation vanished: the caller may retry with the new CURRENT
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise IndexFormatError(f"corrupted index {path}: unreadable {generation}/{MANIFEST} "
-                               f"({exc}); {_REBUILD}") from None
+                               f"({exc}); {rebuild_hint()}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT_NAME:
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     version = manifest.get("format_version")
     if version != FORMAT_VERSION:
         raise IndexFormatError(
             f"{path} has index format version {version}, but this cqa_search {__version__} "
-            f"reads version {FORMAT_VERSION}: {_REBUILD}")
+            f"reads version {FORMAT_VERSION}: {rebuild_hint()}")
     files = manifest.get("files")
     if not isinstance(files, dict) or not all(
             isinstance(info, dict) and isinstance(info.get("bytes"), int)
             and isinstance(info.get("sha256"), str) for info in files.values()):
         raise IndexFormatError(f"corrupted index {path}: the file list of its {MANIFEST} is "
-                               f"malformed; {_REBUILD}")
+                               f"malformed; {rebuild_hint()}")
     return manifest
 
 
@@ -257,12 +306,13 @@ class StoredIndex:
         self.manifest = manifest
         self.mmap = mmap
         self.verified = verified
+        self._inside = {}  # directories found inside the index (see _regular)
 
     def file(self, relpath) -> str:
         """Absolute path of a file listed in the manifest."""
         if relpath not in self.manifest["files"]:
             raise IndexFormatError(f"corrupted index {self.path}: {relpath} is not in its "
-                                   f"manifest; {_REBUILD}")
+                                   f"manifest; {rebuild_hint()}")
         return os.path.join(self.root, relpath)
 
     def has(self, relpath) -> bool:
@@ -285,8 +335,8 @@ class StoredIndex:
     def json(self, relpath):
         """A stored JSON document."""
         try:
-            with open(self.file(relpath), "rb") as f:
-                data = f.read()
+            data = _read_file(self.file(relpath), self.path, f"{self.generation}/{relpath}",
+                              self.manifest["files"][relpath]["bytes"], self._inside)
             try:  # orjson reads the long lists (ids, vocabulary) 2-3x faster
                 return orjson.loads(data)
             except orjson.JSONDecodeError:  # NaN, huge integers: only json reads them
@@ -324,7 +374,7 @@ class StoredIndex:
     def check(self, condition, what) -> None:
         """Raise IndexFormatError unless ``condition`` (a consistency check on open)."""
         if not condition:
-            raise IndexFormatError(f"corrupted index {self.path}: {what}; {_REBUILD}")
+            raise IndexFormatError(f"corrupted index {self.path}: {what}; {rebuild_hint()}")
 
 
 class StoredModel:
@@ -370,16 +420,25 @@ def open_index(path, *, mmap=True, verify=False) -> StoredIndex:
 def _open_generation(path, generation, mmap, verify, unchecked=None) -> StoredIndex:
     manifest = _read_manifest(path, generation)
     root = os.path.join(path, generation)
+    inside = {}
     for relpath, info in manifest["files"].items():
         if unchecked is not None and relpath.startswith(unchecked):
             continue
         full = os.path.join(root, relpath)
-        if not os.path.isfile(full):
+        try:  # a regular file inside the index (the arrays are memory-mapped by name)
+            fd = _regular(full, path, f"{generation}/{relpath}", inside)
+        except (FileNotFoundError, NotADirectoryError):
             if not os.path.isdir(root):
-                raise FileNotFoundError(errno.ENOENT, "generation removed", root)
+                raise FileNotFoundError(errno.ENOENT, "generation removed", root) from None
             raise IndexFormatError(f"corrupted index {path}: {relpath} is missing; "
-                                   f"{damage_advice(path, relpath)}")
-        size = os.path.getsize(full)
+                                   f"{damage_advice(path, relpath)}") from None
+        except OSError as exc:
+            raise IndexFormatError(f"cannot read the index {path}: {relpath}: "
+                                   f"{exc.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
         if size != info["bytes"]:
             raise IndexFormatError(f"corrupted index {path}: {relpath} has {size} bytes, "
                                    f"expected {info['bytes']}; {damage_advice(path, relpath)}")
@@ -406,7 +465,7 @@ def read_consistent(path, load, *, mmap=True, verify=False):
                 continue
             if not os.path.isdir(os.path.join(directory, generation)):
                 raise IndexFormatError(f"corrupted index {path}: its live generation "
-                                       f"{generation} is missing; {_REBUILD}") from None
+                                       f"{generation} is missing; {rebuild_hint()}") from None
             raise
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -644,7 +703,13 @@ class IndexWriter:
         arr = np.asarray(arr)
         if arr.dtype.hasobject:
             raise ValueError(f"{relpath}: an index never stores Python objects")
-        np.save(self._full(relpath), np.ascontiguousarray(arr), allow_pickle=False)
+        # The bytes of np.save (format 1.0: numbers only), written by Python's file in one
+        # call and hashed on the way: numpy's own write says "N requested and M written",
+        # without the system's reason, when the disk is full.
+        arr = np.ascontiguousarray(arr)
+        with self.open(relpath, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(arr))
+            f.write(arr.data)
 
     def json(self, relpath, obj) -> None:
         if (isinstance(obj, list) and set(map(type, obj)) <= {str}) or (
@@ -671,10 +736,11 @@ class IndexWriter:
         Parameters
         ----------
         manifest : dict or callable
-            The manifest (without ``files``, which is made here), or
-            ``manifest(base) -> dict`` computed under the writers' lock from the live
-            generation ``base`` (a :class:`StoredIndex`, None when there is none): an
-            update of the index as it is at that moment.
+            The manifest, or ``manifest(base) -> dict`` computed under the writers' lock
+            from the live generation ``base`` (a :class:`StoredIndex`, None when there is
+            none): an update of the index as it is at that moment. Its entries made here
+            (format, versions, ``created``, ``files``) are replaced, so that an update
+            may start from ``base.manifest``.
         keep : iterable of str or callable
             Files of the live generation to carry over (hard-linked) into this one, or
             ``keep(base) -> iterable`` likewise. A file written here wins.
@@ -700,9 +766,11 @@ class IndexWriter:
                 full = os.path.join(self.tmp, relpath)
                 files[relpath] = {"bytes": os.path.getsize(full),
                                   "sha256": self._digests.get(relpath) or _sha256(full)}
-            manifest = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
-                        "package_version": __version__, "created": _now(),
-                        **manifest, "files": dict(sorted(files.items()))}
+            made_here = {"format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
+                         "package_version": __version__, "created": _now()}
+            manifest = {**made_here, **{k: v for k, v in manifest.items()
+                                        if k not in made_here and k != "files"},
+                        "files": dict(sorted(files.items()))}
             with open(os.path.join(self.tmp, MANIFEST), "w", encoding="utf-8") as f:
                 json.dump(manifest, f, indent=1, ensure_ascii=False)
                 f.flush()

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["InvalidArray", "check_array", "check_offsets", "check_sparse"]
+__all__ = ["InvalidArray", "check_array", "check_offsets", "check_sparse", "check_count",
+           "INT32_MAX", "INT64_MAX"]
+
+INT32_MAX = int(np.iinfo(np.int32).max)
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 class InvalidArray(ValueError):
@@ -70,6 +74,27 @@ def check_array(a, name, *, kind, ndim=1, shape=None, low=None, high=None,
             if hi > high:
                 raise InvalidArray(f"{name} holds {hi}, above its bound {high}")
     return a
+
+
+def check_count(value, name, *, low=0, high=INT64_MAX) -> int:
+    """A count read from a JSON document (a manifest, a model's metadata): an integer, not a
+    bool or a float, in ``[low, high]`` (by default what an int64 holds: the arrays it
+    sizes or is compared with).
+
+    Examples
+    --------
+    >>> check_count(3, "n_iter")
+    3
+    >>> check_count(99999999999, "n_terms", high=INT32_MAX)
+    Traceback (most recent call last):
+    ...
+    cqa_search.index.validate.InvalidArray: n_terms is 99,999,999,999, outside [0, 2,147,483,647]
+    """
+    if type(value) is not int:
+        raise InvalidArray(f"{name} is {value!r}, not an integer")
+    if not low <= value <= high:
+        raise InvalidArray(f"{name} is {value:,}, outside [{low:,}, {high:,}]")
+    return value
 
 
 def check_offsets(indptr, name, *, length, total=None) -> np.ndarray:

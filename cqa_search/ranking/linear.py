@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._utils import RANDOM_STATE, Interval, validate_params
 from ..exceptions import ConvergenceWarning, ParameterError
-from ..index.validate import check_array
+from ..index.validate import InvalidArray, check_array, check_count
 from . import boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm, stacking
 from ._utils import (LearnerFit, QueryGroups, mean_average_precision, query_folds,
                      query_minmax)
@@ -500,7 +500,9 @@ class LinearRanker(BaseEstimator):
     def from_state(cls, params, meta, arrays):
         """The ranker stored by :meth:`state` (inverse of ``get_params()`` + ``state()``)."""
         model = cls(**params)
-        names = list(meta["feature_names"])
+        names = meta["feature_names"]
+        if not isinstance(names, list) or not all(type(n) is str for n in names):
+            raise InvalidArray("ranker feature names are not a list of strings")
         d = len(names)
         get = {k: np.array(arrays[k]) for k in ("coef", "intercept", "norm_offset",
                                                 "norm_scale", "step_feature",
@@ -525,7 +527,7 @@ class LinearRanker(BaseEstimator):
         model.step_feature_ = get["step_feature"].astype(np.int64)
         model.step_threshold_ = get["step_threshold"].astype(np.float64)
         model.step_coef_ = get["step_coef"].astype(np.float64)
-        model.n_iter_ = int(meta["n_iter"])
+        model.n_iter_ = check_count(meta["n_iter"], "ranker n_iter")
         model.loss_curve_ = list(meta.get("loss_curve", []))
         model.init_score_ = meta.get("init_score")
         model.train_score_ = float(meta["train_score"])

@@ -18,10 +18,14 @@ from ..exceptions import ArchiveError
 logger = logging.getLogger("cqa_search.readers")
 
 __all__ = ["ReadReport", "make_question", "check_file", "check_columns", "iter_xml",
-           "child_text", "LIST_FIELDS"]
+           "child_text", "LIST_FIELDS", "MAX_RECORD_BYTES", "read_line", "too_large", "check_encoding"]
 
 #: Fields that hold a list: a mapping may give them several columns (or keys).
 LIST_FIELDS = ("tags", "answers", "duplicate_of")
+#: Longest line of a JSONL or CSV file, in bytes: a longer record is refused ("record too
+#: large") before it is read into memory (decoded, a record takes several times its size).
+MAX_RECORD_BYTES = 1 << 26
+_SKIP_CHUNK = 1 << 20
 # Six words in a row: a value that reads as text rather than as a date, a name or a code.
 _TEXT_LIKE = re.compile(r"\b(?:[^\W\d_]+[\W_]+){5}[^\W\d_]")
 
@@ -107,6 +111,46 @@ def check_file(path) -> str:
         kind = "a socket" if stat.S_ISSOCK(mode) else "a device"
         raise ArchiveError(f"{path} is {kind}, not an archive file")
     return path
+
+
+def read_line(f):
+    """The next line of the binary file ``f`` (b"" at the end), read with a bound: a line
+    longer than :data:`MAX_RECORD_BYTES` is skipped without being kept in memory, and
+    None returned in its place (the caller reports :func:`too_large`)."""
+    limit = MAX_RECORD_BYTES
+    raw = f.readline(limit + 1)
+    if len(raw) <= limit or raw.endswith(b"\n"):
+        return raw
+    while raw and not raw.endswith(b"\n"):  # the rest of the line, a chunk at a time
+        raw = f.readline(_SKIP_CHUNK)
+    return None
+
+
+def too_large(path, lineno) -> ArchiveError:
+    """The error of a line that :func:`read_line` skipped."""
+    return ArchiveError(f"record too large: the line has more than {MAX_RECORD_BYTES:,} "
+                        "bytes", path, lineno)
+
+
+#: Byte order marks of the encodings a file must be re-encoded from.
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32-LE"), (b"\x00\x00\xfe\xff", "UTF-32-BE"),
+         (b"\xff\xfe", "UTF-16-LE"), (b"\xfe\xff", "UTF-16-BE"))
+
+
+def check_encoding(f, path) -> None:
+    """Refuse a text file in UTF-16 or UTF-32, named by its byte order mark or by the NUL
+    bytes of its first (ASCII) characters, before a line is read: every line would be
+    "not valid UTF-8" (``f``: a binary file whose position stays where it was)."""
+    head = f.peek(4)[:4] if hasattr(f, "peek") else b""
+    found = next((name for bom, name in _BOMS if head.startswith(bom)), None)
+    if found is None and len(head) == 4:
+        nul = tuple(b == 0 for b in head)
+        found = {(True, True, True, False): "UTF-32-BE", (False, True, True, True): "UTF-32-LE",
+                 (True, False, True, False): "UTF-16-BE",
+                 (False, True, False, True): "UTF-16-LE"}.get(nul)
+    if found is not None:
+        raise ArchiveError(f"the file is encoded in {found}, not UTF-8: re-encode it as UTF-8 "
+                           f"(e.g. iconv -f {found} -t UTF-8)", path)
 
 
 def check_columns(columns, what="column") -> dict:

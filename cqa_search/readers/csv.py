@@ -39,7 +39,8 @@ import re
 
 from ..archive import FIELD_ALIASES, SCHEMA_KEYS, Question
 from ..exceptions import ArchiveError
-from ._base import LIST_FIELDS, ReadReport, check_columns, check_file
+from ._base import (LIST_FIELDS, ReadReport, check_columns, check_encoding, check_file,
+                    read_line, too_large)
 
 __all__ = ["read"]
 
@@ -71,7 +72,16 @@ class _Lines:
         return self
 
     def __next__(self) -> str:
-        raw = self._f.readline()
+        raw = read_line(self._f)
+        if raw is None:  # a line too large: its row is dropped, like a line not UTF-8
+            self.lineno += 1
+            self._row.append(self._offset)
+            if self._f.seekable():
+                self._offset = self._f.tell()
+            if self.lineno not in self.bad:  # not when the line is read again
+                self.bad.add(self.lineno)
+                self._report.invalid(too_large(self._path, self.lineno))
+            return ""
         if not raw:
             raise StopIteration
         self.lineno += 1
@@ -226,6 +236,7 @@ def read(path, *, report: ReadReport, delimiter=",", columns=None, list_separato
         csv.field_size_limit(FIELD_LIMIT)  # process-wide: raised, never lowered
     stem = os.path.splitext(os.path.basename(path))[0]
     with open(path, "rb") as f:
+        check_encoding(f, path)
         lines = _Lines(f, path, report)
         rows = csv.reader(lines, delimiter=delimiter, strict=True)
         header, spec, extra = None, None, None

@@ -22,7 +22,8 @@ import orjson
 
 from ..archive import FIELD_ALIASES, Question
 from ..exceptions import ArchiveError
-from ._base import ReadReport, check_columns, check_file
+from ._base import (ReadReport, check_columns, check_encoding, check_file, read_line,
+                    too_large)
 
 __all__ = ["read", "sniff"]
 
@@ -99,7 +100,9 @@ def read(path, *, report: ReadReport, columns=None):
     """Yield one :class:`Question` per non-blank line of a JSONL file, with its line.
 
     Lines are decoded one at a time, so memory is constant per record and errors name
-    their line (malformed JSON, non-UTF-8 bytes, missing or mistyped fields).
+    their line (malformed JSON, non-UTF-8 bytes, missing or mistyped fields, a line over
+    :data:`~cqa_search.readers._base.MAX_RECORD_BYTES`). A file in UTF-16 or UTF-32 is
+    refused as a whole, naming its encoding.
 
     Parameters
     ----------
@@ -113,7 +116,16 @@ def read(path, *, report: ReadReport, columns=None):
     path = check_file(path)
     columns = check_columns(columns, "key")
     with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
+        check_encoding(f, path)
+        lineno = 0
+        while True:
+            lineno += 1
+            raw = read_line(f)
+            if raw is None:
+                report.invalid(too_large(path, lineno))
+                continue
+            if not raw:
+                break
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]  # a UTF-8 byte order mark
             if not raw.strip():

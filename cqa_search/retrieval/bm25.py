@@ -20,7 +20,7 @@ import numpy as np
 from .._utils import Interval
 from .base import TermModel
 
-__all__ = ["BM25", "bm25_idf"]
+__all__ = ["BM25", "bm25_idf", "bm25_weight"]
 
 
 def bm25_idf(method, df, n_docs) -> np.ndarray:
@@ -34,6 +34,16 @@ def bm25_idf(method, df, n_docs) -> np.ndarray:
         else:  # atire
             idf = np.log(n_docs / df)
     return np.where(df > 0, idf, 0.0)
+
+
+def bm25_weight(tf, idf, doc_len, avg_doc_len, *, k1, b, method) -> np.ndarray:
+    """``w(t, d)`` of the module docstring, element-wise over arrays of term counts ``tf``
+    in documents of lengths ``doc_len``, the terms' ``idf`` (:func:`bm25_idf`) and the
+    collection's ``avg_doc_len``."""
+    tf = np.asarray(tf, dtype=np.float64)
+    norm = k1 * (1 - b + b * doc_len / max(avg_doc_len, 1e-12))
+    tfc = tf * (k1 + 1) / (tf + norm) if method == "atire" else tf / (tf + norm)
+    return idf * tfc
 
 
 class BM25(TermModel):
@@ -69,9 +79,7 @@ class BM25(TermModel):
         return self.method != "lucene"  # robertson clips idf at 0; atire's is 0 at df = N
 
     def _weight(self, field, tf, rows, terms):
-        tf = tf.astype(np.float64)
         stats = field.stats
-        idf = bm25_idf(self.method, stats.df[terms], stats.n_docs)
-        norm = self.k1 * (1 - self.b + self.b * field.doc_len[rows] / max(stats.avg_doc_len, 1e-12))
-        tfc = tf * (self.k1 + 1) / (tf + norm) if self.method == "atire" else tf / (tf + norm)
-        return idf * tfc
+        return bm25_weight(tf, bm25_idf(self.method, stats.df[terms], stats.n_docs),
+                           field.doc_len[rows], stats.avg_doc_len, k1=self.k1, b=self.b,
+                           method=self.method)

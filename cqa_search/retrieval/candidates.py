@@ -7,7 +7,7 @@ import numpy as np
 from .. import compiled
 from .base import TermModel, postings
 
-__all__ = ["top_k", "retrieve"]
+__all__ = ["top_k", "top_k_of_model"]
 
 
 def top_k(scores, k, *, allowed=None, tie_rank=None) -> np.ndarray:
@@ -56,8 +56,8 @@ def top_k(scores, k, *, allowed=None, tie_rank=None) -> np.ndarray:
     return out if k is None else out[:k]
 
 
-def retrieve(model, field, term_ids, qtf, k, *, doc_category=None, category=None,
-             allowed=None, tie_rank=None, prune=True):
+def top_k_of_model(model, field, term_ids, qtf, k, *, doc_category=None, category=None,
+                   allowed=None, tie_rank=None, prune=True):
     """The ``k`` best documents of a term model and their scores.
 
     The result is that of scoring every document (:meth:`TermModel.score_all`) and

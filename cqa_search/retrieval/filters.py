@@ -16,8 +16,9 @@ from .base import matching
 
 __all__ = ["apply_filters"]
 
-# Syntax field -> (its own indexed field, an indexed field that holds it, the part of a
-# question to re-check when only the latter is indexed).
+# Field prefix of the syntax (query_parser.FIELD_PREFIXES; "question" without one) -> (its
+# own indexed field, an indexed field that holds it, the part of a question to re-check
+# when only the latter is indexed).
 _FIELD = {"question": ("question", None, None), "title": ("title", "question", "title"),
           "body": ("body", "question", "body"), "answers": ("answers", None, "answers"),
           "tags": ("tags", None, "tags")}

@@ -22,7 +22,19 @@ import numpy as np
 from .._utils import Interval
 from .base import TermModel
 
-__all__ = ["LMJelinekMercer", "LMDirichlet"]
+__all__ = ["LMJelinekMercer", "LMDirichlet", "jm_weight", "jm_log_prob"]
+
+
+def jm_weight(tf, doc_len, p_c, lam) -> np.ndarray:
+    """The posting weight of Jelinek-Mercer smoothing, ``log(1 + (1-lam) tf / (lam |d|
+    P(t|C)))``, element-wise (``tf`` may be a fractional count, e.g. a translated one)."""
+    return np.log1p((1 - lam) * tf / (lam * doc_len * p_c))
+
+
+def jm_log_prob(tf, doc_len, p_c, lam) -> np.ndarray:
+    """``log P(t|d) = log((1 - lam) tf/|d| + lam P(t|C))`` element-wise, in the sparse
+    form's two parts: ``log(lam P(t|C)) + jm_weight(...)``."""
+    return np.log(lam * p_c) + jm_weight(tf, doc_len, p_c, lam)
 
 
 class LMJelinekMercer(TermModel):
@@ -43,8 +55,7 @@ class LMJelinekMercer(TermModel):
         self.lam = lam
 
     def _weight(self, field, tf, rows, terms):
-        p_c = field.stats.collection_prob[terms]
-        return np.log1p((1 - self.lam) * tf / (self.lam * field.doc_len[rows] * p_c))
+        return jm_weight(tf, field.doc_len[rows], field.stats.collection_prob[terms], self.lam)
 
     def _constant(self, field, term_ids, qtf):
         return float(qtf @ np.log(self.lam * field.stats.collection_prob[term_ids]))

@@ -11,7 +11,14 @@ import numpy as np
 
 from .base import _CHUNK, TermModel, posting_terms
 
-__all__ = ["VSM"]
+__all__ = ["VSM", "tfidf_weight"]
+
+
+def tfidf_weight(counts, idf, *, sublinear_tf=False) -> np.ndarray:
+    """The unnormalised tf-idf weight of term counts, element-wise: ``tf * idf``, or
+    ``(1 + ln tf) * idf`` (``sublinear_tf``)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    return (1.0 + np.log(counts) if sublinear_tf else counts) * idf
 
 
 class VSM(TermModel):
@@ -48,10 +55,6 @@ class VSM(TermModel):
             return idf
         return field.derived(f"idf:{self.cache_key()}", compute)
 
-    def _tf(self, counts):
-        counts = np.asarray(counts, dtype=np.float64)
-        return 1.0 + np.log(counts) if self.sublinear_tf else counts
-
     def _doc_norms(self, field) -> np.ndarray:
         """L2 norm of every document's tf-idf vector (cached)."""
         def compute():
@@ -59,19 +62,21 @@ class VSM(TermModel):
             sq = np.zeros(field.n_docs)
             for start in range(0, field.nnz, _CHUNK):
                 stop = min(start + _CHUNK, field.nnz)
-                w = self._tf(field.counts[start:stop]) * idf[posting_terms(field, start, stop)]
+                w = tfidf_weight(field.counts[start:stop], idf[posting_terms(field, start, stop)],
+                                 sublinear_tf=self.sublinear_tf)
                 sq += np.bincount(field.indices[start:stop], weights=w * w, minlength=field.n_docs)
             return np.sqrt(sq)
         return field.derived(f"norms:{self.cache_key()}", compute)
 
     def _weight(self, field, tf, rows, terms):
-        return self._tf(tf) * self.idf(field)[terms] / self._doc_norms(field)[rows]
+        return tfidf_weight(tf, self.idf(field)[terms], sublinear_tf=self.sublinear_tf) \
+            / self._doc_norms(field)[rows]
 
     def _usable(self, field, term_ids, qtf):
         # The query vector spans every vocabulary term, as scikit-learn's transform would.
         return term_ids, qtf
 
     def _query_weights(self, field, term_ids, qtf):
-        w = self._tf(qtf) * self.idf(field)[term_ids]
+        w = tfidf_weight(qtf, self.idf(field)[term_ids], sublinear_tf=self.sublinear_tf)
         norm = np.sqrt(w @ w)
         return w / norm if norm > 0 else w

@@ -21,6 +21,10 @@ __all__ = ["LiveIndex"]
 
 logger = logging.getLogger(__name__)
 
+#: Seconds :meth:`LiveIndex.stop` waits for an opening under way (a large index with
+#: ``verify`` reads every byte; stopping does not wait for it).
+STOP_SECONDS = 5.0
+
 
 class LiveIndex:
     """The current (engine, presenter) of the index at ``path``.
@@ -74,15 +78,16 @@ class LiveIndex:
     def _open_first(self):
         try:
             state = self._prepared(SearchEngine.open(self.path, verify=self.verify))
-        except CQASearchError as exc:
+        except Exception as exc:  # noqa: BLE001 - served as 503, never a dead server
             self._failed(exc)
-            raise IndexFormatError(str(exc)) from None
+            raise IndexFormatError(self.error) from None
         self._recovered(state[0])
         return state
 
     def refresh(self) -> None:
         """Open the live generation if it is not the one served (what the background
-        thread does every ``interval`` seconds)."""
+        thread does every ``interval`` seconds). Any failure (a corrupted index, or a bug)
+        is kept in :attr:`error`; the last good generation keeps serving."""
         with self._lock:
             state = self._state
             if state is None:
@@ -97,14 +102,19 @@ class LiveIndex:
                     self._state = self._prepared(engine)
                     logger.info("serving generation %s of %s (%d questions)",
                                 engine.generation, self.path, engine.n_questions)
-            except CQASearchError as exc:
+            except Exception as exc:  # noqa: BLE001 - a bug must not stop the following
                 self._failed(exc)
                 return
             self._recovered(self._state[0])
 
     def _failed(self, exc) -> None:
-        message = str(exc)
+        if isinstance(exc, CQASearchError):
+            message = str(exc)
+        else:  # a bug: its traceback is logged (once per message), /health shows it
+            message = f"internal error: {type(exc).__name__}: {exc}"
         if message != self.error:
+            if not isinstance(exc, CQASearchError):
+                logger.error("opening the index %s failed", self.path, exc_info=exc)
             logger.warning("cannot open the index: %s%s", message,
                            "" if self._state is None else
                            f" (still serving generation {self._state[0].generation})")
@@ -117,10 +127,7 @@ class LiveIndex:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                self.refresh()
-            except Exception:  # noqa: BLE001 - a bug must not stop the following
-                logger.exception("checking the index for a new generation failed")
+            self.refresh()
 
     def start(self) -> None:
         """Open the index (if it can be) and follow its generations in the background."""
@@ -131,9 +138,13 @@ class LiveIndex:
                                             daemon=True)
             self._thread.start()
 
-    def stop(self) -> None:
-        """Stop following (the engine served stays)."""
+    def stop(self, timeout=STOP_SECONDS) -> None:
+        """Stop following (the engine served stays), waiting at most ``timeout`` seconds
+        for an opening under way (the thread is a daemon: it never holds the process)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                logger.warning("stopped without waiting for the opening of %s to end",
+                               self.path)
             self._thread = None

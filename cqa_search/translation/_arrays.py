@@ -6,12 +6,10 @@ helpers below work on that layout with whole-array numpy operations.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 __all__ = ["offsets_from_lengths", "segment_ids", "gather_segments", "group",
-           "csr_lookup", "search", "progress"]
+           "csr_lookup", "search"]
 
 
 def offsets_from_lengths(lengths) -> np.ndarray:
@@ -129,23 +127,3 @@ def csr_lookup(matrix, rows, cols) -> np.ndarray:
     out[perm[found]] = matrix.data[pos[found]]
     return out
 
-
-class _NoBar:
-    def update(self, n=1):
-        pass
-
-    def set_postfix_str(self, s):
-        pass
-
-    def close(self):
-        pass
-
-
-def progress(enabled, desc, total=None, unit="it"):
-    """A tqdm progress bar on stderr, or a no-op one."""
-    if not enabled:
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(desc=desc, total=total, unit=" " + unit, file=sys.stderr, leave=False,
-                dynamic_ncols=True)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _utils
 from ..exceptions import ParameterError
-from ._arrays import gather_segments, offsets_from_lengths, progress
+from ._arrays import gather_segments, offsets_from_lengths
 from .textrank import textrank_filter
 
 __all__ = ["ParallelCorpus", "CorpusStats", "build_parallel_corpus", "similar_question_pairs",
@@ -287,7 +288,8 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
                                            min_similarity=min_similarity).tolist():
             pairs.append((a, b, 3))
     if need_archive:
-        bar = progress(progress_bar, "reading archive", n_docs, "questions")
+        bar = _utils.progress_bar(progress_bar, "reading archive", "questions", n_docs,
+                                  leave=False)
         archive = view.archive
         for row in range(n_docs):
             question = archive[row]

@@ -44,10 +44,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
+from .. import _utils
 from .._utils import Interval, validate_params
 from ..exceptions import ConvergenceWarning, NotFittedError
-from ..index.validate import InvalidArray, check_array, check_sparse
-from ._arrays import _bits, csr_lookup, group, offsets_from_lengths, progress, segment_ids
+from ..index.validate import INT32_MAX, check_array, check_count, check_sparse
+from ._arrays import _bits, csr_lookup, group, offsets_from_lengths, segment_ids
 from .corpus import ParallelCorpus
 
 __all__ = ["IBMModel1"]
@@ -332,7 +333,8 @@ class IBMModel1(BaseEstimator):
                     corpus.n_pairs, ws.n_cells, ws.nnz, setup)
         data = np.full(ws.nnz, 1.0 / ws.n_target_vocab)
         lls, times, converged = [], [], False
-        bar = progress(progress_bar, "IBM Model 1 EM", self.max_iter, "iterations")
+        bar = _utils.progress_bar(progress_bar, "IBM Model 1 EM", "iterations", self.max_iter,
+                                  leave=False)
         for it in range(self.max_iter + 1):
             t1 = time.perf_counter()
             lls.append(ws.likelihood(data))
@@ -451,9 +453,7 @@ class IBMModel1(BaseEstimator):
     def from_state(cls, params, meta, arrays):
         """The fitted model stored by :meth:`state`."""
         model = cls(**params)
-        n = int(meta["n_terms"])
-        if n < 0:
-            raise InvalidArray(f"ibm1 table: n_terms is {n}")
+        n = check_count(meta["n_terms"], "ibm1 n_terms", high=INT32_MAX - 1)
         check_sparse(arrays["indptr"], arrays["indices"], arrays["data"], (n + 1, n),
                      "ibm1 table")
         check_array(arrays["data"], "ibm1 probabilities", kind="f", low=0.0, high=1.0 + 1e-5)
@@ -461,9 +461,12 @@ class IBMModel1(BaseEstimator):
             (arrays["data"], arrays["indices"], arrays["indptr"]), shape=(n + 1, n))
         model.n_terms_ = n
         model.log_likelihood_ = list(meta["log_likelihood"])
-        model.n_iter_ = int(meta["n_iter"])
-        model.n_identity_rows_ = int(meta["n_identity_rows"])
-        model.n_target_vocab_ = int(meta["n_target_vocab"])
-        model.n_cooccurrences_ = int(meta["n_cooccurrences"])
+        model.n_iter_ = check_count(meta["n_iter"], "ibm1 n_iter")
+        model.n_identity_rows_ = check_count(meta["n_identity_rows"], "ibm1 n_identity_rows",
+                                             high=n + 1)
+        model.n_target_vocab_ = check_count(meta["n_target_vocab"], "ibm1 n_target_vocab",
+                                            high=n)
+        model.n_cooccurrences_ = check_count(meta["n_cooccurrences"], "ibm1 n_cooccurrences",
+                                             high=(n + 1) * n)
         model.timings_ = dict(meta.get("timings", {}))
         return model

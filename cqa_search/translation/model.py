@@ -94,7 +94,7 @@ def _per_word(ibm1) -> tuple:
     counts = np.diff(m.indptr)[1:]
     seen = m.shape[0] - 1 - ibm1.n_identity_rows_
     after = (counts.sum() - ibm1.n_identity_rows_) / max(seen, 1)
-    before = (ibm1.n_cooccurrences_ - np.diff(m.indptr)[0]) / max(seen, 1)
+    before = (ibm1.n_cooccurrences_ - int(m.indptr[1] - m.indptr[0])) / max(seen, 1)
     return float(after), float(before)
 
 
@@ -343,6 +343,9 @@ class TranslationModel(BaseEstimator):
         model.phrase_table_ = PhraseTable.from_state(
             model._phrases().get_params(), meta["phrases"],
             {k[8:]: v for k, v in arrays.items() if k.startswith("phrases_")})
+        if model.phrase_table_.vocabulary_.n_terms != model.ibm1_.n_terms_:
+            raise ValueError("translation model: the phrase table and the word table have "
+                             "different vocabularies")
         model.corpus_stats_ = dict(meta["corpus"])
         model.summary_ = model._summary(dict(meta.get("seconds", {})), arrays)
         return model

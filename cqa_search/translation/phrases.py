@@ -40,7 +40,7 @@ from sklearn.base import BaseEstimator
 
 from .._utils import Interval, validate_params
 from ..exceptions import NotFittedError
-from ..index.validate import InvalidArray, check_array
+from ..index.validate import INT32_MAX, InvalidArray, check_array, check_count
 from ._arrays import csr_lookup, group, search, segment_ids
 
 __all__ = ["extract_phrases", "PhraseVocabulary", "PhraseTable"]
@@ -469,11 +469,12 @@ class PhraseTable(BaseEstimator):
     @classmethod
     def from_state(cls, params, meta, arrays):
         model = cls(**params)
-        sizes = np.asarray(meta["level_sizes"], dtype=np.int64)
-        V = int(meta["n_terms"])
-        keys = arrays["phrase_keys"]
-        if V < 0 or sizes.ndim != 1 or (sizes < 0).any():
+        if not isinstance(meta["level_sizes"], list):
             raise InvalidArray("phrase table: bad level sizes")
+        sizes = np.array([check_count(s, "phrase table level size", high=INT32_MAX)
+                          for s in meta["level_sizes"]], dtype=np.int64)
+        V = check_count(meta["n_terms"], "phrase table n_terms", high=INT32_MAX)
+        keys = arrays["phrase_keys"]
         bounds = np.concatenate([[0], np.cumsum(sizes)])
         check_array(keys, "phrase keys", kind="iu", shape=(int(bounds[-1]),))
         n_prev = V
@@ -494,5 +495,5 @@ class PhraseTable(BaseEstimator):
                                                                             bounds[1:])])
         model._set(vocab, np.asarray(arrays["pair_keys"]), np.asarray(arrays["counts"]),
                    np.asarray(arrays["lex_forward"]), np.asarray(arrays["lex_inverse"]))
-        model.n_occurrences_ = int(meta["n_occurrences"])
+        model.n_occurrences_ = check_count(meta["n_occurrences"], "phrase table n_occurrences")
         return model

@@ -251,11 +251,11 @@ def test_demo(capsys, tmp_path):
 
 
 def test_demo_split_holds_out_every_shown_query():
-    from cqa_search.cli.demo import SHOWN, split
+    from cqa_search.data import DEMO_SHOWN, demo_split
 
     queries = [{"id": f"dq{i:02d}"} for i in range(1, 62)]
-    training, held_out = split(queries)
-    assert set(SHOWN) <= {q["id"] for q in held_out}
+    training, held_out = demo_split(queries)
+    assert set(DEMO_SHOWN) <= {q["id"] for q in held_out}
     assert not {q["id"] for q in training} & {q["id"] for q in held_out}
     assert len(training) + len(held_out) == 61
 

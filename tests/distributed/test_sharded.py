@@ -208,3 +208,17 @@ def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
         assert "is a sharded index: questions cannot be added, deleted or compacted" in \
             capsys.readouterr().err
     assert sorted(os.listdir(tmp_path / "s2")) == before
+
+
+def test_ray_says_nothing_on_the_command_line_without_v(tmp_path):
+    """A sharded command's stderr is the command's own: Ray's notices (its token
+    authentication, ...) only with -v. A process of its own: it starts its Ray session."""
+    import subprocess
+    import sys
+
+    archive = str(DEMO / "archive.jsonl")
+    proc = subprocess.run([sys.executable, "-m", "cqa_search", "build-index", archive, "-o",
+                           str(tmp_path / "s2"), "--shards", "2", "-q"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 import dataclasses
 
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
-from cqa_search.cli import fit as fit_cli
+from cqa_search.cli.__main__ import main as cli
 from cqa_search.exceptions import (ConvergenceWarning, IndexFormatError, NotFittedError,
                                    ParameterError)
 from cqa_search.factorization.multiview import (MultiViewModel, MultiViewNMF, _cd_pass,
@@ -355,20 +355,20 @@ def test_a_model_that_would_not_load_is_not_stored(index):
 
 # -- command line ----------------------------------------------------------------------------
 def test_cli_fits_and_stores_a_model(index, capsys):
-    status = fit_cli.main([str(index), "multiview", "--views", "dict:tst,dummy", "--dict-dir",
-                           DICTD, "--n-components", "2", "--max-iter", "20", "--random-state", "0",
-                           "--name", "smt", "-q"])
+    status = cli(["fit", str(index), "multiview", "--views", "dict:tst,dummy", "--dict-dir",
+                   DICTD, "--n-components", "2", "--max-iter", "20", "--random-state", "0",
+                   "--name", "smt", "-q"])
     out = capsys.readouterr()
     assert status == 0, out.err
     assert "smt" in out.out and "mv_tst" in out.out
     model = SearchEngine.open(index).models["smt"]
     assert model.view_names_ == ["orig", "tst", "dummy"] and model.n_components == 2
-    status = fit_cli.main([str(index), "multiview", "--views", "dict:fra", "--dict-dir",
-                           os.path.join(DICTD, "missing"), "-q"])
+    status = cli(["fit", str(index), "multiview", "--views", "dict:fra", "--dict-dir",
+                   os.path.join(DICTD, "missing"), "-q"])
     err = capsys.readouterr().err
     assert status == 1
     assert "does not exist" in err and "apt-get install dict-freedict-eng-fra" in err
-    assert fit_cli.main([str(index), "multiview", "-q"]) == 1   # default view: ibm1
+    assert cli(["fit", str(index), "multiview", "-q"]) == 1   # default view: ibm1
     assert "needs an IBM Model 1 translation table" in capsys.readouterr().err
 
 

@@ -9,7 +9,7 @@ import scipy.optimize as sopt
 from sklearn.feature_extraction.text import TfidfTransformer
 
 from cqa_search import SearchConfig, SearchEngine, build_index
-from cqa_search.cli import fit as fit_cli
+from cqa_search.cli.__main__ import main as cli
 from cqa_search.data import DEMO_ARCHIVE, demo_dir
 from cqa_search.exceptions import ConvergenceWarning, IndexFormatError, NotFittedError
 from cqa_search.factorization import (TopicInterpolation, TopicModel, interpolate,
@@ -266,9 +266,9 @@ def test_questions_added_later_are_folded_in(tmp_path):
 
 
 def test_cli_fit_topics(index_copy, capsys):
-    assert fit_cli.main([str(index_copy), "topics", "--model", "cnmf", "--n-category", "2",
-                         "--max-iter", "5", "--name", "topics-small", "--feature-name",
-                         "topic_small", "-q"]) == 0
+    assert cli(["fit", str(index_copy), "topics", "--model", "cnmf", "--n-category", "2",
+                 "--max-iter", "5", "--name", "topics-small", "--feature-name",
+                 "topic_small", "-q"]) == 0
     out = capsys.readouterr().out
     assert "topics-small (topics)" in out and "feature    topic_small" in out
     assert "iterations 5" in out
@@ -277,8 +277,8 @@ def test_cli_fit_topics(index_copy, capsys):
     assert "topic_small" in engine.feature_names
     manifest = open_index(index_copy).manifest
     assert manifest["models"]["topics-small"]["kind"] == "topics"
-    assert fit_cli.main([str(index_copy), "topics", "--model", "gnmf", "--max-iter", "0",
-                         "-q"]) == 1
+    assert cli(["fit", str(index_copy), "topics", "--model", "gnmf", "--max-iter", "0",
+                 "-q"]) == 1
     assert "max_iter must be an integer" in capsys.readouterr().err
 
 

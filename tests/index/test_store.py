@@ -337,7 +337,8 @@ def test_manifest_as_a_directory_and_bad_arrays(index_copy):
         SearchEngine.open(index_copy)
     (root / "manifest.json").unlink()
     (root / "manifest.json").mkdir()
-    with pytest.raises(IndexFormatError, match="unreadable gen-000001/manifest.json"):
+    with pytest.raises(IndexFormatError, match="gen-000001/manifest.json is a directory, not a "
+                                               "regular file"):
         SearchEngine.open(index_copy)
 
 

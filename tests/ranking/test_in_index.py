@@ -1,28 +1,22 @@
 """A LinearRanker stored in a real index: search ranks with it, and the train command."""
-import json
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cqa_search import SearchConfig, SearchEngine, build_index
 from cqa_search.cli import train
-from cqa_search.evaluation import feature_table
+from cqa_search.training import cv_report
+from cqa_search.evaluation import feature_table, read_qrels, read_queries, write_qrels
 from cqa_search.exceptions import ConvergenceWarning
 from cqa_search.index.models import add_model, model_class
 from cqa_search.ranking import LinearRanker
 
-QUERIES = [
-    {"id": "v1", "text": "which office renews a residence visa"},
-    {"id": "v2", "text": "my wife has a family visa, can she work"},
-    {"id": "s1", "text": "cheap sofa and furniture shops"},
-    {"id": "s2", "text": "where to buy a laptop"},
-    {"id": "c1", "text": "the car engine will not start in the cold morning"},
-    {"id": "c2", "text": "how do I transfer my car to the buyer"},
-]
-QRELS = {"v1": {"t01": 2, "t02": 1}, "v2": {"t03": 1}, "s1": {"t04": 1, "t06": 1},
-         "s2": {"t05": 1}, "c1": {"t07": 1, "t08": 2}, "c2": {"t09": 1}}
+DATA = Path(__file__).resolve().parents[1] / "data"
+QUERIES = read_queries(DATA / "toy_queries.jsonl")
+QRELS = read_qrels(DATA / "toy_qrels.txt")
 
 
 @pytest.fixture
@@ -30,15 +24,6 @@ def index(tmp_path, fixtures):
     path = tmp_path / "idx"
     build_index(fixtures / "toy_archive.jsonl", path)
     return path
-
-
-@pytest.fixture
-def judged(tmp_path):
-    q, r = tmp_path / "queries.jsonl", tmp_path / "qrels.txt"
-    q.write_text("".join(json.dumps(x) + "\n" for x in QUERIES))
-    r.write_text("".join(f"{qid} 0 {d} {g}\n" for qid, docs in QRELS.items()
-                         for d, g in docs.items()))
-    return q, r
 
 
 def table(engine):
@@ -88,8 +73,8 @@ def test_a_ranker_on_a_subset_of_the_features(index):
     np.testing.assert_array_equal(res.scores, ranker.predict(res.features[:, cols]))
 
 
-def test_train_command_stores_a_ranker(index, judged, capsys):
-    queries, qrels = judged
+def test_train_command_stores_a_ranker(index, toy_judged, capsys):
+    queries, qrels = toy_judged
     code = train.main([str(index), "--queries", str(queries), "--qrels", str(qrels),
                        "--learner", "coordinate-ascent", "--param", "n_restarts=2",
                        "--no-cv", "-q"])
@@ -107,12 +92,12 @@ def test_train_command_stores_a_ranker(index, judged, capsys):
     assert "time         " in out and "cqa-search query" in out
 
 
-def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, judged, capsys,
-                                                                     tmp_path):
+def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, toy_judged,
+                                                                     capsys, tmp_path):
     from cqa_search.cli.__main__ import main
     from cqa_search.evaluation import read_run
 
-    queries, qrels = judged
+    queries, qrels = toy_judged
     engine = SearchEngine.open(index)
     X, y, qid, names = table(engine)
     add_model(index, "ranker", LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=names))
@@ -131,8 +116,8 @@ def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, judg
     assert main(["query", str(index), "visa", "--ranker", "none", "--json"]) == 0
 
 
-def test_train_command_options_and_errors(index, judged, capsys):
-    queries, qrels = judged
+def test_train_command_options_and_errors(index, toy_judged, capsys):
+    queries, qrels = toy_judged
     base = [str(index), "--queries", str(queries), "--qrels", str(qrels), "-q", "--no-cv"]
     assert train.main(base + ["--learner", "ranksvm", "--exclude", "given_", "lm_",
                               "--name", "svm", "--graded"]) == 0
@@ -163,25 +148,21 @@ def test_train_command_options_and_errors(index, judged, capsys):
     assert exc.value.code == 2
     assert train.main(base[:-1] + ["--cv", "1"]) == 1
     _, err = capsys.readouterr()
-    assert "--cv must be at least 2; got 1" in err
+    assert "cv must be at least 2 (the folds of the cross-validation" in err
 
 
-def bm25_judged(index, tmp_path, position):
-    """Qrels making the candidate at ``position`` of each query's BM25 top 10 relevant."""
-    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
-    q, r = tmp_path / "q.jsonl", tmp_path / "r.txt"
-    q.write_text("".join(json.dumps(x) + "\n" for x in QUERIES))
-    lines = []
-    for query in QUERIES:
-        ranked = engine.search(query["text"], k=10).doc_ids
-        lines += [f"{query['id']} 0 {d} {int(i == position % len(ranked))}\n"
-                  for i, d in enumerate(ranked)]
-    r.write_text("".join(lines))
-    return [str(index), "--queries", str(q), "--qrels", str(r), "-k", "10", "--cv", "3", "-q"]
+def bm25_judged(index, tmp_path, qrels):
+    """The train command's arguments with these qrels of the toy queries."""
+    path = tmp_path / "r.txt"
+    write_qrels(qrels, path)
+    return [str(index), "--queries", str(DATA / "toy_queries.jsonl"), "--qrels", str(path),
+            "-k", "10", "--cv", "3", "-q"]
 
 
-def test_train_stores_nothing_when_nothing_beats_the_retrieval_order(index, tmp_path, capsys):
-    argv = bm25_judged(index, tmp_path, 0)  # BM25's first candidate is the relevant one
+def test_train_stores_nothing_when_nothing_beats_the_retrieval_order(index, tmp_path, capsys,
+                                                                      bm25_position_qrels):
+    # BM25's first candidate is the relevant one
+    argv = bm25_judged(index, tmp_path, bm25_position_qrels(index, 0))
     assert train.main(argv[:-3] + ["--no-cv", "-q"]) == 0  # a ranker stored before
     assert "ranker" in SearchEngine.open(index).models
     capsys.readouterr()
@@ -197,8 +178,10 @@ def test_train_stores_nothing_when_nothing_beats_the_retrieval_order(index, tmp_
     assert "ranker" not in engine.models and engine.ranker is None
 
 
-def test_train_stores_a_ranker_that_beats_the_retrieval_order(index, tmp_path, capsys):
-    argv = bm25_judged(index, tmp_path, -1)  # BM25's last candidate is the relevant one
+def test_train_stores_a_ranker_that_beats_the_retrieval_order(index, tmp_path, capsys,
+                                                               bm25_position_qrels):
+    # BM25's last candidate is the relevant one
+    argv = bm25_judged(index, tmp_path, bm25_position_qrels(index, -1))
     assert train.main(argv) == 0
     out, _ = capsys.readouterr()
     assert "best single feature (bm25)" in out and "stored as model 'ranker'" in out
@@ -212,8 +195,8 @@ def test_train_stores_a_ranker_that_beats_the_retrieval_order(index, tmp_path, c
         assert ranked.doc_ids[0] == plain.doc_ids[-1]
 
 
-def test_too_few_queries_for_the_folds_is_a_user_error(index, judged, capsys):
-    queries, qrels = judged
+def test_too_few_queries_for_the_folds_is_a_user_error(index, toy_judged, capsys):
+    queries, qrels = toy_judged
     code = train.main([str(index), "--queries", str(queries), "--qrels", str(qrels), "-q",
                        "--cv", "7"])
     _, err = capsys.readouterr()
@@ -232,20 +215,21 @@ def test_the_report_says_left_out_only_of_families_the_stored_ranker_lacks():
                          single_scores_={"vsm": 0.38}, best_params_={"C": 10.0},
                          learned_score_=0.44, best_score_=0.44, chosen_="learned",
                          dropped_=dropped, features_=["bm25", "vsm"])
-    text = "\n".join(train.cv_report(cv))
+    text = "\n".join(cv_report(cv))
     assert "left out topics (topic_gnmfnc): MAP 42.00 with it, 43.00 without" in text
     cv.features_ = ["bm25", "vsm", "topic_gnmfnc"]  # the ranker on all features won
-    text = "\n".join(train.cv_report(cv))
+    text = "\n".join(cv_report(cv))
     assert "left out" not in text
     assert ("all features beat forward selection (MAP 43.00 without topics): every family is "
             "kept") in text
 
 
-def test_a_ranker_normalising_per_query_explains_with_feature_values(index, judged, capsys):
+def test_a_ranker_normalising_per_query_explains_with_feature_values(index, toy_judged,
+                                                                     capsys):
     from cqa_search.cli import query
     from cqa_search.presentation import Presenter
 
-    queries, qrels = judged
+    queries, qrels = toy_judged
     assert train.main([str(index), "--queries", str(queries), "--qrels", str(qrels), "-q",
                        "--no-cv", "--normalize", "query"]) == 0
     capsys.readouterr()

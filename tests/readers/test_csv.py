@@ -191,3 +191,18 @@ def test_aliases_and_repeated_header_names(tmp_path):
     with pytest.raises(ArchiveError, match=r"beir\.csv:1: the header names column 'note' more "
                                            "than once"):
         list(read_questions(path))
+
+
+def test_a_row_too_large_and_utf16(tmp_path, monkeypatch):
+    monkeypatch.setattr("cqa_search.readers._base.MAX_RECORD_BYTES", 100)
+    path = tmp_path / "a.csv"
+    path.write_text(f"id,title\na,visa\nb,{'x' * 500}\nc,car\n", encoding="utf-8")
+    with pytest.raises(ArchiveError, match="a.csv:3: record too large: the line has more "
+                                           "than 100 bytes"):
+        list(read_questions(path))
+    report = ReadReport(skip_invalid=True)
+    assert [q.id for q in read_questions(path, report=report)] == ["a", "c"]
+    assert report.n_skipped == 1
+    path.write_bytes("id,title\na,visa\n".encode("utf-16"))
+    with pytest.raises(ArchiveError, match="the file is encoded in UTF-16-LE, not UTF-8"):
+        list(read_questions(path, skip_invalid=True))

@@ -91,3 +91,34 @@ def test_duplicate_ids_name_their_line(tmp_path):
 def test_an_io_error_is_an_archive_error(tmp_path):
     with pytest.raises(ArchiveError, match=r"/proc/self/mem: cannot read: Input/output error"):
         list(read_questions("/proc/self/mem", format="jsonl"))
+
+
+def test_a_record_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """A line longer than the bound is skipped a chunk at a time (never held in memory)
+    and named with its line; the records around it are read."""
+    monkeypatch.setattr("cqa_search.readers._base.MAX_RECORD_BYTES", 1000)
+    monkeypatch.setattr("cqa_search.readers._base._SKIP_CHUNK", 64)
+    path = write(tmp_path / "big.jsonl", '{"id": "a", "title": "visa"}',
+                 '{"id": "b", "title": "' + "x" * 5000 + '"}', '{"id": "c", "title": "car"}')
+    with pytest.raises(ArchiveError, match=r"big.jsonl:2: record too large: the line has more "
+                                           r"than 1,000 bytes"):
+        list(read_questions(path))
+    report = ReadReport(skip_invalid=True)
+    assert [q.id for q in read_questions(path, report=report)] == ["a", "c"]
+    assert report.n_skipped == 1
+    # exactly the bound is a record (the newline not counted)
+    line = '{"id": "d", "title": "' + "y" * (1000 - 24) + '"}'
+    assert len(line) == 1000
+    assert [q.id for q in read_questions(write(tmp_path / "edge.jsonl", line))] == ["d"]
+
+
+@pytest.mark.parametrize("encoding,name", [("utf-16", "UTF-16-LE"), ("utf-16-le", "UTF-16-LE"),
+                                           ("utf-16-be", "UTF-16-BE"), ("utf-32", "UTF-32-LE"),
+                                           ("utf-32-le", "UTF-32-LE"),
+                                           ("utf-32-be", "UTF-32-BE")])
+def test_utf16_and_utf32_files_are_named(tmp_path, encoding, name):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes('{"id": "a", "title": "visa"}\n'.encode(encoding))
+    with pytest.raises(ArchiveError, match=f"a.jsonl: the file is encoded in {name}, not "
+                                           "UTF-8: re-encode it as UTF-8"):
+        list(read_questions(path, skip_invalid=True))  # the whole file: never skipped

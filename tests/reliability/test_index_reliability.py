@@ -3,25 +3,23 @@
 Small N here (CI); ``scripts/reliability.py`` runs the same loops at full N and prints the
 figures of BENCHMARKS.md.
 """
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import harness  # noqa: E402
+from cqa_search.testing import harness as reliability
+
+pytestmark = pytest.mark.reliability
 
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    return harness.make_index(tmp_path_factory.mktemp("rel") / "index")
+    return reliability.make_index(tmp_path_factory.mktemp("rel") / "index")
 
 
 def test_flipped_bits_in_every_file_give_a_result_or_corrupted_index(index, tmp_path):
-    copy = harness.fresh_copy(index, tmp_path / "copy")
-    cases = harness.corruption_cases(copy, n_per_file=2, seed=1)
+    copy = reliability.fresh_copy(index, tmp_path / "copy")
+    cases = reliability.corruption_cases(copy, n_per_file=2, seed=1)
     assert len(cases) > 60  # arrays, JSON, the archive, the manifest, every model's files
-    result = harness.run_corruptions(copy, cases)
+    result = reliability.run_corruptions(copy, cases)
     assert "crashed" not in result, result
     assert result["unexpected"] == [], result["unexpected"][:3]
     assert result["outcomes"]["corrupted index"] > 0
@@ -37,7 +35,7 @@ def test_a_crafted_file_with_its_checksum_is_still_refused(index, tmp_path):
     from cqa_search.index.store import current_generation
     from cqa_search.index.store import _sha256
 
-    copy = harness.fresh_copy(index, tmp_path / "copy")
+    copy = reliability.fresh_copy(index, tmp_path / "copy")
     root = copy / current_generation(copy)
     rel = next(str(p.relative_to(root)) for p in root.rglob("ibm1_indices.npy"))
     arr = np.load(root / rel)
@@ -55,8 +53,8 @@ def test_a_crafted_file_with_its_checksum_is_still_refused(index, tmp_path):
 
 
 def test_kill_minus_nine_never_breaks_the_index(index, tmp_path):
-    copy = harness.fresh_copy(index, tmp_path / "copy")
-    result = harness.kill_loop(copy, n_kills=5, seed=2, max_delay=2.5)
+    copy = reliability.fresh_copy(index, tmp_path / "copy")
+    result = reliability.kill_loop(copy, n_kills=5, seed=2, max_delay=2.5)
     assert result["open_failures"] == [], result
     assert result["leftovers_after_next_write"] == []
     assert len(result["generation_dirs"]) <= 2
@@ -66,8 +64,8 @@ def test_readers_never_fail_while_a_writer_rebuilds_and_refits(tmp_path):
     path = tmp_path / "idx"
     from cqa_search import build_index
 
-    build_index(harness.demo_questions(), path)
-    result = harness.readers_against_writer(path, n_readers=3, seconds=6)
+    build_index(reliability.demo_questions(), path)
+    result = reliability.readers_against_writer(path, n_readers=3, seconds=6)
     assert result["writes"] >= 2 and result["opens"] > 0
     assert result["failed_opens"] == 0, result["errors"]
     assert result["reader_exit_codes"] == [0, 0, 0]

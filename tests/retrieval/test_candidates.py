@@ -21,7 +21,7 @@ def test_top_k_equals_full_sort_with_ties_by_rank(scores, k, seed):
         sorted(np.flatnonzero(allowed), key=lambda r: (-scores[r], tie_rank[r]))
 
 
-# -- retrieve: the top k chosen among the postings, against exhaustive top_k ------------
+# -- top_k_of_model: the top k chosen among the postings, against exhaustive top_k -----
 def random_field(rng, n_docs, n_terms, density):
     """A field with few distinct (tf, length) values, so scores tie often."""
     from cqa_search.index.term_index import FieldIndex
@@ -41,10 +41,10 @@ def random_field(rng, n_docs, n_terms, density):
 @given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 400), n_terms=st.integers(1, 6),
        density=st.sampled_from([0.02, 0.2, 0.6]), k=st.integers(1, 25),
        filtered=st.booleans(), deleted=st.sampled_from([None, 0.1, 0.9]))
-def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, filtered,
-                                          deleted):
+def test_top_k_of_model_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k,
+                                                filtered, deleted):
     from cqa_search.retrieval import BM25
-    from cqa_search.retrieval.candidates import retrieve
+    from cqa_search.retrieval.candidates import top_k_of_model
 
     rng = np.random.default_rng(seed)
     field = random_field(rng, n_docs, n_terms, density)
@@ -61,11 +61,11 @@ def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, fil
     if allowed is not None:
         matched &= allowed
     expected = top_k(scores, k, allowed=matched, tie_rank=tie_rank)
-    rows, got = retrieve(model, field, term_ids, qtf, k, doc_category=doc_category,
-                         category=category, allowed=allowed, tie_rank=tie_rank)
+    rows, got = top_k_of_model(model, field, term_ids, qtf, k, doc_category=doc_category,
+                               category=category, allowed=allowed, tie_rank=tie_rank)
     assert rows.tolist() == expected.tolist()
     assert got.tolist() == scores[expected].tolist()            # bit for bit
-    # both twins of the pruned path, whichever retrieve() took
+    # both twins of the pruned path, whichever top_k_of_model() took
     args = (term_ids, model._query_weights(field, term_ids, qtf), model.posting_weights(field))
     rows, got = _postings_top_k(field, *args, k, doc_category, category, allowed, tie_rank)
     assert rows.tolist() == expected.tolist() and got.tolist() == scores[expected].tolist()
@@ -90,15 +90,15 @@ def test_retrieve_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, fil
         assert [a.tolist() for a in got] == [a.tolist() for a in want]
 
 
-def test_retrieve_of_other_models_and_of_every_match():
+def test_top_k_of_model_of_other_models_and_of_every_match():
     from cqa_search.retrieval import BM25, LMDirichlet
-    from cqa_search.retrieval.candidates import retrieve
+    from cqa_search.retrieval.candidates import top_k_of_model
 
     field = random_field(np.random.default_rng(0), 50, 4, 0.3)
     terms, qtf = np.array([0, 2]), np.array([1.0, 2.0])
     for model in (BM25(), LMDirichlet()):      # LM has a document part: the reference path
         scores, matched = model.score_all(field, terms, qtf)
         for k in (3, None):
-            rows, got = retrieve(model, field, terms, qtf, k)
+            rows, got = top_k_of_model(model, field, terms, qtf, k)
             assert rows.tolist() == top_k(scores, k, allowed=matched).tolist()
             assert got.tolist() == scores[rows].tolist()

@@ -7,7 +7,7 @@ import pytest
 
 from cqa_search import SearchEngine, build_index
 from cqa_search.archive import Question
-from cqa_search.evaluation import feature_table
+from cqa_search.evaluation import feature_table, read_qrels, read_queries
 from cqa_search.exceptions import ConvergenceWarning
 from cqa_search.index.models import add_model
 from cqa_search.ranking import LinearRanker
@@ -17,23 +17,15 @@ pytest.importorskip("fastapi", reason="the server extra is not installed "
                                       "(pip install 'cqa-search[server]')")
 
 TOY_ARCHIVE = Path(__file__).resolve().parents[1] / "data" / "toy_archive.jsonl"
-QUERIES = [
-    {"id": "v1", "text": "which office renews a residence visa"},
-    {"id": "v2", "text": "my wife has a family visa, can she work"},
-    {"id": "s1", "text": "cheap sofa and furniture shops"},
-    {"id": "s2", "text": "where to buy a laptop"},
-    {"id": "c1", "text": "the car engine will not start in the cold morning"},
-    {"id": "c2", "text": "how do I transfer my car to the buyer"},
-]
-QRELS = {"v1": {"t01", "t02"}, "v2": {"t03"}, "s1": {"t04", "t06"}, "s2": {"t05"},
-         "c1": {"t07", "t08"}, "c2": {"t09"}}
+QUERIES = read_queries(TOY_ARCHIVE.parent / "toy_queries.jsonl")
+QRELS = read_qrels(TOY_ARCHIVE.parent / "toy_qrels.txt")
 
 
 def add_ranker(path) -> None:
     """Train a RankSVM ranker on the toy queries and store it in the index at ``path``."""
     engine = SearchEngine.open(path)
     X, qid, docs, names = feature_table(engine, QUERIES, k=None)
-    y = np.array([d in QRELS[q] for q, d in zip(qid, docs)], dtype=float)
+    y = np.array([QRELS[q].get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ranker = LinearRanker("ranksvm", random_state=0).fit(X, y, qid=qid, feature_names=names)

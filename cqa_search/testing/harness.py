@@ -1,9 +1,11 @@
-"""The reliability loops of issue 12, shared by the tests (small N) and
-``scripts/reliability.py`` (full N).
+"""Reliability loops for stored indexes, shared by the tests (``tests/reliability``, small
+N) and ``scripts/reliability.py`` (full N, the figures of BENCHMARKS.md).
 
 - :func:`corrupt_and_open`: flip bits in every stored file of an index (arrays, JSON,
   the archive, the manifest), open it and search it; every case must end in a result or
-  in "corrupted index" (IndexFormatError), never in another exception or a crash. Run in
+  in "corrupted index" (IndexFormatError), never in another exception or a crash, and a
+  result is compared with the pristine index's: the flips that change what a search
+  returns without being refused are counted by file (``--verify`` refuses them). Run in
   a child process (:func:`run_corruptions`) so that a segmentation fault is seen, not
   suffered.
 - :func:`kill_loop`: kill -9 ``cqa-search build-index``/``fit``/``train`` at random
@@ -11,6 +13,9 @@
   new one), and the next writer leaves no leftover behind.
 - :func:`readers_against_writer`: reader processes open and search in a loop while a
   writer rebuilds (with another analyzer) and refits; a reader never fails.
+
+The writers run as the command line runs them (``python -m cqa_search``), in processes of
+their own.
 """
 from __future__ import annotations
 
@@ -26,44 +31,59 @@ import time
 import traceback
 from pathlib import Path
 
-from cqa_search import Analyzer, Question, SearchEngine, build_index
-from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
-from cqa_search.exceptions import CQASearchError, IndexFormatError
-from cqa_search.index.store import CURRENT, current_generation
+from ..analysis import Analyzer
+from ..archive import Question
+from ..data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
+from ..engine import SearchEngine
+from ..exceptions import CQASearchError, IndexFormatError
+from ..index.build import build_index
+from ..index.store import CURRENT, current_generation
+
+__all__ = ["make_index", "demo_questions", "fresh_copy", "corruption_cases",
+           "corrupt_and_open", "run_corruptions", "kill_loop", "readers_against_writer"]
+
+#: The command line, as a writer's process runs it.
+CLI = (sys.executable, "-m", "cqa_search")
 
 QUERIES = ["my car will not start in the morning", "cheap healthy meals", "sore throat",
            "category:Cooking rice", "visa"]
 
 
 def demo_questions(n=None):
+    """The first ``n`` questions of the demo archive (all by default)."""
     lines = (demo_dir() / DEMO_ARCHIVE).read_text(encoding="utf-8").splitlines()
     return [Question.from_dict(json.loads(line)) for line in lines[:n]]
 
 
 def make_index(path, *, models=True) -> Path:
-    """The demo archive indexed, with a small model of every family and a ranker."""
+    """The demo archive indexed, with a small model of every family and a ranker (fitted
+    and trained by the command line)."""
     path = Path(path)
     build_index(demo_dir() / DEMO_ARCHIVE, path)
     if models:
-        from cqa_search.cli.__main__ import main
-
-        for argv in (["translation", "--max-iter", "3"],
-                     ["topics", "--n-shared", "4", "--n-category", "2", "--max-iter", "10"],
-                     ["multiview", "--views", "ibm1", "--n-components", "4",
-                      "--max-iter", "10"]):
-            assert main(["fit", str(path), *argv, "-q"]) == 0
-        assert main(["train", str(path), "--queries", str(demo_dir() / DEMO_QUERIES),
-                     "--qrels", str(demo_dir() / DEMO_QRELS), "--learner", "ranksvm",
-                     "-q"]) == 0
+        for argv in (["fit", str(path), "translation", "--max-iter", "3"],
+                     ["fit", str(path), "topics", "--n-shared", "4", "--n-category", "2",
+                      "--max-iter", "10"],
+                     ["fit", str(path), "multiview", "--views", "ibm1", "--n-components", "4",
+                      "--max-iter", "10"],
+                     ["train", str(path), "--queries", str(demo_dir() / DEMO_QUERIES),
+                      "--qrels", str(demo_dir() / DEMO_QRELS), "--learner", "ranksvm"]):
+            done = subprocess.run([*CLI, *argv, "-q"], capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"cqa-search {' '.join(argv[:1] + argv[2:])} failed: "
+                                   f"{done.stderr.strip()[-500:]}")
     return path
 
 
 def _search_all(path, **open_options):
+    """Open and search; returns what the searches returned (ids, exact scores, the
+    questions as stored) to compare with another index's."""
     engine = SearchEngine.open(path, **open_options)
+    found = []
     for text in QUERIES:
-        for hit in engine.search(text, k=5):
-            hit.question.answers  # reads the archive line
-    return engine
+        found.append([(hit.doc_id, repr(float(hit.score)), hit.question.to_json())
+                      for hit in engine.search(text, k=5)])
+    return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -94,20 +114,28 @@ def _flip(file, offset, bit):
         f.write(bytes([byte ^ bit]))
 
 
-def corrupt_and_open(path, cases, *, verify=False) -> dict:
-    """Every case on the index at ``path`` (each flip undone afterwards): outcome counts,
-    and the unexpected outcomes (anything but a result, "corrupted index", or another
-    one-line error of cqa_search: e.g. a damaged ranker naming a feature no model gives)."""
+def corrupt_and_open(path, cases, *, verify=False, on_case=None) -> dict:
+    """Every case on the index at ``path`` (each flip undone afterwards): outcome counts
+    (results the same as the pristine index's or different, "corrupted index", another
+    one-line error of cqa_search: e.g. a damaged ranker naming a feature no model gives),
+    the unexpected outcomes (anything else), and the files whose flips changed the results
+    (file -> cases). ``on_case(case)`` is called after each case (how a crash is traced to
+    its case)."""
     root = Path(path) / current_generation(path)
-    outcomes = {"ok": 0, "corrupted index": 0, "other clear error": 0}
-    unexpected = []
+    pristine = _search_all(path)
+    outcomes = {"same results": 0, "different results": 0, "corrupted index": 0,
+                "other clear error": 0}
+    unexpected, different = [], {}
     for rel, offset, bit in cases:
         file = root / rel
         _flip(file, offset, bit)
         try:
-            for mmap in (True, False):
-                _search_all(path, mmap=mmap, verify=verify)
-            outcomes["ok"] += 1
+            found = [_search_all(path, mmap=mmap, verify=verify) for mmap in (True, False)]
+            if found[0] == found[1] == pristine:
+                outcomes["same results"] += 1
+            else:
+                outcomes["different results"] += 1
+                different[rel] = different.get(rel, 0) + 1
         except IndexFormatError:
             outcomes["corrupted index"] += 1
         except CQASearchError:
@@ -118,17 +146,19 @@ def corrupt_and_open(path, cases, *, verify=False) -> dict:
                                "where": traceback.format_exc().splitlines()[-3:]})
         finally:
             _flip(file, offset, bit)
-            print(json.dumps({"done": [rel, offset, bit]}), flush=True)
-    return {"cases": len(cases), "outcomes": outcomes, "unexpected": unexpected}
+            if on_case is not None:
+                on_case([rel, offset, bit])
+    return {"cases": len(cases), "outcomes": outcomes, "unexpected": unexpected,
+            "different": different}
 
 
 def run_corruptions(path, cases, *, verify=False, timeout=1800) -> dict:
     """:func:`corrupt_and_open` in a child process; a crash (signal) names its case."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import harness; "
-            "print(json.dumps({'result': harness.corrupt_and_open(sys.argv[2], "
-            "json.loads(sys.argv[3]), verify=sys.argv[4] == '1')}))")
-    proc = subprocess.run([sys.executable, "-c", code, here, os.fspath(path), json.dumps(cases),
+    code = ("import json, sys; from cqa_search.testing.harness import corrupt_and_open; "
+            "print(json.dumps({'result': corrupt_and_open(sys.argv[1], json.loads(sys.argv[2]), "
+            "verify=sys.argv[3] == '1', on_case=lambda case: print(json.dumps({'done': case}), "
+            "flush=True))}))")
+    proc = subprocess.run([sys.executable, "-c", code, os.fspath(path), json.dumps(cases),
                            "1" if verify else "0"], capture_output=True, text=True,
                           timeout=timeout)
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -144,7 +174,7 @@ def run_corruptions(path, cases, *, verify=False, timeout=1800) -> dict:
 # ---------------------------------------------------------------------------------------
 def _commands(path):
     """Writers to kill: rebuilds, fits and a training run."""
-    cli = [sys.executable, "-m", "cqa_search"]
+    cli = list(CLI)
     archive = str(demo_dir() / DEMO_ARCHIVE)
     return [
         cli + ["build-index", archive, "-o", str(path), "-q"],
@@ -173,8 +203,8 @@ def kill_loop(path, n_kills, *, seed=0, max_delay=3.0) -> dict:
             results["finished_before_kill"] += 1
         proc.wait()
         try:
-            engine = _search_all(path)
-            results["generations"].append(engine.generation)
+            _search_all(path)
+            results["generations"].append(current_generation(path))
         except Exception as exc:  # noqa: BLE001
             results["open_failures"].append(f"{' '.join(cmd[3:5])}: {type(exc).__name__}: "
                                             f"{exc}")
@@ -207,8 +237,8 @@ def _reader(path, seconds, queue):
 
 
 def _writer(path, seconds):
-    from cqa_search.factorization import TopicModel
-    from cqa_search.index.models import add_model
+    from ..factorization import TopicModel
+    from ..index.models import add_model
 
     questions = demo_questions()
     end = time.monotonic() + seconds
@@ -244,6 +274,7 @@ def readers_against_writer(path, n_readers, seconds) -> dict:
 
 
 def fresh_copy(source, target) -> Path:
+    """A copy of the index ``source`` at ``target`` (a loop may damage it)."""
     shutil.copytree(source, target, symlinks=True)
     return Path(target)
 

@@ -1,0 +1,505 @@
+"""Fit a model family, train and store a ranker: the library behind ``cqa-search fit`` and
+``cqa-search train``.
+
+:func:`fit_family` fits one of the model families of the registry
+(:data:`cqa_search.index.models.FAMILIES`) on an index's own archive and stores it there;
+:func:`train_ranker` learns a ranker from judged queries and stores it unless it loses to
+the retrieval model. Each returns a report (:class:`FitReport`, :class:`TrainReport`)
+whose text is what the command prints.
+
+Examples
+--------
+>>> import os, tempfile
+>>> from cqa_search import build_index
+>>> from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
+>>> from cqa_search.evaluation import read_qrels, read_queries
+>>> path = os.path.join(tempfile.mkdtemp(), "demo")
+>>> _ = build_index(demo_dir() / DEMO_ARCHIVE, path)
+>>> fit_family(path, "answers").name
+'answers'
+>>> report = train_ranker(path, read_queries(demo_dir() / DEMO_QUERIES),
+...                       read_qrels(demo_dir() / DEMO_QRELS), cv=3)
+>>> report.stored == report.improves
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .engine import SearchConfig, SearchEngine
+from .evaluation import feature_table, read_qrels
+from .exceptions import ParameterError, QueryError
+from .index.models import FAMILIES, add_model, model_class, remove_model
+from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
+from .ranking.selection import REGULARISATION
+
+__all__ = ["FitReport", "TrainReport", "fit_family", "train_ranker", "training_table",
+           "cv_report", "FIT_INPUTS"]
+
+
+# ---------------------------------------------------------------------------------------
+# Fitting a model family
+# ---------------------------------------------------------------------------------------
+def _stored(engine, name, what):
+    """The model ``name`` of an engine, which must be a ``what``."""
+    if name not in engine.models:
+        raise QueryError(f"{engine.path} has no model {name!r} "
+                         f"(models: {', '.join(engine.models) or 'none'})")
+    model = engine.models[name]
+    if not isinstance(model, what):
+        raise QueryError(f"model {name!r} of {engine.path} is of kind {model.kind!r}")
+    return model
+
+
+def _answers_inputs(engine, *, labels=None, ranker_from=None, ranker_name="answers",
+                    translation=None) -> dict:
+    """Keyword arguments of :meth:`~cqa_search.answers.AnswerSelector.fit`.
+
+    Parameters
+    ----------
+    labels : path or dict, optional
+        Judged answers of this index to learn the ranker from: qrels (a file, or
+        ``{question id: {answer: relevance}}``), an answer being its id (e.g. SemEval's
+        ``RELC_ID``) or its 0-based position.
+    ranker_from : path, optional
+        Another index whose stored answers model's ranker is applied here.
+    ranker_name : str, default "answers"
+        That model's name there.
+    translation : str, optional
+        The name of a translation model stored in this index, used instead of training a
+        table.
+    """
+    from .answers import AnswerSelector, labels_from_qrels
+
+    inputs = {}
+    if labels is not None:
+        qrels = read_qrels(labels) if isinstance(labels, (str, os.PathLike)) else labels
+        inputs["y"] = labels_from_qrels(engine.archive, qrels)
+    if ranker_from is not None:
+        inputs["ranker"] = _stored(SearchEngine.open(ranker_from), ranker_name,
+                                   AnswerSelector).ranker_
+    if translation is not None:
+        from .translation import TranslationModel
+
+        inputs["translation"] = _stored(engine, translation, TranslationModel)
+    return inputs
+
+
+#: Family -> ``function(engine, **inputs) -> dict``: what a fit of the family reads besides
+#: its parameters (labels, another model), from keyword arguments of :func:`fit_family`,
+#: as keyword arguments of the estimator's ``fit``. Its keyword parameters are the inputs.
+FIT_INPUTS = {"answers": _answers_inputs}
+
+
+def _inputs_of(family) -> list:
+    function = FIT_INPUTS.get(family)
+    return [] if function is None else [
+        p.name for p in inspect.signature(function).parameters.values()
+        if p.kind is p.KEYWORD_ONLY]
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What :func:`fit_family` did; its text is what ``cqa-search fit`` prints.
+
+    Attributes
+    ----------
+    family : str
+    name : str
+        The name the model is stored under.
+    path : str
+        The index.
+    model : estimator
+        The fitted model.
+    seconds : float
+        Time of the fit and the store.
+    """
+
+    family: str
+    name: str
+    path: str
+    model: object
+    seconds: float
+
+    def __str__(self) -> str:
+        return (f"model      {self.name} ({self.family}) stored in {self.path}\n"
+                f"{self.model.describe()}\ntotal      {self.seconds:.1f} s")
+
+
+def fit_family(index, family, *, name=None, progress=False, ray=None, **params) -> FitReport:
+    """Fit a model family on the archive of an index and store the model there.
+
+    Parameters
+    ----------
+    index : path
+        An unsharded index.
+    family : str
+        A family of :data:`~cqa_search.index.models.FAMILIES` (``"translation"``,
+        ``"topics"``, ``"multiview"``, ``"answers"``).
+    name : str, optional
+        The name to store the model under (default: the family's, e.g.
+        ``topics-gnmfnc``); a model of that name is replaced.
+    progress : bool, default False
+        Progress bars on stderr.
+    ray : str, optional
+        Fit on Ray: ``"local"`` (a local Ray session) or a cluster address.
+    **params
+        The estimator's constructor parameters (e.g. ``model="gnmf"`` for topics), and the
+        family's other inputs (:data:`FIT_INPUTS`: for ``answers``, ``labels``,
+        ``ranker_from``, ``ranker_name``, ``translation``).
+
+    Returns
+    -------
+    FitReport
+
+    Raises
+    ------
+    ParameterError
+        Unknown family or parameter, or a sharded index.
+    """
+    if family not in FAMILIES:
+        raise ParameterError(f"unknown model family {family!r}; families: "
+                             f"{', '.join(FAMILIES)}")
+    spec = FAMILIES[family]
+    cls = model_class(spec.kind)
+    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+    input_names = _inputs_of(family)
+    unknown = [p for p in params if p not in accepted and p not in input_names]
+    if unknown:
+        raise ParameterError(f"the {family} family has no parameter {unknown[0]!r} "
+                             f"(parameters: {', '.join(accepted + input_names)})")
+    inputs = {p: params.pop(p) for p in input_names if p in params}
+    t0 = time.perf_counter()
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    if engine.view is None:
+        raise ParameterError(f"{index} is a sharded index: fit {family} on an unsharded index "
+                             "of the same archive (it has the same vocabulary) and store it "
+                             "with cqa_search.index.models.add_model")
+    fit_inputs = FIT_INPUTS[family](engine, **inputs) if family in FIT_INPUTS else {}
+    if ray is None:
+        model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
+    else:
+        from .distributed.fitting import ray_fits
+
+        with ray_fits(address=None if ray == "local" else ray):
+            model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
+    name = name or spec.store_name(model.get_params())
+    add_model(engine, name, model)
+    return FitReport(family, name, engine.path, model, time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------------------------------
+# Training a ranker
+# ---------------------------------------------------------------------------------------
+def training_table(engine, queries, qrels, *, candidates=None, k=None, graded=False,
+                   progress=False):
+    """Features and labels of the candidates a ranker will reorder.
+
+    Full retrieval (``candidates`` None): the top ``k`` of the engine's retrieval model
+    (default: its ``n_candidates``, the candidates search reranks), with the queries
+    searched as a user searches, without their category (``category_match`` is then as at
+    search time). Given candidates (a run): those, with the queries' categories.
+
+    Returns
+    -------
+    X, y, qid, doc_ids, feature_names
+        ``y`` is the relevance grade (``graded``) or 1/0.
+    """
+    engine = engine.with_config(dataclasses.replace(engine.config, ranker=None))
+    if candidates is None:
+        queries = [{**q, "category": None} for q in queries]
+        k = engine.config.n_candidates if k is None else k
+    X, qid, docs, names = feature_table(engine, queries, candidates=candidates,
+                                        k=100 if k is None else k, progress=progress)
+    grades = np.array([qrels.get(q, {}).get(d, 0) for q, d in zip(qid, docs)], dtype=np.float64)
+    return X, (grades if graded else (grades >= 1).astype(np.float64)), qid, docs, list(names)
+
+
+def _columns(names, keep, drop):
+    cols = [j for j, n in enumerate(names)
+            if (not keep or n.startswith(tuple(keep))) and not (drop and n.startswith(tuple(drop)))]
+    if not cols:
+        raise QueryError(f"no feature column is left (features: {', '.join(names)})")
+    return cols
+
+
+def _pairs(y, qid):
+    """(candidate pairs of different relevance, queries that have some)."""
+    total = n_useful = 0
+    for q in np.unique(qid):
+        yq = y[qid == q]
+        n = int(np.sum(yq[:, None] > yq[None, :]))
+        total += n
+        n_useful += n > 0
+    return total, n_useful
+
+
+def _selection_options(learner, params, max_iter) -> dict:
+    """:class:`LinearRankerCV` arguments for learner options fixed by the user: fixing
+    what the regularisation grid sets turns the grid off."""
+    grid = REGULARISATION.get(learner, [])
+    fixed = set(params or {}) | ({"max_iter"} if max_iter is not None else set())
+    return {"param_grid": None if any(set(p) & fixed for p in grid) else "auto"}
+
+
+def cv_report(cv) -> list:
+    """Lines on what cross-validation chose (a fitted :class:`LinearRankerCV`)."""
+    best_single = cv.single_feature_
+    lines = [f"{cv.n_splits}-fold MAP   query-grouped cross-validation:"]
+    if cv.baseline is not None:
+        lines.append(f"  {'retrieval order (' + cv.baseline + ')':<34} {100 * cv.baseline_score_:6.2f}")
+    lines.append(f"  {'best single feature (' + best_single + ')':<34} "
+                 f"{100 * cv.single_scores_[best_single]:6.2f}")
+    point = ", ".join(f"{k}={v!r}" for k, v in cv.best_params_.items())
+    lines.append(f"  {'learned ranker' + (' (' + point + ')' if point else ''):<34} "
+                 f"{100 * cv.learned_score_:6.2f}")
+    if cv.dropped_ and all(set(d["features"]) <= set(cv.features_) for d in cv.dropped_):
+        # forward selection left families out, but the ranker on all features won
+        lines.append(f"  all features beat forward selection (MAP "
+                     f"{100 * cv.dropped_[0]['map_without']:.2f} without "
+                     f"{', '.join(d['family'] for d in cv.dropped_)}): every family is kept")
+    else:
+        lines.extend(f"  left out {d['family']} ({', '.join(d['features'])}): MAP "
+                     f"{100 * d['map_with']:.2f} with it, {100 * d['map_without']:.2f} without "
+                     f"(gain p = {d['p_value']:.2f})" for d in cv.dropped_)
+    chosen = {"learned": "the learned ranker", "baseline": "the retrieval order",
+              "single": f"the single feature {cv.single_feature_}"}[cv.chosen_]
+    lines.append(f"chosen       {chosen} (MAP {100 * cv.best_score_:.2f})")
+    return lines
+
+
+@dataclass(frozen=True)
+class TrainReport:
+    """What :func:`train_ranker` did; its text is what ``cqa-search train`` prints.
+
+    Attributes
+    ----------
+    ranker : LinearRanker
+        The chosen ranker, fitted on all the queries.
+    selection : LinearRankerCV or None
+        The cross-validation that chose it (None with ``no_cv``).
+    index : str
+    name : str
+        The model name the ranker is (or would be) stored under.
+    n_queries : int
+        Judged queries.
+    n_useful : int
+        Queries with candidates of different relevance.
+    n_candidates : int
+    n_pairs : int
+        Candidate pairs of different relevance.
+    seconds : dict
+        ``{"features": ..., "learning": ...}``.
+    improves : bool
+        The ranker ranks better than the retrieval order (by cross-validation; True with
+        ``no_cv``).
+    stored : bool
+        The ranker was stored in the index.
+    removed : bool
+        It did not improve, and a ranker of that name stored before was removed.
+    dry_run : bool
+    """
+
+    ranker: LinearRanker
+    selection: LinearRankerCV | None
+    index: str
+    name: str
+    n_queries: int
+    n_useful: int
+    n_candidates: int
+    n_pairs: int
+    seconds: dict
+    improves: bool
+    stored: bool
+    removed: bool
+    dry_run: bool
+
+    def summary(self) -> str:
+        """The training figures: learner, data, MAP, and the weight of every feature."""
+        ranker = self.ranker
+        params = ranker.params or {}
+        lines = [f"learner      {ranker.learner}"
+                 + (" (" + ", ".join(f"{k}={v!r}" for k, v in params.items()) + ")"
+                    if params else ""),
+                 f"queries      {self.n_queries} judged, {self.n_useful} with candidates of "
+                 "different relevance",
+                 f"candidates   {self.n_candidates}",
+                 f"pairs        {self.n_pairs} (candidate pairs of different relevance)",
+                 f"iterations   {ranker.n_iter_}",
+                 f"training MAP {100 * ranker.train_score_:.2f}"]
+        if ranker.init_score_ is not None:
+            lines[-1] += f" (from {100 * ranker.init_score_:.2f} at the start)"
+        if self.selection is not None:
+            lines.extend(cv_report(self.selection))
+        info = ranker.learner_info_
+        if info.get("base") is not None:
+            lines.append("base rankers " + ", ".join(
+                f"{b} {w:+.3f}" for b, w in zip(info["base"], info["meta_coef"])))
+        if info.get("base_feature") is not None:
+            lines.append(f"base score   {info['base_feature']} (alpha_0 {info['alpha0']:.3f})")
+        lines.append("")
+        lines.append(f"{'feature':<22} {'weight':>9} {'mean':>10} {'scale':>10}  thresholds")
+        n_steps = np.bincount(ranker.step_feature_, minlength=ranker.n_features_in_)
+        for j, name in enumerate(ranker.feature_names_in_):
+            lines.append(f"{name:<22} {ranker.coef_[j]:>9.4f} {ranker.norm_offset_[j]:>10.4g} "
+                         f"{ranker.norm_scale_[j]:>10.4g}  {n_steps[j] or ''}")
+        lines.append("(weights of the normalised features: (value - mean) / scale)"
+                     if ranker.normalize != "query" else
+                     "(weights of the features min-max scaled among each query's candidates)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        features, learning = self.seconds["features"], self.seconds["learning"]
+        lines = [self.summary(),
+                 f"time         {features + learning:.1f} s (candidates and features "
+                 f"{features:.1f} s, learning {learning:.1f} s)"]
+        index, name, cv = self.index, self.name, self.selection
+        if not self.improves:
+            lines.append(
+                f"\nwarning: the learned ranking (cross-validated MAP "
+                f"{100 * cv.learned_score_:.2f}) is not better than the retrieval order alone "
+                f"({cv.baseline}, {100 * cv.baseline_score_:.2f}): no ranker stored, search "
+                "keeps the retrieval order"
+                + (f" (the ranker {name!r} stored before is removed)" if self.removed else ""))
+        elif self.dry_run:
+            lines.append("\n(dry run: nothing stored)")
+        else:
+            use = "" if name == "ranker" else f" --ranker {name}"
+            lines.append(f"\nstored as model {name!r} in {index}"
+                         + (": searches now rank with it" if name == "ranker" else "")
+                         + f"\nsearch with it:   cqa-search query {index}{use} \"your question\""
+                         f"\nevaluate it:      cqa-search evaluate {index}{use} --queries Q "
+                         "--qrels R")
+        return "\n".join(lines)
+
+
+def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ranksvm",
+                 params=None, normalize="zscore", max_iter=None, tol=1e-4,
+                 early_stopping=False, random_state=0, features=None, exclude=None,
+                 graded=False, cv=5, all_features=False, no_cv=False, name="ranker",
+                 dry_run=False, progress=False) -> TrainReport:
+    """Train a ranker on judged queries and store it in the index unless it loses to the
+    retrieval model (what ``cqa-search train`` does).
+
+    By default the ranker is chosen by query-grouped cross-validation
+    (:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation, the model families
+    that earn their place, and whether it ranks the candidates better than the retrieval
+    model alone; when it does not, nothing is stored (and a ranker stored before under the
+    same name is removed), so training never makes search worse.
+
+    Parameters
+    ----------
+    index : path
+    queries : list of dict
+        ``{"id", "text", "category"}`` (as :func:`~cqa_search.evaluation.read_queries`
+        reads them); the queries without judgments are left out.
+    qrels : dict
+        ``{qid: {doc_id: relevance}}`` (relevance >= 1: relevant).
+    candidates : dict, optional
+        A run ``{qid: {doc_id: score}}``: rank these (their scores are the ``given_*``
+        features) instead of the top ``k`` of full retrieval.
+    k : int, optional
+        Candidates per query from full retrieval (default: the engine's
+        ``n_candidates``, the candidates search reranks).
+    learner : str, default "ranksvm"
+        A :class:`~cqa_search.ranking.LinearRanker` learner.
+    params : dict, optional
+        Learner options; fixing the one cross-validation would choose (``C``,
+        ``alpha``) turns that choice off.
+    normalize : {"zscore", "minmax", "query"} or None, default "zscore"
+    max_iter : int, optional
+        Iteration limit of the learner (default: the learner's, or chosen by
+        cross-validation for perceptron and boosting).
+    tol : float, default 1e-4
+    early_stopping : bool, default False
+        Choose the iterations on held-out training queries (with ``no_cv``).
+    random_state : int, default 0
+    features, exclude : sequence of str, optional
+        Keep only the feature columns whose names start with one of ``features``; leave
+        out those starting with one of ``exclude``.
+    graded : bool, default False
+        Pairwise learners also order the relevance grades.
+    cv : int, default 5
+        Folds of the cross-validation.
+    all_features : bool, default False
+        No family selection.
+    no_cv : bool, default False
+        No cross-validation: fit the learner with its options on all the features and
+        store it.
+    name : str, default "ranker"
+        Model name in the index (``ranker``: the one search uses).
+    dry_run : bool, default False
+        Train and report, store (and remove) nothing.
+    progress : bool, default False
+        A progress bar on stderr.
+
+    Returns
+    -------
+    TrainReport
+
+    Raises
+    ------
+    QueryError
+        No judged query, no candidates, no pair to learn from, no feature column left, or
+        inconsistent options.
+    """
+    if not no_cv and cv < 2:
+        raise QueryError(f"cv must be at least 2 (the folds of the cross-validation, `train "
+                         f"--cv N`; none: no_cv, `train --no-cv`); got {cv}")
+    queries = [q for q in queries if q["id"] in qrels]
+    if not queries:
+        raise QueryError("none of the queries is judged in the qrels")
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    t0 = time.perf_counter()
+    X, y, qid, docs, names = training_table(engine, queries, qrels, candidates=candidates,
+                                            k=k, graded=graded, progress=progress)
+    if len(X) == 0:
+        raise QueryError("the queries have no candidates to learn from")
+    cols = _columns(names, features, exclude)
+    X, names = X[:, cols], [names[j] for j in cols]
+    t1 = time.perf_counter()
+    n_pairs, n_useful = _pairs(y, qid)
+    if n_pairs == 0:
+        raise QueryError("no query has both relevant and non-relevant candidates: nothing to "
+                         "learn")
+    params = dict(params) if params else None
+    selection = None
+    if no_cv:
+        ranker = LinearRanker(learner, params=params, normalize=normalize, max_iter=max_iter,
+                              tol=tol, early_stopping=early_stopping,
+                              random_state=random_state)
+        ranker.fit(X, y, qid=qid, feature_names=names)
+    else:
+        if early_stopping:
+            raise QueryError("early_stopping goes with no_cv (`train --early-stopping "
+                             "--no-cv`): cross-validation chooses the iterations")
+        baseline = "given_rrank" if candidates is not None else engine.config.retrieval.feature_name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NoImprovementWarning)  # the report says it
+            selection = LinearRankerCV(learner, params=params, normalize=normalize,
+                                       select_features=not all_features,
+                                       baseline=baseline if baseline in names else None,
+                                       n_splits=cv, max_iter=max_iter, tol=tol,
+                                       random_state=random_state,
+                                       **_selection_options(learner, params, max_iter))
+            selection.fit(X, y, qid=qid, feature_names=names)
+        ranker = selection.best_estimator_
+    seconds = {"features": t1 - t0, "learning": time.perf_counter() - t1}
+    improves = selection is None or bool(selection.improves_)
+    removed = stored = False
+    if not improves:
+        removed = not dry_run and name in engine.models
+        if removed:
+            remove_model(index, name)
+    elif not dry_run:
+        add_model(engine, name, ranker)
+        stored = True
+    return TrainReport(ranker, selection, os.fspath(index), name, len(queries), n_useful,
+                       len(X), n_pairs, seconds, improves, stored, removed, dry_run)
