@@ -38,7 +38,8 @@ from ..exceptions import ArchiveError, ParameterError, rebuild_hint
 from .build import checked_questions, nothing_read, read_archive
 from .layout import (SegmentRows, SegmentWriter, SortedIds, load_index, read_head,
                      segment_dir, write_globals)
-from .models import load_models, write_model
+from .models import load_models, row_arrays, write_model
+from .sharding import is_sharded, read_shards
 from .store import IndexWriter, open_index
 from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 from .vocab import Vocabulary
@@ -179,7 +180,7 @@ def _unsharded(path):
     """The live generation of ``path``; ParameterError for a sharded index (its shards
     are changed only by a new sharded build)."""
     stored = open_index(path)
-    if "shards" in stored.manifest:
+    if is_sharded(stored):
         raise ParameterError(f"{stored.path} is a sharded index: questions cannot be added, "
                              f"deleted or compacted in place; {rebuild_hint(' ... --shards N')}")
     return stored
@@ -362,15 +363,15 @@ def compact(path, *, progress=False) -> ChangeSummary:
         carried = []
         manifest_models = dict(base.models)
         for name, model in models.items():
-            if hasattr(model, "select_rows"):
-                write_model(writer, name, model.select_rows(view, keep_rows))
+            if hasattr(model, "select_rows"):  # its rows written, its other arrays kept
+                selected = model.select_rows(view, keep_rows)
+                write_model(writer, name, selected, only=row_arrays(selected) or None)
                 carried.append(name)
         manifest = dict(change.manifest)
         manifest.update(segments=[entry], stats={**stats, "fields": field_stats},
                         rows_id=secrets.token_hex(8), models=manifest_models)
-        keep = [rel for rel in base.manifest["files"] if rel.startswith("models/")
-                and rel.split("/")[1] not in carried]
-        generation = writer.commit(manifest, keep=keep)
+        keep = [rel for rel in base.manifest["files"] if rel.startswith("models/")]
+        generation = writer.commit(manifest, keep=keep)  # (the files written here win)
     return ChangeSummary("compacted", os.fspath(path), generation,
                          deleted=int(len(change.live) - len(keep_rows)),
                          n_questions=len(keep_rows), n_segments=1,
@@ -396,6 +397,13 @@ def _select(field: FieldIndex, rows, n_terms) -> FieldIndex:
     return out
 
 
+def _category_counts(stored) -> np.ndarray:
+    """Live questions per category id of a generation."""
+    if is_sharded(stored):
+        return np.asarray(stored.array("category_counts.npy"))
+    return read_head(stored).category_counts()
+
+
 def index_info(path) -> dict:
     """What ``cqa-search info`` shows: generation, segments, questions, and for every stored
     model how many questions were added and deleted since its fit."""
@@ -417,9 +425,9 @@ def index_info(path) -> dict:
             "segments": [{"name": s["name"], "rows": int(s["n_docs"]),
                           "deleted": int(s["n_deleted"])} for s in m.get("segments", [])],
             "terms": int(stats.get("n_terms", 0)),
-            "categories": int(stats.get("n_categories", 0)) if "shards" in m
-            else int((read_head(stored).category_counts() > 0).sum()),  # deleted ones left out
-            "fields": list(stats.get("fields", m.get("fields", {}))), "models": models,
-            "shards": [{"dir": s["dir"], "questions": int(s["n_docs"])}
-                       for s in m.get("shards", [])],
+            "categories": int((_category_counts(stored) > 0).sum()),  # deleted ones left out
+            "fields": list(stats.get("fields", {})), "models": models,
+            "shards": [{"dir": s["dir"], "questions": s["n_docs"] - s["n_deleted"],
+                        "rows": s["n_docs"], "deleted": s["n_deleted"]}
+                       for s in (read_shards(stored) if is_sharded(stored) else ())],
             "analyzer": m.get("analyzer"), "sources": m.get("sources", [])}

@@ -8,6 +8,7 @@ import shutil
 import socket
 import threading
 import time
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -21,6 +22,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+TOY_ARCHIVE = Path(__file__).resolve().parents[1] / "data" / "toy_archive.jsonl"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
@@ -31,15 +33,14 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-dev-shm-usage", "--window-size=1280,1000"]
 
 
-@pytest.fixture(scope="module")
-def server(ranked_index):
-    """The server on a free loopback port, in a thread; yields its base URL."""
+def _serve(index):
+    """The server of ``index`` on a free loopback port, in a thread; yields its base URL."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(ranked_index), log_level="warning")
+    config = uvicorn.Config(create_app(index), log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -52,6 +53,22 @@ def server(ranked_index):
     server.should_exit = True
     thread.join(timeout=30)
     sock.close()
+
+
+@pytest.fixture(scope="module")
+def server(ranked_index):
+    yield from _serve(ranked_index)
+
+
+@pytest.fixture(scope="module")
+def sharded_server(ray_session, tmp_path_factory, train_ranker):
+    """The server of the toy archive in 3 shards on Ray, with its own trained ranker."""
+    from cqa_search.distributed.build import build_sharded_index
+
+    path = tmp_path_factory.mktemp("sharded") / "index"
+    build_sharded_index(str(TOY_ARCHIVE), path, 3)
+    train_ranker(path)
+    yield from _serve(path)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +113,12 @@ def api_doc_ids(server, **query):
     return [h["id"] for h in httpx.get(server + "/api/search", params=query).json()["hits"]]
 
 
-def test_search_facet_explain_keyboard_and_history(server, browser, shots):
+@pytest.mark.parametrize("which", ["server", "sharded_server"])
+def test_search_facet_explain_keyboard_and_history(which, request, browser, shots):
+    """The page's search, on an index and on the same archive in shards on Ray."""
+    server = request.getfixturevalue(which)
+    shots = os.path.join(shots, which)
+    os.makedirs(shots, exist_ok=True)
     d = browser
     d.get(server + "/")
     facet = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#facet a"), "the facet")
