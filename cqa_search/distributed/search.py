@@ -122,7 +122,8 @@ class _ShardActor:
         searcher = self._of(config)
         categories = searcher.categories
         if category is not None and category not in categories:
-            return np.zeros(0, np.int64), np.zeros(0), [], None
+            none = np.zeros(0, np.int64)
+            return none, np.zeros(0), [], searcher.features(q, none) if features else None
         if parsed is not None and parsed.not_categories:  # (names checked by the driver)
             parsed = dataclasses.replace(parsed, not_categories=tuple(
                 name for name in parsed.not_categories if name in categories))

@@ -52,11 +52,12 @@ from .layout import Categories, IndexData, doc_id_ranks, load_index, read_stats
 from .models import load_models, model_dir, row_arrays, write_model
 from .store import CURRENT, MANIFEST, IndexWriter, open_index
 from .term_index import FieldIndex, TermIndex
-from .validate import check_count
+from .validate import InvalidArray, check_array, check_count
 from .vocab import Vocabulary
 
 __all__ = ["read_shards", "load_shard", "shard_models", "shard_dir", "is_sharded",
-           "register_shard", "rewrite_shard", "store_model", "remove_rows", "sharded_data"]
+           "register_shard", "rewrite_shard", "store_model", "remove_rows", "sharded_data",
+           "as_part"]
 
 
 def shard_dir(s) -> str:
@@ -121,9 +122,8 @@ def _padded(field: FieldIndex, n_terms) -> FieldIndex:
 
 def load_shard(top, s, *, stats=None, vocab=None):
     """Shard ``s`` of the sharded index whose top-level generation is ``top``, as one part
-    of the whole: its rows (an :class:`~.layout.IndexData`) with the global vocabulary and
-    statistics (``stats``, ``vocab``: those of ``top``, when read already), and the posting
-    weights it stores for them when they are current.
+    of the whole (:func:`as_part`; ``stats``, ``vocab``: those of ``top``, when read
+    already).
 
     Raises
     ------
@@ -133,21 +133,33 @@ def load_shard(top, s, *, stats=None, vocab=None):
     entry = read_shards(top)[s]
     if entry["dir"] is None:
         raise IndexFormatError(f"shard {s} of {top.path} has no questions")
-    stored = open_index(os.path.join(top.root, entry["dir"]), mmap=top.mmap)
-    data = load_index(stored)
+    data = load_index(open_index(os.path.join(top.root, entry["dir"]), mmap=top.mmap))
+    top.check(data.index.n_docs == entry["n_docs"], f"shard {s} does not match the top level")
+    return as_part(data, top, stats=stats, vocab=vocab)
+
+
+def as_part(data, top, *, stats=None, vocab=None):
+    """A shard's :class:`~.layout.IndexData` as one part of the sharded index ``top``: its
+    rows with the global vocabulary and statistics, and the posting weights it stores for
+    them when they are current (computed when first needed otherwise)."""
     stats = read_stats(top) if stats is None else stats
     vocab = Vocabulary(top.json("vocab.json")) if vocab is None else vocab
     n_terms = len(vocab)
-    info = stored.manifest.get("shard", {})
-    top.check(data.index.n_docs == entry["n_docs"] and set(stats) == set(data.index.fields)
-              and len(data.index.vocab) <= n_terms and isinstance(info, dict),
-              f"shard {s} does not match the top level")
+    info = data.stored.manifest.get("shard", {})
+    top.check(set(stats) == set(data.index.fields) and len(data.index.vocab) <= n_terms
+              and isinstance(info, dict), f"shard {data.stored.path} does not match the top "
+                                          "level")
     current = info.get("stats_id") == top.manifest.get("stats_id")
     fields = {}
-    for name, fi in data.index.fields.items():
-        fields[name] = fi = _padded(fi, n_terms).with_stats(stats[name])
-        for key, rel in (info.get("weights", {}).get(name, {}).items() if current else ()):
-            fi.store_weights(key, stored.array(rel))
+    try:
+        for name, fi in data.index.fields.items():
+            fields[name] = fi = _padded(fi, n_terms).with_stats(stats[name])
+            for key, rel in (info.get("weights", {}).get(name, {}).items() if current else ()):
+                fi.store_weights(key, check_array(data.stored.array(rel), rel, kind="f",
+                                                  shape=(fi.nnz,), finite=True))
+    except InvalidArray as exc:
+        raise IndexFormatError(f"corrupted index {data.stored.path}: {exc}; "
+                               f"{rebuild_hint()}") from None
     return dataclasses.replace(data, index=TermIndex(vocab, fields))
 
 

@@ -2,13 +2,16 @@
 split with them, and the full pipeline (every family's features, a ranker over them, the
 answers chosen) equal to that of one unsharded index of the same archive."""
 import json
+import os
+import shutil
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cqa_search import SearchEngine, build_index
+from cqa_search import Question, SearchEngine, add_questions, build_index, compact, \
+    delete_questions
 from cqa_search.distributed.build import build_sharded_index
 from cqa_search.exceptions import ParameterError
 from cqa_search.factorization.topics import TopicModel
@@ -164,3 +167,105 @@ def test_fits_on_the_toy_fixture_and_a_model_stored_from_elsewhere(ray_session, 
     with pytest.raises(ParameterError, match="has 5 rows of questions but .* has 12: fit it "
                                              "again"):
         add_model(tmp_path / "s3", "small", small)
+
+
+#: Questions added to the demo archive (one replaces an archived question, with new
+#: answers and no marked best answer), and those deleted afterwards.
+NEW = [Question("new-1", "Sore knees after running on concrete",
+                "My knees hurt after every run on the pavement. Should I change shoes?",
+                category="Sports & Fitness", tags=("running", "knees"),
+                answers=("Try softer ground and running shoes with more cushioning.",
+                         "thanks, same here")),
+       Question("new-2", "Quokka-proof fence for a vegetable garden",
+                "Something eats my lettuce at night; which fence keeps small animals out?",
+                category="Home & Garden", answers=("A buried wire mesh fence.",)),
+       Question("new-3", "Car battery flat every morning",
+                "The battery of my car is flat every morning, even when it is new. Why?",
+                category="Cars & Transportation",
+                answers=("Something drains it: test the parasitic draw.", "Buy a new car?")),
+       Question("health-006", "Lower back pain from sitting at a desk all day",
+                "My lower back aches by the afternoon. Standing desk or a better chair?",
+                category="Health", answers=("A chair with lumbar support.", "Walk every hour.",
+                                            "Both help."))]
+GONE = ["computers-007", "health-018", "new-2"]
+
+
+def _copy(src, dst):
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+@pytest.mark.parametrize("n", SHARDS)
+def test_add_delete_and_compact_answer_as_on_one_index(demo, tmp_path, n):
+    one, sharded = _copy(demo / "one", tmp_path / "one"), _copy(demo / f"s{n}", tmp_path / "s")
+    summaries = []
+    for path in (one, sharded):
+        summaries.append(add_questions(path, NEW, replace=True))
+        delete_questions(path, GONE)
+    assert "shards/0000" in str(summaries[1]) and "replaced   1 question" in str(summaries[1])
+    queries = [q["text"] for q in QUERIES[::4]] + [q.title for q in NEW] + [
+        "knees running shoes", "lettuce fence", "car battery drain tag:running"]
+
+    def same_engines():
+        a, b = SearchEngine.open(one), SearchEngine.open(sharded)
+        assert a.n_questions == b.n_questions == 327 + 3 - 3
+        np.testing.assert_array_equal(b.category_counts(), a.category_counts())
+        assert list(b.categories) == list(a.categories)
+        assert b.tag_counts() == a.tag_counts()
+        show_a, show_b = Presenter(a), Presenter(b)
+        for text in queries:
+            x, y = a.search(text, 10), b.search(text, 10)
+            same_results(y, x)
+            assert [show_b.answer(h) for h in y] == [show_a.answer(h) for h in x]
+        assert "health-006" in b.search("lower back standing desk lumbar", 3)
+        assert "computers-007" not in b.archive and "new-1" in b.archive
+        b.close()
+    same_engines()
+    for path in (one, sharded):
+        compact(path)
+    top = open_index(sharded)
+    assert all(e["n_deleted"] == 0 for e in read_shards(top))
+    assert top.manifest["stats"]["n_rows"] == 327
+    same_engines()
+    # a model fitted again after the changes (the rows are the shards', new ones in their
+    # shards: not the unsharded index's order, so not its model) covers every shard's rows
+    fit_family(sharded, "topics", **dict(FAMILIES)["topics"])
+    top = open_index(sharded)
+    assert len(whole_state(sharded, "topics-gnmfnc")[1]["doc_topics"]) == 327
+    assert SearchEngine.open(sharded).search("knees running shoes", 1).doc_ids == ("new-1",)
+
+
+def test_a_change_that_fails_leaves_the_sharded_index_as_it_was(demo, tmp_path, monkeypatch):
+    """A failure while the shards are changed (here: the second shard's) commits nothing:
+    the live generation is the one before, and readers see it; the next change lands."""
+    from cqa_search.index import live_shards
+
+    sharded = _copy(demo / "s3", tmp_path / "s3")
+    before = open_index(sharded)
+    engine = SearchEngine.open(sharded)
+    expected = engine.search("car battery flat morning", 5)
+    calls = []
+    real = live_shards.append
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(live_shards, "append", failing)
+    with pytest.raises(OSError, match="No space left"):
+        add_questions(sharded, NEW[:3])
+    assert len(calls) == 2
+    after = open_index(sharded)
+    assert after.generation == before.generation and after.manifest == before.manifest
+    assert not [e for e in os.listdir(sharded) if e.startswith(".tmp-")]
+    same_results(engine.search("car battery flat morning", 5), expected)
+    assert engine.reopen() is engine
+    monkeypatch.setattr(live_shards, "append", real)
+    add_questions(sharded, NEW[:3])
+    fresh = engine.reopen()
+    assert fresh is not engine and fresh.n_questions == 330
+    assert fresh.search("car battery flat morning", 1).doc_ids == ("new-3",)
+    fresh.close()
+    engine.close()
+

@@ -186,17 +186,26 @@ def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
     assert capsys.readouterr().out == sharded_out
     assert cli(["build-index", archive, "-o", str(tmp_path / "x"), "--ray", "auto"]) == 1
     assert "--ray needs --shards" in capsys.readouterr().err
-    # info lists the shards; in-place changes are refused before anything is written
+    # info lists the shards; live changes work on both, and answer alike
     assert cli(["info", str(tmp_path / "s2")]) == 0
     assert "shards     2: shards/00000 163 questions, shards/00001 164 questions" in \
         capsys.readouterr().out
-    before = sorted(os.listdir(tmp_path / "s2"))
-    for argv in (["add", str(tmp_path / "s2"), archive], ["delete", str(tmp_path / "s2"), "x"],
-                 ["compact", str(tmp_path / "s2")]):
-        assert cli(argv) == 1
-        assert "is a sharded index: questions cannot be added, deleted or compacted" in \
-            capsys.readouterr().err
-    assert sorted(os.listdir(tmp_path / "s2")) == before
+    new = tmp_path / "new.jsonl"
+    new.write_text('{"id": "z1", "title": "laptop battery swollen", "category": "Computers '
+                   '& Internet", "answers": ["replace it now"]}\n')
+    for index in ("s2", "one"):
+        path = str(tmp_path / index)
+        assert cli(["add", path, str(new)]) == 0
+        assert cli(["delete", path, "computers-007"]) == 0
+        assert cli(["compact", path]) == 0
+    out = capsys.readouterr().out
+    assert "shards     shards/00000 +1" in out and "questions  327 in 2 shards" in out
+    assert cli(["delete", str(tmp_path / "s2"), "nope"]) == 1
+    assert "the index has no question 'nope'" in capsys.readouterr().err
+    assert cli(["query", str(tmp_path / "s2"), "laptop battery", "-k", "3"]) == 0
+    sharded_out = capsys.readouterr().out
+    assert cli(["query", str(tmp_path / "one"), "laptop battery", "-k", "3"]) == 0
+    assert capsys.readouterr().out == sharded_out and "z1" in sharded_out
 
 
 def test_ray_says_nothing_on_the_command_line_without_v(tmp_path):
