@@ -21,10 +21,13 @@ Results therefore equal those of one unsharded index of the same archive (ids, o
 scores, features; ``tests/distributed``). Rows of a sharded index are the shards' rows
 one after the other: shard ``s`` holds rows ``starts[s]`` to ``starts[s + 1] - 1``.
 
-Failures: an actor that dies (its process killed, its node lost) is restarted by Ray
-and its pending calls retried (``max_restarts``, ``max_task_retries``); a shard that
-still does not answer, or not within ``timeout`` seconds, fails the call with a
-:class:`~._ray.ShardError` naming it: a result never silently misses a shard.
+The shard actors are pinned to the cluster's nodes, taken in turn. Failures: an actor
+whose process dies is restarted by Ray on its node (``max_restarts``); one whose node is
+lost is started again on a node alive; a call to a shard that is restarting is made
+again, until ``timeout`` seconds have passed (its calls only read). A shard that fails,
+or does not answer within ``timeout``, fails the call with a :class:`~._ray.ShardError`
+naming it: a result never silently misses a shard (``tests/distributed/test_cluster.py``:
+a node of a real two-node cluster killed in the middle of a query).
 
 Models: each shard actor loads the index's models, its own rows of the per-question
 ones (:mod:`cqa_search.index.sharding`), and computes their features for its rows; the
@@ -98,8 +101,8 @@ class _ShardActor:
         work[1] += time.thread_time() - started
 
     def stats(self) -> dict:
-        """What this shard holds and has done: its size on disk, this process's memory,
-        and the calls and CPU seconds of each kind of call (of the thread that computes
+        """What this shard holds and has done: its node, its size on disk, this process's
+        memory, and the calls and CPU seconds of each kind of call (of the thread that computes
         them: Ray's own threads are left out)."""
         rss = None
         try:
@@ -109,7 +112,10 @@ class _ShardActor:
             pass
         disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self._root)
                    for f in fs)
+        import ray
+
         return {"host": socket.gethostname(), "pid": os.getpid(),
+                "node": ray.get_runtime_context().get_node_id(),
                 "n_docs": self.searcher.n_docs, "disk_bytes": disk, "rss_bytes": rss,
                 "work": {k: {"calls": n, "cpu_seconds": t} for k, (n, t) in self._work.items()}}
 
@@ -222,8 +228,7 @@ class _ShardedArchive:
         doc_ids = list(doc_ids)
         searcher = self._searcher
         live = searcher.live_shards
-        found = searcher.gather(live, [searcher.actors[s].rows.remote(doc_ids) for s in live],
-                                "looking up question ids")
+        found = searcher.call(live, "rows", "looking up question ids", (doc_ids,))
         rows = np.full(len(doc_ids), -1, dtype=np.int64)
         for s, local in zip(live, found):
             hit = local >= 0
@@ -298,9 +303,8 @@ class ShardedSearcher:
         self.archive = _ShardedArchive(self)
         self.config = checked_config(config or SearchConfig(), self.index.fields, self.models)
         s0 = self.live_shards[0]
-        self.feature_names = tuple(self.gather(
-            [s0], [self.actors[s0].feature_names.remote(self.config)], "starting the shards",
-            timeout=_START_TIMEOUT)[0])
+        self.feature_names = tuple(self.call([s0], "feature_names", "starting the shards",
+                                             (self.config,), timeout=_START_TIMEOUT)[0])
 
     def _open(self, address) -> None:
         stored = self.stored
@@ -320,9 +324,7 @@ class ShardedSearcher:
         self.categories = _ShardedCategories(names, counts)
         self.models = shard_models(stored, None)  # the shared parts: rankers, names
         connect(address)  # the Ray session the actors start in
-        actor = remote(_ShardActor, **_ACTOR_OPTIONS)
-        self.actors = {s: actor.remote(stored.path, stored.generation, stored.manifest, s,
-                                       stored.mmap) for s in self.live_shards}
+        self.actors = _ShardActors(stored, self.live_shards)
 
     @classmethod
     def open(cls, stored, config=None) -> "ShardedSearcher":
@@ -348,48 +350,74 @@ class ShardedSearcher:
 
     def close(self) -> None:
         """Stop the shard actors (the searcher is unusable afterwards)."""
-        ray = connect()
-        for actor in self.actors.values():
-            ray.kill(actor)
-        self.actors = {}
+        self.actors.close()
 
     def shard_stats(self) -> list:
         """Per live shard: its host and process, questions, bytes on disk, the actor's
         resident memory, and the calls and CPU seconds of each kind of call so far (what
         sizing a deployment needs)."""
         live = self.live_shards
-        return [dict(shard=s, **info) for s, info in zip(live, self.gather(
-            live, [self.actors[s].stats.remote() for s in live], "reporting"))]
+        return [dict(shard=s, **info) for s, info in zip(live, self.call(live, "stats",
+                                                                         "reporting"))]
 
     def shard_of(self, rows) -> np.ndarray:
         """Shard of each row."""
         return np.searchsorted(self.starts, rows, side="right") - 1
 
     # -- the fan-out -----------------------------------------------------------------
-    def gather(self, shards, refs, what, timeout=None):
-        """``ray.get`` of one call per shard; a shard that fails or does not answer in
-        time fails the whole call with a ShardError naming it."""
+    def call(self, shards, method, what, args=(), *, timeout=None) -> list:
+        """``actor.method(*args)`` on each of ``shards`` at once (``args``: the same for
+        every shard, or a dict shard -> its own), their answers in shard order.
+
+        A shard whose actor is temporarily unavailable (restarting: its process or node
+        was lost) is asked again until ``timeout`` seconds have passed; a shard that fails,
+        or has not answered by then, fails the whole call with a ShardError naming it."""
         ray = connect()
         timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+
+        def submit(s):
+            return getattr(self.actors[s], method).remote(
+                *(args[s] if isinstance(args, dict) else args))
+
+        refs = {s: submit(s) for s in shards}
         out = []
-        for s, ref in zip(shards, refs):
-            try:
-                out.append(ray.get(ref, timeout=timeout))
-            except ray.exceptions.GetTimeoutError:
-                for other in refs:
+        for s in shards:
+            while True:
+                try:
+                    out.append(ray.get(refs[s], timeout=max(deadline - time.monotonic(), 0)))
+                    break
+                except ray.exceptions.GetTimeoutError:
+                    pass
+                except (ray.exceptions.ActorUnavailableError, ray.exceptions.ActorDiedError,
+                        ray.exceptions.ActorUnschedulableError) as exc:
+                    # restarting, or its node lost: started again elsewhere (its calls only
+                    # read: asked again)
+                    lost = self.actors.replace_lost(s)
+                    if time.monotonic() < deadline and (
+                            lost or isinstance(exc, ray.exceptions.ActorUnavailableError)):
+                        time.sleep(0 if lost else min(0.5, deadline - time.monotonic()))
+                        refs[s] = submit(s)
+                        continue
+                    if not isinstance(exc, ray.exceptions.ActorUnavailableError):
+                        raise self._failed(s, what, exc) from None
+                except ray.exceptions.RayError as exc:
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, CQASearchError):
+                        raise cause from None
+                    raise self._failed(s, what, exc) from None
+                for other in refs.values():
                     ray.cancel(other)
                 raise ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) did "
                                  f"not answer within {timeout:g} s while {what}; no partial "
-                                 "result is returned") from None
-            except ray.exceptions.RayError as exc:
-                cause = getattr(exc, "cause", None)
-                if isinstance(cause, CQASearchError):
-                    raise cause from None
-                raise ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) "
-                                 f"failed while {what} ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''}); no "
-                                 "partial result is returned") from None
+                                 "result is returned")
         return out
+
+    def _failed(self, s, what, exc) -> ShardError:
+        return ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) failed while "
+                          f"{what} ({type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0] if str(exc) else ''}); no partial "
+                          "result is returned")
 
     def per_shard(self, rows, method, what, *args, query=None):
         """``[(rows of shard s, actor.method(*args, [q,] local rows)), ...]`` for the
@@ -398,10 +426,9 @@ class ShardedSearcher:
         shard = self.shard_of(rows)
         shards = np.unique(shard).tolist()
         picks = [rows[shard == s] for s in shards]
-        refs = [getattr(self.actors[s], method).remote(
-            *args, *(() if query is None else (self._local_query(query, s, p),)),
-            p - self.starts[s]) for s, p in zip(shards, picks)]
-        return list(zip(picks, self.gather(shards, refs, what)))
+        return list(zip(picks, self.call(shards, method, what, {
+            s: (*args, *(() if query is None else (self._local_query(query, s, p),)),
+                p - self.starts[s]) for s, p in zip(shards, picks)})))
 
     def _local_query(self, q, s, rows):
         """``q`` for shard ``s``: the given scores and ranks of reranked candidates keyed by
@@ -432,9 +459,8 @@ class ShardedSearcher:
                    features=False) -> Candidates:
         category = None if category_id is None else self.categories[category_id]
         shards = self.live_shards
-        refs = [self.actors[s].candidates.remote(self.config, q, depth, category, parsed,
-                                                 retrieval, features) for s in shards]
-        parts = self.gather(shards, refs, "selecting candidates")
+        parts = self.call(shards, "candidates", "selecting candidates",
+                          (self.config, q, depth, category, parsed, retrieval, features))
         rows = np.concatenate([part[0] + self.starts[s] for s, part in zip(shards, parts)])
         scores = np.concatenate([part[1] for part in parts]).astype(np.float64)
         doc_ids = [d for part in parts for d in part[2]]
@@ -467,8 +493,7 @@ class ShardedSearcher:
     def tag_counts(self) -> dict:
         live = self.live_shards
         first, counts = {}, {}
-        for part in self.gather(live, [self.actors[s].tag_counts.remote() for s in live],
-                                "counting tags"):
+        for part in self.call(live, "tag_counts", "counting tags"):
             for key, tag, n in part:  # the first spelling met, in row order
                 first.setdefault(key, tag)
                 counts[key] = counts.get(key, 0) + n
@@ -487,6 +512,59 @@ class ShardedSearcher:
         (_, choices), = self.per_shard([int(row)], "answer_choices", "choosing an answer",
                                        name)
         return int(choices[0])
+
+
+class _ShardActors:
+    """The shard actors of a searcher (shared by its copies with other configurations):
+    each pinned to a node, the cluster's nodes taken in turn (each node's share of the
+    shards, so of the memory and CPU, known in advance). Ray restarts an actor whose
+    process dies on its node; one whose node is lost is started again here on the node
+    alive with the fewest shards (:meth:`replace_lost`)."""
+
+    def __init__(self, stored, shards):
+        self.stored = stored
+        self._actor = remote(_ShardActor, **_ACTOR_OPTIONS)
+        self.handles, self.nodes = {}, {}
+        nodes = _alive_nodes()
+        for k, s in enumerate(shards):
+            self._start(s, nodes[k % len(nodes)])
+
+    def _start(self, s, node) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        stored = self.stored
+        self.handles[s] = self._actor.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+            stored.path, stored.generation, stored.manifest, s, stored.mmap)
+        self.nodes[s] = node
+
+    def __getitem__(self, s):
+        return self.handles[s]
+
+    def replace_lost(self, s) -> bool:
+        """Start shard ``s``'s actor again on a node alive if its node is lost; whether it
+        was."""
+        alive = _alive_nodes()
+        if not alive or self.nodes[s] in alive:
+            return False
+        load = {n: 0 for n in alive}
+        for node in self.nodes.values():
+            if node in load:
+                load[node] += 1
+        logger.warning("the node of shard %d is lost: its actor starts again on another", s)
+        connect().kill(self.handles[s], no_restart=True)
+        self._start(s, min(alive, key=lambda n: (load[n], n)))
+        return True
+
+    def close(self) -> None:
+        ray = connect()
+        for actor in self.handles.values():
+            ray.kill(actor)
+        self.handles = {}
+
+
+def _alive_nodes() -> list:
+    return sorted(n["NodeID"] for n in connect().nodes() if n["Alive"])
 
 
 def _statistics_only(vocab, stats) -> TermIndex:
