@@ -41,6 +41,7 @@ MODEL_KINDS = {
     "multiview": "cqa_search.factorization.multiview:MultiViewModel",
     "ranker": "cqa_search.ranking.linear:LinearRanker",
     "answers": "cqa_search.answers:AnswerSelector",
+    "embeddings": "cqa_search.vectors.model:EmbeddingModel",
 }
 
 
@@ -88,6 +89,13 @@ FAMILIES = {
                       "answer: scores each answer of a question (translation likelihood, "
                       "term scores, length, position, asker) and stores the one to show",
                       "answers", inputs="cqa_search.cli.fit_answers"),
+    "embeddings": Family("embeddings", "word vectors learned from the archive's own text "
+                         "(PPMI-SVD or word2vec), every question's SIF vector for the dense "
+                         "first stage, and the features emb_* (SIF and mean-vector cosines), "
+                         "softcos_* (soft cosine over similar words by vector and by "
+                         "spelling; SimBow) and field_* (title vs title, body vs body). "
+                         "Costs: about 1 minute and 500 MB of arrays per million questions "
+                         "(the question vectors: 400 bytes each)", "embeddings"),
 }
 
 
