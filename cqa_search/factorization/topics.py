@@ -57,7 +57,7 @@ from ..index.validate import InvalidArray, check_array, check_sparse
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
-from ._blas import one_blas_thread
+from .._blas import one_blas_thread
 from .nnls import GramFactor
 
 __all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "interpolate",

@@ -94,8 +94,9 @@ FAMILIES = {
                          "first stage, and the features emb_* (SIF and mean-vector cosines), "
                          "softcos_* (soft cosine over similar words by vector and by "
                          "spelling; SimBow) and field_* (title vs title, body vs body). "
-                         "Costs: about 1 minute and 500 MB of arrays per million questions "
-                         "(the question vectors: 400 bytes each)", "embeddings"),
+                         "Costs: about 3 CPU minutes and 1.1 GB of arrays per million "
+                         "questions (each question's vector twice, 800 bytes, and its "
+                         "title and body unless the index has them)", "embeddings"),
 }
 
 

@@ -120,9 +120,9 @@ class EmbeddingModel:
     char_ngram : int, default 3
         Length of the character n-grams that compare spellings.
     n_lists : int or None, default None
-        Lists of the inverted file (None: 4 sqrt(number of questions)).
+        Lists of the inverted file (None: the square root of the number of questions).
     n_probe : int or None, default None
-        Lists read per query (None: a 32nd of the lists).
+        Lists read per query (None: a tenth of the lists; more: higher recall, slower).
     exact_limit : int, default 200000
         Up to this many questions, dense search scores every question (no inverted file
         is made).
@@ -145,6 +145,8 @@ class EmbeddingModel:
     centroids_ : ndarray of float32, shape (n_lists, dim)
         Empty when no inverted file was made.
     doc_list_ : ndarray of int32, shape (n_docs,) or (0,)
+    list_vectors_ : ndarray of float32, shape (n_docs, dim) or (0, dim)
+        The question vectors in the order of the inverted lists.
     parts_ : dict or None
         ``{"title": FieldIndex, "body": FieldIndex}``, or None when the index has these
         fields.
@@ -277,10 +279,11 @@ class EmbeddingModel:
             ivf = dense.InvertedFile.fit(self.doc_vectors_, n_lists=self.n_lists,
                                          n_probe=self.n_probe, random_state=self.random_state)
             self.centroids_, self.doc_list_ = ivf.centroids, ivf.doc_list
-            self.n_probe_ = ivf.n_probe
+            self.list_vectors_, self.n_probe_ = ivf.list_vectors, ivf.n_probe
         else:
             self.centroids_ = np.zeros((0, self.dim), dtype=np.float32)
             self.doc_list_ = np.zeros(0, dtype=np.int32)
+            self.list_vectors_ = np.zeros((0, self.dim), dtype=np.float32)
             self.n_probe_ = 0
         step("inverted file")
         stats = question.stats
@@ -352,6 +355,7 @@ class EmbeddingModel:
                   "component": self.component_, "idf": self.idf_,
                   "doc_vectors": self.doc_vectors_, "doc_norms": self.doc_norms_,
                   "centroids": self.centroids_, "doc_list": self.doc_list_,
+                  "list_vectors": self.list_vectors_,
                   **_csr_arrays(self.emb_similarity_, "emb"),
                   **_csr_arrays(self.char_similarity_, "char")}
         for name, field in (self.parts_ or {}).items():
@@ -384,6 +388,9 @@ class EmbeddingModel:
         model.doc_list_ = check_array(arrays["doc_list"], "inverted lists", kind="iu",
                                       shape=(n_docs if n_lists else 0,), low=0,
                                       high=max(n_lists - 1, 0))
+        model.list_vectors_ = check_array(arrays["list_vectors"], "vectors by list", kind="f",
+                                          ndim=2, shape=(len(model.doc_list_), dim),
+                                          finite=True)
         model.n_probe_ = int(meta["n_probe"])
         model.n_tokens_ = int(meta["n_tokens"])
         model.emb_similarity_ = _csr_from(arrays, "emb", n_terms)
@@ -431,7 +438,10 @@ class EmbeddingModel:
         if len(self.centroids_):
             lists = np.concatenate([self.doc_list_, dense.assign(
                 full.vectors[len(self.doc_list_):], self.centroids_)])
-            model.doc_list_ = lists[rows].astype(np.int32)
+            ivf = dense.InvertedFile(self.centroids_, lists[rows].astype(np.int32),
+                                     self.n_probe_)
+            model.doc_list_ = ivf.doc_list
+            model.list_vectors_ = np.ascontiguousarray(model.doc_vectors_[ivf.list_rows])
         if self.parts_ is not None:
             model.parts_ = {p: f.select(rows) for p, f in full.fields.items()}
         return model

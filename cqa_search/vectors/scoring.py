@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..factorization._blas import one_blas_thread
+from .._blas import one_blas_thread
 from ..retrieval import BM25, VSM
 from . import dense, sif, softcos
 from .model import FEATURE_NAMES, MATRICES, TEXTS
@@ -53,7 +53,7 @@ class EmbeddingScorer:
         rows = model.extended_rows(view)
         self.vectors, self.norms, self.fields = rows.vectors, rows.norms, rows.fields
         self.ivf = None if rows.doc_list is None else dense.InvertedFile(
-            model.centroids_, rows.doc_list, model.n_probe_)
+            model.centroids_, rows.doc_list, model.n_probe_, model.list_vectors_)
         self.question = view.index["question"]
         self.matrices = {"emb": model.emb_similarity_, "char": model.char_similarity_}
         self._bm25, self._vsm = BM25(), VSM()

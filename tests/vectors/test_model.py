@@ -234,3 +234,19 @@ def test_cli_fit_and_build_index_models(index_copy, tmp_path, capsys):
     assert "emb_sif" in engine.feature_names
     res = engine.search(demo_questions()[0].title, k=3)
     assert len(res) and np.isfinite(res.features).all()
+
+
+def test_the_query_path_imports_neither_scikit_learn_nor_gensim(demo_index):
+    """Opening an index with an embeddings model and searching it needs numpy and scipy
+    only (scikit-learn costs ~1.5 s of start-up; gensim is for fitting)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cqa_search import SearchEngine, SearchConfig; "
+            f"e = SearchEngine.open({str(demo_index)!r}); "
+            "q = e.analyze('stuffy nose'); s = [x for x in e._scorers if 'emb_sif' in x.names][0]; "
+            "rows, _ = s.nearest(q, 5); e.feature_scores(q, rows); e.search('stuffy nose'); "
+            "print(sorted(m for m in ('sklearn', 'gensim') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert done.stdout.strip() == "[]"
