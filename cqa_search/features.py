@@ -92,6 +92,11 @@ class AnalyzedQuery:
         Initial scores of reranked candidates, ``{row: score}`` in their given order.
     cache : dict
         Per-query scratch space for scorers.
+    title, body : ndarray of int64 or None
+        Term ids of the query's title and body in text order, when the query comes in
+        these two parts (a query of a queries file, a question asked with a subject);
+        None for a query of one text. Per-field features compare them with the
+        archived questions' titles and bodies.
     """
 
     text: str
@@ -103,11 +108,16 @@ class AnalyzedQuery:
     category: str | None = None
     given: dict | None = None
     cache: dict = field(default_factory=dict, compare=False)
+    title: np.ndarray | None = None
+    body: np.ndarray | None = None
 
 
-def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
+def analyze(index, analyzer, text, category=None, given=None, *, title=None,
+            body=None) -> AnalyzedQuery:
     """``text`` analysed like the archive of ``index`` (a TermIndex): its known terms, their
-    ids and counts, and the words the archive lacks."""
+    ids and counts, and the words the archive lacks. ``title`` and ``body`` (strings,
+    optional): the query's two parts, analysed into :attr:`AnalyzedQuery.title` and
+    ``.body`` when either is given (``text`` is then usually ``title + "\\n" + body``)."""
     pairs = analyzer.pairs(text)
     all_ids = index.known_ids([term for _, term in pairs])
     known = all_ids >= 0
@@ -118,8 +128,13 @@ def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
     ids = sorted(counts)
     qtf = np.array([counts[i] for i in ids], dtype=np.float64)
     ids = np.array(ids, dtype=np.int64)
+    parts = {}
+    if title is not None or body is not None:
+        for name, part in (("title", title), ("body", body)):
+            part_ids = index.known_ids(analyzer.analyze(part or ""))
+            parts[name] = part_ids[part_ids >= 0].astype(np.int64)
     return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf,
-                         sequence, tuple(dict.fromkeys(unknown)), category, given)
+                         sequence, tuple(dict.fromkeys(unknown)), category, given, **parts)
 
 
 @runtime_checkable

@@ -90,3 +90,23 @@ def test_load_server_tiny(tmp_path, workers):
     assert cells[1] == "0" and float(cells[2]) > 0  # errors, throughput
     assert "gen-000001 -> gen-000002" in out
 
+
+
+def test_bench_vectors_tiny(tmp_path):
+    archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
+    write_archive(archive, 300, 12, queries)
+    index = tmp_path / "idx"
+    from cqa_search.cli.__main__ import main
+
+    assert main(["build-index", str(archive), "-o", str(index), "-q"]) == 0
+    assert main(["fit", str(index), "embeddings", "--dim", "8", "--exact-limit", "0",
+                 "--n-lists", "10", "--n-probe", "10", "-q"]) == 0
+    out = run("bench_vectors.py", "ann", str(index), str(queries), "--libraries", "exact",
+              "ivf", "--n-queries", "12")
+    assert "| exact (numpy matmul, one BLAS thread) |" in out
+    assert "| numpy IVF (ours), 300 lists, 32 probed |" in out
+    out = run("bench_vectors.py", "hybrid", str(index), str(queries), "--n-queries", "12",
+              "--n-check", "12")
+    assert "| hybrid first stage" in out and "the bound proves it" in out
+    out = run("bench_vectors.py", "fit", str(index), "--sample", "0.5")
+    assert "| PPMI-SVD" in out and "| yes |" in out

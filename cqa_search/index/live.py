@@ -382,15 +382,7 @@ def compact(path, *, progress=False) -> ChangeSummary:
 
 def _select(field: FieldIndex, rows, n_terms) -> FieldIndex:
     """The field over ``rows`` only (in their order), with its own statistics."""
-    m = field.rows_matrix()[rows].tocsc()
-    m.sort_indices()
-    lengths = np.asarray(field.doc_len)[rows]
-    starts = np.concatenate(([0], np.cumsum(np.asarray(field.doc_len, dtype=np.int64))))
-    sequence = np.concatenate([np.asarray(field.sequence[starts[r]:starts[r + 1]])
-                               for r in rows.tolist()]) if len(rows) else np.zeros(0, np.int32)
-    out = FieldIndex(field.name, m.indptr.astype(np.int64), m.indices.astype(np.int32),
-                     m.data.astype(np.int32), lengths.astype(np.int32),
-                     sequence.astype(np.int32))
+    out = field.select(rows)
     if out.n_terms != n_terms:
         raise AssertionError("compaction changed the vocabulary")  # pragma: no cover
     return out

@@ -42,6 +42,7 @@ MODEL_KINDS = {
     "multiview": "cqa_search.factorization.multiview:MultiViewModel",
     "ranker": "cqa_search.ranking.linear:LinearRanker",
     "answers": "cqa_search.answers:AnswerSelector",
+    "embeddings": "cqa_search.vectors.model:EmbeddingModel",
 }
 
 
@@ -88,6 +89,14 @@ FAMILIES = {
                       "answer: scores each answer of a question (translation likelihood, "
                       "term scores, length, position, asker) and stores the one to show",
                       "answers"),
+    "embeddings": Family("embeddings", "word vectors learned from the archive's own text "
+                         "(PPMI-SVD or word2vec), every question's SIF vector for the dense "
+                         "first stage, and the features emb_* (SIF and mean-vector cosines), "
+                         "softcos_* (soft cosine over similar words by vector and by "
+                         "spelling; SimBow) and field_* (title vs title, body vs body). "
+                         "Costs: about 3 CPU minutes and 1.1 GB of arrays per million "
+                         "questions (each question's vector twice, 800 bytes, and its "
+                         "title and body unless the index has them)", "embeddings"),
 }
 
 

@@ -197,6 +197,17 @@ class FieldIndex:
         sequence = np.concatenate([np.asarray(p.sequence) for p in parts]).astype(np.int32)
         return cls(parts[0].name if parts else "", indptr, indices, counts, doc_len, sequence)
 
+    def select(self, rows) -> "FieldIndex":
+        """The field over ``rows`` only (in that order), with its own statistics: what a
+        compaction keeps, or a per-question model carries to the rows it keeps."""
+        rows = np.asarray(rows, dtype=np.int64)
+        m = self.rows_matrix()[rows].tocsc()
+        m.sort_indices()
+        lengths = np.asarray(self.doc_len)[rows]
+        return FieldIndex(self.name, m.indptr.astype(np.int64), m.indices.astype(np.int32),
+                          m.data.astype(np.int32), lengths.astype(np.int32),
+                          self.sequences_of(rows)[0].astype(np.int32))
+
     def with_stats(self, stats: CollectionStats) -> "FieldIndex":
         """The same postings scored with the statistics of a larger collection (a new
         object: weights derived from other statistics are kept apart)."""
@@ -228,11 +239,30 @@ class FieldIndex:
         lo, hi = self.indptr[term_id], self.indptr[term_id + 1]
         return self.indices[lo:hi], self.counts[lo:hi]
 
-    def terms_of(self, row) -> np.ndarray:
-        """Term ids of document ``row`` in text order."""
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 offsets of the documents in :attr:`sequence`, shape (n_docs + 1,)."""
         if self._offsets is None:
             self._offsets = np.concatenate(([0], np.cumsum(self.doc_len, dtype=np.int64)))
-        return self.sequence[self._offsets[row]:self._offsets[row + 1]]
+        return self._offsets
+
+    def terms_of(self, row) -> np.ndarray:
+        """Term ids of document ``row`` in text order."""
+        offsets = self.offsets
+        return self.sequence[offsets[row]:offsets[row + 1]]
+
+    def sequences_of(self, rows):
+        """The term ids of documents ``rows`` one after the other, and the position in
+        ``rows`` of each: ``(terms, positions)``, both int64."""
+        rows = np.asarray(rows, dtype=np.int64)
+        offsets = self.offsets
+        starts = offsets[rows]
+        lengths = offsets[rows + 1] - starts
+        ends = np.cumsum(lengths)
+        gather = np.repeat(starts - (ends - lengths), lengths) + np.arange(
+            ends[-1] if len(ends) else 0, dtype=np.int64)
+        return (np.asarray(self.sequence)[gather].astype(np.int64),
+                np.repeat(np.arange(len(rows), dtype=np.int64), lengths))
 
     def rows_matrix(self):
         """Counts as a CSR matrix (document-major), built once from the postings."""
