@@ -340,9 +340,10 @@ def _same_build(make, param, X, Q):
 
 
 def ann_main(a):
-    import faiss
+    if any(lib.startswith("faiss") for lib in a.libraries):  # a peer: pip install faiss-cpu
+        import faiss
 
-    faiss.omp_set_num_threads(1)  # queries in one thread (builds: 2 where they can)
+        faiss.omp_set_num_threads(1)  # queries in one thread (builds: 2 where they can)
     engine = SearchEngine.open(a.index, config=SearchConfig(ranker=None))
     X = np.ascontiguousarray(engine.models["embeddings"].doc_vectors_, dtype=np.float32)
     Q = query_vectors(engine, read_texts(a.queries, a.n_queries))
