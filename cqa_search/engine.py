@@ -22,7 +22,8 @@ import numpy as np
 
 from ._utils import progress_bar
 from .exceptions import CQASearchError, IndexFormatError, QueryError
-from .features import AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze
+from .features import (AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze,
+                       search_ranker_name, uses_given)
 from .index.attributes import attributes_of
 from .index.layout import IndexData, load_index
 from .index.models import load_models
@@ -63,7 +64,10 @@ class SearchConfig:
         computed; None for all of them.
     ranker : str or None, default "ranker"
         Name of the stored ranker that orders the candidates; None (or no such model)
-        keeps the retrieval model's order.
+        keeps the retrieval model's order. A ranker of the given-run features
+        (:data:`~cqa_search.features.GIVEN_FEATURES`) orders only candidates given with
+        scores; free searches use ``<name>-search`` instead (stored beside it by
+        ``train --candidates``), or the retrieval model's order.
     n_candidates : int, default 100
         How many candidates of the retrieval model the ranker reorders (at least ``k``).
     """
@@ -120,7 +124,7 @@ class SearchEngine:
                               self.models)
         self.config = self._checked_config(config or SearchConfig())
         self._scorers = self._make_scorers()
-        self.ranker = self._make_ranker()
+        self.ranker, self.given_ranker = self._make_rankers()
 
     # -- what the engine reads -------------------------------------------------------
     @property
@@ -226,8 +230,34 @@ class SearchEngine:
                 f"corrupted index {self.path}: {what} cannot score with its stored values "
                 f"({type(exc).__name__}: {exc}); {_REFIT}") from None
 
-    def _make_ranker(self):
+    @property
+    def ranker_name(self) -> str | None:
+        """The name of :attr:`ranker`, the stored ranker of free searches (None: none)."""
+        return self._name_of(self.ranker)
+
+    @property
+    def given_ranker_name(self) -> str | None:
+        """The name of :attr:`given_ranker`, the stored ranker of candidates given with
+        scores (None: none)."""
+        return self._name_of(self.given_ranker)
+
+    def _name_of(self, model):
+        return next((n for n, m in self.models.items() if m is model), None)
+
+    def _make_rankers(self):
+        """(``ranker``: of free searches, ``given_ranker``: of candidates given with scores,
+        :meth:`rerank` with ``scores``): the configured ranker, except that one reading
+        given-run features never ranks a free search, where they do not exist: its
+        ``<name>-search`` does (or none), and reranks too when it alone is stored."""
         name = self.config.ranker
+        named = self._stored_ranker(name)
+        if named is not None and not uses_given(named):
+            return named, named
+        free = None if name is None else self._stored_ranker(search_ranker_name(name))
+        free = None if free is None or uses_given(free) else free
+        return free, (free if named is None else named)
+
+    def _stored_ranker(self, name):
         if name is None or name not in self.models:
             return None
         ranker = self.models[name]
@@ -463,9 +493,11 @@ class SearchEngine:
                 if len(self._scorers) else np.zeros((len(rows), 0))
 
     def _ranked(self, q, rows, base_scores, tie, k, field="question") -> Results:
-        """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``.
-        Without a ranker the features of the hits kept are computed when first read."""
-        if self.ranker is None:
+        """Score candidates with the ranker (if any; of given candidates when ``q`` has
+        their scores), sort by (-score, tie), keep ``k``. Without a ranker the features
+        of the hits kept are computed when first read."""
+        ranker = self.given_ranker if q.given else self.ranker
+        if ranker is None:
             scores = np.asarray(base_scores, dtype=np.float64)
             order = np.lexsort((tie, -scores))[:k]
             kept = rows[order]
@@ -473,15 +505,15 @@ class SearchEngine:
         else:
             all_features = self.feature_scores(q, rows)
             names = self.feature_names
-            columns = [names.index(f) for f in self.ranker.feature_names_in_]
+            columns = [names.index(f) for f in ranker.feature_names_in_]
             with np.errstate(over="ignore", invalid="ignore"):  # checked below
-                scores = np.asarray(self.ranker.predict(all_features[:, columns]),
+                scores = np.asarray(ranker.predict(all_features[:, columns]),
                                     dtype=np.float64)
             order = np.lexsort((tie, -scores))[:k]
             kept, features = rows[order], all_features[order]
         if not np.isfinite(scores).all():  # the one place every hit's score goes through
-            what = "the retrieval model" if self.ranker is None else \
-                f"ranker {self.config.ranker!r}"
+            what = "the retrieval model" if ranker is None else \
+                f"ranker {self._name_of(ranker)!r}"
             raise IndexFormatError(f"corrupted index {self.path}: {what} gives scores that "
                                    f"are not finite numbers (NaN or infinite); {_REFIT}")
         doc_ids = self.archive.doc_ids

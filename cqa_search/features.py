@@ -31,7 +31,24 @@ from .index.layout import Categories
 from .index.term_index import TermIndex
 
 __all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures",
-           "analyze"]
+           "analyze", "GIVEN_FEATURES", "uses_given", "search_ranker_name"]
+
+#: The features of candidates given with scores (a run reranked: ``engine.rerank(...,
+#: scores=...)``, ``evaluate --candidates``): a free search has none of them.
+GIVEN_FEATURES = ("given_score", "given_rrank")
+
+
+def uses_given(ranker) -> bool:
+    """Whether ``ranker`` reads a feature of :data:`GIVEN_FEATURES` (then it ranks only
+    candidates given with scores)."""
+    return any(f in GIVEN_FEATURES for f in ranker.feature_names_in_)
+
+
+def search_ranker_name(name) -> str:
+    """The name of the ranker that ranks free searches for the ranker ``name`` when that
+    one reads the given-run features: ``cqa-search train --candidates`` stores it beside
+    ``name``, trained without them."""
+    return f"{name}-search"
 
 
 @dataclass(frozen=True)
@@ -183,7 +200,7 @@ class ContextFeatures:
     is unknown); ``log_length`` is ``log(1 + |question|)`` in index terms.
     """
 
-    names = ("given_score", "given_rrank", "category_match", "log_length")
+    names = (*GIVEN_FEATURES, "category_match", "log_length")
 
     def __init__(self, view: IndexView):
         self.view = view

@@ -462,11 +462,14 @@ class Presenter:
         return "first answer", question.answers[0]
 
     def ranking(self) -> dict:
-        """What orders the hits: the retrieval model and the ranker (None without one)."""
+        """What orders the hits of a search: the retrieval model and the ranker (None
+        without one; its ``name``: the stored ranker that ran, see
+        :attr:`~cqa_search.SearchEngine.ranker_name`)."""
         config, ranker = self.engine.config, self.engine.ranker
         info = {"retrieval": config.retrieval.feature_name, "ranker": None}
         if ranker is not None:
-            info["ranker"] = {"name": config.ranker, "learner": getattr(ranker, "learner", None),
+            info["ranker"] = {"name": self.engine.ranker_name,
+                              "learner": getattr(ranker, "learner", None),
                               "n_candidates": config.n_candidates,
                               "intercept": float(getattr(ranker, "intercept_", 0.0)),
                               "features": [str(f) for f in ranker.feature_names_in_]}

@@ -36,6 +36,7 @@ import numpy as np
 from .engine import SearchConfig, SearchEngine
 from .evaluation import feature_table, read_qrels
 from .exceptions import ParameterError, QueryError
+from .features import GIVEN_FEATURES, search_ranker_name, uses_given
 from .index.models import FAMILIES, add_model, model_class, remove_model
 from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
 from .ranking.selection import REGULARISATION
@@ -305,6 +306,17 @@ class TrainReport:
     removed : bool
         It did not improve, and a ranker of that name stored before was removed.
     dry_run : bool
+    search : TrainReport or None
+        When the ranker reads the given-run features
+        (:data:`~cqa_search.features.GIVEN_FEATURES`), which free searches do not have:
+        the ranker of free searches, trained the same way on the same candidates without
+        them, and stored (if it beats the retrieval model) as ``<name>-search``, which
+        the engine uses for free searches (see
+        :attr:`~cqa_search.SearchEngine.ranker`). None otherwise: the ranker itself
+        ranks free searches.
+    search_removed : bool
+        No ranker of free searches was trained (``search`` None), and a
+        ``<name>-search`` of an earlier training was removed.
     """
 
     ranker: LinearRanker
@@ -320,6 +332,8 @@ class TrainReport:
     stored: bool
     removed: bool
     dry_run: bool
+    search: "TrainReport | None" = None
+    search_removed: bool = False
 
     def summary(self) -> str:
         """The training figures: learner, data, MAP, and the weight of every feature."""
@@ -355,29 +369,87 @@ class TrainReport:
                      "(weights of the features min-max scaled among each query's candidates)")
         return "\n".join(lines)
 
+    def _not_better(self) -> str:
+        cv = self.selection
+        return (f"the learned ranking (cross-validated MAP {100 * cv.learned_score_:.2f}) is "
+                f"not better than the retrieval order alone ({cv.baseline}, "
+                f"{100 * cv.baseline_score_:.2f})")
+
     def __str__(self) -> str:
         features, learning = self.seconds["features"], self.seconds["learning"]
         lines = [self.summary(),
                  f"time         {features + learning:.1f} s (candidates and features "
-                 f"{features:.1f} s, learning {learning:.1f} s)"]
-        index, name, cv = self.index, self.name, self.selection
+                 f"{features:.1f} s, learning {learning:.1f} s)", ""]
+        index, name, search = self.index, self.name, self.search
+        use = "" if name == "ranker" else f" --ranker {name}"
+        removed = f" (the ranker {name!r} stored before is removed)" if self.removed else ""
         if not self.improves:
-            lines.append(
-                f"\nwarning: the learned ranking (cross-validated MAP "
-                f"{100 * cv.learned_score_:.2f}) is not better than the retrieval order alone "
-                f"({cv.baseline}, {100 * cv.baseline_score_:.2f}): no ranker stored, search "
-                "keeps the retrieval order"
-                + (f" (the ranker {name!r} stored before is removed)" if self.removed else ""))
+            lines.append(f"warning: {self._not_better()}: no ranker stored"
+                         + (", search keeps the retrieval order" if search is None else
+                            " for candidates given with scores")
+                         + removed)
         elif self.dry_run:
-            lines.append("\n(dry run: nothing stored)")
+            lines.append("(dry run: nothing stored)")
+        elif search is None:
+            lines += [f"stored as model {name!r} in {index}"
+                      + (": searches now rank with it" if name == "ranker" else ""),
+                      f"search with it:   cqa-search query {index}{use} \"your question\"",
+                      f"evaluate it:      cqa-search evaluate {index}{use} --queries Q "
+                      "--qrels R"]
         else:
-            use = "" if name == "ranker" else f" --ranker {name}"
-            lines.append(f"\nstored as model {name!r} in {index}"
-                         + (": searches now rank with it" if name == "ranker" else "")
-                         + f"\nsearch with it:   cqa-search query {index}{use} \"your question\""
-                         f"\nevaluate it:      cqa-search evaluate {index}{use} --queries Q "
-                         "--qrels R")
+            lines += [f"stored as model {name!r} in {index}: it ranks candidates given with "
+                      "their scores (a rerank of a run)",
+                      f"evaluate it:      cqa-search evaluate {index}{use} --candidates RUN "
+                      "--queries Q --qrels R"]
+        if search is not None:
+            companion = search.name
+            lines += ["", f"free searches have no given-run features ("
+                      f"{', '.join(GIVEN_FEATURES)}): the same training without them, on the "
+                      "same candidates, for the ranker of free searches",
+                      search.summary(), ""]
+            if not search.improves:
+                lines.append(f"{search._not_better()}: free searches keep the retrieval order"
+                             + (f" (the ranker {companion!r} stored before is removed)"
+                                if search.removed else ""))
+            elif search.dry_run:
+                lines.append("(dry run: nothing stored)")
+            else:
+                lines += [f"stored as model {companion!r} in {index}: free searches"
+                          + ("" if self.stored else " and reranks")
+                          + (" now rank with it" if name == "ranker" else
+                             f" with --ranker {name} rank with it"),
+                          f"search with it:   cqa-search query {index}{use} \"your question\""]
+        elif uses_given(self.ranker) and self.improves:
+            lines.append("free searches keep the retrieval order: the ranker reads no feature "
+                         "but the given-run ones, which they do not have")
+        if self.search_removed:
+            lines.append(f"(the ranker {search_ranker_name(name)!r} stored before for free "
+                         "searches is removed)")
         return "\n".join(lines)
+
+
+def _fit(X, y, qid, names, baseline, *, learner, params, normalize, max_iter, tol,
+         early_stopping, random_state, cv, all_features, no_cv):
+    """``(ranker, selection)``: the ranker of :func:`train_ranker` on these columns, and the
+    cross-validation that chose it (None with ``no_cv``)."""
+    if no_cv:
+        ranker = LinearRanker(learner, params=params, normalize=normalize, max_iter=max_iter,
+                              tol=tol, early_stopping=early_stopping,
+                              random_state=random_state)
+        return ranker.fit(X, y, qid=qid, feature_names=names), None
+    if early_stopping:
+        raise QueryError("early_stopping goes with no_cv (`train --early-stopping "
+                         "--no-cv`): cross-validation chooses the iterations")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoImprovementWarning)  # the report says it
+        selection = LinearRankerCV(learner, params=params, normalize=normalize,
+                                   select_features=not all_features,
+                                   baseline=baseline if baseline in names else None,
+                                   n_splits=cv, max_iter=max_iter, tol=tol,
+                                   random_state=random_state,
+                                   **_selection_options(learner, params, max_iter))
+        selection.fit(X, y, qid=qid, feature_names=names)
+    return selection.best_estimator_, selection
 
 
 def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ranksvm",
@@ -393,6 +465,14 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     that earn their place, and whether it ranks the candidates better than the retrieval
     model alone; when it does not, nothing is stored (and a ranker stored before under the
     same name is removed), so training never makes search worse.
+
+    A ranker of given candidates that reads their scores (the given-run features
+    :data:`~cqa_search.features.GIVEN_FEATURES`) ranks only candidates given with scores
+    (:meth:`~cqa_search.SearchEngine.rerank`, ``evaluate --candidates``): free searches
+    have no such features. A second ranker is then trained the same way on the same
+    candidates without them (against the retrieval model's order), and stored as
+    ``<name>-search`` when it beats that order: the engine ranks free searches with it
+    (:attr:`TrainReport.search`).
 
     Parameters
     ----------
@@ -434,7 +514,8 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         No cross-validation: fit the learner with its options on all the features and
         store it.
     name : str, default "ranker"
-        Model name in the index (``ranker``: the one search uses).
+        Model name in the index (``ranker``: the one search uses). A ``<name>-search``
+        stored before is replaced or removed: it belongs to ``name``.
     dry_run : bool, default False
         Train and report, store (and remove) nothing.
     progress : bool, default False
@@ -469,37 +550,39 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     if n_pairs == 0:
         raise QueryError("no query has both relevant and non-relevant candidates: nothing to "
                          "learn")
-    params = dict(params) if params else None
-    selection = None
-    if no_cv:
-        ranker = LinearRanker(learner, params=params, normalize=normalize, max_iter=max_iter,
-                              tol=tol, early_stopping=early_stopping,
-                              random_state=random_state)
-        ranker.fit(X, y, qid=qid, feature_names=names)
-    else:
-        if early_stopping:
-            raise QueryError("early_stopping goes with no_cv (`train --early-stopping "
-                             "--no-cv`): cross-validation chooses the iterations")
-        baseline = "given_rrank" if candidates is not None else engine.config.retrieval.feature_name
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NoImprovementWarning)  # the report says it
-            selection = LinearRankerCV(learner, params=params, normalize=normalize,
-                                       select_features=not all_features,
-                                       baseline=baseline if baseline in names else None,
-                                       n_splits=cv, max_iter=max_iter, tol=tol,
-                                       random_state=random_state,
-                                       **_selection_options(learner, params, max_iter))
-            selection.fit(X, y, qid=qid, feature_names=names)
-        ranker = selection.best_estimator_
+    options = dict(learner=learner, params=dict(params) if params else None,
+                   normalize=normalize, max_iter=max_iter, tol=tol,
+                   early_stopping=early_stopping, random_state=random_state, cv=cv,
+                   all_features=all_features, no_cv=no_cv)
+    retrieval = engine.config.retrieval.feature_name
+    ranker, selection = _fit(X, y, qid, names,
+                             "given_rrank" if candidates is not None else retrieval, **options)
+    free = [j for j, n in enumerate(names) if n not in GIVEN_FEATURES]
+    search = None
+    if uses_given(ranker) and free:  # and the ranker of free searches, without them
+        search = _fit(X[:, free], y, qid, [names[j] for j in free], retrieval, **options)
     seconds = {"features": t1 - t0, "learning": time.perf_counter() - t1}
-    improves = selection is None or bool(selection.improves_)
-    removed = stored = False
-    if not improves:
-        removed = not dry_run and name in engine.models
+
+    def report(fitted, name, **more):
+        """The report of ``fitted`` (ranker, selection), stored as ``name`` unless it does
+        not beat the retrieval order (a ranker of that name stored before is then
+        removed)."""
+        ranker, selection = fitted
+        improves = selection is None or bool(selection.improves_)
+        removed = not dry_run and not improves and name in engine.models
         if removed:
             remove_model(index, name)
-    elif not dry_run:
-        add_model(engine, name, ranker)
-        stored = True
-    return TrainReport(ranker, selection, os.fspath(index), name, len(queries), n_useful,
-                       len(X), n_pairs, seconds, improves, stored, removed, dry_run)
+        elif improves and not dry_run:
+            add_model(engine, name, ranker)
+        return TrainReport(ranker, selection, os.fspath(index), name, len(queries), n_useful,
+                           len(X), n_pairs, seconds, improves, improves and not dry_run,
+                           removed, dry_run, **more)
+
+    if search is not None:  # stored first: a reader meanwhile finds the new ranker with it
+        search = report(search, search_ranker_name(name))
+    out = report((ranker, selection), name, search=search)
+    if search is None and not dry_run and search_ranker_name(name) in engine.models:
+        # an earlier training's, which would rank free searches in place of this one
+        remove_model(index, search_ranker_name(name))
+        out = dataclasses.replace(out, search_removed=True)
+    return out

@@ -82,3 +82,19 @@ def _bm25_position_qrels(index, position) -> dict:
 def bm25_position_qrels():
     """:func:`_bm25_position_qrels`: ``(index, position) -> qrels``."""
     return _bm25_position_qrels
+
+
+def _given_run(qrels) -> dict:
+    """A run of each query's judged candidates whose given order (scores n, ..., 1) puts
+    the relevant ones first: candidates given with informative scores."""
+    run = {}
+    for qid, judged in qrels.items():
+        order = sorted(judged, key=lambda d: -judged[d])  # stable: relevant first
+        run[qid] = {d: float(len(order) - i) for i, d in enumerate(order)}
+    return run
+
+
+@pytest.fixture
+def given_run():
+    """:func:`_given_run`: ``qrels -> run``."""
+    return _given_run

@@ -53,7 +53,8 @@ def configure(parser) -> None:
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates: the full pipeline "
                              "(default: the index's 'ranker' when it has one; 'none': the "
-                             "retrieval model alone)")
+                             "retrieval model alone); without --candidates, one that reads "
+                             "the given-run features ranks with its NAME-search")
     parser.add_argument("--metrics", nargs="+",
                         help="map, mrr, p@K, r@K, ndcg@K (default: "
                              f"{' '.join(RERANK_METRICS)} with --candidates, else "
@@ -91,17 +92,18 @@ def run(args) -> int:
         if not any(q in qrels for q in run_):  # mismatched files: every AP 0, or no query
             raise QueryError(f"none of the queries of {args.run} is judged in {args.qrels}")
     else:
-        engine = open_engine(args, retrieval=model)
-        if engine.ranker is None:  # the retrieval model alone: no features to compute
-            engine = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None))
         candidates = read_run(args.candidates) if args.candidates else None
+        engine = open_engine(args, given=candidates is not None, retrieval=model)
+        ranker = engine.ranker_name if candidates is None else engine.given_ranker_name
+        if ranker is None:  # the retrieval model alone: no features to compute
+            engine = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None))
         queries = read_queries(args.queries)
         if not any(q["id"] in qrels for q in queries):  # mismatched files: every AP 0
             raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}"
                              if queries else f"{args.queries} holds no queries")
         run_ = run_queries(engine, queries, candidates=candidates, k=args.k,
                            progress=not args.quiet)
-        label = args.model + (f"+{engine.config.ranker}" if engine.ranker is not None else "")
+        label = args.model + (f"+{ranker}" if ranker is not None else "")
     if args.run_out:
         write_run(run_, args.run_out, tag=label.replace(" ", "_"))
     convention, metrics, what = _protocol(args)

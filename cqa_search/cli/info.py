@@ -5,6 +5,7 @@ import argparse
 import json
 
 from .._utils import counted
+from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
 from ._common import COMMANDS, add_common_options, run_command
 
@@ -15,6 +16,15 @@ def configure(parser) -> None:
     parser.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
     parser.add_argument("--json", action="store_true", help="print the information as JSON")
     add_common_options(parser)
+
+
+def _ranks(name, model, models) -> str:
+    """What a ranker of the given-run features ranks (nothing to say of the others)."""
+    if not any(f in GIVEN_FEATURES for f in model.get("features") or ()):
+        return ""
+    search = search_ranker_name(name)
+    return ("; ranks candidates given with their scores (free searches: "
+            + (f"{search})" if search in models else "the retrieval order)"))
 
 
 def format_info(info) -> str:
@@ -44,7 +54,8 @@ def format_info(info) -> str:
         again = "retrain it with `cqa-search train`" if m["kind"] == "ranker" else \
             "refit with `cqa-search fit`"
         lines.append(f"model      {name} ({m['kind']}, fitted {m['created']}): "
-                     + ("; ".join(stale) + f" ({again})" if stale else "up to date"))
+                     + ("; ".join(stale) + f" ({again})" if stale else "up to date")
+                     + _ranks(name, m, info["models"]))
     return "\n".join(lines)
 
 

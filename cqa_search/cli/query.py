@@ -15,6 +15,7 @@ import sys
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
+from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import Presenter
 from ..query_parser import date_filter
 from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
@@ -72,7 +73,8 @@ def configure(parser) -> None:
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates (default: the "
                              "index's 'ranker' when it has one; 'none': the retrieval model's "
-                             "order)")
+                             "order); one that reads the given-run features (train "
+                             "--candidates) ranks with its NAME-search")
     parser.add_argument("--json", action="store_true",
                         help="print results as JSON (one line per query when piped)")
     parser.add_argument("--run-out", metavar="FILE",
@@ -90,14 +92,23 @@ def configure(parser) -> None:
     add_common_options(parser)
 
 
-def open_engine(args, **config) -> SearchEngine:
+def open_engine(args, *, given=False, **config) -> SearchEngine:
     """The engine of ``args.index`` with ``--ranker NAME|none`` (and ``--verify``) applied;
-    a ranker asked for by name must exist."""
+    a ranker asked for by name must exist and fit what is searched (free searches, or
+    ``given``: candidates given with scores)."""
     if args.ranker is not None:
         config["ranker"] = None if args.ranker.lower() == "none" else args.ranker
     engine = SearchEngine.open(args.index, verify=getattr(args, "verify", False),
                                config=SearchConfig(**config))
-    if args.ranker and args.ranker.lower() != "none" and engine.ranker is None:
+    if args.ranker and args.ranker.lower() != "none" and \
+            (engine.given_ranker if given else engine.ranker) is None:
+        if engine.given_ranker is not None:
+            raise QueryError(
+                f"ranker {args.ranker!r} reads the given-run features ("
+                f"{', '.join(GIVEN_FEATURES)}), which only candidates given with scores have "
+                f"(`evaluate --candidates RUN`), and this index has no "
+                f"{search_ranker_name(args.ranker)!r} for free searches (train it again with "
+                "--candidates to store one, or search with --ranker none)")
         rankers = [n for n, m in engine.models.items() if hasattr(m, "predict")]
         raise QueryError(f"this index has no ranker {args.ranker!r} (rankers: "
                          f"{', '.join(rankers) or 'none'})")

@@ -5,6 +5,11 @@ By default the ranker is chosen by query-grouped cross-validation
 earn their place, and whether it ranks the candidates better than the retrieval model
 alone; when it does not, nothing is stored (and a ranker stored before under the same name
 is removed), so training never makes search worse.
+
+With ``--candidates``, a ranker that reads the candidates' given scores (``given_score``,
+``given_rrank``) ranks only candidates given with scores (``evaluate --candidates``); a
+ranker without them, trained the same way, is stored beside it as ``NAME-search`` for free
+searches (``query``, the server), which have no given scores.
 """
 from __future__ import annotations
 
@@ -41,7 +46,9 @@ def configure(parser) -> None:
                         help="TREC qrels of the queries (relevance >= 1: relevant)")
     parser.add_argument("--candidates", metavar="RUN",
                         help="rank these candidates (TREC run; their scores are the given_* "
-                             "features) instead of the top -k of full retrieval")
+                             "features) instead of the top -k of full retrieval; a ranker "
+                             "that reads given_* ranks only candidates given with scores, and "
+                             "one without them is stored as NAME-search for free searches")
     parser.add_argument("-k", type=positive_int, default=None,
                         help="candidates per query from full retrieval (default: the "
                              "engine's n_candidates, 100: the candidates search reranks)")
@@ -87,7 +94,9 @@ def configure(parser) -> None:
                         help="no cross-validation: fit the learner with its options on all "
                              "the features and store it")
     parser.add_argument("--name", default=DEFAULTS["name"],
-                        help="model name in the index (default: ranker, the one search uses)")
+                        help="model name in the index (default: ranker, the one search uses); "
+                             "NAME-search, the ranker of free searches of a ranker that reads "
+                             "given_*, belongs to it (replaced or removed)")
     parser.add_argument("--dry-run", action="store_true", help="train and report, store nothing")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)

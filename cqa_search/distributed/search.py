@@ -357,7 +357,7 @@ class ShardedEngine(SearchEngine):
         self._feature_names = tuple(self._gather(
             [s0], [self.actors[s0].feature_names.remote(self.config)], "starting the shards",
             timeout=_START_TIMEOUT)[0])
-        self.ranker = self._make_ranker()
+        self.ranker, self.given_ranker = self._make_rankers()
 
     # -- what the engine reads -------------------------------------------------------
     @property

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._utils import progress_bar
+from ..features import GIVEN_FEATURES
 from ..parallel import map_queries, n_workers
 from .trec import as_queries, as_run
 
@@ -103,9 +104,10 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
     """Features of (query, candidate) pairs, for training and analysing rankers.
 
     Candidates are the given ones (``candidates``, a run or a run file) or the top ``k`` of the
-    retrieval model (full retrieval; a query never gets itself). The engine's ranker is
-    not applied: the candidates are those the ranker would reorder. ``n_jobs`` as
-    :func:`run_queries`.
+    retrieval model (full retrieval; a query never gets itself; without the columns of
+    :data:`~cqa_search.features.GIVEN_FEATURES`, which only given candidates have). The
+    engine's ranker is not applied: the candidates are those the ranker would reorder.
+    ``n_jobs`` as :func:`run_queries`.
 
     Returns
     -------
@@ -114,7 +116,7 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
     doc_ids : ndarray of str, shape (n_pairs,)
     feature_names : tuple of str
     """
-    if engine.ranker is not None:
+    if engine.config.ranker is not None:
         engine = engine.with_config(replace(engine.config, ranker=None))
     if candidates is None:
         engine._check_k(k)
@@ -135,8 +137,12 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
             blocks.append(features)
             qids.extend([query["id"]] * len(doc_ids))
             docs.extend(doc_ids)
-    X = np.vstack(blocks) if blocks else np.zeros((0, len(engine.feature_names)))
-    return X, np.array(qids, dtype=str), np.array(docs, dtype=str), engine.feature_names
+    names = engine.feature_names
+    X = np.vstack(blocks) if blocks else np.zeros((0, len(names)))
+    if candidates is None:  # a ranker of free searches must not read them
+        keep = [j for j, n in enumerate(names) if n not in GIVEN_FEATURES]
+        X, names = X[:, keep], tuple(names[j] for j in keep)
+    return X, np.array(qids, dtype=str), np.array(docs, dtype=str), names
 
 
 def run_of_scores(qid, doc_ids, scores, *, order=None) -> dict:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._utils import counted, progress_bar
-from ..exceptions import ArchiveError, ParameterError, rebuild_hint
+from ..exceptions import ArchiveError, IndexFormatError, ParameterError, rebuild_hint
 from .build import checked_questions, nothing_read, read_archive
 from .layout import (SegmentRows, SegmentWriter, SortedIds, load_index, read_head,
                      segment_dir, write_globals)
@@ -388,9 +388,20 @@ def _select(field: FieldIndex, rows, n_terms) -> FieldIndex:
     return out
 
 
+def _ranker_features(stored, name):
+    """The feature names a stored ranker reads (None when its model file is damaged:
+    opening the index says so)."""
+    try:
+        names = stored.model(name).meta.get("feature_names")
+    except IndexFormatError:
+        return None
+    return names if isinstance(names, list) else None
+
+
 def index_info(path) -> dict:
     """What ``cqa-search info`` shows: generation, segments, questions, and for every stored
-    model how many questions were added and deleted since its fit."""
+    model how many questions were added and deleted since its fit (and for a ranker, the
+    ``features`` it reads)."""
     stored = open_index(path)
     m = stored.manifest
     counters = m.get("counters", {})
@@ -403,6 +414,8 @@ def index_info(path) -> dict:
                         - int(fitted.get("added", 0)),
                         "deleted_since": int(counters.get("deleted", 0))
                         - int(fitted.get("deleted", 0))}
+        if entry["kind"] == "ranker":
+            models[name]["features"] = _ranker_features(stored, name)
     return {"path": stored.path, "generation": stored.generation,
             "created": m.get("created"), "format_version": m.get("format_version"),
             "questions": int(stats.get("n_docs", 0)), "rows": int(stats.get("n_rows", 0)),

@@ -46,7 +46,8 @@ class Hit(BaseModel):
 
 
 class Ranker(BaseModel):
-    name: str
+    name: str = Field(description="the stored ranker that ran: the configured one, or its "
+                                  "NAME-search when that one reads the given-run features")
     learner: str | None
     n_candidates: int = Field(description="how many retrieval candidates it reorders")
     intercept: float

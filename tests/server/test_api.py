@@ -425,3 +425,23 @@ def test_writes_need_the_token_and_are_served_at_once(tmp_path, toy_questions):
     assert SearchEngine.open(path).n_questions == 14  # what the server wrote is the index
     with pytest.raises(Exception, match="question 1 of the body: missing required field 'id'"):
         parse_questions(b'[{"title": "no id"}]')
+
+
+def test_ranking_names_the_ranker_that_ran(tmp_path, toy_questions, bm25_position_qrels,
+                                           given_run):
+    from cqa_search.features import GIVEN_FEATURES
+    from cqa_search.training import train_ranker
+
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    qrels = bm25_position_qrels(path, -1)
+    queries = [{"id": q, "text": t} for q, t in (
+        ("v1", "which office renews a residence visa"), ("v2", "my wife has a family visa"),
+        ("s1", "cheap sofa and furniture shops"), ("c1", "the car engine will not start"))]
+    train_ranker(path, queries, qrels, given_run(qrels), no_cv=True)
+    with TestClient(create_app(path)) as http:
+        doc = http.get("/api/search", params={"q": "renew my visa", "explain": "true"}).json()
+    ranker = doc["ranking"]["ranker"]
+    assert ranker["name"] == "ranker-search" and not set(GIVEN_FEATURES) & set(ranker["features"])
+    assert doc["hits"] and all(not set(GIVEN_FEATURES) & set(h["contributions"])
+                               for h in doc["hits"])
