@@ -4,6 +4,7 @@ import re
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -509,3 +510,42 @@ def test_a_warning_is_one_line(capsys, tmp_path, fixtures):
 def test_bad_option_values_are_user_errors(capsys, toy_index, tmp_path):
     code, out, err = run(capsys, "fit", toy_index, "topics", "--n-shared", "-3")
     assert code == 1 and "n_shared must be" in err and "internal error" not in err
+
+
+def test_the_hybrid_first_stage_from_the_command_line(capsys, vectors_copy):
+    """query and evaluate search with the word vectors when the index has them; --hybrid
+    changes a or turns the stage off; --explain shows both parts of a hit's first-stage
+    score; train stores the a it chose."""
+    demo = Path(__file__).resolve().parents[2] / "cqa_search" / "data" / "demo"
+    code, out, _ = run(capsys, "query", vectors_copy, "sinuses plugged up", "-k", "2",
+                       "--explain", "--color", "never", "--no-answers")
+    assert code == 0
+    assert re.search(r"first stage \d\.\d{3} = 0\.7 × bm25 [\d.]+/[\d.]+ \+ 0\.3 × cosine", out)
+    code, out, _ = run(capsys, "query", vectors_copy, "sinuses plugged up", "-k", "2",
+                       "--explain", "--hybrid", "none", "--color", "never")
+    assert code == 0 and "first stage" not in out
+    code, out, _ = run(capsys, "query", vectors_copy, "sinuses plugged up", "--json",
+                       "--explain", "--hybrid", "0.6")
+    doc = json.loads(out)
+    assert doc["ranking"]["hybrid"] == 0.6 and doc["hits"][0]["first_stage"]["a"] == 0.6
+    evaluate = ["evaluate", vectors_copy, "--queries", demo / "queries.jsonl", "--qrels",
+                demo / "qrels.txt", "-q", "--metrics", "map", "r@100"]
+    code, out, _ = run(capsys, *evaluate)
+    assert code == 0 and "bm25+hybrid0.3 " in out
+    code, out, _ = run(capsys, *evaluate, "--hybrid", "none")
+    assert code == 0 and "\nbm25 " in out
+    code, out, _ = run(capsys, "train", vectors_copy, "--queries", demo / "queries.jsonl",
+                       "--qrels", demo / "qrels.txt", "--cv", "3", "-q")
+    assert code == 0 and "first stage  hybrid, a = " in out
+    a = SearchEngine.open(vectors_copy).models["ranker"].hybrid_weight_
+    code, out, _ = run(capsys, "query", vectors_copy, "sinuses plugged up", "--json", "--explain")
+    assert json.loads(out)["ranking"]["hybrid"] == a
+
+
+def test_hybrid_needs_word_vectors(capsys, tmp_path, fixtures):
+    index = tmp_path / "idx"
+    run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o", index, "-q")
+    code, _, err = run(capsys, "query", index, "visa", "--hybrid", "0.3")
+    assert code == 1 and "needs the index's word vectors" in err
+    code, out, _ = run(capsys, "query", index, "visa", "--json")  # auto: BM25 alone
+    assert code == 0 and json.loads(out)["ranking"]["hybrid"] is None
