@@ -43,8 +43,8 @@ from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
 from .ranking.selection import REGULARISATION
 from .retrieval import first_stage
 
-__all__ = ["FitReport", "TrainReport", "fit_family", "train_ranker", "training_table",
-           "cv_report", "FIT_INPUTS"]
+__all__ = ["FitReport", "TrainReport", "HybridChoice", "fit_family", "train_ranker",
+           "training_table", "choose_hybrid", "best_weight", "cv_report", "FIT_INPUTS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -366,8 +366,20 @@ def choose_hybrid(engine, queries, qrels, hybrid="auto", *, k=None,
         grid.append((a, float(scores[f"r@{k}"].mean()), float(scores["map"].mean())))
         bar.update()
     bar.close()
-    best = max(grid, key=lambda g: (round(g[1], 12), round(g[2], 12), -g[0]))
-    return HybridChoice(best[0], k, grid)
+    return HybridChoice(best_weight(grid), k, grid)
+
+
+def best_weight(grid) -> float:
+    """The ``a`` :func:`choose_hybrid` chooses from ``[(a, recall, MAP)]``: the best
+    recall of the candidates, then the best MAP of the first stage's order, then the
+    smaller ``a``.
+
+    Examples
+    --------
+    >>> best_weight([(0.1, 0.80, 0.30), (0.3, 0.85, 0.29), (0.5, 0.85, 0.31)])
+    0.5
+    """
+    return max(grid, key=lambda g: (round(g[1], 12), round(g[2], 12), -g[0]))[0]
 
 
 @dataclass(frozen=True)

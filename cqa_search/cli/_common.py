@@ -262,7 +262,7 @@ def hybrid_weight(text):
 #: The help of ``--hybrid`` (query, evaluate, serve).
 HYBRID_HELP = ("the first stage: the weight a of the word-vector cosine in the hybrid score "
                "(1-a)*bm25/max bm25 + a*cosine, in [0, 1]; 'none': the retrieval model "
-               "alone (default: auto, the a stored with the ranker by `train`, or 0.3 "
+               "alone (default: auto, the a stored with the ranker by `train`, or 0.7 "
                "without one, when the index has word vectors: `cqa-search fit INDEX "
                "embeddings`)")
 
@@ -291,7 +291,7 @@ def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
 
 def format_first_stage(parts) -> str:
     """The two parts of a hit's hybrid first-stage score (``hit.first_stage``), e.g.
-    ``0.612 = 0.7 × bm25 8.31/12.0 + 0.3 × cosine 0.49``."""
+    ``0.612 = 0.3 × bm25 8.31/12.0 + 0.7 × cosine 0.52``."""
     return (f"{parts['score']:.3f} = {1 - parts['a']:.2g} × {parts['term_model']} "
             f"{parts['term']:.3g}/{parts['term_max']:.3g} + {parts['a']:.2g} × cosine "
             f"{parts['cosine']:.3f}")
