@@ -273,7 +273,11 @@ def parse_query(typed: str) -> ParsedQuery:
     >>> parse_query("NOT NOT NOT").text   # unreadable: its plain words
     'NOT NOT NOT'
     """
-    typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), _LONE_SIGN.sub(" ", typed))
+    # (each pattern only where its character occurs: a whole question is a long query)
+    if "+" in typed or "-" in typed:
+        typed = _LONE_SIGN.sub(" ", typed)
+    if ":" in typed:
+        typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), typed)
     if not _SYNTAX.search(typed):
         return ParsedQuery(" ".join(typed.split()))
     quick = _common_syntax(typed)

@@ -45,8 +45,10 @@ def test_bench_search_tiny(tmp_path):
     archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
     write_archive(archive, 300, 20, queries)
     out = run("bench_search.py", str(archive), str(queries), "--engines", "cqa-question",
-              "--check", "0", "--work-dir", str(tmp_path / "work"))
+              "--check", "0", "--work-dir", str(tmp_path / "work"), "--whole-questions", "5")
     assert "| cqa_search `fields=(question)`, BM25 top-10" in out
+    assert "### Queries: 5 archive questions, title + body" in out
+    assert out.count("BM25 top-10, `features=()`, numpy paths |") == 4  # 2 sets x 2 tables
 
 
 def test_bench_live_tiny(tmp_path):
@@ -87,4 +89,5 @@ def test_load_server_tiny(tmp_path, workers):
     cells = [c.strip() for c in row[0].strip("|").split("|")]
     assert cells[1] == "0" and float(cells[2]) > 0  # errors, throughput
     assert "gen-000001 -> gen-000002" in out
+
 
