@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["top_k", "sum_dp", "viterbi", "locate", "align"]
+__all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -254,3 +254,85 @@ def align(doc, term, prob, last, p_null, n, n_terms):
             best[k] = -1
     return best
 
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True, nogil=True)
+def number_tokens(data, at, out, n_out, slots, starts, lengths, hashes, arena, n_arena,
+                  n_known):
+    """Number the tokens of ``data[at:]`` (runs of bytes other than spaces) into
+    ``out[n_out:]``, in a table of the tokens met so far, numbered in the order they first
+    occur; ``-2`` for the separator ``b"\\x01"``.
+
+    The table is open addressing over ``slots`` (a power of two, -1 free, at most half
+    full) holding token numbers; token ``t``'s bytes are ``arena[starts[t]:starts[t] +
+    lengths[t]]`` and its FNV-1a hash ``hashes[t]``. Returns ``(at, n_out, n_arena,
+    n_known)``: ``at < len(data)`` when a new token found the table full (the caller grows
+    it and calls again from ``at``). The dictionary twin (``bytes.split`` and a ``dict``)
+    numbers the same tokens the same way.
+    """
+    size = data.shape[0]
+    mask = slots.shape[0] - 1
+    capacity = min(starts.shape[0], slots.shape[0] // 2)
+    i = at
+    while i < size:
+        if data[i] == 32:
+            i += 1
+            continue
+        j = i
+        h = _FNV_OFFSET
+        while j < size and data[j] != 32:
+            h = (h ^ np.uint64(data[j])) * _FNV_PRIME
+            j += 1
+        n = j - i
+        if n == 1 and data[i] == 1:
+            out[n_out] = -2
+            n_out += 1
+            i = j
+            continue
+        s = np.int64(h & np.uint64(mask))
+        while True:
+            t = slots[s]
+            if t < 0:
+                break
+            if hashes[t] == h and lengths[t] == n:
+                a = starts[t]
+                same = True
+                for x in range(n):
+                    if arena[a + x] != data[i + x]:
+                        same = False
+                        break
+                if same:
+                    break
+            s = (s + 1) & mask
+        if t < 0:  # a new token: number n_known
+            if n_known == capacity or n_arena + n > arena.shape[0]:
+                return i, n_out, n_arena, n_known  # full: grown by the caller
+            arena[n_arena:n_arena + n] = data[i:j]
+            t = n_known
+            starts[t] = n_arena
+            lengths[t] = n
+            hashes[t] = h
+            slots[s] = t
+            n_arena += n
+            n_known += 1
+        out[n_out] = t
+        n_out += 1
+        i = j
+    return i, n_out, n_arena, n_known
+
+
+@njit(cache=True, nogil=True)
+def token_slots(hashes, n_known, size):
+    """The ``slots`` of :func:`number_tokens` (``size``, a power of two) of the first
+    ``n_known`` tokens."""
+    slots = np.full(size, -1, dtype=np.int64)
+    mask = size - 1
+    for u in range(n_known):
+        r = np.int64(hashes[u] & np.uint64(mask))
+        while slots[r] >= 0:
+            r = (r + 1) & mask
+        slots[r] = u
+    return slots

@@ -19,6 +19,9 @@ rounding); the numpy path stays the reference and the fallback.
 - :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
   over the (candidate, word, query term) entries instead of sorting them by (candidate,
   term) to reduce groups.
+- :func:`number_tokens`: the tokens of a batch of questions numbered in a table of the
+  tokens met so far (:class:`~cqa_search.index.batches.LocalTerms`), one pass over their
+  bytes instead of a ``bytes`` object and a dictionary look-up per token.
 - :func:`locate`: the posting positions of (term, candidate) pairs that the term features
   read (:func:`cqa_search.retrieval.postings.locate`), one binary search a pair instead
   of numpy's rounds over all pairs at once (as many rounds as the longest posting list
@@ -55,7 +58,8 @@ import time
 import numpy as np
 
 __all__ = ["use", "active", "describe", "load", "available", "timed", "top_k_of_postings",
-           "sum_dp", "viterbi", "locate", "align", "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
+           "sum_dp", "viterbi", "locate", "align", "number_tokens", "TokenTable",
+           "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
            "WINDOW", "ENVIRONMENT_VARIABLE"]
 
 #: What :func:`use` accepts.
@@ -297,6 +301,51 @@ def align(doc, term, prob, last, p_null, n, n_terms):
                           np.asarray(p_null, dtype=np.float64), int(n), int(n_terms))
 
 
+class TokenTable:
+    """The state of :func:`number_tokens`: the tokens met so far and their numbers."""
+
+    def __init__(self, size=1 << 12):
+        self.slots = np.full(2 * size, -1, dtype=np.int64)
+        self.starts = np.zeros(size, dtype=np.int64)
+        self.lengths = np.zeros(size, dtype=np.int64)
+        self.hashes = np.zeros(size, dtype=np.uint64)
+        self.arena = np.zeros(8 * size, dtype=np.uint8)
+        self.n_arena = self.n_known = 0
+
+    def __len__(self):
+        return self.n_known
+
+    def token(self, number) -> bytes:
+        """The bytes of token ``number``."""
+        start = self.starts[number]
+        return self.arena[start:start + self.lengths[number]].tobytes()
+
+    def grow(self):
+        """Twice the room (the kernel found it full)."""
+        size = 2 * len(self.starts)
+        for name in ("starts", "lengths", "hashes"):
+            setattr(self, name, np.resize(getattr(self, name), size))
+        if 2 * self.n_arena > len(self.arena) or 8 * size > len(self.arena):
+            self.arena = np.resize(self.arena, max(2 * len(self.arena), 8 * size))
+        self.slots = _kernels.token_slots(self.hashes, self.n_known, 2 * size)
+
+
+def number_tokens(table: TokenTable, data: bytes) -> np.ndarray:
+    """The number of each token of ``data`` (runs of bytes other than spaces) in
+    ``table``, new tokens numbered in the order they first occur; -2 for ``b"\\x01"``
+    (the kernels must be loaded). See ``_numba_kernels.number_tokens``."""
+    data = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(len(data) // 2 + 1, dtype=np.int64)
+    at = n_out = 0
+    while True:
+        at, n_out, table.n_arena, table.n_known = _kernels.number_tokens(
+            data, at, out, n_out, table.slots, table.starts, table.lengths, table.hashes,
+            table.arena, table.n_arena, table.n_known)
+        if at == len(data):
+            return out[:n_out]
+        table.grow()
+
+
 def _examples():
     top_k = (np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32),
              np.ones(2, dtype=np.float32), np.zeros(1, dtype=np.int64),
@@ -308,4 +357,9 @@ def _examples():
             "viterbi": (np.log(probs), -1e30),
             "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64)),
             "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
-                      np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1)}
+                      np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1),
+            "number_tokens": (np.frombuffer(b"ab \x01 ab", dtype=np.uint8), 0,
+                              np.zeros(3, dtype=np.int64), 0, np.full(8, -1, dtype=np.int64),
+                              np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64),
+                              np.zeros(4, dtype=np.uint64), np.zeros(16, dtype=np.uint8), 0, 0),
+            "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2)}

@@ -91,3 +91,10 @@ def test_load_server_tiny(tmp_path, workers):
     assert "gen-000001 -> gen-000002" in out
 
 
+
+def test_bench_build_tiny(tmp_path):
+    archive = tmp_path / "a.jsonl"
+    write_archive(archive, 50)
+    out = run("bench_build.py", str(archive), "--work-dir", str(tmp_path / "work"),
+              "--repeat", "1", "--jobs", "1,2")
+    assert "| 2 |" in out and "Every build wrote the same files: yes" in out

@@ -103,7 +103,7 @@ def read_archive(archive, *, format=None, skip_invalid=False, reader_options=Non
 
 
 def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=None,
-                skip_invalid=False, progress=False, **reader_options) -> BuildSummary:
+                skip_invalid=False, progress=False, n_jobs=-1, **reader_options) -> BuildSummary:
     """Index an archive into the directory ``path`` (atomically).
 
     Parameters
@@ -124,6 +124,11 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
         Skip invalid records (counted in the summary) instead of failing.
     progress : bool, default False
         Show a progress bar on stderr.
+    n_jobs : int or None, default -1
+        Cores at work (-1: all): threads analyse the text while this one reads and
+        stores the questions (1 or None: this thread alone). They start after the first
+        8,192 questions, so a small archive never waits for them; the index is the same
+        bit for bit (:class:`~cqa_search.index.term_index.TermIndexBuilder`).
     **reader_options
         Options of the reader (e.g. ``columns`` for CSV).
 
@@ -156,7 +161,7 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
     questions, report, sources = read_archive(archive, format=format, skip_invalid=skip_invalid,
                                               reader_options=reader_options)
     with IndexWriter(path) as writer:
-        builder = TermIndexBuilder(analyzer, fields)
+        builder = TermIndexBuilder(analyzer, fields, n_jobs=n_jobs)
         offsets = array("q", [0])
         doc_ids, seen = [], set()
         categories, doc_category = {}, array("i")
