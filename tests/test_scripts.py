@@ -97,4 +97,4 @@ def test_bench_build_tiny(tmp_path):
     write_archive(archive, 50)
     out = run("bench_build.py", str(archive), "--work-dir", str(tmp_path / "work"),
               "--repeat", "1", "--jobs", "1,2")
-    assert "| 2 |" in out and "Every build wrote the same files: yes" in out
+    assert "| n_jobs=2 |" in out and "Every build wrote the same files: yes" in out
