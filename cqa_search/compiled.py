@@ -67,8 +67,8 @@ IMPLEMENTATIONS = ("auto", "numba", "numpy")
 #: CPU seconds the numpy paths may spend in a process before ``"auto"`` loads the kernels.
 AUTO_LOAD_SECONDS = 2.0
 #: Rows summed at once by :func:`top_k_of_postings`: its float64 window (512 KiB) stays in
-#: a core's L2 cache beside the postings streaming through (2^15 to 2^18 were within a few
-#: per cent of each other on 200,000 and 1,000,000 questions; 2^12 was 25 % slower).
+#: a core's L2 cache beside the postings streaming through (2^15 to 2^18 were within 10 %
+#: of each other on 200,000 and 1,000,000 questions; 2^12 was 25 % slower).
 WINDOW = 1 << 16
 #: The environment variable read when :func:`use` was not called.
 ENVIRONMENT_VARIABLE = "CQA_SEARCH_COMPILED"
