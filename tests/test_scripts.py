@@ -47,8 +47,10 @@ def test_bench_search_tiny(tmp_path):
     archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
     write_archive(archive, 300, 20, queries)
     out = run("bench_search.py", str(archive), str(queries), "--engines", "cqa-question",
-              "--check", "0", "--work-dir", str(tmp_path / "work"))
+              "--check", "0", "--work-dir", str(tmp_path / "work"), "--whole-questions", "5")
     assert "| cqa_search `fields=(question)`, BM25 top-10" in out
+    assert "### Queries: 5 archive questions, title + body" in out
+    assert out.count("BM25 top-10, `features=()`, numpy paths |") == 4  # 2 sets x 2 tables
 
 
 def test_bench_live_tiny(tmp_path):
@@ -115,3 +117,11 @@ def test_bench_vectors_tiny(tmp_path):
     assert "| PPMI-SVD" in out and "| yes |" in out
     out = run("bench_vectors.py", "fit-model", str(index))
     assert "| **the whole fit** (ppmi-svd) |" in out and "| soft-cosine norms |" in out
+
+
+def test_bench_build_tiny(tmp_path):
+    archive = tmp_path / "a.jsonl"
+    write_archive(archive, 50)
+    out = run("bench_build.py", str(archive), "--work-dir", str(tmp_path / "work"),
+              "--repeat", "1", "--jobs", "1,2")
+    assert "| n_jobs=2 |" in out and "Every build wrote the same files: yes" in out

@@ -459,6 +459,19 @@ def test_build_index_text_analysis_options(capsys, tmp_path, fixtures):
     assert code == 1 and "--stopwords must be 'english', 'lucene', 'none' or a file" in err
 
 
+def test_build_index_jobs(capsys, tmp_path, fixtures):
+    for jobs in ("1", "-1", "3"):
+        code, _, _ = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                         tmp_path / f"idx{jobs}", "-q", "--jobs", jobs)
+        assert code == 0
+    with pytest.raises(SystemExit) as exit_:
+        run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o", tmp_path / "x",
+            "-j", "0")
+    assert exit_.value.code == 2
+    assert "argument -j/--jobs: expected a positive integer or -1 (one per core); got '0'" \
+        in capsys.readouterr().err
+
+
 def test_build_index_trains_models_after_indexing(capsys, tmp_path, fixtures):
     code, out, _ = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
                        tmp_path / "idx", "-q", "--models", "translation")
