@@ -32,6 +32,7 @@ from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
 from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
+from .retrieval import first_stage
 from .retrieval.candidates import top_k_of_model
 from .retrieval.filters import apply_filters
 
@@ -69,7 +70,18 @@ class SearchConfig:
         scores; free searches use ``<name>-search`` instead (stored beside it by
         ``train --candidates``), or the retrieval model's order.
     n_candidates : int, default 100
-        How many candidates of the retrieval model the ranker reorders (at least ``k``).
+        How many candidates of the first stage the ranker reorders (at least ``k``).
+    hybrid : "auto", float in [0, 1] or None, default "auto"
+        The first stage (:mod:`~cqa_search.retrieval.first_stage`): the weight ``a`` of
+        the word-vector cosine in the hybrid score ``(1 - a) * T / max T + a * cos``
+        (``T``: the retrieval model's score); "auto": the ``a`` stored with the ranker
+        (``train`` chooses it), or :data:`~cqa_search.retrieval.first_stage.DEFAULT_WEIGHT`
+        without one, when the index has word vectors (``cqa-search fit INDEX
+        embeddings``) and the retrieval model is BM25-like, else the retrieval model
+        alone; None or 0: the retrieval model alone.
+    hybrid_depth : int, default 2
+        Depth of the term and vector top lists the hybrid stage merges, in candidates
+        (doubled while the merge cannot prove its candidates to be the archive's best).
     """
 
     retrieval: TermModel = field(default_factory=BM25)
@@ -77,6 +89,8 @@ class SearchConfig:
     models: tuple | None = None
     ranker: str | None = "ranker"
     n_candidates: int = 100
+    hybrid: float | str | None = "auto"
+    hybrid_depth: int = first_stage.DEPTH
 
     def __post_init__(self):
         if not isinstance(self.retrieval, TermModel):
@@ -95,6 +109,16 @@ class SearchConfig:
                 not isinstance(self.n_candidates, numbers.Integral) or self.n_candidates < 1:
             raise QueryError(f"n_candidates must be a positive integer; got {self.n_candidates!r}")
         object.__setattr__(self, "n_candidates", int(self.n_candidates))
+        if self.hybrid != "auto":
+            try:
+                object.__setattr__(self, "hybrid", first_stage.check_weight(self.hybrid))
+            except ValueError:
+                raise QueryError(f"hybrid must be 'auto', None or a number in [0, 1]; got "
+                                 f"{self.hybrid!r}") from None
+        if isinstance(self.hybrid_depth, bool) or \
+                not isinstance(self.hybrid_depth, numbers.Integral) or self.hybrid_depth < 1:
+            raise QueryError(f"hybrid_depth must be a positive integer; got "
+                             f"{self.hybrid_depth!r}")
 
 
 class SearchEngine:
@@ -117,6 +141,10 @@ class SearchEngine:
     ('b',)
     """
 
+    #: ``a`` of the hybrid first stage (0: the retrieval model alone chooses the
+    #: candidates; see :attr:`SearchConfig.hybrid`).
+    hybrid_weight = 0.0
+
     def __init__(self, data: IndexData, *, models=None, config=None):
         self.data = data
         self.models = MappingProxyType(dict(models or {}))
@@ -125,6 +153,7 @@ class SearchEngine:
         self.config = self._checked_config(config or SearchConfig())
         self._scorers = self._make_scorers()
         self.ranker, self.given_ranker = self._make_rankers()
+        self.hybrid_weight = self._hybrid_weight()
 
     # -- what the engine reads -------------------------------------------------------
     @property
@@ -215,7 +244,38 @@ class SearchEngine:
             if (names is None or name in names) and hasattr(model, "scorer"):
                 with self._implausible(f"model {name!r}"):
                     scorers.append(model.scorer(self.view))
+        # the question vectors of the dense first stage (an embeddings model's scorer)
+        self._dense = next((s for s in scorers if hasattr(s, "nearest")), None)
+        if self._dense is not None and first_stage.hybrid_capable(self.config.retrieval):
+            scorers.append(first_stage.FirstStageFeature(self.config.retrieval, self.index,
+                                                         self._dense, self.data.live))
         return scorers
+
+    def _hybrid_weight(self) -> float:
+        """``a`` of the hybrid first stage (0: the retrieval model alone), from the
+        configuration (see :attr:`SearchConfig.hybrid`)."""
+        wanted = self.config.hybrid
+        usable = self._dense is not None and \
+            first_stage.hybrid_capable(self.config.retrieval)
+        if wanted == "auto":
+            stored = getattr(self.ranker, "hybrid_weight_", None)
+            a = (first_stage.DEFAULT_WEIGHT if stored is None else stored) if usable else 0.0
+        elif wanted:
+            if self._dense is None:
+                raise QueryError("the hybrid first stage needs the index's word vectors: "
+                                 "this index has no embeddings model (`cqa-search fit INDEX "
+                                 "embeddings`), or the configuration leaves it out")
+            if not usable:
+                raise QueryError(f"the hybrid first stage needs a BM25-like retrieval model "
+                                 f"(scores that are sums of non-negative weights); got "
+                                 f"{self.config.retrieval.feature_name}")
+            a = wanted
+        else:
+            a = 0.0
+        for s in self._scorers:
+            if isinstance(s, first_stage.FirstStageFeature):
+                s.a = a
+        return a
 
     @contextlib.contextmanager
     def _implausible(self, what):
@@ -325,7 +385,8 @@ class SearchEngine:
         return SearchEngine(self.data, models=self.models, config=config)
 
     # -- queries ---------------------------------------------------------------------
-    def analyze(self, text, category=None, given=None) -> AnalyzedQuery:
+    def analyze(self, text, category=None, given=None, *, title=None,
+                body=None) -> AnalyzedQuery:
         """The query ``text`` analysed like the archive (its terms, their ids and counts).
 
         Parameters
@@ -336,12 +397,23 @@ class SearchEngine:
             The query's category when known (a feature, not a filter).
         given : dict, optional
             ``{row: score}`` of reranked candidates.
+        title, body : str, optional
+            The query's subject and body, when it has these two parts (plain text): the
+            per-field features compare them with the archived questions' titles and
+            bodies; a query of one text is its own title.
         """
         if not isinstance(text, str):
             raise QueryError(f"a query must be a string; got {type(text).__name__}")
         if not text.strip():
             raise QueryError("empty query: type some words to search for")
-        return analyze(self.index, self.analyzer, text, category, given)
+        for name, part in (("title", title), ("body", body)):
+            if part is not None and not isinstance(part, str):
+                raise QueryError(f"a query's {name} must be a string; got "
+                                 f"{type(part).__name__}")
+        if not (title or "").strip() and not (body or "").strip():
+            title = body = None  # no parts: the text is the query's title
+        return analyze(self.index, self.analyzer, text, category, given, title=title,
+                       body=body)
 
     @staticmethod
     def _check_k(k):
@@ -351,7 +423,8 @@ class SearchEngine:
     def _name(self, category_id):
         return None if category_id is None else self.categories[category_id]
 
-    def search(self, query, k: int = 10, *, category: str | None = None) -> Results:
+    def search(self, query=None, k: int = 10, *, category: str | None = None,
+               title: str | None = None, body: str | None = None) -> Results:
         """The ``k`` archived questions most similar to ``query``.
 
         Parameters
@@ -360,12 +433,16 @@ class SearchEngine:
             The new question, in the query syntax of :mod:`cqa_search.query_parser`
             (``category:NAME``, ``+word``, ``-word``, ``"a phrase"``, ``title:word``, ...;
             plain text is taken as it is), at most
-            :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters.
+            :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters; None with
+            ``title`` or ``body``: their text, taken as it is.
         k : int or None, default 10
             Number of results (None: every matching question).
         category : str, optional
             Return only questions of this category (case-insensitive name); a
             ``category:`` in the query takes precedence.
+        title, body : str, optional
+            The question's subject and body, when it is asked in these two parts (plain
+            text): the per-field features compare each with the archived questions'.
 
         Returns
         -------
@@ -381,6 +458,8 @@ class SearchEngine:
             Empty or too long query, unknown category, bad ``k``.
         """
         self._check_k(k)
+        if query is None and (title or body):
+            query = ParsedQuery("\n".join(t for t in (title, body) if t))
         if not isinstance(query, (str, ParsedQuery)):
             raise QueryError(f"a query must be a string; got {type(query).__name__}")
         if isinstance(query, str):
@@ -392,25 +471,28 @@ class SearchEngine:
         if not query.text.strip():
             raise QueryError("empty query: type some words to search for (NOT and - only "
                              "leave words out)")
-        q = self.analyze(query.text, self._name(cid))
+        q = self.analyze(query.text, self._name(cid), title=title, body=body)
         results = self._retrieve(q, k, cid, query)
         retrieval = self.config.retrieval
-        if not len(results) and len(q.term_ids) and retrieval.field == "question" \
-                and "answers" in self.index.fields:
-            # No question holds the words: look for them (required words too) in the answers.
+        if not first_stage.term_matched(q, results) and len(q.term_ids) \
+                and retrieval.field == "question" and "answers" in self.index.fields:
+            # No question holds the words: look for them (required words too) in the answers
+            # (the hits of the question vectors alone, if none does).
             answers = type(retrieval)(**{**retrieval.get_params(), "field": "answers"})
             in_answers = dataclasses.replace(query, must=tuple(
                 tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
                       for u in alternatives) for alternatives in query.must))
-            fallback = self._retrieve(q, k, cid, in_answers, retrieval=answers)
-            if len(fallback):
+            again = dataclasses.replace(q, cache={})
+            fallback = self._retrieve(again, k, cid, in_answers, retrieval=answers)
+            if first_stage.term_matched(again, fallback):
                 results = fallback
         kept = tuple(units for units in query.must if any(u.field == "tag" for u in units))
         if not len(results) and len(kept) < len(query.must):
             # Nothing has every required word or phrase (a quotation pasted with a question,
             # say): the words without the requirements (a tag: is a filter, it stays), and
             # the results say so.
-            relaxed = self.search(dataclasses.replace(query, must=kept), k, category=category)
+            relaxed = self.search(dataclasses.replace(query, must=kept), k, category=category,
+                                  title=title, body=body)
             if len(relaxed):
                 results = relaxed.replace(relaxed=True)
         return results
@@ -439,7 +521,9 @@ class SearchEngine:
             raise QueryError(f"a question id must be a string; got {type(doc_id).__name__}")
         row = int(self.archive.rows([doc_id])[0])
         cid = self.categories.id(category)
-        q = self.analyze(self.archive[row].text, self._name(cid))
+        question = self.archive[row]
+        q = self.analyze(question.text, self._name(cid), title=question.title,
+                         body=question.body)
         return self._retrieve(q, None if k is None else k + 1, cid)._excluding(row, k)
 
     def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
@@ -456,34 +540,81 @@ class SearchEngine:
             depth = k
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k
             depth = None if k is None else max(k, self.config.n_candidates)
-        rows, scores = self.candidates(q, depth, category_id, parsed, model)
-        return self._ranked(q, rows, scores, self.data.doc_id_rank[rows], k, field=model.field)
+        rows, scores, parts = self._first_stage(q, depth, category_id, parsed, model)
+        return self._ranked(q, rows, scores, self.data.doc_id_rank[rows], k, field=model.field,
+                            parts=parts)
 
-    def candidates(self, q: AnalyzedQuery, depth, category_id=None, parsed=None,
-                   retrieval=None):
-        """The ``depth`` best rows by the retrieval model (None: every matching row) and
-        their scores, sorted by (-score, doc id): the stage before the features and the
-        ranker (what each shard of a sharded index answers)."""
-        model = self.config.retrieval if retrieval is None else retrieval
-        field = self.index[model.field]
+    def _first_stage(self, q, depth, category_id, parsed, model):
+        """The first stage (:mod:`~cqa_search.retrieval.first_stage`): the ``depth`` best
+        rows (None: all) by the term model, or by the hybrid score when this engine has a
+        hybrid weight, their scores and (hybrid) the two parts of their scores."""
+        allowed, category = self._allowed(category_id, parsed)
         must = parsed is not None and bool(parsed.must)
+        tie = self.data.doc_id_rank
+
+        def term_top(m):
+            return self._term_top(q, m, model, allowed, category, must)
+        a = self.hybrid_weight if first_stage.hybrid_capable(model) else 0.0
+        if not a:
+            rows, scores = term_top(depth)
+            first_stage.remember_basis(q, model, scores[0] if len(scores) else 0.0, 0.0)
+            return rows, scores, None
+        dense_allowed = allowed
+        if category is not None:  # the vectors read a mask only
+            dense_allowed = self.view.doc_category == category
+            if allowed is not None:
+                dense_allowed &= allowed
+        field = self.index[model.field]
+        with self._implausible("the embeddings model"):
+            merged = first_stage.hybrid_candidates(
+                depth, a=a, term_top=term_top,
+                dense_top=lambda m: self._dense.nearest(q, m, allowed=dense_allowed,
+                                                        tie_rank=tie),
+                term_scores=lambda r: model.score_rows(field, q.term_ids, q.qtf, r),
+                cosines=lambda r: self._dense.cosines(q, r), depth=self.config.hybrid_depth,
+                fill=self.config.n_candidates, tie_rank=tie)
+        first_stage.remember_basis(q, model, merged.term_max, a)
+        return merged.rows, merged.scores, first_stage.StageParts(
+            a, model.feature_name, merged.term_max, merged.term_scores, merged.dense_scores,
+            merged.exact)
+
+    def _allowed(self, category_id, parsed):
+        """``(allowed, category)``: the mask of the rows a query may return (None: every
+        row) and the category id still to be applied (None when none is, or the mask
+        has it)."""
         allowed = self.data.live  # deleted questions never match
-        if parsed is not None and parsed.has_filters:
-            mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
-            if category_id is not None:
-                mask &= self.view.doc_category == category_id
-            for name in parsed.not_categories:  # -category:Travel
-                mask &= self.view.doc_category != self.categories.id(name)
-            allowed = apply_filters(parsed, mask, self.index, self.archive, self.analyzer,
-                                    lambda: self.attributes)
+        if parsed is None or not parsed.has_filters:
+            return allowed, category_id
+        mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
+        if category_id is not None:
+            mask &= self.view.doc_category == category_id
+        for name in parsed.not_categories:  # -category:Travel
+            mask &= self.view.doc_category != self.categories.id(name)
+        return apply_filters(parsed, mask, self.index, self.archive, self.analyzer,
+                             lambda: self.attributes), None
+
+    def _term_top(self, q, depth, model, allowed, category, must):
+        """The ``depth`` best rows by the term ``model`` among ``allowed`` (and of
+        ``category``), sorted by (-score, doc id), and their scores."""
+        field = self.index[model.field]
         tie = self.data.doc_id_rank
         if must:  # required words choose the hits; the query's words only rank them
             scores, _ = model.score_all(field, q.term_ids, q.qtf)
             rows = top_k(scores, depth, allowed=allowed, tie_rank=tie)
             return rows, scores[rows]
         return top_k_of_model(model, field, q.term_ids, q.qtf, depth,
-                              doc_category=self.view.doc_category, category=category_id,
+                              doc_category=self.view.doc_category, category=category,
                               allowed=allowed, tie_rank=tie)
+
+    def candidates(self, q: AnalyzedQuery, depth, category_id=None, parsed=None,
+                   retrieval=None):
+        """The ``depth`` best rows by the retrieval model (None: every matching row) and
+        their scores, sorted by (-score, doc id): the term model's part of the first stage
+        (what each shard of a sharded index answers)."""
+        model = self.config.retrieval if retrieval is None else retrieval
+        allowed, category = self._allowed(category_id, parsed)
+        return self._term_top(q, depth, model, allowed, category,
+                              parsed is not None and bool(parsed.must))
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
@@ -492,10 +623,11 @@ class SearchEngine:
             return np.hstack([s.score(q, rows) for s in self._scorers]) \
                 if len(self._scorers) else np.zeros((len(rows), 0))
 
-    def _ranked(self, q, rows, base_scores, tie, k, field="question") -> Results:
+    def _ranked(self, q, rows, base_scores, tie, k, field="question", parts=None) -> Results:
         """Score candidates with the ranker (if any; of given candidates when ``q`` has
         their scores), sort by (-score, tie), keep ``k``. Without a ranker the features
-        of the hits kept are computed when first read."""
+        of the hits kept are computed when first read. ``parts``: the first stage's
+        parts of the candidates' scores (a hybrid stage's), kept for the hits."""
         ranker = self.given_ranker if q.given else self.ranker
         if ranker is None:
             scores = np.asarray(base_scores, dtype=np.float64)
@@ -519,7 +651,8 @@ class SearchEngine:
         doc_ids = self.archive.doc_ids
         return Results(q.text, kept, [doc_ids[r] for r in kept.tolist()], scores[order],
                        self.feature_names, features, q.terms, q.unknown_words,
-                       self.archive, field, q.category)
+                       self.archive, field, q.category,
+                       first_stage=None if parts is None else parts.take(order))
 
     def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,
                      progress=False) -> dict:
@@ -527,8 +660,10 @@ class SearchEngine:
 
         Parameters
         ----------
-        queries : sequence of str
-            In the query syntax, as :meth:`search`.
+        queries : sequence of str or dict
+            In the query syntax, as :meth:`search`; or dicts ``{"text", "title"?,
+            "body"?}`` (as :func:`~cqa_search.evaluation.read_queries` gives them): the
+            text and the query's two parts (see :meth:`search`).
         qids : sequence of str, optional
             Query ids (default "0", "1", ...); must be distinct.
         k : int or None, default 100
@@ -544,7 +679,8 @@ class SearchEngine:
         if isinstance(queries, str):
             raise QueryError("queries must be a sequence of query texts, not one string "
                              "(search() searches one)")
-        queries = list(queries)
+        queries = [(q.get("text") or None, q.get("title"), q.get("body"))
+                   if isinstance(q, dict) else (q, None, None) for q in queries]
         qids = [str(i) for i in range(len(queries))] if qids is None else [str(q) for q in qids]
         categories = [None] * len(queries) if categories is None else list(categories)
         if not len(qids) == len(queries) == len(categories):
@@ -558,8 +694,8 @@ class SearchEngine:
             return {qid: self._results_of(part) for qid, part in zip(qids, parts)}
         out = {}
         bar = progress_bar(progress, "searching", "queries")
-        for qid, text, cat in zip(qids, queries, categories):
-            out[qid] = self.search(text, k, category=cat)
+        for qid, (text, title, body), cat in zip(qids, queries, categories):
+            out[qid] = self.search(text, k, category=cat, title=title, body=body)
             bar.update()
         bar.close()
         return out
@@ -568,15 +704,18 @@ class SearchEngine:
         """:class:`Results` from :func:`_search_parts` (computed in another process; the
         features that ranking did not need are computed here when first read, as in
         :meth:`search`)."""
-        text, rows, scores, features, terms, unknown, field, category, relaxed = parts
+        (text, title, body, rows, scores, features, terms, unknown, field, category, relaxed,
+         stage) = parts
         if features is None:
-            features = lambda: self.feature_scores(self.analyze(text, category), rows)  # noqa: E731
+            features = lambda: self.feature_scores(  # noqa: E731
+                self.analyze(text, category, title=title, body=body), rows)
         doc_ids = self.archive.doc_ids
         return Results(text, rows, [doc_ids[r] for r in rows.tolist()], scores,
                        self.feature_names, features, terms, unknown, self.archive, field,
-                       category, relaxed)
+                       category, relaxed, stage)
 
-    def rerank(self, text: str, doc_ids, *, scores=None, category=None) -> Results:
+    def rerank(self, text: str, doc_ids, *, scores=None, category=None, title=None,
+               body=None) -> Results:
         """Order only the given candidates (the rerank protocol).
 
         Parameters
@@ -590,6 +729,8 @@ class SearchEngine:
             and ``given_rrank``.
         category : str, optional
             The query's category when known (a feature; not a filter).
+        title, body : str, optional
+            The query's two parts (see :meth:`search`).
 
         Raises
         ------
@@ -608,7 +749,7 @@ class SearchEngine:
                 given = dict(zip(rows.tolist(), map(float, scores)))
             except (TypeError, ValueError):
                 raise QueryError(f"scores must be numbers; got {list(scores)!r}") from None
-        q = self.analyze(text, self._name(cid), given)
+        q = self.analyze(text, self._name(cid), given, title=title, body=body)
         return self._ranked(q, rows, self._retrieval_scores(q, rows), np.arange(len(rows)),
                             None)
 
@@ -618,20 +759,22 @@ class SearchEngine:
         model = self.config.retrieval
         return model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
 
-    def retrieve(self, text: str, k, *, category=None) -> Results:
+    def retrieve(self, text: str, k, *, category=None, title=None, body=None) -> Results:
         """Full retrieval of ``text`` taken as plain text (no query syntax), as evaluation
         runs it: the top ``k`` of the whole archive, ``category`` being the query's
-        category (a feature, not a filter)."""
+        category (a feature, not a filter); ``title`` and ``body``: the query's two parts
+        (see :meth:`search`)."""
         self._check_k(k)
         cid = self.categories.id(category)
-        return self._retrieve(self.analyze(text, self._name(cid)), k, None)
+        return self._retrieve(self.analyze(text, self._name(cid), title=title, body=body),
+                              k, None)
 
 
 def _search_parts(state, item):
     """One query of :meth:`SearchEngine.batch_search` as plain arrays (a worker's result)."""
     engine, k = state
-    text, category = item
-    res = engine.search(text, k, category=category)
+    (text, title, body), category = item
+    res = engine.search(text, k, category=category, title=title, body=body)
     features = None if callable(res._features) else res.features  # None: not computed yet
-    return (res.query, res._rows, res.scores, features, res.query_terms,
-            res.unknown_words, res.field, res.category, res.relaxed)
+    return (res.query, title, body, res._rows, res.scores, features, res.query_terms,
+            res.unknown_words, res.field, res.category, res.relaxed, res.first_stage)

@@ -33,16 +33,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._utils import progress_bar
 from .engine import SearchConfig, SearchEngine
-from .evaluation import feature_table, read_qrels
+from .evaluation import evaluate, feature_table, read_qrels, run_queries
 from .exceptions import ParameterError, QueryError
 from .features import GIVEN_FEATURES, search_ranker_name, uses_given
 from .index.models import FAMILIES, add_model, model_class, remove_model
 from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
 from .ranking.selection import REGULARISATION
+from .retrieval import first_stage
 
-__all__ = ["FitReport", "TrainReport", "fit_family", "train_ranker", "training_table",
-           "cv_report", "FIT_INPUTS"]
+__all__ = ["FitReport", "TrainReport", "HybridChoice", "fit_family", "train_ranker",
+           "training_table", "choose_hybrid", "best_weight", "cv_report", "FIT_INPUTS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -255,7 +257,9 @@ def cv_report(cv) -> list:
     best_single = cv.single_feature_
     lines = [f"{cv.n_splits}-fold MAP   query-grouped cross-validation:"]
     if cv.baseline is not None:
-        lines.append(f"  {'retrieval order (' + cv.baseline + ')':<34} {100 * cv.baseline_score_:6.2f}")
+        what = "first stage" if cv.baseline == "first_stage" else "retrieval"
+        lines.append(f"  {what + ' order (' + cv.baseline + ')':<34} "
+                     f"{100 * cv.baseline_score_:6.2f}")
     lines.append(f"  {'best single feature (' + best_single + ')':<34} "
                  f"{100 * cv.single_scores_[best_single]:6.2f}")
     point = ", ".join(f"{k}={v!r}" for k, v in cv.best_params_.items())
@@ -270,10 +274,112 @@ def cv_report(cv) -> list:
         lines.extend(f"  left out {d['family']} ({', '.join(d['features'])}): MAP "
                      f"{100 * d['map_with']:.2f} with it, {100 * d['map_without']:.2f} without "
                      f"(gain p = {d['p_value']:.2f})" for d in cv.dropped_)
-    chosen = {"learned": "the learned ranker", "baseline": "the retrieval order",
+    chosen = {"learned": "the learned ranker",
+              "baseline": "the first stage's order" if cv.baseline == "first_stage" else
+              "the retrieval order",
               "single": f"the single feature {cv.single_feature_}"}[cv.chosen_]
     lines.append(f"chosen       {chosen} (MAP {100 * cv.best_score_:.2f})")
     return lines
+
+
+@dataclass(frozen=True)
+class HybridChoice:
+    """The first stage of a training on an index with word vectors: the weight ``a`` of
+    the cosine in the hybrid score (0: the retrieval model alone), chosen from
+    :data:`~cqa_search.retrieval.first_stage.WEIGHT_GRID` or given.
+
+    Attributes
+    ----------
+    a : float
+    depth : int
+        The candidates per query it was chosen for (``n_candidates``).
+    grid : list of (float, float, float)
+        ``(a, recall, MAP)`` of every value tried: the training queries' mean recall of
+        their relevant questions in the top ``depth`` of the first stage, and the MAP of
+        its order (trec convention); empty when ``a`` was given.
+    """
+
+    a: float
+    depth: int
+    grid: list
+
+    def lines(self) -> list:
+        if not self.a:
+            return ["first stage  the retrieval model alone (hybrid off)"]
+        lines = [f"first stage  hybrid, a = {self.a:g} (cosine weight), stored with the "
+                 "ranker" + ("" if self.grid else " (given)")]
+        if self.grid:
+            lines.append(f"  chosen by the training queries' R@{self.depth} (then MAP of the "
+                         "first stage's order):")
+            lines.extend(f"  a = {a:<4g} R@{self.depth} {100 * r:6.2f}  MAP {100 * m:6.2f}"
+                         + ("  <-" if a == self.a else "") for a, r, m in self.grid)
+        return lines
+
+
+def choose_hybrid(engine, queries, qrels, hybrid="auto", *, k=None,
+                  progress=False) -> HybridChoice | None:
+    """The hybrid first stage a ranker is trained over (None: the index has no word
+    vectors, or the retrieval model cannot be the term part of the hybrid score).
+
+    Parameters
+    ----------
+    engine : SearchEngine
+    queries : list of dict
+        Judged queries (searched without their category, as users search).
+    qrels : dict
+    hybrid : "auto", float in [0, 1] or None
+        "auto": the ``a`` of :data:`~cqa_search.retrieval.first_stage.WEIGHT_GRID` whose
+        top ``k`` holds most of the training queries' relevant questions (ties: the best
+        MAP of its order, then the smaller ``a``); a number: that ``a``; None or 0: the
+        retrieval model alone.
+    k : int, optional
+        Candidates per query (default: the engine's ``n_candidates``).
+
+    Raises
+    ------
+    QueryError
+        A given ``a`` on an index that cannot use it, or a bad value.
+    """
+    k = engine.config.n_candidates if k is None else k
+    probe = engine.with_config(dataclasses.replace(engine.config, ranker=None, hybrid=None))
+    usable = probe._dense is not None and \
+        first_stage.hybrid_capable(probe.config.retrieval)
+    if hybrid != "auto":
+        try:
+            a = first_stage.check_weight(hybrid) or 0.0
+        except ValueError:
+            raise QueryError(f"hybrid must be 'auto', None or a number in [0, 1]; got "
+                             f"{hybrid!r}") from None
+        if a:  # raises when the index cannot
+            probe.with_config(dataclasses.replace(probe.config, hybrid=a))
+        return HybridChoice(a, k, []) if usable else None
+    if not usable:
+        return None
+    queries = [{**q, "category": None} for q in queries]
+    grid = []
+    bar = progress_bar(progress, "choosing the first stage", "weights",
+                       len(first_stage.WEIGHT_GRID))
+    for a in first_stage.WEIGHT_GRID:
+        trial = probe.with_config(dataclasses.replace(probe.config, hybrid=a))
+        scores = evaluate(run_queries(trial, queries, k=k), qrels, metrics=["map", f"r@{k}"],
+                          convention="trec")
+        grid.append((a, float(scores[f"r@{k}"].mean()), float(scores["map"].mean())))
+        bar.update()
+    bar.close()
+    return HybridChoice(best_weight(grid), k, grid)
+
+
+def best_weight(grid) -> float:
+    """The ``a`` :func:`choose_hybrid` chooses from ``[(a, recall, MAP)]``: the best
+    recall of the candidates, then the best MAP of the first stage's order, then the
+    smaller ``a``.
+
+    Examples
+    --------
+    >>> best_weight([(0.1, 0.80, 0.30), (0.3, 0.85, 0.29), (0.5, 0.85, 0.31)])
+    0.5
+    """
+    return max(grid, key=lambda g: (round(g[1], 12), round(g[2], 12), -g[0]))[0]
 
 
 @dataclass(frozen=True)
@@ -317,6 +423,9 @@ class TrainReport:
     search_removed : bool
         No ranker of free searches was trained (``search`` None), and a
         ``<name>-search`` of an earlier training was removed.
+    hybrid : HybridChoice or None
+        The first stage whose candidates the ranker was trained on, when the index has
+        word vectors (its ``a`` is stored with the ranker); None: the retrieval model's.
     """
 
     ranker: LinearRanker
@@ -334,6 +443,7 @@ class TrainReport:
     dry_run: bool
     search: "TrainReport | None" = None
     search_removed: bool = False
+    hybrid: "HybridChoice | None" = None
 
     def summary(self) -> str:
         """The training figures: learner, data, MAP, and the weight of every feature."""
@@ -350,6 +460,8 @@ class TrainReport:
                  f"training MAP {100 * ranker.train_score_:.2f}"]
         if ranker.init_score_ is not None:
             lines[-1] += f" (from {100 * ranker.init_score_:.2f} at the start)"
+        if self.hybrid is not None:
+            lines.extend(self.hybrid.lines())
         if self.selection is not None:
             lines.extend(cv_report(self.selection))
         info = ranker.learner_info_
@@ -371,8 +483,10 @@ class TrainReport:
 
     def _not_better(self) -> str:
         cv = self.selection
+        order = "the first stage's order" if cv.baseline == "first_stage" else \
+            "the retrieval order"
         return (f"the learned ranking (cross-validated MAP {100 * cv.learned_score_:.2f}) is "
-                f"not better than the retrieval order alone ({cv.baseline}, "
+                f"not better than {order} alone ({cv.baseline}, "
                 f"{100 * cv.baseline_score_:.2f})")
 
     def __str__(self) -> str:
@@ -383,7 +497,13 @@ class TrainReport:
         index, name, search = self.index, self.name, self.search
         use = "" if name == "ranker" else f" --ranker {name}"
         removed = f" (the ranker {name!r} stored before is removed)" if self.removed else ""
-        if not self.improves:
+        if not self.improves and self.hybrid is not None:  # the first stage's order, kept
+            lines.append(f"warning: {self._not_better()}: "
+                         + (f"stored as model {name!r} in {index}: that order (a ranker of "
+                            f"first_stage alone) with its a = {self.hybrid.a:g}, which "
+                            "searches with it use" if self.stored else
+                            "(dry run: nothing stored)"))
+        elif not self.improves:
             lines.append(f"warning: {self._not_better()}: no ranker stored"
                          + (", search keeps the retrieval order" if search is None else
                             " for candidates given with scores")
@@ -456,7 +576,7 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
                  params=None, normalize="zscore", max_iter=None, tol=1e-4,
                  early_stopping=False, random_state=0, features=None, exclude=None,
                  graded=False, cv=5, all_features=False, no_cv=False, name="ranker",
-                 dry_run=False, progress=False) -> TrainReport:
+                 hybrid="auto", dry_run=False, progress=False) -> TrainReport:
     """Train a ranker on judged queries and store it in the index unless it loses to the
     retrieval model (what ``cqa-search train`` does).
 
@@ -473,6 +593,14 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     candidates without them (against the retrieval model's order), and stored as
     ``<name>-search`` when it beats that order: the engine ranks free searches with it
     (:attr:`TrainReport.search`).
+
+    When the index has word vectors (``cqa-search fit INDEX embeddings``), the candidates
+    of full retrieval come from the hybrid first stage (:mod:`~cqa_search.retrieval.first_stage`)
+    whose weight ``a`` :func:`choose_hybrid` chooses on the training queries; the ranker
+    stores it (``hybrid_weight_``) and searches with it use it. The first stage's score is
+    a feature (``first_stage``) and the order the ranker must beat; when no learned ranker
+    beats it, that order itself is stored (a ranker of ``first_stage`` alone), with its
+    ``a``.
 
     Parameters
     ----------
@@ -516,6 +644,10 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     name : str, default "ranker"
         Model name in the index (``ranker``: the one search uses). A ``<name>-search``
         stored before is replaced or removed: it belongs to ``name``.
+    hybrid : "auto", float in [0, 1] or None, default "auto"
+        The first stage of full retrieval on an index with word vectors (see
+        :func:`choose_hybrid`): "auto" chooses ``a``; a number fixes it; None: the
+        retrieval model alone.
     dry_run : bool, default False
         Train and report, store (and remove) nothing.
     progress : bool, default False
@@ -537,8 +669,15 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     queries = [q for q in queries if q["id"] in qrels]
     if not queries:
         raise QueryError("none of the queries is judged in the qrels")
-    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    if candidates is not None and hybrid != "auto":
+        raise QueryError("hybrid chooses the first stage of full retrieval; a training on "
+                         "given candidates (`train --candidates`) has none")
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None, hybrid=None))
     t0 = time.perf_counter()
+    choice = None if candidates is not None else \
+        choose_hybrid(engine, queries, qrels, hybrid, k=k, progress=progress)
+    if choice is not None:
+        engine = engine.with_config(dataclasses.replace(engine.config, hybrid=choice.a))
     X, y, qid, docs, names = training_table(engine, queries, qrels, candidates=candidates,
                                             k=k, graded=graded, progress=progress)
     if len(X) == 0:
@@ -555,8 +694,12 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
                    early_stopping=early_stopping, random_state=random_state, cv=cv,
                    all_features=all_features, no_cv=no_cv)
     retrieval = engine.config.retrieval.feature_name
+    if "first_stage" in names:  # the order of the first stage (the retrieval model's when off)
+        retrieval = "first_stage"
     ranker, selection = _fit(X, y, qid, names,
                              "given_rrank" if candidates is not None else retrieval, **options)
+    if choice is not None:
+        ranker.hybrid_weight_ = choice.a
     free = [j for j, n in enumerate(names) if n not in GIVEN_FEATURES]
     search = None
     if uses_given(ranker) and free:  # and the ranker of free searches, without them
@@ -566,21 +709,22 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     def report(fitted, name, **more):
         """The report of ``fitted`` (ranker, selection), stored as ``name`` unless it does
         not beat the retrieval order (a ranker of that name stored before is then
-        removed)."""
+        removed); the first stage's order with its chosen ``a`` is stored then."""
         ranker, selection = fitted
         improves = selection is None or bool(selection.improves_)
-        removed = not dry_run and not improves and name in engine.models
+        keep = improves or more.get("hybrid") is not None
+        removed = not dry_run and not keep and name in engine.models
         if removed:
             remove_model(index, name)
-        elif improves and not dry_run:
+        elif keep and not dry_run:
             add_model(engine, name, ranker)
         return TrainReport(ranker, selection, os.fspath(index), name, len(queries), n_useful,
-                           len(X), n_pairs, seconds, improves, improves and not dry_run,
+                           len(X), n_pairs, seconds, improves, keep and not dry_run,
                            removed, dry_run, **more)
 
     if search is not None:  # stored first: a reader meanwhile finds the new ranker with it
         search = report(search, search_ranker_name(name))
-    out = report((ranker, selection), name, search=search)
+    out = report((ranker, selection), name, search=search, hybrid=choice)
     if search is None and not dry_run and search_ranker_name(name) in engine.models:
         # an earlier training's, which would rank free searches in place of this one
         remove_model(index, search_ranker_name(name))

@@ -1,22 +1,28 @@
 #!/usr/bin/env python3
-"""Word vectors and the dense first stage: fit time, nearest-neighbour libraries, the
-hybrid first stage's speed and exactness, and its quality on the judged collections.
+"""Word vectors and the dense first stage at scale: fit time, nearest-neighbour
+libraries, and the speed and exactness of the engine's hybrid first stage. (Their quality
+on the judged collections is scripts/full_retrieval.py's.)
 
 Usage::
 
     python scripts/bench_vectors.py fit INDEX [--sample 0.01]
+    python scripts/bench_vectors.py fit-model INDEX [--method ppmi-svd]
     python scripts/bench_vectors.py ann INDEX QUERIES.jsonl [--libraries ...] [--n-queries Q]
-    python scripts/bench_vectors.py hybrid INDEX QUERIES.jsonl [--n-queries Q]
-    python scripts/bench_vectors.py quality [--data ../shared/data] [--work DIR]
-                                            [--collections semeval stackfaq demo stackexchange]
+    python scripts/bench_vectors.py hybrid INDEX QUERIES.jsonl [--n-queries Q] [-a A]
+                                   [--depth D]
 
-INDEX is an index with a stored embeddings model (``cqa-search fit INDEX embeddings``);
-for the scale runs, of ``synth_archive.py 1000000 OUT.jsonl --seed 7 --queries 1000 Q``.
+INDEX is an index with a stored embeddings model (``cqa-search fit INDEX embeddings``;
+``fit`` and ``fit-model`` need none); for the scale runs, of ``synth_archive.py 1000000
+OUT.jsonl --seed 7 --queries 1000 Q``.
 
 ``fit``: CPU and wall seconds of learning the word vectors of INDEX with PPMI-SVD, and
 with word2vec (one worker, 20 epochs) extrapolated from one epoch over a sample of the
 sentences (word2vec's cost is linear in tokens x epochs); and whether two PPMI-SVD fits
 give the same bits.
+
+``fit-model``: the whole fit of ``cqa-search fit INDEX embeddings`` (vectors, SIF rows,
+inverted file, similar words, titles and bodies, soft-cosine norms), not stored: wall
+seconds per step, the whole fit's wall and CPU seconds, peak RSS.
 
 ``ann``: the stored question vectors searched by each library for the SIF vectors of the
 queries: build seconds (CPU and wall), index bytes, query latency p50/p95 (one thread,
@@ -25,19 +31,12 @@ the exact top 100) and recall of the exact top 100 in its top 200, determinism (
 builds over the first 100,000 vectors give the same neighbours), and what the index is
 on disk. The exact product (numpy, one BLAS thread) is the reference and a row.
 
-``hybrid``: p50/p95 of the hybrid first stage per query (analysis, BM25 top 200, dense
-top 200, the union scored by :func:`cqa_search.retrieval.hybrid.merge`), one thread, next
-to BM25's top 200 alone in the same run; and how often the merged top 100 is the whole
-archive's top 100 (every row scored by the hybrid formula), and how often
-:attr:`Merged.exact` proves it.
-
-``quality``: on the collections of scripts/full_retrieval.py (5-fold query
-cross-validation, every choice on the training folds, paired t-tests against today's
-pipeline): BM25; the hybrid first stage (``a`` chosen per fold); today's learned pipeline
-(``cqa-search train`` defaults over BM25's top 100 with the translation, topic and
-multiview models); the same with the embeddings model's feature families; and over the
-hybrid candidates. The word vectors are PPMI-SVD (the default) and, for the first stage,
-word2vec with three seeds.
+``hybrid``: p50/p95 (wall and thread CPU) of the engine's first stage per query,
+``engine.search(text, k=100)`` without a ranker or features (analysis, the two top lists
+deepened while the merge is not provably exact, the merge, the results), one thread,
+interleaved with the same search by BM25 alone; and how often its top 100 is the whole
+archive's hybrid top 100 (every row scored by the formula with the exact cosines), and
+how often the merge proves it (``results.first_stage.exact``).
 """
 from __future__ import annotations
 
@@ -52,9 +51,11 @@ import numpy as np
 from cqa_search import SearchConfig, SearchEngine
 from cqa_search._blas import one_blas_thread
 from cqa_search.retrieval import BM25
-from cqa_search.retrieval.candidates import top_k_of_model
-from cqa_search.retrieval.hybrid import hybrid_scores, merge
-from cqa_search.vectors import dense, embeddings, sif
+from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT, MAX_DEPTH
+from cqa_search.retrieval.hybrid import hybrid_scores
+from cqa_search.vectors import dense, embeddings
+
+from _common import load_average, memory_mb
 
 
 def log(msg):
@@ -393,281 +394,73 @@ def hybrid_main(a):
     from cqa_search import compiled
 
     compiled.load()  # the BM25 top k by MaxScore, as a server runs it
-    engine = SearchEngine.open(a.index, config=SearchConfig(ranker=None))
-    sc = scorer_of(engine)
+    engine = SearchEngine.open(a.index, config=SearchConfig(features=(), ranker=None,
+                                                            hybrid=a.a, hybrid_depth=a.depth))
+    term = engine.with_config(SearchConfig(features=(), models=(), ranker=None, hybrid=None))
+    dense = engine._dense
     field = engine.index["question"]
-    bm25 = BM25()
     texts = read_texts(a.queries, a.n_queries)
     tie = engine.data.doc_id_rank
-    n, m = 100, 100 * a.depth
+    n = 100
     lat_h, lat_b, cpu_h, cpu_b, same, proven, overlap = [], [], [], [], [], [], []
     for rep in range(2):  # the first pass warms the caches; the second is timed
-        for text in texts:
-            c0 = time.thread_time()
-            t0 = time.perf_counter()
-            q = engine.analyze(text)
-            b_rows, b_scores = top_k_of_model(bm25, field, q.term_ids, q.qtf, m, tie_rank=tie)
-            t1, c1 = time.perf_counter(), time.thread_time()
-            d_rows, d_cos = sc.nearest(q, m, tie_rank=tie)
-            got = merge(b_rows, b_scores, d_rows, d_cos, n, a=a.a,
-                        term_of=lambda r: bm25.score_rows(field, q.term_ids, q.qtf, r),
-                        dense_of=lambda r: sc.cosines(q, r),
-                        term_complete=len(b_rows) < m, tie_rank=tie)
-            t2, c2 = time.perf_counter(), time.thread_time()
-            if rep:
-                lat_b.append(t1 - t0)
-                lat_h.append(t2 - t0)
-                cpu_b.append(c1 - c0)
-                cpu_h.append(c2 - c0)
-                if len(same) < a.n_check:
-                    scores, _ = bm25.score_all(field, q.term_ids, q.qtf)
-                    with one_blas_thread():
-                        cos = sc.vectors @ sc.query_vector(q)
-                    s = hybrid_scores(scores, cos, a.a, scores.max())
-                    whole = np.lexsort((tie, -s))[:n]
-                    if s[whole[-1]] <= 0:  # no word of the query is known: nothing found
-                        continue
-                    same.append(set(whole.tolist()) == set(got.rows.tolist()))
-                    overlap.append(len(np.intersect1d(whole, got.rows)) / n)
-                    proven.append(got.exact)
+        for text in texts:  # interleaved: the term stage, then the hybrid stage
+            c0, t0 = time.thread_time(), time.perf_counter()
+            term.search(text, k=n)
+            c1, t1 = time.thread_time(), time.perf_counter()
+            got = engine.search(text, k=n)
+            c2, t2 = time.thread_time(), time.perf_counter()
+            if not rep:
+                continue
+            lat_b.append(t1 - t0)
+            lat_h.append(t2 - t1)
+            cpu_b.append(c1 - c0)
+            cpu_h.append(c2 - c1)
+            if len(same) < a.n_check and got.first_stage is not None:
+                q = engine.analyze(got.query)
+                scores, _ = BM25().score_all(field, q.term_ids, q.qtf)
+                with one_blas_thread():
+                    cos = dense.vectors @ dense.query_vector(q)
+                s = hybrid_scores(scores, cos, a.a, scores.max())
+                whole = np.lexsort((tie, -s))[:n]
+                rows = engine.archive.rows(got.doc_ids)
+                same.append(set(whole.tolist()) == set(rows.tolist()))
+                overlap.append(len(np.intersect1d(whole, rows)) / n)
+                proven.append(got.first_stage.exact)
     (b50, b95), (h50, h95) = percentiles(lat_b), percentiles(lat_h)
     (cb50, cb95), (ch50, ch95) = percentiles(cpu_b), percentiles(cpu_h)
-    print(f"{engine.n_docs:,} questions, {len(texts)} queries, n = {n} candidates from the "
-          f"top {m} of each list, a = {a.a}, one thread ({'inverted file' if sc.ivf else 'exact'})\n")
-    print("| stage | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---:|---:|---:|---:|")
-    print(f"| BM25 top {m} (analysis included) | {b50:.2f} | {b95:.2f} | {cb50:.2f} | "
-          f"{cb95:.2f} |")
-    print(f"| hybrid first stage (BM25 top {m} + dense top {m} + merge) | {h50:.2f} | "
-          f"{h95:.2f} | {ch50:.2f} | {ch95:.2f} |")
-    print(f"\nThe merged top {n} is the whole archive's top {n} (every question scored by the "
-          f"formula) for {100 * np.mean(same):.1f} % of {len(same)} queries (those with a known "
-          f"word); the bound proves "
-          f"it for {100 * np.mean(proven):.1f} %; the two share {100 * np.mean(overlap):.2f} % "
-          f"of their rows on average.")
+    print(f"{engine.n_docs:,} questions, {len(texts)} queries, the top {n} of the engine's "
+          f"first stage (`engine.search(text, k={n})`, no ranker, no features), a = {a.a}, "
+          f"lists of depth {a.depth}n deepened up to {MAX_DEPTH}n while not exact, one thread "
+          f"({'inverted file' if dense.ivf else 'exact'} dense search); load average "
+          f"{load_average()}\n")
+    print("| first stage | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---:|---:|---:|---:|")
+    print(f"| BM25 top {n} (hybrid off) | {b50:.2f} | {b95:.2f} | {cb50:.2f} | {cb95:.2f} |")
+    print(f"| hybrid top {n} | {h50:.2f} | {h95:.2f} | {ch50:.2f} | {ch95:.2f} |")
+    print(f"\nThe hybrid top {n} is the whole archive's top {n} (every question scored by the "
+          f"formula, the exact cosines) for {100 * np.mean(same):.1f} % of {len(same)} queries "
+          f"(those with a word that has a vector); the bound proves it for "
+          f"{100 * np.mean(proven):.1f} %; the two share {100 * np.mean(overlap):.2f} % of "
+          "their rows on average.")
 
 
-# -- quality -----------------------------------------------------------------------------
-A_GRID = (0.2, 0.3, 0.4, 0.5)
-NEW_FAMILIES = ("emb_", "softcos_", "field_")
-QUALITY_METRICS = ["map", "p@1", "r@100"]
-
-
-def _collection(fr, key, a, log):
-    """Converted collection, queries with a relevant question, folds, and an engine over an
-    index with today's models and the embeddings model."""
-    from cqa_search.evaluation import read_qrels, read_queries
-    from cqa_search.index.models import add_model
-    from cqa_search.index.store import CURRENT
-    from cqa_search import build_index
+# -- the whole model ----------------------------------------------------------------------
+def fit_model_main(a):
+    """``cqa-search fit INDEX embeddings`` without storing: wall and CPU seconds per step."""
     from cqa_search.vectors import EmbeddingModel
 
-    title, convert = fr.COLLECTIONS[key]
-    out = os.path.join(a.work, key)
-    converted, split = convert(a.data, os.path.join(out, "data"))
-    folder = converted if isinstance(converted, str) else converted.path
-    path = os.path.join(out, "index")
-    if not os.path.exists(os.path.join(path, CURRENT)):
-        build_index(os.path.join(folder, "archive.jsonl"), path)
-    fr.fit_models(path, log)
-    engine = SearchEngine.open(path)
-    if "embeddings" not in engine.models:
-        t = clock()
-        add_model(engine, "embeddings", EmbeddingModel().fit(engine.view))
-        log(f"  embeddings fitted in {since(t)[0]:.0f} s")
-    with open(os.path.join(folder, "queries.jsonl"), encoding="utf-8") as f:
-        raw = {q["id"]: q for q in map(json.loads, f)}
-    qrels = read_qrels(os.path.join(folder, "qrels.txt"))
-    queries = [{**q, "category": None, "title": raw[q["id"]].get("title"),
-                "body": raw[q["id"]].get("body")}
-               for q in read_queries(os.path.join(folder, "queries.jsonl"))
-               if any(g >= 1 for g in qrels.get(q["id"], {}).values())]
-    return title, SearchEngine.open(path, config=SearchConfig(ranker=None)), queries, qrels, \
-        fr.folds(queries, split), split
-
-
-def _analysed(engine, q):
-    from cqa_search.features import analyze
-
-    title, body = q.get("title"), q.get("body")
-    both = title is not None and body is not None and (title or "").strip() and \
-        (body or "").strip()
-    return analyze(engine.index, engine.analyzer, q["text"],
-                   title=title if both else None, body=body if both else None)
-
-
-def _first_stages(engine, queries, vectors_of=None, n=100):
-    """Per query: BM25's top n, and the hybrid top n for each ``a`` of :data:`A_GRID` (by
-    :func:`merge` of the top 2n lists), as {name: (rows, scores)}; the share of queries
-    whose merged top n is the whole archive's top n."""
-    sc = scorer_of(engine)
-    field = engine.index["question"]
-    bm25 = BM25()
-    tie = engine.data.doc_id_rank
-    out, same = {}, []
-    for q in queries:
-        aq = _analysed(engine, q)
-        allowed = np.ones(engine.n_docs, dtype=bool)
-        if q["id"] in engine.archive:  # a query never retrieves itself
-            allowed[engine.archive.row(q["id"])] = False
-        qv = sc.query_vector(aq) if vectors_of is None else vectors_of(aq)
-        cos_all = (sc.vectors if vectors_of is None else vectors_of.rows) @ qv
-        scores, matched = bm25.score_all(field, aq.term_ids, aq.qtf)
-        b_rows = top_k_rows(scores, 2 * n, matched & allowed, tie)
-        d_rows = top_k_rows(cos_all, 2 * n, allowed, tie)
-        lists = {"bm25": (b_rows[:n], scores[b_rows[:n]])}
-        for a in A_GRID:
-            got = merge(b_rows, scores[b_rows], d_rows, cos_all[d_rows], n, a=a,
-                        term_of=lambda r: bm25.score_rows(field, aq.term_ids, aq.qtf, r),
-                        dense_of=lambda r: cos_all[r], tie_rank=tie,
-                        term_complete=len(b_rows) < 2 * n)
-            lists[a] = (got.rows, got.scores)
-            whole = hybrid_scores(scores, cos_all, a, scores[b_rows[0]] if len(b_rows) else 0)
-            same.append(set(top_k_rows(whole, n, allowed, tie).tolist()) ==
-                        set(got.rows.tolist()))
-        out[q["id"]] = (aq, lists)
-    return out, float(np.mean(same))
-
-
-def top_k_rows(scores, k, allowed, tie):
-    from cqa_search.retrieval import top_k
-
-    return top_k(scores, k, allowed=allowed, tie_rank=tie)
-
-
-def _run(stage, qids, which, engine):
-    doc_ids = engine.archive.doc_ids
-    return {q: {doc_ids[r]: float(s) for r, s in zip(*stage[q][1][which[q]])} for q in qids}
-
-
-def _choose_a(stages, qrels, train_ids, fr, queries, engine):
-    """The ``a`` of the best mean R@100 on the training queries (ties: the smaller)."""
-    train = [q for q in queries if q["id"] in set(train_ids)]
-    best, best_r = None, -1.0
-    for a in A_GRID:
-        r = fr.per_query(_run(stages, train_ids, {q: a for q in train_ids}, engine), qrels,
-                         train)["r@100"].mean()
-        if r > best_r + 1e-12:
-            best, best_r = a, r
-    return best
-
-
-def _table(engine, stages, qrels, which, qids):
-    """Features of every query's candidates (``which[q]``: the first stage), the hybrid
-    score as a column ``first_stage``."""
-    X, y, qid, docs = [], [], [], []
-    names = None
-    doc_ids = engine.archive.doc_ids
-    for q in qids:
-        aq, lists = stages[q]
-        rows, first = lists[which[q]]
-        F = engine.feature_scores(aq, rows)
-        X.append(np.column_stack([F, first]))
-        y.extend(1.0 if qrels.get(q, {}).get(doc_ids[r], 0) >= 1 else 0.0 for r in rows)
-        qid.extend([q] * len(rows))
-        docs.extend(doc_ids[r] for r in rows)
-    names = list(engine.feature_names) + ["first_stage"]
-    qid = np.array(qid)
-    n_relevant = np.array([sum(g >= 1 for g in qrels[q].values()) for q in qid])
-    return (np.vstack(X), np.array(y), qid, np.array(docs), names, n_relevant)
-
-
-def quality_main(a):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import full_retrieval as fr
-
-    for key in a.collections:
-        title, engine, queries, qrels, splits, split = _collection(fr, key, a, log)
-        scored = [q for q in queries if split is None or q["id"] in split[1]]
-        ids = [q["id"] for q in scored]
-        log(f"{title}: {len(queries)} queries")
-        t = clock()
-        stages, same = _first_stages(engine, queries)
-        log(f"  first stages in {since(t)[0]:.0f} s")
-        chosen = {}
-        for train_ids, test_ids in splits:
-            a_fold = _choose_a(stages, qrels, train_ids, fr, queries, engine)
-            chosen.update({q: a_fold for q in test_ids})
-        all_ids = [q["id"] for q in queries]
-        rows = {"BM25 (top 100)": fr.per_query(_run(stages, ids, {q: "bm25" for q in ids},
-                                                    engine), qrels, scored),
-                "hybrid first stage (a per fold)": fr.per_query(
-                    _run(stages, ids, chosen, engine), qrels, scored)}
-        tables = {"bm25": _table(engine, stages, qrels, {q: "bm25" for q in all_ids}, all_ids),
-                  "hybrid": _table(engine, stages, qrels,
-                                   {q: chosen.get(q, A_GRID[0]) for q in all_ids}, all_ids)}
-        names = tables["bm25"][4]
-        today = [j for j, n in enumerate(names) if not n.startswith(NEW_FAMILIES)
-                 and n != "first_stage"]
-        new = [j for j, n in enumerate(names) if n != "first_stage"]
-        systems = {"pipeline today (BM25 candidates, today's features)": ("bm25", today),
-                   "pipeline + embeddings, soft-cosine, field families (BM25 candidates)":
-                       ("bm25", new),
-                   "pipeline today's features, hybrid candidates": (
-                       "hybrid", today + [len(names) - 1]),
-                   "pipeline + new families, hybrid candidates": (
-                       "hybrid", new + [len(names) - 1])}
-        choices = {}
-        for label, (cand, columns) in systems.items():
-            run, choices[label] = {}, []
-            for train_ids, test_ids in splits:
-                cv, part = fr.fit_predict(tables[cand], train_ids, test_ids, columns)
-                run.update(part)
-                choices[label].append(fr.describe(cv))
-            rows[label] = fr.per_query(run, qrels, scored)
-            log(f"  {label}: MAP {100 * rows[label]['map'].mean():.2f}")
-        base = rows["pipeline today (BM25 candidates, today's features)"]
-        print(f"\n#### {title}: {engine.n_docs:,} questions, {len(scored)} queries scored\n")
-        print("| system | MAP | P@1 | R@100 | MAP vs pipeline today: p (t / rand.) | "
-              "R@100 vs BM25: p (t) |\n|---|---:|---:|---:|---|---|")
-        from cqa_search.evaluation import compare
-
-        for label, table in rows.items():
-            vals = [100 * table[m].mean() for m in QUALITY_METRICS]
-            p_map = fr._p(table, base) if table is not base else "–"
-            c = compare(table, rows["BM25 (top 100)"], metrics=["r@100"]).loc["r@100"]
-            print(f"| {label} | " + " | ".join(f"{v:.2f}" for v in vals) + f" | {p_map} | "
-                  f"{c['p_ttest']:.3g} |")
-        print(f"\na per fold: {', '.join(str(chosen[te[0]]) for _, te in splits)}; the merged "
-              f"top 100 (of the top-200 lists) is the whole archive's top 100 in "
-              f"{100 * same:.1f} % of (query, a). Rankers per fold: " + "; ".join(
-                  f"{label}: {', '.join(c)}" for label, c in choices.items()) + ".")
-        _learners(engine, queries, qrels, scored, ids, splits, fr)
-
-
-def _learners(engine, queries, qrels, scored, ids, splits, fr):
-    """R@100 of the hybrid first stage with PPMI-SVD and word2vec vectors, three seeds
-    each (``a`` per fold)."""
-    from cqa_search.vectors import embeddings as E
-
-    corpus = E.training_corpus(engine.view)
-    model = engine.models["embeddings"]
-    question = engine.index["question"]
-    out = []
-    for method in ("ppmi-svd", "word2vec"):
-        for seed in (0, 1, 2):
-            t = clock()
-            V = E.ppmi_svd(corpus, seed=seed) if method == "ppmi-svd" else \
-                E.word2vec(corpus, seed=seed)
-            cpu = since(t)[1]
-            w = sif.sif_weights(corpus.counts())
-            means = sif.weighted_means(question.sequence, question.offsets, V, w)
-            u = sif.principal_component(means)
-            rows = sif.sif_rows(question.sequence, question.offsets, V, w, u)
-
-            def vectors_of(aq, V=V, w=w, u=u):
-                return sif.sentence_vector(aq.sequence, V, w, u)
-            vectors_of.rows = rows
-            stages, _ = _first_stages(engine, queries, vectors_of)
-            chosen = {}
-            for train_ids, test_ids in splits:
-                a_fold = _choose_a(stages, qrels, train_ids, fr, queries, engine)
-                chosen.update({q: a_fold for q in test_ids})
-            table = fr.per_query(_run(stages, ids, chosen, engine), qrels, scored)
-            out.append(f"| {method}, seed {seed} | {100 * table['r@100'].mean():.2f} | "
-                       f"{100 * table['map'].mean():.2f} | {cpu:.0f} |")
-    del model
-    print("\n| word vectors of the hybrid first stage | R@100 | MAP of its order | fit CPU s "
-          "|\n|---|---:|---:|---:|\n" + "\n".join(out))
+    engine = SearchEngine.open(a.index, config=SearchConfig(ranker=None))
+    load = load_average()
+    t = clock()
+    model = EmbeddingModel(method=a.method).fit(engine.view)
+    wall, cpu = since(t)
+    print(f"{engine.n_docs:,} questions; load average before / after: {load} / "
+          f"{load_average()}\n")
+    print("| step | wall s |\n|---|---:|")
+    for step, seconds in model.fit_seconds_.items():
+        print(f"| {step} | {seconds:.1f} |")
+    print(f"| **the whole fit** ({a.method}) | **{wall:.1f}** (CPU {cpu:.1f} s, all threads) |")
+    print(f"\npeak RSS {memory_mb()[0]:,.0f} MB")
 
 
 def main(argv=None):
@@ -687,18 +480,15 @@ def main(argv=None):
     p.add_argument("queries")
     p.add_argument("--n-queries", type=int, default=1000)
     p.add_argument("--n-check", type=int, default=200)
-    p.add_argument("-a", type=float, default=0.3)
+    p.add_argument("-a", type=float, default=DEFAULT_WEIGHT)
     p.add_argument("--depth", type=int, default=2, help="each list's depth, in n")
-    p = sub.add_parser("quality")
-    here = os.path.dirname(os.path.abspath(__file__))
-    p.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data"))
-    p.add_argument("--work", default="/tmp/cqa_bench_vectors")
-    p.add_argument("--collections", nargs="+",
-                   default=["semeval", "stackfaq", "demo", "stackexchange"])
+    p = sub.add_parser("fit-model")
+    p.add_argument("index")
+    p.add_argument("--method", default="ppmi-svd", choices=["ppmi-svd", "word2vec"])
     a = ap.parse_args(argv)
     print(f"`python scripts/bench_vectors.py {' '.join(argv or sys.argv[1:])}`\n")
-    {"fit": fit_main, "ann": ann_main, "hybrid": hybrid_main,
-     "quality": quality_main}[a.cmd](a)
+    {"fit": fit_main, "fit-model": fit_model_main, "ann": ann_main,
+     "hybrid": hybrid_main}[a.cmd](a)
 
 
 if __name__ == "__main__":

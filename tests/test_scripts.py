@@ -109,9 +109,16 @@ def test_bench_vectors_tiny(tmp_path):
     assert "| numpy IVF (ours), 300 lists, 32 probed |" in out
     out = run("bench_vectors.py", "hybrid", str(index), str(queries), "--n-queries", "12",
               "--n-check", "12")
-    assert "| hybrid first stage" in out and "the bound proves it" in out
+    assert "| hybrid top 100 |" in out and "the bound proves it" in out
+    # (the inverted file reads every list here: the engine's top 100 is the archive's)
+    assert "whole archive's top 100 (every question scored by the formula, the exact " \
+        "cosines) for 100.0 %" in out
     out = run("bench_vectors.py", "fit", str(index), "--sample", "0.5")
     assert "| PPMI-SVD" in out and "| yes |" in out
+    out = run("bench_vectors.py", "fit-model", str(index))
+    assert "| **the whole fit** (ppmi-svd) |" in out and "| soft-cosine norms |" in out
+
+
 def test_bench_build_tiny(tmp_path):
     archive = tmp_path / "a.jsonl"
     write_archive(archive, 50)

@@ -243,3 +243,78 @@ def test_train_with_candidates_from_the_command_line(index, judged, bm25_positio
     assert exported["candidates"].endswith("its free searches use the ranker 'ranker-search'")
     assert main(["export-ranker", str(index), "--name", "ranker-search"]) == 0
     assert "reranks the top n_candidates" in capsys.readouterr().out
+
+
+# -- the hybrid first stage: train chooses its weight and stores it with the ranker ---------
+@pytest.fixture(scope="module")
+def demo_judged():
+    from cqa_search.data import DEMO_QRELS, DEMO_QUERIES, demo_dir, demo_split
+
+    training, _ = demo_split(read_queries(demo_dir() / DEMO_QUERIES))
+    return training, read_qrels(demo_dir() / DEMO_QRELS)
+
+
+def test_train_chooses_the_hybrid_weight_and_stores_it(vectors_copy, demo_judged):
+    from cqa_search.evaluation import evaluate, run_queries
+    from cqa_search.retrieval.first_stage import WEIGHT_GRID
+
+    queries, qrels = demo_judged
+    report = train_ranker(vectors_copy, queries, qrels, cv=3)
+    choice = report.hybrid
+    assert choice.depth == 100 and [g[0] for g in choice.grid] == list(WEIGHT_GRID)
+    # the grid's figures are those of the first stage alone at each a
+    engine = SearchEngine.open(vectors_copy, config=SearchConfig(ranker=None))
+    a, recall, map_ = choice.grid[3]
+    scores = evaluate(run_queries(engine.with_config(SearchConfig(ranker=None, hybrid=a)),
+                                  [{**q, "category": None} for q in queries], k=100), qrels,
+                      metrics=["map", "r@100"], convention="trec")
+    assert recall == pytest.approx(scores["r@100"].mean()) and \
+        map_ == pytest.approx(scores["map"].mean())
+    best = max(choice.grid, key=lambda g: (g[1], g[2], -g[0]))  # recall, MAP, smaller a
+    assert choice.a == best[0]
+    assert report.stored and report.selection.baseline == "first_stage"
+    stored = SearchEngine.open(vectors_copy)
+    assert stored.models["ranker"].hybrid_weight_ == choice.a == stored.hybrid_weight
+    assert "first_stage" in stored.feature_names
+    text = str(report)
+    assert f"first stage  hybrid, a = {choice.a:g}" in text and "first stage order" in text
+
+
+def test_train_with_a_given_or_no_hybrid_weight(vectors_copy, demo_judged, toy_judged,
+                                                capsys):
+    queries, qrels = demo_judged
+    fixed = train_ranker(vectors_copy, queries, qrels, cv=3, hybrid=0.6)
+    assert fixed.hybrid.a == 0.6 and fixed.hybrid.grid == []
+    assert SearchEngine.open(vectors_copy).hybrid_weight == 0.6
+    off = train_ranker(vectors_copy, queries, qrels, cv=3, hybrid=None)
+    assert off.hybrid.a == 0 and "hybrid off" in str(off)
+    engine = SearchEngine.open(vectors_copy)
+    assert engine.models["ranker"].hybrid_weight_ == 0 and engine.hybrid_weight == 0
+    with pytest.raises(QueryError, match="hybrid must be 'auto', None or a number"):
+        train_ranker(vectors_copy, queries, qrels, hybrid=1.5)
+    with pytest.raises(QueryError, match="a training on given candidates"):
+        train_ranker(vectors_copy, queries, qrels, {"dq01": {"health-001": 1.0}}, hybrid=0.3)
+    files = [str(f) for f in toy_judged]
+    with pytest.raises(SystemExit):
+        main(["train", str(vectors_copy), "--queries", files[0], "--qrels", files[1],
+              "--hybrid", "lots"])
+    assert "expected auto, none or a number in [0, 1]; got 'lots'" in capsys.readouterr().err
+
+
+def test_the_first_stage_order_is_kept_when_no_ranker_beats_it(vectors_copy, demo_judged):
+    """When cross-validation finds no learned ranker better than the first stage's order,
+    that order is stored (with the chosen a), so searches keep what train measured."""
+    queries, _ = demo_judged
+    engine = SearchEngine.open(vectors_copy, config=SearchConfig(ranker=None, hybrid=0.5))
+    qrels = {}
+    for q in queries:  # the first stage's own top 3 are the relevant questions
+        top = engine.search(q["text"], k=3).doc_ids
+        qrels[q["id"]] = {d: 1 for d in top}
+    report = train_ranker(vectors_copy, queries, qrels, cv=3, hybrid=0.5)
+    assert not report.improves and report.stored
+    assert "stored as model 'ranker'" in str(report) and "a = 0.5" in str(report)
+    stored = SearchEngine.open(vectors_copy)
+    assert stored.hybrid_weight == 0.5
+    assert list(stored.models["ranker"].feature_names_in_) == ["first_stage"]
+    for q in queries[:5]:
+        assert stored.search(q["text"], k=3).doc_ids == engine.search(q["text"], k=3).doc_ids

@@ -52,8 +52,9 @@ def configure(parser) -> None:
     add_reader_options(parser)
     parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
                         help="after indexing, train these model families with their default "
-                             "options, in order (like `cqa-search fit DIR FAMILY`): "
-                             + ", ".join(FAMILIES))
+                             "options (like `cqa-search fit DIR FAMILY`), in this order "
+                             "whatever the order given (a multiview model's ibm1 view reads "
+                             "the translation model): " + ", ".join(FAMILIES))
     scale = parser.add_argument_group("scale-out on Ray (pip install 'cqa-search[distributed]')")
     scale.add_argument("--shards", type=positive_int, metavar="N",
                        help="split the archive into N shard indexes built in parallel on Ray, "
@@ -183,7 +184,7 @@ def run(args) -> int:
             "each question's first tag its category"), file=sys.stderr)
     if args.models:  # the fits import scikit-learn: only when asked for
         from ..training import fit_family
-    for family in args.models:
+    for family in sorted(set(args.models), key=list(FAMILIES).index):  # the fitting order
         print(f"\ntraining {family} ...")
         print(fit_family(output, family, progress=not args.quiet))
     return 0

@@ -7,6 +7,7 @@ import json
 from .._utils import counted
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
+from ..retrieval.first_stage import DEFAULT_WEIGHT
 from ._common import COMMANDS, add_common_options, run_command
 
 HELP = COMMANDS["info"][1]
@@ -27,6 +28,27 @@ def _ranks(name, model, models) -> str:
             + (f"{search})" if search in models else "the retrieval order)"))
 
 
+def _first_stage(info) -> str | None:
+    """What chooses the candidates of free searches (None: a sharded index, whose shards
+    hold no word vectors)."""
+    models = info["models"]
+    if info["shards"]:
+        return None
+    if not any(m["kind"] == "embeddings" for m in models.values()):
+        return ("BM25 alone (no word vectors: `cqa-search fit INDEX embeddings` adds the "
+                "hybrid first stage)")
+    name = "ranker"  # the ranker of free searches: its own, or its NAME-search
+    if any(f in GIVEN_FEATURES for f in models.get(name, {}).get("features") or ()):
+        name = search_ranker_name(name)
+    stored = models.get(name, {}).get("hybrid_weight") if name in models else None
+    if stored == 0:
+        return f"BM25 alone (the ranker {name!r} was trained so: `train --hybrid none`)"
+    a = DEFAULT_WEIGHT if stored is None else stored
+    return (f"hybrid: (1-a) x bm25 / its best + a x cosine of the question vectors, a = "
+            f"{a:g} (" + ("the default without a ranker that stores one" if stored is None
+                          else f"chosen by `train`, stored with the ranker {name!r}") + ")")
+
+
 def format_info(info) -> str:
     segments = info["segments"]
     deleted = sum(s["deleted"] for s in segments)
@@ -45,6 +67,9 @@ def format_info(info) -> str:
              f"categories {info['categories']:,}"]
     if not info["models"]:
         lines.append("models     none (train them with `cqa-search fit` and `cqa-search train`)")
+    stage = _first_stage(info)
+    if stage is not None:
+        lines.append(f"first stage {stage}")
     for name, m in info["models"].items():
         stale = []
         if m["added_since"]:

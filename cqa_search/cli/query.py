@@ -18,8 +18,8 @@ from ..exceptions import QueryError
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import Presenter
 from ..query_parser import date_filter
-from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
-                      format_question, positive_int, run_command)
+from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options, format_explanation,
+                      format_hit, format_question, hybrid_weight, positive_int, run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -75,6 +75,8 @@ def configure(parser) -> None:
                              "index's 'ranker' when it has one; 'none': the retrieval model's "
                              "order); one that reads the given-run features (train "
                              "--candidates) ranks with its NAME-search")
+    parser.add_argument("--hybrid", type=hybrid_weight, default="auto", metavar="A|none",
+                        help=HYBRID_HELP)
     parser.add_argument("--json", action="store_true",
                         help="print results as JSON (one line per query when piped)")
     parser.add_argument("--run-out", metavar="FILE",
@@ -84,7 +86,8 @@ def configure(parser) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="show each feature's contribution to a result's score (the "
                              "ranker's weights times the features; the feature scores when the "
-                             "index has no ranker)")
+                             "index has no ranker), and the two parts of its hybrid first-"
+                             "stage score")
     parser.add_argument("--verify", action="store_true",
                         help="check every file of the index against its checksum first")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
@@ -98,6 +101,7 @@ def open_engine(args, *, given=False, **config) -> SearchEngine:
     ``given``: candidates given with scores)."""
     if args.ranker is not None:
         config["ranker"] = None if args.ranker.lower() == "none" else args.ranker
+    config.setdefault("hybrid", getattr(args, "hybrid", "auto"))
     engine = SearchEngine.open(args.index, verify=getattr(args, "verify", False),
                                config=SearchConfig(**config))
     if args.ranker and args.ranker.lower() != "none" and \

@@ -21,7 +21,7 @@ from ..evaluation import read_qrels, read_queries, read_run
 from ..exceptions import QueryError
 from ..ranking import LEARNERS
 from ..training import train_ranker
-from ._common import COMMANDS, add_common_options, positive_int, run_command
+from ._common import COMMANDS, add_common_options, hybrid_weight, positive_int, run_command
 
 HELP = COMMANDS["train"][1]
 #: The defaults of the options: those of :func:`~cqa_search.training.train_ranker`.
@@ -97,6 +97,15 @@ def configure(parser) -> None:
                         help="model name in the index (default: ranker, the one search uses); "
                              "NAME-search, the ranker of free searches of a ranker that reads "
                              "given_*, belongs to it (replaced or removed)")
+    parser.add_argument("--hybrid", type=hybrid_weight, default=DEFAULTS["hybrid"],
+                        metavar="auto|A|none",
+                        help="on an index with word vectors (`cqa-search fit INDEX "
+                             "embeddings`), the first stage whose candidates the ranker "
+                             "reorders, stored with it: auto chooses the weight a of the "
+                             "cosine in (1-a)*bm25/max bm25 + a*cosine by the training "
+                             "queries' recall of their relevant questions; A fixes it; none: "
+                             "the retrieval model alone (default: %(default)s; full "
+                             "retrieval only)")
     parser.add_argument("--dry-run", action="store_true", help="train and report, store nothing")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
@@ -114,7 +123,7 @@ def run(args) -> int:
         max_iter=args.max_iter, tol=args.tol, early_stopping=args.early_stopping,
         random_state=args.random_state, features=args.features, exclude=args.exclude,
         graded=args.graded, cv=args.cv, all_features=args.all_features, no_cv=args.no_cv,
-        name=args.name, dry_run=args.dry_run, progress=not args.quiet))
+        name=args.name, hybrid=args.hybrid, dry_run=args.dry_run, progress=not args.quiet))
     return 0
 
 

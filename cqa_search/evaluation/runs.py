@@ -22,13 +22,15 @@ def _results(engine, query, candidates, k, features=True):
     retrieval (without the query itself when it is an archived question); ``features``
     False: None in their place (hits' features are computed only when read)."""
     qid, text, category = query["id"], query["text"], query.get("category")
+    parts = {"title": query.get("title"), "body": query.get("body")}  # per-field features
     if candidates is not None:
         given = candidates.get(qid, {})
         if not given:
             return [], np.zeros(0), np.zeros((0, len(engine.feature_names)))
-        res = engine.rerank(text, list(given), scores=list(given.values()), category=category)
+        res = engine.rerank(text, list(given), scores=list(given.values()), category=category,
+                            **parts)
         return list(res.doc_ids), res.scores, res.features if features else None
-    res = engine.retrieve(text, None if k is None else k + 1, category=category)
+    res = engine.retrieve(text, None if k is None else k + 1, category=category, **parts)
     keep = [i for i, d in enumerate(res.doc_ids) if d != qid][:k]
     return ([res.doc_ids[i] for i in keep], res.scores[keep],
             res.features[keep] if features else None)
@@ -59,8 +61,10 @@ def run_queries(engine, queries, *, candidates=None, k=100, n_jobs=None,
     ----------
     engine : SearchEngine
     queries : list of dict, or path
-        ``{"id", "text", "category"?}`` (see :func:`cqa_search.evaluation.read_queries`),
-        or a queries file (read by it).
+        ``{"id", "text", "category"?, "title"?, "body"?}`` (see
+        :func:`cqa_search.evaluation.read_queries`; title and body: the query's two parts,
+        which the per-field features compare with the questions'), or a queries file
+        (read by it).
     candidates : dict or path, optional
         ``{qid: {doc_id: score}}`` (a run, or a TREC run file): rerank these candidates only (their scores
         are the ``given_*`` features); a query without candidates gets an empty

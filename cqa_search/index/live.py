@@ -388,20 +388,22 @@ def _select(field: FieldIndex, rows, n_terms) -> FieldIndex:
     return out
 
 
-def _ranker_features(stored, name):
-    """The feature names a stored ranker reads (None when its model file is damaged:
-    opening the index says so)."""
+def _ranker_meta(stored, name):
+    """The feature names a stored ranker reads and its hybrid weight (None when its model
+    file is damaged: opening the index says so)."""
     try:
-        names = stored.model(name).meta.get("feature_names")
+        meta = stored.model(name).meta
     except IndexFormatError:
-        return None
-    return names if isinstance(names, list) else None
+        return None, None
+    names, a = meta.get("feature_names"), meta.get("hybrid_weight")
+    return (names if isinstance(names, list) else None,
+            a if isinstance(a, (int, float)) and not isinstance(a, bool) else None)
 
 
 def index_info(path) -> dict:
     """What ``cqa-search info`` shows: generation, segments, questions, and for every stored
     model how many questions were added and deleted since its fit (and for a ranker, the
-    ``features`` it reads)."""
+    ``features`` it reads and its ``hybrid_weight``)."""
     stored = open_index(path)
     m = stored.manifest
     counters = m.get("counters", {})
@@ -415,7 +417,8 @@ def index_info(path) -> dict:
                         "deleted_since": int(counters.get("deleted", 0))
                         - int(fitted.get("deleted", 0))}
         if entry["kind"] == "ranker":
-            models[name]["features"] = _ranker_features(stored, name)
+            models[name]["features"], models[name]["hybrid_weight"] = \
+                _ranker_meta(stored, name)
     return {"path": stored.path, "generation": stored.generation,
             "created": m.get("created"), "format_version": m.get("format_version"),
             "questions": int(stats.get("n_docs", 0)), "rows": int(stats.get("n_rows", 0)),

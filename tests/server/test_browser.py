@@ -34,12 +34,33 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 @pytest.fixture(scope="module")
 def server(ranked_index):
     """The server on a free loopback port, in a thread; yields its base URL."""
+    yield from _serve(ranked_index)
+
+
+@pytest.fixture(scope="module")
+def hybrid_server(vectors_index, tmp_path_factory):
+    """The server of the demo archive with word vectors and a ranker trained (by `train`)
+    on its judged queries: the hybrid first stage."""
+    import shutil
+
+    from cqa_search.data import DEMO_QRELS, DEMO_QUERIES, demo_dir
+    from cqa_search.evaluation import read_qrels, read_queries
+    from cqa_search.training import train_ranker
+
+    path = tmp_path_factory.mktemp("hybrid") / "index"
+    shutil.copytree(vectors_index, path)
+    train_ranker(path, read_queries(demo_dir() / DEMO_QUERIES),
+                 read_qrels(demo_dir() / DEMO_QRELS), cv=3)
+    yield from _serve(path)
+
+
+def _serve(index):
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(ranked_index), log_level="warning")
+    config = uvicorn.Config(create_app(index), log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -290,3 +311,22 @@ def test_suggestions_while_a_question_is_typed(server, browser, shots):
     print("\nsuggestion latency per keystroke batch:", json.dumps(report))
     errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+def test_why_this_rank_shows_both_parts_of_the_first_stage(hybrid_server, browser, shots):
+    """With word vectors, a hit's explanation starts with the two parts of the score that
+    made it a candidate (the BM25 part and the cosine part), then the ranker's."""
+    d = browser
+    d.get(hybrid_server + "/?q=" + "sinuses+plugged+up+and+head+feels+heavy")
+    wait(d, lambda d: hits(d), "the hits")
+    status = d.find_element(By.ID, "status").text
+    assert "ranked by bm25 + word vectors + ranksvm ranker" in status
+    first = hits(d)[0]
+    first.find_element(By.CSS_SELECTOR, "details.why summary").click()
+    stage = first.find_element(By.CSS_SELECTOR, "details.why .first-stage")
+    wait(d, lambda d: stage.is_displayed(), "the explanation")
+    text = stage.text
+    assert text.startswith("Candidate score ") and " × bm25 " in text and " × cosine " in text
+    caption = first.find_element(By.CSS_SELECTOR, "details.why caption").text
+    assert "bm25 + word-vector candidates" in caption
+    d.save_screenshot(os.path.join(shots, "search-hybrid-explain.png"))
