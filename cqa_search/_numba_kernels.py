@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["top_k", "sum_dp", "viterbi", "locate", "align"]
+__all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -53,8 +53,7 @@ def _lower_bound(indices, lo, hi, d):
 
 @njit(cache=True, nogil=True)
 def _gallop(indices, lo, hi, d):
-    """:func:`_lower_bound`, searching from ``lo`` outwards (rows looked up in increasing
-    order are near each other)."""
+    """:func:`_lower_bound`, searching from ``lo`` outwards (the rows sought are near)."""
     step = 1
     while lo + step < hi and indices[lo + step] < d:
         step <<= 1
@@ -62,103 +61,76 @@ def _gallop(indices, lo, hi, d):
 
 
 @njit(cache=True, nogil=True)
-def top_k(indptr, indices, weights, max_weights, term_ids, coef, k, doc_category, category,
+def top_k(indptr, indices, weights, term_ids, coef, k, acc, doc_category, category,
           by_category, allowed, by_allowed, tie_rank, by_tie):
     """``(rows, scores)`` of the ``k`` best documents holding a term of the query (score >
     0, passing the filters), best first, ties broken by ``(tie rank, row)``: the numpy
-    path's result, bit for bit, by MaxScore document at a time.
+    path's result, bit for bit.
 
-    The documents holding a query term are visited in row order, one cursor per term.
-    Once k documents are kept, the k-th best score ``theta`` is known; the terms whose
-    largest possible contributions (``max_weights`` times the query weight, smallest
-    first) sum below it cannot make a document reach it on their own: only the other
-    ("essential") terms' postings propose documents, and the others are looked up (by
-    galloping) for a proposed document only when its essential part plus their bounds
-    reaches ``theta`` (with a margin far above rounding). A document is scored as the
-    numpy path scores it: every term's float32 product (``float32(weight) * float32(query
-    weight)``, numpy's arithmetic for a float32 array times a Python float) in float64,
-    summed in query order (adding 0.0 for a term it lacks changes nothing).
+    The rows are cut into windows of ``len(acc)`` documents (``acc``: a zeroed float64
+    workspace small enough to stay in the CPU cache, left zeroed). In each window, every
+    query term in query order adds its postings' products (``float32(weight) *
+    float32(query weight)``, numpy's arithmetic for a float32 array times a Python float)
+    into ``acc`` in float64: each document's score is summed in the order numpy's
+    ``bincount`` sums it, so it is the same number. One pass over the window then offers
+    the scores reaching the k-th best kept so far to a heap of the k best. Every posting
+    is read once, in order; the only random accesses are to ``acc``, in the cache.
     """
     n_t = term_ids.shape[0]
-    bound = np.empty(n_t, dtype=np.float64)
-    for j in range(n_t):
-        bound[j] = np.float64(max_weights[term_ids[j]] * coef[j])
-    by_bound = np.argsort(bound, kind="mergesort")  # smallest first
-    below = np.zeros(n_t + 1, dtype=np.float64)  # below[i]: bounds of by_bound[:i] summed
-    for i in range(n_t):
-        below[i + 1] = below[i] + bound[by_bound[i]]
-    margin = 1.0 + 1e-6
+    window = acc.shape[0]
     pos = np.empty(n_t, dtype=np.int64)
     end = np.empty(n_t, dtype=np.int64)
+    done = np.int64(1) << 62  # beyond every row
+    lo = done
     for j in range(n_t):
         pos[j] = indptr[term_ids[j]]
         end[j] = indptr[term_ids[j] + 1]
-    n_lazy = 0  # by_bound[:n_lazy] are not essential: looked up, largest bound first
-    part = np.zeros(n_t, dtype=np.float64)
+        if pos[j] < end[j] and indices[pos[j]] < lo:
+            lo = np.int64(indices[pos[j]])
     hs = np.empty(k, dtype=np.float64)
     ht = np.empty(k, dtype=np.int64)
     hr = np.empty(k, dtype=np.int64)
     n = 0
-    theta = 0.0
-    while True:
-        d = -1  # the next document of an essential term
-        for i in range(n_lazy, n_t):
-            j = by_bound[i]
-            if pos[j] < end[j]:
-                r = np.int64(indices[pos[j]])
-                if d < 0 or r < d:
-                    d = r
-        if d < 0:
-            break
-        upper = below[n_lazy]
-        for i in range(n_lazy, n_t):
-            j = by_bound[i]
-            part[j] = 0.0
-            if pos[j] < end[j] and indices[pos[j]] == d:
-                part[j] = np.float64(weights[pos[j]] * coef[j])
-                upper += part[j]
-                pos[j] += 1
-        full = n == k  # (before that, theta is 0 and bounds nothing)
-        if full and upper * margin < theta:
-            continue
-        if by_category and doc_category[d] != category:
-            continue
-        if by_allowed and not allowed[d]:
-            continue
-        out_of_reach = False
-        for i in range(n_lazy - 1, -1, -1):  # the other terms, while the document may reach
-            j = by_bound[i]
-            pos[j] = _gallop(indices, pos[j], end[j], d)
-            part[j] = 0.0
-            if pos[j] < end[j] and indices[pos[j]] == d:
-                part[j] = np.float64(weights[pos[j]] * coef[j])
-            upper += part[j] - bound[j]
-            if full and upper * margin < theta:
-                out_of_reach = True
-                break
-        if out_of_reach:
-            continue
-        s = 0.0
-        for j in range(n_t):  # in query order, as numpy sums
-            s += part[j]
-        if not s > 0.0:
-            continue
-        tr = np.int64(tie_rank[d]) if by_tie else d
-        if n < k:
-            hs[n], ht[n], hr[n] = s, tr, d
-            n += 1
-            if n == k:
-                for h in range(k // 2 - 1, -1, -1):
-                    sift_down(hs, ht, hr, h, k)
-        elif worse(hs[0], ht[0], hr[0], s, tr, d):
-            hs[0], ht[0], hr[0] = s, tr, d
-            sift_down(hs, ht, hr, 0, k)
-        else:
-            continue
-        if n == k and hs[0] > theta:
-            theta = hs[0]
-            while n_lazy < n_t - 1 and below[n_lazy + 1] * margin < theta:
-                n_lazy += 1
+    theta = 0.0  # the k-th best score once k are kept (a hit must reach it)
+    while lo < done:
+        hi = lo + window
+        top = 0  # acc[:top] holds the window's sums
+        for j in range(n_t):
+            p = pos[j]
+            if p >= end[j] or indices[p] >= hi:
+                continue
+            q = _gallop(indices, p, end[j], hi)
+            c = coef[j]
+            for r in range(p, q):
+                # (an unsigned index: numba then skips the check for negative indices)
+                acc[np.uint64(indices[r] - lo)] += np.float64(weights[r] * c)
+            top = max(top, np.int64(indices[q - 1]) - lo + 1)
+            pos[j] = q
+        for x in range(top):
+            s = acc[x]
+            if s >= theta and s > 0.0:  # rare once the heap is full: a predictable branch
+                d = lo + x
+                if by_category and doc_category[d] != category:
+                    continue
+                if by_allowed and not allowed[d]:
+                    continue
+                tr = np.int64(tie_rank[d]) if by_tie else d
+                if n < k:
+                    hs[n], ht[n], hr[n] = s, tr, d
+                    n += 1
+                    if n == k:
+                        for h in range(k // 2 - 1, -1, -1):
+                            sift_down(hs, ht, hr, h, k)
+                        theta = hs[0]
+                elif worse(hs[0], ht[0], hr[0], s, tr, d):
+                    hs[0], ht[0], hr[0] = s, tr, d
+                    sift_down(hs, ht, hr, 0, k)
+                    theta = hs[0]
+        acc[:top] = 0.0
+        lo = done  # the next window starts at the next row holding a query term
+        for j in range(n_t):
+            if pos[j] < end[j] and indices[pos[j]] < lo:
+                lo = np.int64(indices[pos[j]])
     if n < k:
         for h in range(n // 2 - 1, -1, -1):
             sift_down(hs, ht, hr, h, n)
@@ -281,3 +253,86 @@ def align(doc, term, prob, last, p_null, n, n_terms):
         if best[k] >= 0 and top[k] < p_null[k % n_terms]:
             best[k] = -1
     return best
+
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+@njit(cache=True, nogil=True)
+def number_tokens(data, at, out, n_out, slots, starts, lengths, hashes, arena, n_arena,
+                  n_known):
+    """Number the tokens of ``data[at:]`` (runs of bytes other than spaces) into
+    ``out[n_out:]``, in a table of the tokens met so far, numbered in the order they first
+    occur; ``-2`` for the separator ``b"\\x01"``.
+
+    The table is open addressing over ``slots`` (a power of two, -1 free, at most half
+    full) holding token numbers; token ``t``'s bytes are ``arena[starts[t]:starts[t] +
+    lengths[t]]`` and its FNV-1a hash ``hashes[t]``. Returns ``(at, n_out, n_arena,
+    n_known)``: ``at < len(data)`` when a new token found the table full (the caller grows
+    it and calls again from ``at``). The dictionary twin (``bytes.split`` and a ``dict``)
+    numbers the same tokens the same way.
+    """
+    size = data.shape[0]
+    mask = slots.shape[0] - 1
+    capacity = min(starts.shape[0], slots.shape[0] // 2)
+    i = at
+    while i < size:
+        if data[i] == 32:
+            i += 1
+            continue
+        j = i
+        h = _FNV_OFFSET
+        while j < size and data[j] != 32:
+            h = (h ^ np.uint64(data[j])) * _FNV_PRIME
+            j += 1
+        n = j - i
+        if n == 1 and data[i] == 1:
+            out[n_out] = -2
+            n_out += 1
+            i = j
+            continue
+        s = np.int64(h & np.uint64(mask))
+        while True:
+            t = slots[s]
+            if t < 0:
+                break
+            if hashes[t] == h and lengths[t] == n:
+                a = starts[t]
+                same = True
+                for x in range(n):
+                    if arena[a + x] != data[i + x]:
+                        same = False
+                        break
+                if same:
+                    break
+            s = (s + 1) & mask
+        if t < 0:  # a new token: number n_known
+            if n_known == capacity or n_arena + n > arena.shape[0]:
+                return i, n_out, n_arena, n_known  # full: grown by the caller
+            arena[n_arena:n_arena + n] = data[i:j]
+            t = n_known
+            starts[t] = n_arena
+            lengths[t] = n
+            hashes[t] = h
+            slots[s] = t
+            n_arena += n
+            n_known += 1
+        out[n_out] = t
+        n_out += 1
+        i = j
+    return i, n_out, n_arena, n_known
+
+
+@njit(cache=True, nogil=True)
+def token_slots(hashes, n_known, size):
+    """The ``slots`` of :func:`number_tokens` (``size``, a power of two) of the first
+    ``n_known`` tokens."""
+    slots = np.full(size, -1, dtype=np.int64)
+    mask = size - 1
+    for u in range(n_known):
+        r = np.int64(hashes[u] & np.uint64(mask))
+        while slots[r] >= 0:
+            r = (r + 1) & mask
+        slots[r] = u
+    return slots

@@ -1,35 +1,52 @@
-"""Compiled twins of the hottest numpy paths (numba, optional): each gives the numpy
-path's result (bit for bit, but for the sum-form DP: to rounding), and the numpy path stays
-the reference and the fallback.
+"""Compiled twins of the hottest numpy paths (numba), and the one switch between them.
 
-- :func:`top_k_of_postings`: the BM25 top k by MaxScore over the query terms' postings,
-  document at a time (:func:`~cqa_search.retrieval.candidates.top_k_of_model`, for queries of
-  up to :data:`MAXSCORE_TERMS` terms). The numpy path
-  sums every posting of the query terms into an ``n_docs``-long array (``bincount``) and
-  then selects among the matching documents. The kernel walks the postings in row order
-  with one cursor per term and keeps the k best in a heap; once the k-th best score is
-  known, the terms whose largest possible contributions cannot lift a document to it no
-  longer propose documents, and are only looked up for the documents the others propose
-  (MaxScore, Turtle and Flood 1995). The same float32 products are summed in float64 in
-  query order, and hits are ordered by ``(-score, tie rank, row)``: a hypothesis test in
-  ``tests/retrieval/test_candidates.py`` checks both paths against exhaustive scoring.
+Each kernel gives its numpy path's result (bit for bit, but for the sum-form DP: to
+rounding); the numpy path stays the reference and the fallback.
+
+- :func:`top_k_of_postings`: the BM25 top k over the query terms' postings
+  (:func:`~cqa_search.retrieval.candidates.top_k_of_model`). The numpy path sums every posting
+  of the query terms into an ``n_docs``-long array (``bincount``: one random write per
+  posting into an array that outgrows the CPU caches past a few hundred thousand
+  questions) and selects among the documents holding a term. The kernel sums the same
+  postings one window of rows at a time into a cache-sized array and keeps the k best in a
+  heap, so every posting costs a sequential read and a write into the cache: the time per
+  query grows with the postings read, not faster (see the kernel's docstring; a hypothesis
+  test in ``tests/retrieval/test_candidates.py`` checks both paths against exhaustive
+  scoring).
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
   small ``einsum`` or ``argmax`` per position.
 - :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
   over the (candidate, word, query term) entries instead of sorting them by (candidate,
   term) to reduce groups.
+- :func:`number_tokens`: the tokens of a batch of questions numbered in a table of the
+  tokens met so far (:class:`~cqa_search.index.batches.LocalTerms`), one pass over their
+  bytes instead of a ``bytes`` object and a dictionary look-up per token.
 - :func:`locate`: the posting positions of (term, candidate) pairs that the term features
   read (:func:`cqa_search.retrieval.postings.locate`), one binary search a pair instead
   of numpy's rounds over all pairs at once (as many rounds as the longest posting list
   has bits).
 
-numba is an optional dependency (``pip install 'cqa-search[fast]'``); importing it and
-reading the kernels from numba's cache on disk costs about half a second (the first time on
-a machine, compiling them takes about 7 s; ``NUMBA_CACHE_DIR`` moves the cache). They are therefore loaded by :func:`load` (``cqa-search serve`` does it before
-serving, the benchmarks before timing), or on their own once the numpy paths have spent
-:data:`AUTO_LOAD_SECONDS` of CPU in a process (a loop of searches): a single search from
-the command line never pays for it. ``CQA_SEARCH_COMPILED=0`` keeps the numpy paths.
+Which implementation runs
+-------------------------
+:func:`active` says which one the hot paths take now (``"numba"`` or ``"numpy"``),
+:func:`describe` says it in a line for people (``cqa-search --version`` prints it), and
+:func:`use` chooses, for the whole process:
+
+- ``"auto"`` (the default): importing numba and reading the kernels from its cache on disk
+  costs about half a second (compiling them, the first time on a machine, about 7 s;
+  ``NUMBA_CACHE_DIR`` moves the cache), more than a single search takes, so the numpy paths
+  run until :func:`load` is called (``cqa-search serve`` calls it before serving, the
+  benchmarks before timing) or until they have spent :data:`AUTO_LOAD_SECONDS` of CPU in
+  the process (a loop of searches); the kernels run from then on.
+- ``"numba"``: the kernels, loaded at once (an error if they cannot be).
+- ``"numpy"``: the numpy paths only.
+
+The environment variable ``CQA_SEARCH_COMPILED`` (:data:`ENVIRONMENT_VARIABLE`) gives the
+choice of a process that does not call :func:`use`: ``auto``, ``numba`` (loaded at the
+first search), or ``numpy`` (``0`` too). Fits have a switch of their own: inside
+:func:`cqa_search.distributed.fitting.ray_fits` the EM of IBM Model 1 and the NMF family's updates
+run on Ray (:func:`cqa_search.distributed.fitting.fit_backend` says where they run).
 """
 from __future__ import annotations
 
@@ -40,33 +57,103 @@ import time
 
 import numpy as np
 
-__all__ = ["load", "loaded", "available", "describe", "timed", "top_k_of_postings", "sum_dp", "viterbi",
-           "locate", "align", "AUTO_LOAD_SECONDS", "MAXSCORE_TERMS", "ENVIRONMENT_VARIABLE"]
+__all__ = ["use", "active", "describe", "load", "available", "timed", "top_k_of_postings",
+           "sum_dp", "viterbi", "locate", "align", "number_tokens", "TokenTable",
+           "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
+           "WINDOW", "ENVIRONMENT_VARIABLE"]
 
-#: CPU seconds the numpy path may spend in a process before the compiled kernel is loaded.
+#: What :func:`use` accepts.
+IMPLEMENTATIONS = ("auto", "numba", "numpy")
+#: CPU seconds the numpy paths may spend in a process before ``"auto"`` loads the kernels.
 AUTO_LOAD_SECONDS = 2.0
-#: Longest query (in distinct terms) whose top k MaxScore computes: every document it
-#: visits costs a look at each essential term, and past 8-10 terms the numpy path, one
-#: pass over every posting, is faster (measured on 200,000 and 800,000 questions).
-MAXSCORE_TERMS = 8
-#: The environment variable that keeps the numpy path ("0").
+#: Rows summed at once by :func:`top_k_of_postings`: its float64 window (512 KiB) stays in
+#: a core's L2 cache beside the postings streaming through (2^15 to 2^18 were within 10 %
+#: of each other on 200,000 and 1,000,000 questions; 2^12 was 25 % slower).
+WINDOW = 1 << 16
+#: The environment variable read when :func:`use` was not called.
 ENVIRONMENT_VARIABLE = "CQA_SEARCH_COMPILED"
 
+_logger = logging.getLogger(__name__)
+_chosen = None          # the argument of use(); None: the environment's choice
+_from_environment = None  # the environment's choice, read once
 _kernels = None         # the module of compiled kernels once loaded
 _failed = False         # numba missing or a kernel could not be built
-_spent = 0.0            # CPU seconds of the numpy path so far
+_spent = 0.0            # CPU seconds of the numpy paths so far
 _lock = threading.Lock()
+_workspace = threading.local()  # each thread's zeroed window of top_k_of_postings
 
 
-def _allowed_by_environment() -> bool:
-    return os.environ.get(ENVIRONMENT_VARIABLE, "1").strip().lower() not in (
-        "0", "false", "no", "off")
+def _choice() -> str:
+    """``use()``'s choice, else the environment's (``auto`` when unset or not understood),
+    read once."""
+    global _from_environment
+    if _chosen is not None:
+        return _chosen
+    if _from_environment is None:
+        value = os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower()
+        _from_environment = ("numpy" if value in ("0", "false", "no", "off", "numpy") else
+                             "numba" if value == "numba" else "auto")
+    return _from_environment
+
+
+def use(implementation: str) -> str:
+    """Choose the implementation of the hot paths for this process.
+
+    Parameters
+    ----------
+    implementation : {"auto", "numba", "numpy"}
+        ``"auto"``: the numpy paths until :func:`load` or :data:`AUTO_LOAD_SECONDS` of
+        their CPU time, then the kernels; ``"numba"``: the kernels, loaded now;
+        ``"numpy"``: the numpy paths (kernels already loaded are set aside, not unloaded).
+
+    Returns
+    -------
+    str
+        :func:`active` after the change.
+
+    Raises
+    ------
+    ParameterError
+        Another value.
+    RuntimeError
+        ``"numba"`` and the kernels cannot be loaded (numba missing or broken).
+
+    Examples
+    --------
+    >>> from cqa_search import compiled
+    >>> compiled.use("numpy")
+    'numpy'
+    >>> compiled.use("auto") in ("numba", "numpy")   # numba if the kernels were loaded
+    True
+    """
+    global _chosen
+    if implementation not in IMPLEMENTATIONS:
+        from .exceptions import ParameterError
+
+        raise ParameterError(f"implementation must be one of {{{', '.join(map(repr, IMPLEMENTATIONS))}}}; "
+                             f"got {implementation!r}")
+    _chosen = implementation
+    if implementation == "numba" and not load():
+        raise RuntimeError("the compiled kernels cannot be loaded: "
+                           + describe().split(": ", 1)[1])
+    return active()
+
+
+def active() -> str:
+    """The implementation the hot paths take now: ``"numba"`` (the compiled kernels) or
+    ``"numpy"``. Under ``CQA_SEARCH_COMPILED=numba`` the first call loads the kernels."""
+    choice = _choice()
+    if choice == "numpy":
+        return "numpy"
+    if _kernels is None and choice == "numba" and not _failed:
+        load()
+    return "numba" if _kernels is not None else "numpy"
 
 
 def available() -> bool:
-    """True when numba can be imported and the environment allows it (the kernel may not
-    be loaded yet)."""
-    if not _allowed_by_environment():
+    """True when numba can be imported (the kernels may not be loaded yet) and the numpy
+    paths are not chosen."""
+    if _choice() == "numpy":
         return False
     import importlib.util
 
@@ -74,13 +161,15 @@ def available() -> bool:
 
 
 def describe() -> str:
-    """One line on the kernels for people (``cqa-search --version``): installed or not,
-    turned off, loaded."""
-    if not _allowed_by_environment():
-        return f"compiled kernels: off ({ENVIRONMENT_VARIABLE}=0): the numpy paths"
+    """One line on the implementation in use, for people (``cqa-search --version``)."""
+    choice = _choice()
+    if choice == "numpy":
+        how = ("compiled.use('numpy')" if _chosen is not None
+               else f"{ENVIRONMENT_VARIABLE}={os.environ.get(ENVIRONMENT_VARIABLE, '')}")
+        return f"compiled kernels: off ({how}): the numpy paths"
     if not available():
-        return ("compiled kernels: not installed, the numpy paths "
-                "(pip install 'cqa-search[fast]' for numba)")
+        return ("compiled kernels: numba is not installed: the numpy paths "
+                "(numba is a dependency of cqa-search; reinstall it)")
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -89,18 +178,22 @@ def describe() -> str:
         numba = "numba"
     if _failed:
         return f"compiled kernels: {numba} could not build them: the numpy paths"
-    return (f"compiled kernels: {numba}, " + ("loaded" if loaded() else
-            "loaded by `serve`, or after 2 s of searching"))
+    if _kernels is not None:
+        return f"compiled kernels: {numba}, loaded"
+    return (f"compiled kernels: {numba}, loaded by `serve`, or after "
+            f"{AUTO_LOAD_SECONDS:g} s of searching (auto)")
 
 
 def load() -> bool:
-    """Import numba and compile (or read from its cache) the kernels now; True when they
-    are ready. Without numba (or with ``CQA_SEARCH_COMPILED=0``) nothing happens and the
-    numpy paths stay in use."""
+    """Import numba and compile (or read from its cache) the kernels now, unless the numpy
+    paths are chosen; True when the kernels are in use. Without numba nothing happens
+    and the numpy paths stay in use (the failure is logged once)."""
     global _kernels, _failed
+    if _choice() == "numpy":
+        return False
     if _kernels is not None:
         return True
-    if _failed or not _allowed_by_environment():
+    if _failed:
         return False
     with _lock:
         if _kernels is None and not _failed:
@@ -113,22 +206,18 @@ def load() -> bool:
             except Exception as exc:  # noqa: BLE001 - numba absent or broken: numpy paths
                 _failed = True
                 if available():  # (installed, yet it failed: say so once)
-                    logging.getLogger(__name__).warning(
-                        "the compiled kernels could not be loaded (%s: %s); searching with "
-                        "the numpy paths", type(exc).__name__, exc)
-    return _kernels is not None
-
-
-def loaded() -> bool:
-    """True when the kernels are loaded (the compiled paths are taken)."""
+                    _logger.warning("the compiled kernels could not be loaded (%s: %s); "
+                                    "searching with the numpy paths", type(exc).__name__, exc)
     return _kernels is not None
 
 
 def note_numpy_time(seconds: float) -> None:
-    """Count CPU time spent by the numpy paths; past :data:`AUTO_LOAD_SECONDS`, load."""
+    """Count CPU time spent by the numpy paths; past :data:`AUTO_LOAD_SECONDS`, load
+    (``"auto"`` only)."""
     global _spent
     _spent += seconds
-    if _spent >= AUTO_LOAD_SECONDS and _kernels is None and not _failed:
+    if _spent >= AUTO_LOAD_SECONDS and _kernels is None and not _failed \
+            and _choice() == "auto":
         load()
 
 
@@ -142,7 +231,15 @@ def timed(function, *args):
         note_numpy_time(time.process_time() - started)
 
 
-def top_k_of_postings(indptr, indices, weights, max_weights, term_ids, coef, k, *,
+def _window(n_docs):
+    """This thread's zeroed float64 window for ``n_docs`` rows (the kernel leaves it zeroed)."""
+    acc = getattr(_workspace, "acc", None)
+    if acc is None or len(acc) != WINDOW:
+        acc = _workspace.acc = np.zeros(WINDOW)
+    return acc[:max(1, min(int(n_docs), len(acc)))]
+
+
+def top_k_of_postings(indptr, indices, weights, term_ids, coef, k, *, n_docs,
                       doc_category=None, category=None, allowed=None, tie_rank=None):
     """``(rows, scores)`` of the ``k`` best documents holding a query term (score > 0),
     passing the filters, ordered by ``(-score, tie_rank, row)`` (the kernels must be
@@ -154,18 +251,19 @@ def top_k_of_postings(indptr, indices, weights, max_weights, term_ids, coef, k, 
         The field's postings (:class:`~cqa_search.index.term_index.FieldIndex`).
     weights : ndarray of float32
         Every posting's weight (:meth:`TermModel.posting_weights`).
-    max_weights : ndarray of float32
-        Each term's largest posting weight (:meth:`TermModel.max_posting_weights`).
     term_ids : ndarray of int, distinct query terms, in query order
     coef : ndarray of float, their query weights
     k : int >= 1
+    n_docs : int
+        Rows of the field.
     doc_category, category, allowed, tie_rank
         As :func:`~cqa_search.retrieval.candidates.top_k_of_model`.
     """
     no_int = np.zeros(0, dtype=np.int32)
     return _kernels.top_k(
-        np.asarray(indptr), np.asarray(indices), np.asarray(weights), np.asarray(max_weights),
+        np.asarray(indptr), np.asarray(indices), np.asarray(weights),
         np.asarray(term_ids, dtype=np.int64), np.asarray(coef, dtype=np.float32), int(k),
+        _window(n_docs),
         no_int if doc_category is None else np.asarray(doc_category),
         -1 if category is None else int(category), category is not None,
         np.zeros(0, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool),
@@ -203,16 +301,65 @@ def align(doc, term, prob, last, p_null, n, n_terms):
                           np.asarray(p_null, dtype=np.float64), int(n), int(n_terms))
 
 
+class TokenTable:
+    """The state of :func:`number_tokens`: the tokens met so far and their numbers."""
+
+    def __init__(self, size=1 << 12):
+        self.slots = np.full(2 * size, -1, dtype=np.int64)
+        self.starts = np.zeros(size, dtype=np.int64)
+        self.lengths = np.zeros(size, dtype=np.int64)
+        self.hashes = np.zeros(size, dtype=np.uint64)
+        self.arena = np.zeros(8 * size, dtype=np.uint8)
+        self.n_arena = self.n_known = 0
+
+    def __len__(self):
+        return self.n_known
+
+    def token(self, number) -> bytes:
+        """The bytes of token ``number``."""
+        start = self.starts[number]
+        return self.arena[start:start + self.lengths[number]].tobytes()
+
+    def grow(self):
+        """Twice the room (the kernel found it full)."""
+        size = 2 * len(self.starts)
+        for name in ("starts", "lengths", "hashes"):
+            setattr(self, name, np.resize(getattr(self, name), size))
+        if 2 * self.n_arena > len(self.arena) or 8 * size > len(self.arena):
+            self.arena = np.resize(self.arena, max(2 * len(self.arena), 8 * size))
+        self.slots = _kernels.token_slots(self.hashes, self.n_known, 2 * size)
+
+
+def number_tokens(table: TokenTable, data: bytes) -> np.ndarray:
+    """The number of each token of ``data`` (runs of bytes other than spaces) in
+    ``table``, new tokens numbered in the order they first occur; -2 for ``b"\\x01"``
+    (the kernels must be loaded). See ``_numba_kernels.number_tokens``."""
+    data = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(len(data) // 2 + 1, dtype=np.int64)
+    at = n_out = 0
+    while True:
+        at, n_out, table.n_arena, table.n_known = _kernels.number_tokens(
+            data, at, out, n_out, table.slots, table.starts, table.lengths, table.hashes,
+            table.arena, table.n_arena, table.n_known)
+        if at == len(data):
+            return out[:n_out]
+        table.grow()
+
+
 def _examples():
     top_k = (np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32),
-             np.ones(2, dtype=np.float32), np.ones(1, dtype=np.float32),
-             np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.float32), 1,
-             np.zeros(0, dtype=np.int32), -1, False, np.zeros(0, dtype=bool), False,
-             np.zeros(0, dtype=np.int32), False)
+             np.ones(2, dtype=np.float32), np.zeros(1, dtype=np.int64),
+             np.ones(1, dtype=np.float32), 1, np.zeros(2), np.zeros(0, dtype=np.int32), -1,
+             False, np.zeros(0, dtype=bool), False, np.zeros(0, dtype=np.int32), False)
     probs = np.full((2, 2, 1), 0.5)
     return {"top_k": top_k,
             "sum_dp": (probs, np.array([2]), np.array([1, 1, 1]), 4),
             "viterbi": (np.log(probs), -1e30),
             "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64)),
             "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
-                      np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1)}
+                      np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1),
+            "number_tokens": (np.frombuffer(b"ab \x01 ab", dtype=np.uint8), 0,
+                              np.zeros(3, dtype=np.int64), 0, np.full(8, -1, dtype=np.int64),
+                              np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64),
+                              np.zeros(4, dtype=np.uint64), np.zeros(16, dtype=np.uint8), 0, 0),
+            "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2)}

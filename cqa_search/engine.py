@@ -29,14 +29,15 @@ import numpy as np
 
 from ._utils import progress_bar
 from .exceptions import IndexFormatError, QueryError
-from .features import AnalyzedQuery, analyze
+from .features import AnalyzedQuery, analyze, search_ranker_name, uses_given
 from .index.attributes import attributes_of
 from .index.layout import IndexData
 from .index.store import is_live, read_consistent
 from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
-from .searcher import _REFIT, Candidates, LocalSearcher, SearchConfig
+from .retrieval import first_stage
+from .searcher import _REFIT, Candidates, LocalSearcher, SearchConfig, implausible
 
 __all__ = ["SearchConfig", "SearchEngine", "searcher_class", "SEARCHERS"]
 
@@ -92,7 +93,8 @@ class SearchEngine:
                             "(Searcher.with_config)")
         self.searcher = data
         self.config = data.config
-        self.ranker = self._make_ranker()
+        self.ranker, self.given_ranker = self._make_rankers()
+        self.hybrid_weight = self._hybrid_weight()
 
     # -- what the engine reads -------------------------------------------------------
     @property
@@ -190,8 +192,55 @@ class SearchEngine:
         self.searcher.close()
 
     # -- set-up ----------------------------------------------------------------------
-    def _make_ranker(self):
+    def _hybrid_weight(self) -> float:
+        """``a`` of the hybrid first stage (0: the retrieval model alone), from the
+        configuration (see :attr:`SearchConfig.hybrid`) and the back-end's word vectors."""
+        wanted = self.config.hybrid
+        vectors = self.searcher.has_vectors
+        usable = vectors and first_stage.hybrid_capable(self.config.retrieval)
+        if wanted == "auto":
+            stored = getattr(self.ranker, "hybrid_weight_", None)
+            return (first_stage.DEFAULT_WEIGHT if stored is None else stored) if usable else 0.0
+        if not wanted:
+            return 0.0
+        if not vectors:
+            raise QueryError("the hybrid first stage needs the index's word vectors: this "
+                             "index has no embeddings model (`cqa-search fit INDEX "
+                             "embeddings`), or the configuration leaves it out")
+        if not usable:
+            raise QueryError(f"the hybrid first stage needs a BM25-like retrieval model "
+                             f"(scores that are sums of non-negative weights); got "
+                             f"{self.config.retrieval.feature_name}")
+        return wanted
+
+    @property
+    def ranker_name(self) -> str | None:
+        """The name of :attr:`ranker`, the stored ranker of free searches (None: none)."""
+        return self._name_of(self.ranker)
+
+    @property
+    def given_ranker_name(self) -> str | None:
+        """The name of :attr:`given_ranker`, the stored ranker of candidates given with
+        scores (None: none)."""
+        return self._name_of(self.given_ranker)
+
+    def _name_of(self, model):
+        return next((n for n, m in self.models.items() if m is model), None)
+
+    def _make_rankers(self):
+        """(``ranker``: of free searches, ``given_ranker``: of candidates given with scores,
+        :meth:`rerank` with ``scores``): the configured ranker, except that one reading
+        given-run features never ranks a free search, where they do not exist: its
+        ``<name>-search`` does (or none), and reranks too when it alone is stored."""
         name = self.config.ranker
+        named = self._stored_ranker(name)
+        if named is not None and not uses_given(named):
+            return named, named
+        free = None if name is None else self._stored_ranker(search_ranker_name(name))
+        free = None if free is None or uses_given(free) else free
+        return free, (free if named is None else named)
+
+    def _stored_ranker(self, name):
         if name is None or name not in self.models:
             return None
         ranker = self.models[name]
@@ -258,7 +307,8 @@ class SearchEngine:
         return SearchEngine(self.searcher.with_config(config))
 
     # -- queries ---------------------------------------------------------------------
-    def analyze(self, text, category=None, given=None) -> AnalyzedQuery:
+    def analyze(self, text, category=None, given=None, *, title=None,
+                body=None) -> AnalyzedQuery:
         """The query ``text`` analysed like the archive (its terms, their ids and counts).
 
         Parameters
@@ -269,12 +319,23 @@ class SearchEngine:
             The query's category when known (a feature, not a filter).
         given : dict, optional
             ``{row: score}`` of reranked candidates.
+        title, body : str, optional
+            The query's subject and body, when it has these two parts (plain text): the
+            per-field features compare them with the archived questions' titles and
+            bodies; a query of one text is its own title.
         """
         if not isinstance(text, str):
             raise QueryError(f"a query must be a string; got {type(text).__name__}")
         if not text.strip():
             raise QueryError("empty query: type some words to search for")
-        return analyze(self.index, self.analyzer, text, category, given)
+        for name, part in (("title", title), ("body", body)):
+            if part is not None and not isinstance(part, str):
+                raise QueryError(f"a query's {name} must be a string; got "
+                                 f"{type(part).__name__}")
+        if not (title or "").strip() and not (body or "").strip():
+            title = body = None  # no parts: the text is the query's title
+        return analyze(self.index, self.analyzer, text, category, given, title=title,
+                       body=body)
 
     @staticmethod
     def _check_k(k):
@@ -284,7 +345,8 @@ class SearchEngine:
     def _name(self, category_id):
         return None if category_id is None else self.categories[category_id]
 
-    def search(self, query, k: int = 10, *, category: str | None = None) -> Results:
+    def search(self, query=None, k: int = 10, *, category: str | None = None,
+               title: str | None = None, body: str | None = None) -> Results:
         """The ``k`` archived questions most similar to ``query``.
 
         Parameters
@@ -293,12 +355,16 @@ class SearchEngine:
             The new question, in the query syntax of :mod:`cqa_search.query_parser`
             (``category:NAME``, ``+word``, ``-word``, ``"a phrase"``, ``title:word``, ...;
             plain text is taken as it is), at most
-            :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters.
+            :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters; None with
+            ``title`` or ``body``: their text, taken as it is.
         k : int or None, default 10
             Number of results (None: every matching question).
         category : str, optional
             Return only questions of this category (case-insensitive name); a
             ``category:`` in the query takes precedence.
+        title, body : str, optional
+            The question's subject and body, when it is asked in these two parts (plain
+            text): the per-field features compare each with the archived questions'.
 
         Returns
         -------
@@ -314,6 +380,8 @@ class SearchEngine:
             Empty or too long query, unknown category, bad ``k``.
         """
         self._check_k(k)
+        if query is None and (title or body):
+            query = ParsedQuery("\n".join(t for t in (title, body) if t))
         if not isinstance(query, (str, ParsedQuery)):
             raise QueryError(f"a query must be a string; got {type(query).__name__}")
         if isinstance(query, str):
@@ -328,25 +396,28 @@ class SearchEngine:
         if not query.text.strip():
             raise QueryError("empty query: type some words to search for (NOT and - only "
                              "leave words out)")
-        q = self.analyze(query.text, self._name(cid))
+        q = self.analyze(query.text, self._name(cid), title=title, body=body)
         results = self._retrieve(q, k, cid, query)
         retrieval = self.config.retrieval
-        if not len(results) and len(q.term_ids) and retrieval.field == "question" \
-                and "answers" in self.index.fields:
-            # No question holds the words: look for them (required words too) in the answers.
+        if not first_stage.term_matched(q, results) and len(q.term_ids) \
+                and retrieval.field == "question" and "answers" in self.index.fields:
+            # No question holds the words: look for them (required words too) in the answers
+            # (the hits of the question vectors alone, if none does).
             answers = type(retrieval)(**{**retrieval.get_params(), "field": "answers"})
             in_answers = dataclasses.replace(query, must=tuple(
                 tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
                       for u in alternatives) for alternatives in query.must))
-            fallback = self._retrieve(q, k, cid, in_answers, retrieval=answers)
-            if len(fallback):
+            again = dataclasses.replace(q, cache={})
+            fallback = self._retrieve(again, k, cid, in_answers, retrieval=answers)
+            if first_stage.term_matched(again, fallback):
                 results = fallback
         kept = tuple(units for units in query.must if any(u.field == "tag" for u in units))
         if not len(results) and len(kept) < len(query.must):
             # Nothing has every required word or phrase (a quotation pasted with a question,
             # say): the words without the requirements (a tag: is a filter, it stays), and
             # the results say so.
-            relaxed = self.search(dataclasses.replace(query, must=kept), k, category=category)
+            relaxed = self.search(dataclasses.replace(query, must=kept), k, category=category,
+                                  title=title, body=body)
             if len(relaxed):
                 results = relaxed.replace(relaxed=True)
         return results
@@ -375,15 +446,17 @@ class SearchEngine:
             raise QueryError(f"a question id must be a string; got {type(doc_id).__name__}")
         row = int(self.searcher.rows([doc_id])[0])
         cid = self.categories.id(category)
-        q = self.analyze(self.archive[row].text, self._name(cid))
+        question = self.archive[row]
+        q = self.analyze(question.text, self._name(cid), title=question.title,
+                         body=question.body)
         return self._retrieve(q, None if k is None else k + 1, cid)._excluding(row, k)
 
     def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
                   retrieval=None) -> Results:
         """The ``k`` best hits of an analysed query (None: all) in the category (an id, or
-        None) passing the filters of ``parsed``: the retrieval model's candidates (the
-        config's, or ``retrieval``), reordered by the ranker when there is one. What
-        :meth:`search` and :meth:`retrieve` run once the query is analysed."""
+        None) passing the filters of ``parsed``: the first stage's candidates (by the
+        config's retrieval model, or ``retrieval``), reordered by the ranker when there is
+        one. What :meth:`search` and :meth:`retrieve` run once the query is analysed."""
         model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
@@ -392,30 +465,84 @@ class SearchEngine:
             depth = k
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k
             depth = None if k is None else max(k, self.config.n_candidates)
-        # without a ranker the hits are the candidates: their features come with them
-        # when the back-end computes them in the same pass
-        found = self.candidates(q, depth, category_id, parsed, model,
-                                features=self.ranker is None)
-        return self._ranked(q, found, k, field=model.field)
+        found, parts = self._first_stage(q, depth, category_id, parsed, model)
+        return self._ranked(q, found, k, field=model.field, parts=parts)
+
+    def _first_stage(self, q, depth, category_id, parsed, model):
+        """The first stage (:mod:`~cqa_search.retrieval.first_stage`): the ``depth`` best
+        rows (None: all) by the term model, or by the hybrid score when this engine has a
+        hybrid weight, as :class:`Candidates`, and (hybrid) the two parts of their
+        scores. The hybrid stage asks the back-end its four primitives (the term and the
+        vector top lists, the term scores and the cosines of given rows), so it runs
+        alike over local segments and over shards."""
+        a = self.hybrid_weight if first_stage.hybrid_capable(model) else 0.0
+        searcher = self.searcher
+        if not a:
+            # without a ranker the hits are the candidates: their features come with them
+            # when the back-end computes them in the same pass (not the first-stage
+            # feature's: it reads the best score of all the shards, known after it)
+            found = searcher.candidates(
+                q, depth, category_id, parsed, model,
+                features=self.ranker is None and "first_stage" not in self.feature_names)
+            first_stage.remember_basis(q, model, found.scores[0] if len(found.rows) else 0.0,
+                                       0.0)
+            return found, None
+
+        def term_top(m):
+            found = searcher.candidates(q, m, category_id, parsed, model)
+            return found.rows, found.scores
+
+        def dense_top(m):
+            found = searcher.nearest(q, m, category_id, parsed)
+            return found.rows, found.scores
+
+        with implausible(self.path, "the embeddings model"):
+            merged = first_stage.hybrid_candidates(
+                depth, a=a, term_top=term_top, dense_top=dense_top,
+                term_scores=lambda rows: searcher.retrieval_scores(q, rows, model),
+                cosines=lambda rows: searcher.cosines(q, rows),
+                depth=self.config.hybrid_depth, fill=self.config.n_candidates,
+                tie_rank=searcher.tie_ranks)
+        first_stage.remember_basis(q, model, merged.term_max, a)
+        found = Candidates(merged.rows, merged.scores, searcher.tie_ranks(merged.rows))
+        return found, first_stage.StageParts(a, model.feature_name, merged.term_max,
+                                             merged.term_scores, merged.dense_scores,
+                                             merged.exact)
 
     def candidates(self, q: AnalyzedQuery, depth, category_id=None, parsed=None,
                    retrieval=None, *, features=False) -> Candidates:
         """The ``depth`` best rows by the retrieval model (None: every matching row), sorted
-        by (-score, doc id): the stage before the features and the ranker
+        by (-score, doc id): the term model's part of the first stage
         (:meth:`Searcher.candidates`)."""
         return self.searcher.candidates(q, depth, category_id, parsed, retrieval,
                                         features=features)
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
+        self._basis(q)
         return self.searcher.features(q, np.asarray(rows, dtype=np.int64))
 
-    def _ranked(self, q, found: Candidates, k, field="question") -> Results:
-        """Score candidates with the ranker (if any), sort by (-score, tie), keep ``k``.
-        Without a ranker the features of the hits kept are computed when first read
-        (unless they came with the candidates)."""
+    def _basis(self, q) -> None:
+        """Record on ``q`` the basis of its ``first_stage`` feature when no first stage ran
+        for it (candidates given, a rerank): the retrieval model, its best score over the
+        live rows and this engine's ``a`` (the back-end's rows may be a shard's: the
+        best score is the whole index's)."""
+        if first_stage.BASIS in q.cache or "first_stage" not in self.feature_names:
+            return
+        model = self.config.retrieval
+        best = self.searcher.candidates(q, 1, None, None, model).scores
+        first_stage.remember_basis(q, model, best[0] if len(best) else 0.0,
+                                   self.hybrid_weight)
+
+    def _ranked(self, q, found: Candidates, k, field="question", parts=None) -> Results:
+        """Score candidates with the ranker (if any; of given candidates when ``q`` has
+        their scores), sort by (-score, tie), keep ``k``. Without a ranker the features
+        of the hits kept are computed when first read (unless they came with the
+        candidates). ``parts``: the first stage's parts of the candidates' scores (a
+        hybrid stage's), kept for the hits."""
         rows = found.rows
-        if self.ranker is None:
+        ranker = self.given_ranker if q.given else self.ranker
+        if ranker is None:
             scores = np.asarray(found.scores, dtype=np.float64)
             order = np.lexsort((found.tie, -scores))[:k]
             kept = rows[order]
@@ -425,21 +552,22 @@ class SearchEngine:
             all_features = found.features if found.features is not None else \
                 self.feature_scores(q, rows)
             names = self.feature_names
-            columns = [names.index(f) for f in self.ranker.feature_names_in_]
+            columns = [names.index(f) for f in ranker.feature_names_in_]
             with np.errstate(over="ignore", invalid="ignore"):  # checked below
-                scores = np.asarray(self.ranker.predict(all_features[:, columns]),
+                scores = np.asarray(ranker.predict(all_features[:, columns]),
                                     dtype=np.float64)
             order = np.lexsort((found.tie, -scores))[:k]
             kept, features = rows[order], all_features[order]
         if not np.isfinite(scores).all():  # the one place every hit's score goes through
-            what = "the retrieval model" if self.ranker is None else \
-                f"ranker {self.config.ranker!r}"
+            what = "the retrieval model" if ranker is None else \
+                f"ranker {self._name_of(ranker)!r}"
             raise IndexFormatError(f"corrupted index {self.path}: {what} gives scores that "
                                    f"are not finite numbers (NaN or infinite); {_REFIT}")
         doc_ids = self.searcher.doc_ids(kept) if found.doc_ids is None else \
             [found.doc_ids[i] for i in order.tolist()]
         return Results(q.text, kept, doc_ids, scores[order], self.feature_names, features,
-                       q.terms, q.unknown_words, self.archive, field, q.category)
+                       q.terms, q.unknown_words, self.archive, field, q.category,
+                       first_stage=None if parts is None else parts.take(order))
 
     def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,
                      progress=False) -> dict:
@@ -447,8 +575,10 @@ class SearchEngine:
 
         Parameters
         ----------
-        queries : sequence of str
-            In the query syntax, as :meth:`search`.
+        queries : sequence of str or dict
+            In the query syntax, as :meth:`search`; or dicts ``{"text", "title"?,
+            "body"?}`` (as :func:`~cqa_search.evaluation.read_queries` gives them): the
+            text and the query's two parts (see :meth:`search`).
         qids : sequence of str, optional
             Query ids (default "0", "1", ...); must be distinct.
         k : int or None, default 100
@@ -464,7 +594,8 @@ class SearchEngine:
         if isinstance(queries, str):
             raise QueryError("queries must be a sequence of query texts, not one string "
                              "(search() searches one)")
-        queries = list(queries)
+        queries = [(q.get("text") or None, q.get("title"), q.get("body"))
+                   if isinstance(q, dict) else (q, None, None) for q in queries]
         qids = [str(i) for i in range(len(queries))] if qids is None else [str(q) for q in qids]
         categories = [None] * len(queries) if categories is None else list(categories)
         if not len(qids) == len(queries) == len(categories):
@@ -478,8 +609,8 @@ class SearchEngine:
             return {qid: self._results_of(part) for qid, part in zip(qids, parts)}
         out = {}
         bar = progress_bar(progress, "searching", "queries")
-        for qid, text, cat in zip(qids, queries, categories):
-            out[qid] = self.search(text, k, category=cat)
+        for qid, (text, title, body), cat in zip(qids, queries, categories):
+            out[qid] = self.search(text, k, category=cat, title=title, body=body)
             bar.update()
         bar.close()
         return out
@@ -488,14 +619,17 @@ class SearchEngine:
         """:class:`Results` from :func:`_search_parts` (computed in another process; the
         features that ranking did not need are computed here when first read, as in
         :meth:`search`)."""
-        text, rows, scores, features, terms, unknown, field, category, relaxed = parts
+        (text, title, body, rows, scores, features, terms, unknown, field, category, relaxed,
+         stage) = parts
         if features is None:
-            features = lambda: self.feature_scores(self.analyze(text, category), rows)  # noqa: E731
+            features = lambda: self.feature_scores(  # noqa: E731
+                self.analyze(text, category, title=title, body=body), rows)
         return Results(text, rows, self.searcher.doc_ids(rows), scores,
                        self.feature_names, features, terms, unknown, self.archive, field,
-                       category, relaxed)
+                       category, relaxed, stage)
 
-    def rerank(self, text: str, doc_ids, *, scores=None, category=None) -> Results:
+    def rerank(self, text: str, doc_ids, *, scores=None, category=None, title=None,
+               body=None) -> Results:
         """Order only the given candidates (the rerank protocol).
 
         Parameters
@@ -509,6 +643,8 @@ class SearchEngine:
             and ``given_rrank``.
         category : str, optional
             The query's category when known (a feature; not a filter).
+        title, body : str, optional
+            The query's two parts (see :meth:`search`).
 
         Raises
         ------
@@ -518,7 +654,7 @@ class SearchEngine:
         cid = self.categories.id(category)
         if isinstance(doc_ids, str):
             raise QueryError("doc_ids must be a sequence of ids, not one string")
-        rows = self.searcher.rows(doc_ids)
+        rows = self.searcher.rows(doc_ids).astype(np.int64)
         given = None
         if scores is not None:
             if len(scores) != len(rows):
@@ -527,25 +663,27 @@ class SearchEngine:
                 given = dict(zip(rows.tolist(), map(float, scores)))
             except (TypeError, ValueError):
                 raise QueryError(f"scores must be numbers; got {list(scores)!r}") from None
-        q = self.analyze(text, self._name(cid), given)
+        q = self.analyze(text, self._name(cid), given, title=title, body=body)
         base = self.searcher.retrieval_scores(q, rows, self.config.retrieval)
         return self._ranked(q, Candidates(rows, base, np.arange(len(rows)), list(doc_ids)),
                             None)
 
-    def retrieve(self, text: str, k, *, category=None) -> Results:
+    def retrieve(self, text: str, k, *, category=None, title=None, body=None) -> Results:
         """Full retrieval of ``text`` taken as plain text (no query syntax), as evaluation
         runs it: the top ``k`` of the whole archive, ``category`` being the query's
-        category (a feature, not a filter)."""
+        category (a feature, not a filter); ``title`` and ``body``: the query's two parts
+        (see :meth:`search`)."""
         self._check_k(k)
         cid = self.categories.id(category)
-        return self._retrieve(self.analyze(text, self._name(cid)), k, None)
+        return self._retrieve(self.analyze(text, self._name(cid), title=title, body=body),
+                              k, None)
 
 
 def _search_parts(state, item):
     """One query of :meth:`SearchEngine.batch_search` as plain arrays (a worker's result)."""
     engine, k = state
-    text, category = item
-    res = engine.search(text, k, category=category)
+    (text, title, body), category = item
+    res = engine.search(text, k, category=category, title=title, body=body)
     features = None if callable(res._features) else res.features  # None: not computed yet
-    return (res.query, res._rows, res.scores, features, res.query_terms,
-            res.unknown_words, res.field, res.category, res.relaxed)
+    return (res.query, title, body, res._rows, res.scores, features, res.query_terms,
+            res.unknown_words, res.field, res.category, res.relaxed, res.first_stage)

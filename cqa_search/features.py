@@ -31,7 +31,24 @@ from .index.layout import Categories
 from .index.term_index import TermIndex
 
 __all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures",
-           "analyze"]
+           "analyze", "GIVEN_FEATURES", "uses_given", "search_ranker_name"]
+
+#: The features of candidates given with scores (a run reranked: ``engine.rerank(...,
+#: scores=...)``, ``evaluate --candidates``): a free search has none of them.
+GIVEN_FEATURES = ("given_score", "given_rrank")
+
+
+def uses_given(ranker) -> bool:
+    """Whether ``ranker`` reads a feature of :data:`GIVEN_FEATURES` (then it ranks only
+    candidates given with scores)."""
+    return any(f in GIVEN_FEATURES for f in ranker.feature_names_in_)
+
+
+def search_ranker_name(name) -> str:
+    """The name of the ranker that ranks free searches for the ranker ``name`` when that
+    one reads the given-run features: ``cqa-search train --candidates`` stores it beside
+    ``name``, trained without them."""
+    return f"{name}-search"
 
 
 @dataclass(frozen=True)
@@ -92,6 +109,11 @@ class AnalyzedQuery:
         Initial scores of reranked candidates, ``{row: score}`` in their given order.
     cache : dict
         Per-query scratch space for scorers.
+    title, body : ndarray of int64 or None
+        Term ids of the query's title and body in text order, when the query comes in
+        these two parts (a query of a queries file, a question asked with a subject);
+        None for a query of one text. Per-field features compare them with the
+        archived questions' titles and bodies.
     """
 
     text: str
@@ -103,11 +125,16 @@ class AnalyzedQuery:
     category: str | None = None
     given: dict | None = None
     cache: dict = field(default_factory=dict, compare=False)
+    title: np.ndarray | None = None
+    body: np.ndarray | None = None
 
 
-def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
+def analyze(index, analyzer, text, category=None, given=None, *, title=None,
+            body=None) -> AnalyzedQuery:
     """``text`` analysed like the archive of ``index`` (a TermIndex): its known terms, their
-    ids and counts, and the words the archive lacks."""
+    ids and counts, and the words the archive lacks. ``title`` and ``body`` (strings,
+    optional): the query's two parts, analysed into :attr:`AnalyzedQuery.title` and
+    ``.body`` when either is given (``text`` is then usually ``title + "\\n" + body``)."""
     pairs = analyzer.pairs(text)
     all_ids = index.known_ids([term for _, term in pairs])
     known = all_ids >= 0
@@ -118,8 +145,13 @@ def analyze(index, analyzer, text, category=None, given=None) -> AnalyzedQuery:
     ids = sorted(counts)
     qtf = np.array([counts[i] for i in ids], dtype=np.float64)
     ids = np.array(ids, dtype=np.int64)
+    parts = {}
+    if title is not None or body is not None:
+        for name, part in (("title", title), ("body", body)):
+            part_ids = index.known_ids(analyzer.analyze(part or ""))
+            parts[name] = part_ids[part_ids >= 0].astype(np.int64)
     return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf,
-                         sequence, tuple(dict.fromkeys(unknown)), category, given)
+                         sequence, tuple(dict.fromkeys(unknown)), category, given, **parts)
 
 
 @runtime_checkable
@@ -168,7 +200,7 @@ class ContextFeatures:
     is unknown); ``log_length`` is ``log(1 + |question|)`` in index terms.
     """
 
-    names = ("given_score", "given_rrank", "category_match", "log_length")
+    names = (*GIVEN_FEATURES, "category_match", "log_length")
 
     def __init__(self, view: IndexView):
         self.view = view

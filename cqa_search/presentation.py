@@ -462,11 +462,17 @@ class Presenter:
         return "first answer", question.answers[0]
 
     def ranking(self) -> dict:
-        """What orders the hits: the retrieval model and the ranker (None without one)."""
+        """What orders the hits of a search: the retrieval model, ``hybrid`` (the weight
+        ``a`` of the word-vector cosine in the first stage, None when the retrieval model
+        alone chooses the candidates) and the ranker (None without one; its ``name``: the
+        stored ranker that ran, see :attr:`~cqa_search.SearchEngine.ranker_name`)."""
         config, ranker = self.engine.config, self.engine.ranker
-        info = {"retrieval": config.retrieval.feature_name, "ranker": None}
+        a = self.engine.hybrid_weight
+        info = {"retrieval": config.retrieval.feature_name, "ranker": None,
+                "hybrid": float(a) if a else None}
         if ranker is not None:
-            info["ranker"] = {"name": config.ranker, "learner": getattr(ranker, "learner", None),
+            info["ranker"] = {"name": self.engine.ranker_name,
+                              "learner": getattr(ranker, "learner", None),
                               "n_candidates": config.n_candidates,
                               "intercept": float(getattr(ranker, "intercept_", 0.0)),
                               "features": [str(f) for f in ranker.feature_names_in_]}
@@ -481,7 +487,9 @@ class Presenter:
         None without answers); the same texts as marked segments (:func:`segments`) for
         clients that render matches: ``title_marked``, ``snippet_marked`` and the answer's
         ``snippet_marked``; with ``explain`` and a ranker, ``contributions`` (the ranker's
-        :meth:`~cqa_search.ranking.LinearRanker.explain`).
+        :meth:`~cqa_search.ranking.LinearRanker.explain`); with ``explain`` after a hybrid
+        first stage, ``first_stage`` (the two parts of its score,
+        :meth:`~cqa_search.retrieval.first_stage.StageParts.hit`).
         """
         question = hit.question
         answer = self.answer(hit)
@@ -502,6 +510,8 @@ class Presenter:
                "features": dict(hit.features)}
         if explain and self.engine.ranker is not None and self.engine.ranker.can_explain:
             out["contributions"] = self.engine.ranker.explain(hit.features)
+        if explain and hit.first_stage is not None:
+            out["first_stage"] = hit.first_stage
         return out
 
     def results_dict(self, results, *, typed=None, explain=False) -> dict:

@@ -292,7 +292,11 @@ def parse_query(typed: str) -> ParsedQuery:
     'NOT NOT NOT'
     """
     typed, dates = _dates(typed)
-    typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), _LONE_SIGN.sub(" ", typed))
+    # (each pattern only where its character occurs: a whole question is a long query)
+    if "+" in typed or "-" in typed:
+        typed = _LONE_SIGN.sub(" ", typed)
+    if ":" in typed:
+        typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), typed)
     if not _SYNTAX.search(typed):
         parsed = ParsedQuery(" ".join(typed.split()))
     else:

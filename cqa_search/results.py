@@ -22,6 +22,7 @@ class Hit:
     question: Question
     features: Mapping
     row: int = -1
+    first_stage: dict | None = None
 
     @property
     def title(self) -> str:
@@ -66,15 +67,22 @@ class Results:
     relaxed : bool
         True when no question had every required word or phrase of the query, and the
         hits are those of its words without these requirements (exclusions kept).
+    first_stage : StageParts or None
+        The two parts of the hits' first-stage scores (the retrieval model's score and
+        the word-vector cosine, :class:`~cqa_search.retrieval.first_stage.StageParts`)
+        when the hybrid first stage found them; None after the retrieval model alone.
+        A hit's are ``hit.first_stage`` (a dict).
 
     Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
     """
 
     __slots__ = ("query", "doc_ids", "scores", "feature_names", "_features", "query_terms",
-                 "unknown_words", "field", "category", "relaxed", "_archive", "_rows")
+                 "unknown_words", "field", "category", "relaxed", "_archive", "_rows",
+                 "first_stage")
 
     def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
-                 unknown_words, archive, field="question", category=None, relaxed=False):
+                 unknown_words, archive, field="question", category=None, relaxed=False,
+                 first_stage=None):
         set_ = object.__setattr__
         set_(self, "query", query)
         set_(self, "doc_ids", tuple(doc_ids))
@@ -88,6 +96,7 @@ class Results:
         set_(self, "relaxed", bool(relaxed))
         set_(self, "_archive", archive)
         set_(self, "_rows", _frozen(rows, np.int64))
+        set_(self, "first_stage", first_stage)
 
     @property
     def features(self) -> np.ndarray:
@@ -138,7 +147,8 @@ class Results:
         row = int(self._rows[i])
         return Hit(rank=i + 1, doc_id=self.doc_ids[i], score=float(self.scores[i]),
                    question=self._archive[row],
-                   features=dict(zip(self.feature_names, self.features[i].tolist())), row=row)
+                   features=dict(zip(self.feature_names, self.features[i].tolist())), row=row,
+                   first_stage=None if self.first_stage is None else self.first_stage.hit(i))
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -163,6 +173,8 @@ class Results:
         set_(out, "doc_ids", tuple(self.doc_ids[i] for i in keep.tolist()))
         set_(out, "scores", _frozen(self.scores[keep], np.float64))
         set_(out, "_rows", _frozen(self._rows[keep], np.int64))
+        set_(out, "first_stage", None if self.first_stage is None else
+             self.first_stage.take(keep))
         set_(out, "_features", (lambda: self.features[keep]) if callable(features)
              else np.asarray(features)[keep])
         return out

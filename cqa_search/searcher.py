@@ -26,7 +26,7 @@ from .features import ContextFeatures, IndexView, TermFeatures
 from .index.attributes import attributes_of
 from .index.layout import IndexData, load_index
 from .index.models import load_models
-from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
+from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, first_stage, top_k
 from .retrieval.candidates import top_k_of_model
 from .retrieval.filters import apply_filters
 
@@ -57,9 +57,23 @@ class SearchConfig:
         computed; None for all of them.
     ranker : str or None, default "ranker"
         Name of the stored ranker that orders the candidates; None (or no such model)
-        keeps the retrieval model's order.
+        keeps the retrieval model's order. A ranker of the given-run features
+        (:data:`~cqa_search.features.GIVEN_FEATURES`) orders only candidates given with
+        scores; free searches use ``<name>-search`` instead (stored beside it by
+        ``train --candidates``), or the retrieval model's order.
     n_candidates : int, default 100
-        How many candidates of the retrieval model the ranker reorders (at least ``k``).
+        How many candidates of the first stage the ranker reorders (at least ``k``).
+    hybrid : "auto", float in [0, 1] or None, default "auto"
+        The first stage (:mod:`~cqa_search.retrieval.first_stage`): the weight ``a`` of
+        the word-vector cosine in the hybrid score ``(1 - a) * T / max T + a * cos``
+        (``T``: the retrieval model's score); "auto": the ``a`` stored with the ranker
+        (``train`` chooses it), or :data:`~cqa_search.retrieval.first_stage.DEFAULT_WEIGHT`
+        without one, when the index has word vectors (``cqa-search fit INDEX
+        embeddings``) and the retrieval model is BM25-like, else the retrieval model
+        alone; None or 0: the retrieval model alone.
+    hybrid_depth : int, default 2
+        Depth of the term and vector top lists the hybrid stage merges, in candidates
+        (doubled while the merge cannot prove its candidates to be the archive's best).
     """
 
     retrieval: TermModel = field(default_factory=BM25)
@@ -67,6 +81,8 @@ class SearchConfig:
     models: tuple | None = None
     ranker: str | None = "ranker"
     n_candidates: int = 100
+    hybrid: float | str | None = "auto"
+    hybrid_depth: int = first_stage.DEPTH
 
     def __post_init__(self):
         if not isinstance(self.retrieval, TermModel):
@@ -85,6 +101,16 @@ class SearchConfig:
                 not isinstance(self.n_candidates, numbers.Integral) or self.n_candidates < 1:
             raise QueryError(f"n_candidates must be a positive integer; got {self.n_candidates!r}")
         object.__setattr__(self, "n_candidates", int(self.n_candidates))
+        if self.hybrid != "auto":
+            try:
+                object.__setattr__(self, "hybrid", first_stage.check_weight(self.hybrid))
+            except ValueError:
+                raise QueryError(f"hybrid must be 'auto', None or a number in [0, 1]; got "
+                                 f"{self.hybrid!r}") from None
+        if isinstance(self.hybrid_depth, bool) or \
+                not isinstance(self.hybrid_depth, numbers.Integral) or self.hybrid_depth < 1:
+            raise QueryError(f"hybrid_depth must be a positive integer; got "
+                             f"{self.hybrid_depth!r}")
 
 
 def checked_config(config, fields, models) -> SearchConfig:
@@ -154,15 +180,18 @@ class Searcher(Protocol):
     n_docs, n_questions : int
         Rows, and live questions.
     feature_names : tuple of str
+    has_vectors : bool
+        Whether the features include an embeddings model's (question vectors: the dense
+        half of the hybrid first stage).
     forks : bool
         Whether forked worker processes may share it (:mod:`cqa_search.parallel`).
 
-    A first stage other than the term models (e.g. dense candidates over a model's
-    question vectors, merged with the term model's) asks :meth:`candidates` for the term
-    model's best ``n`` and would ask the back-end in the same way for the dense best
-    ``n`` and for the scores of given rows (:meth:`retrieval_scores`): every back-end
-    method takes a query and rows and returns arrays, so a sharded back-end sends it to
-    the shards holding the rows and merges.
+    The hybrid first stage (:mod:`~cqa_search.retrieval.first_stage`) asks four
+    primitives: :meth:`candidates` (the term model's best ``n``), :meth:`nearest` (the
+    question vectors' best ``n``), :meth:`retrieval_scores` and :meth:`cosines` (of given
+    rows), and breaks ties by :meth:`tie_ranks`: every back-end method takes a query and
+    rows and returns arrays, so a sharded back-end sends it to the shards holding the
+    rows and merges.
     """
 
     def with_config(self, config) -> "Searcher":
@@ -173,11 +202,23 @@ class Searcher(Protocol):
         """The ``depth`` best live rows by the retrieval model (None: every match) in the
         category (an id, or None) that pass the filters of ``parsed``."""
 
+    def nearest(self, q, depth, category_id=None, parsed=None) -> Candidates:
+        """The ``depth`` live rows whose question vectors have the largest cosine with the
+        query's (scores: the cosines), in the category that pass the filters; none when
+        the query has no word with a vector."""
+
     def features(self, q, rows) -> np.ndarray:
         """Feature matrix of ``rows``: shape (len(rows), len(feature_names))."""
 
     def retrieval_scores(self, q, rows, model) -> np.ndarray:
         """The term model ``model``'s scores of ``rows``."""
+
+    def cosines(self, q, rows) -> np.ndarray:
+        """The cosines of the query's vector with the question vectors of ``rows``."""
+
+    def tie_ranks(self, rows) -> np.ndarray:
+        """Ranks of the doc ids of ``rows`` (equal scores break ties by doc id: only their
+        order among these rows matters)."""
 
     def rows(self, doc_ids) -> np.ndarray:
         """Rows of live questions by id (QueryError for an unknown id)."""
@@ -223,6 +264,7 @@ class LocalSearcher:
         self.view = IndexView(data.index, data.archive, data.analyzer, data.categories,
                               self.models)
         self.config = checked_config(config or SearchConfig(), data.index.fields, self.models)
+        self._stats = None
         self._scorers = self._make_scorers()
 
     @classmethod
@@ -231,7 +273,10 @@ class LocalSearcher:
         return cls(load_index(stored), load_models(stored), config)
 
     def with_config(self, config) -> "LocalSearcher":
-        return LocalSearcher(self.data, self.models, config)
+        searcher = LocalSearcher(self.data, self.models, config)
+        if self._stats is not None:
+            searcher.use_stats(self._stats)
+        return searcher
 
     @property
     def n_docs(self) -> int:
@@ -249,6 +294,10 @@ class LocalSearcher:
     def attributes(self):
         return attributes_of(self.data)
 
+    @property
+    def has_vectors(self) -> bool:
+        return self._dense is not None
+
     def _make_scorers(self):
         scorers = [TermFeatures(self.config.features, self.index), ContextFeatures(self.view)]
         names = self.config.models
@@ -256,23 +305,49 @@ class LocalSearcher:
             if (names is None or name in names) and hasattr(model, "scorer"):
                 with implausible(self.stored.path, f"model {name!r}"):
                     scorers.append(model.scorer(self.view))
+        # the question vectors of the dense first stage (an embeddings model's scorer)
+        self._dense = next((s for s in scorers if hasattr(s, "nearest")), None)
+        if self._dense is not None and first_stage.hybrid_capable(self.config.retrieval):
+            scorers.append(first_stage.FirstStageFeature(self.index, self._dense))
         return scorers
+
+    def row_stats(self) -> dict:
+        """The collection statistics its scorers compute over this back-end's rows alone
+        (``{key: CollectionStats}``: an embeddings model's title and body, when it stores
+        them), which a shard's scorers must take over the whole index instead
+        (:meth:`use_stats`)."""
+        return {key: st for s in self._scorers for key, st in
+                getattr(s, "row_stats", dict)().items()}
+
+    def use_stats(self, stats) -> None:
+        """Score with these statistics (the sums of every shard's :meth:`row_stats`)."""
+        self._stats = stats
+        for s in self._scorers:
+            if hasattr(s, "use_stats"):
+                s.use_stats(stats)
+
+    def _allowed(self, category_id, parsed):
+        """``(allowed, category)``: the mask of the rows a query may return (None: every
+        row) and the category id still to be applied (None when none is, or the mask
+        has it)."""
+        allowed = self.data.live  # deleted questions never match
+        if parsed is None or not parsed.has_filters:
+            return allowed, category_id
+        mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
+        if category_id is not None:
+            mask &= self.view.doc_category == category_id
+        for name in parsed.not_categories:  # -category:Travel (exact names: the engine's)
+            if name in self.categories:  # (a shard may have none of its questions)
+                mask &= self.view.doc_category != self.categories.index(name)
+        return apply_filters(parsed, mask, self.index, self.archive, self.analyzer,
+                             lambda: self.attributes), None
 
     def candidates(self, q, depth, category_id=None, parsed=None, retrieval=None, *,
                    features=False) -> Candidates:
         model = self.config.retrieval if retrieval is None else retrieval
         field = self.index[model.field]
         must = parsed is not None and bool(parsed.must)
-        allowed = self.data.live  # deleted questions never match
-        if parsed is not None and parsed.has_filters:
-            mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
-            if category_id is not None:
-                mask &= self.view.doc_category == category_id
-            for name in parsed.not_categories:  # -category:Travel (exact names: the engine's)
-                if name in self.categories:  # (a shard may have none of its questions)
-                    mask &= self.view.doc_category != self.categories.index(name)
-            allowed = apply_filters(parsed, mask, self.index, self.archive, self.analyzer,
-                                    lambda: self.attributes)
+        allowed, category_id = self._allowed(category_id, parsed)
         tie = self.data.doc_id_rank
         if must:  # required words choose the hits; the query's words only rank them
             scores, _ = model.score_all(field, q.term_ids, q.qtf)
@@ -284,6 +359,24 @@ class LocalSearcher:
                                           category=category_id, allowed=allowed, tie_rank=tie)
         rows = np.asarray(rows, dtype=np.int64)
         return Candidates(rows, np.asarray(scores, dtype=np.float64), tie[rows])
+
+    def nearest(self, q, depth, category_id=None, parsed=None) -> Candidates:
+        allowed, category_id = self._allowed(category_id, parsed)
+        if category_id is not None:  # the vectors read a mask only
+            in_category = self.view.doc_category == category_id
+            allowed = in_category if allowed is None else allowed & in_category
+        tie = self.data.doc_id_rank
+        with implausible(self.stored.path, "the embeddings model"):
+            rows, cosines = self._dense.nearest(q, depth, allowed=allowed, tie_rank=tie)
+        rows = np.asarray(rows, dtype=np.int64)
+        return Candidates(rows, np.asarray(cosines, dtype=np.float64), tie[rows])
+
+    def cosines(self, q, rows) -> np.ndarray:
+        with implausible(self.stored.path, "the embeddings model"):
+            return self._dense.cosines(q, rows)
+
+    def tie_ranks(self, rows) -> np.ndarray:
+        return self.data.doc_id_rank[np.asarray(rows, dtype=np.int64)]
 
     def features(self, q, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)

@@ -33,18 +33,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._utils import progress_bar
 from .engine import SearchConfig, SearchEngine
-from .evaluation import feature_table, read_qrels
+from .evaluation import evaluate, feature_table, read_qrels, run_queries
 from .exceptions import ParameterError, QueryError
+from .features import GIVEN_FEATURES, search_ranker_name, uses_given
 from .index.models import FAMILIES, add_model, model_class, remove_model
 from .index.sharding import is_sharded, shard_models, sharded_data
 from .index.store import open_index
 from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
 from .ranking.selection import REGULARISATION
+from .retrieval import first_stage
 from .searcher import LocalSearcher
 
-__all__ = ["FitReport", "TrainReport", "fit_family", "train_ranker", "training_table",
-           "cv_report", "FIT_INPUTS"]
+__all__ = ["FitReport", "TrainReport", "HybridChoice", "fit_family", "train_ranker",
+           "training_table", "choose_hybrid", "best_weight", "cv_report", "FIT_INPUTS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -266,7 +269,9 @@ def cv_report(cv) -> list:
     best_single = cv.single_feature_
     lines = [f"{cv.n_splits}-fold MAP   query-grouped cross-validation:"]
     if cv.baseline is not None:
-        lines.append(f"  {'retrieval order (' + cv.baseline + ')':<34} {100 * cv.baseline_score_:6.2f}")
+        what = "first stage" if cv.baseline == "first_stage" else "retrieval"
+        lines.append(f"  {what + ' order (' + cv.baseline + ')':<34} "
+                     f"{100 * cv.baseline_score_:6.2f}")
     lines.append(f"  {'best single feature (' + best_single + ')':<34} "
                  f"{100 * cv.single_scores_[best_single]:6.2f}")
     point = ", ".join(f"{k}={v!r}" for k, v in cv.best_params_.items())
@@ -281,10 +286,112 @@ def cv_report(cv) -> list:
         lines.extend(f"  left out {d['family']} ({', '.join(d['features'])}): MAP "
                      f"{100 * d['map_with']:.2f} with it, {100 * d['map_without']:.2f} without "
                      f"(gain p = {d['p_value']:.2f})" for d in cv.dropped_)
-    chosen = {"learned": "the learned ranker", "baseline": "the retrieval order",
+    chosen = {"learned": "the learned ranker",
+              "baseline": "the first stage's order" if cv.baseline == "first_stage" else
+              "the retrieval order",
               "single": f"the single feature {cv.single_feature_}"}[cv.chosen_]
     lines.append(f"chosen       {chosen} (MAP {100 * cv.best_score_:.2f})")
     return lines
+
+
+@dataclass(frozen=True)
+class HybridChoice:
+    """The first stage of a training on an index with word vectors: the weight ``a`` of
+    the cosine in the hybrid score (0: the retrieval model alone), chosen from
+    :data:`~cqa_search.retrieval.first_stage.WEIGHT_GRID` or given.
+
+    Attributes
+    ----------
+    a : float
+    depth : int
+        The candidates per query it was chosen for (``n_candidates``).
+    grid : list of (float, float, float)
+        ``(a, recall, MAP)`` of every value tried: the training queries' mean recall of
+        their relevant questions in the top ``depth`` of the first stage, and the MAP of
+        its order (trec convention); empty when ``a`` was given.
+    """
+
+    a: float
+    depth: int
+    grid: list
+
+    def lines(self) -> list:
+        if not self.a:
+            return ["first stage  the retrieval model alone (hybrid off)"]
+        lines = [f"first stage  hybrid, a = {self.a:g} (cosine weight), stored with the "
+                 "ranker" + ("" if self.grid else " (given)")]
+        if self.grid:
+            lines.append(f"  chosen by the training queries' R@{self.depth} (then MAP of the "
+                         "first stage's order):")
+            lines.extend(f"  a = {a:<4g} R@{self.depth} {100 * r:6.2f}  MAP {100 * m:6.2f}"
+                         + ("  <-" if a == self.a else "") for a, r, m in self.grid)
+        return lines
+
+
+def choose_hybrid(engine, queries, qrels, hybrid="auto", *, k=None,
+                  progress=False) -> HybridChoice | None:
+    """The hybrid first stage a ranker is trained over (None: the index has no word
+    vectors, or the retrieval model cannot be the term part of the hybrid score).
+
+    Parameters
+    ----------
+    engine : SearchEngine
+    queries : list of dict
+        Judged queries (searched without their category, as users search).
+    qrels : dict
+    hybrid : "auto", float in [0, 1] or None
+        "auto": the ``a`` of :data:`~cqa_search.retrieval.first_stage.WEIGHT_GRID` whose
+        top ``k`` holds most of the training queries' relevant questions (ties: the best
+        MAP of its order, then the smaller ``a``); a number: that ``a``; None or 0: the
+        retrieval model alone.
+    k : int, optional
+        Candidates per query (default: the engine's ``n_candidates``).
+
+    Raises
+    ------
+    QueryError
+        A given ``a`` on an index that cannot use it, or a bad value.
+    """
+    k = engine.config.n_candidates if k is None else k
+    probe = engine.with_config(dataclasses.replace(engine.config, ranker=None, hybrid=None))
+    usable = probe.searcher.has_vectors and \
+        first_stage.hybrid_capable(probe.config.retrieval)
+    if hybrid != "auto":
+        try:
+            a = first_stage.check_weight(hybrid) or 0.0
+        except ValueError:
+            raise QueryError(f"hybrid must be 'auto', None or a number in [0, 1]; got "
+                             f"{hybrid!r}") from None
+        if a:  # raises when the index cannot
+            probe.with_config(dataclasses.replace(probe.config, hybrid=a))
+        return HybridChoice(a, k, []) if usable else None
+    if not usable:
+        return None
+    queries = [{**q, "category": None} for q in queries]
+    grid = []
+    bar = progress_bar(progress, "choosing the first stage", "weights",
+                       len(first_stage.WEIGHT_GRID))
+    for a in first_stage.WEIGHT_GRID:
+        trial = probe.with_config(dataclasses.replace(probe.config, hybrid=a))
+        scores = evaluate(run_queries(trial, queries, k=k), qrels, metrics=["map", f"r@{k}"],
+                          convention="trec")
+        grid.append((a, float(scores[f"r@{k}"].mean()), float(scores["map"].mean())))
+        bar.update()
+    bar.close()
+    return HybridChoice(best_weight(grid), k, grid)
+
+
+def best_weight(grid) -> float:
+    """The ``a`` :func:`choose_hybrid` chooses from ``[(a, recall, MAP)]``: the best
+    recall of the candidates, then the best MAP of the first stage's order, then the
+    smaller ``a``.
+
+    Examples
+    --------
+    >>> best_weight([(0.1, 0.80, 0.30), (0.3, 0.85, 0.29), (0.5, 0.85, 0.31)])
+    0.5
+    """
+    return max(grid, key=lambda g: (round(g[1], 12), round(g[2], 12), -g[0]))[0]
 
 
 @dataclass(frozen=True)
@@ -317,6 +424,20 @@ class TrainReport:
     removed : bool
         It did not improve, and a ranker of that name stored before was removed.
     dry_run : bool
+    search : TrainReport or None
+        When the ranker reads the given-run features
+        (:data:`~cqa_search.features.GIVEN_FEATURES`), which free searches do not have:
+        the ranker of free searches, trained the same way on the same candidates without
+        them, and stored (if it beats the retrieval model) as ``<name>-search``, which
+        the engine uses for free searches (see
+        :attr:`~cqa_search.SearchEngine.ranker`). None otherwise: the ranker itself
+        ranks free searches.
+    search_removed : bool
+        No ranker of free searches was trained (``search`` None), and a
+        ``<name>-search`` of an earlier training was removed.
+    hybrid : HybridChoice or None
+        The first stage whose candidates the ranker was trained on, when the index has
+        word vectors (its ``a`` is stored with the ranker); None: the retrieval model's.
     """
 
     ranker: LinearRanker
@@ -332,6 +453,9 @@ class TrainReport:
     stored: bool
     removed: bool
     dry_run: bool
+    search: "TrainReport | None" = None
+    search_removed: bool = False
+    hybrid: "HybridChoice | None" = None
 
     def summary(self) -> str:
         """The training figures: learner, data, MAP, and the weight of every feature."""
@@ -348,6 +472,8 @@ class TrainReport:
                  f"training MAP {100 * ranker.train_score_:.2f}"]
         if ranker.init_score_ is not None:
             lines[-1] += f" (from {100 * ranker.init_score_:.2f} at the start)"
+        if self.hybrid is not None:
+            lines.extend(self.hybrid.lines())
         if self.selection is not None:
             lines.extend(cv_report(self.selection))
         info = ranker.learner_info_
@@ -367,36 +493,102 @@ class TrainReport:
                      "(weights of the features min-max scaled among each query's candidates)")
         return "\n".join(lines)
 
+    def _not_better(self) -> str:
+        cv = self.selection
+        order = "the first stage's order" if cv.baseline == "first_stage" else \
+            "the retrieval order"
+        return (f"the learned ranking (cross-validated MAP {100 * cv.learned_score_:.2f}) is "
+                f"not better than {order} alone ({cv.baseline}, "
+                f"{100 * cv.baseline_score_:.2f})")
+
     def __str__(self) -> str:
         features, learning = self.seconds["features"], self.seconds["learning"]
         lines = [self.summary(),
                  f"time         {features + learning:.1f} s (candidates and features "
-                 f"{features:.1f} s, learning {learning:.1f} s)"]
-        index, name, cv = self.index, self.name, self.selection
-        if not self.improves:
-            lines.append(
-                f"\nwarning: the learned ranking (cross-validated MAP "
-                f"{100 * cv.learned_score_:.2f}) is not better than the retrieval order alone "
-                f"({cv.baseline}, {100 * cv.baseline_score_:.2f}): no ranker stored, search "
-                "keeps the retrieval order"
-                + (f" (the ranker {name!r} stored before is removed)" if self.removed else ""))
+                 f"{features:.1f} s, learning {learning:.1f} s)", ""]
+        index, name, search = self.index, self.name, self.search
+        use = "" if name == "ranker" else f" --ranker {name}"
+        removed = f" (the ranker {name!r} stored before is removed)" if self.removed else ""
+        if not self.improves and self.hybrid is not None:  # the first stage's order, kept
+            lines.append(f"warning: {self._not_better()}: "
+                         + (f"stored as model {name!r} in {index}: that order (a ranker of "
+                            f"first_stage alone) with its a = {self.hybrid.a:g}, which "
+                            "searches with it use" if self.stored else
+                            "(dry run: nothing stored)"))
+        elif not self.improves:
+            lines.append(f"warning: {self._not_better()}: no ranker stored"
+                         + (", search keeps the retrieval order" if search is None else
+                            " for candidates given with scores")
+                         + removed)
         elif self.dry_run:
-            lines.append("\n(dry run: nothing stored)")
+            lines.append("(dry run: nothing stored)")
+        elif search is None:
+            lines += [f"stored as model {name!r} in {index}"
+                      + (": searches now rank with it" if name == "ranker" else ""),
+                      f"search with it:   cqa-search query {index}{use} \"your question\"",
+                      f"evaluate it:      cqa-search evaluate {index}{use} --queries Q "
+                      "--qrels R"]
         else:
-            use = "" if name == "ranker" else f" --ranker {name}"
-            lines.append(f"\nstored as model {name!r} in {index}"
-                         + (": searches now rank with it" if name == "ranker" else "")
-                         + f"\nsearch with it:   cqa-search query {index}{use} \"your question\""
-                         f"\nevaluate it:      cqa-search evaluate {index}{use} --queries Q "
-                         "--qrels R")
+            lines += [f"stored as model {name!r} in {index}: it ranks candidates given with "
+                      "their scores (a rerank of a run)",
+                      f"evaluate it:      cqa-search evaluate {index}{use} --candidates RUN "
+                      "--queries Q --qrels R"]
+        if search is not None:
+            companion = search.name
+            lines += ["", f"free searches have no given-run features ("
+                      f"{', '.join(GIVEN_FEATURES)}): the same training without them, on the "
+                      "same candidates, for the ranker of free searches",
+                      search.summary(), ""]
+            if not search.improves:
+                lines.append(f"{search._not_better()}: free searches keep the retrieval order"
+                             + (f" (the ranker {companion!r} stored before is removed)"
+                                if search.removed else ""))
+            elif search.dry_run:
+                lines.append("(dry run: nothing stored)")
+            else:
+                lines += [f"stored as model {companion!r} in {index}: free searches"
+                          + ("" if self.stored else " and reranks")
+                          + (" now rank with it" if name == "ranker" else
+                             f" with --ranker {name} rank with it"),
+                          f"search with it:   cqa-search query {index}{use} \"your question\""]
+        elif uses_given(self.ranker) and self.improves:
+            lines.append("free searches keep the retrieval order: the ranker reads no feature "
+                         "but the given-run ones, which they do not have")
+        if self.search_removed:
+            lines.append(f"(the ranker {search_ranker_name(name)!r} stored before for free "
+                         "searches is removed)")
         return "\n".join(lines)
+
+
+def _fit(X, y, qid, names, baseline, *, learner, params, normalize, max_iter, tol,
+         early_stopping, random_state, cv, all_features, no_cv):
+    """``(ranker, selection)``: the ranker of :func:`train_ranker` on these columns, and the
+    cross-validation that chose it (None with ``no_cv``)."""
+    if no_cv:
+        ranker = LinearRanker(learner, params=params, normalize=normalize, max_iter=max_iter,
+                              tol=tol, early_stopping=early_stopping,
+                              random_state=random_state)
+        return ranker.fit(X, y, qid=qid, feature_names=names), None
+    if early_stopping:
+        raise QueryError("early_stopping goes with no_cv (`train --early-stopping "
+                         "--no-cv`): cross-validation chooses the iterations")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoImprovementWarning)  # the report says it
+        selection = LinearRankerCV(learner, params=params, normalize=normalize,
+                                   select_features=not all_features,
+                                   baseline=baseline if baseline in names else None,
+                                   n_splits=cv, max_iter=max_iter, tol=tol,
+                                   random_state=random_state,
+                                   **_selection_options(learner, params, max_iter))
+        selection.fit(X, y, qid=qid, feature_names=names)
+    return selection.best_estimator_, selection
 
 
 def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ranksvm",
                  params=None, normalize="zscore", max_iter=None, tol=1e-4,
                  early_stopping=False, random_state=0, features=None, exclude=None,
                  graded=False, cv=5, all_features=False, no_cv=False, name="ranker",
-                 dry_run=False, progress=False) -> TrainReport:
+                 hybrid="auto", dry_run=False, progress=False) -> TrainReport:
     """Train a ranker on judged queries and store it in the index unless it loses to the
     retrieval model (what ``cqa-search train`` does).
 
@@ -405,6 +597,22 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     that earn their place, and whether it ranks the candidates better than the retrieval
     model alone; when it does not, nothing is stored (and a ranker stored before under the
     same name is removed), so training never makes search worse.
+
+    A ranker of given candidates that reads their scores (the given-run features
+    :data:`~cqa_search.features.GIVEN_FEATURES`) ranks only candidates given with scores
+    (:meth:`~cqa_search.SearchEngine.rerank`, ``evaluate --candidates``): free searches
+    have no such features. A second ranker is then trained the same way on the same
+    candidates without them (against the retrieval model's order), and stored as
+    ``<name>-search`` when it beats that order: the engine ranks free searches with it
+    (:attr:`TrainReport.search`).
+
+    When the index has word vectors (``cqa-search fit INDEX embeddings``), the candidates
+    of full retrieval come from the hybrid first stage (:mod:`~cqa_search.retrieval.first_stage`)
+    whose weight ``a`` :func:`choose_hybrid` chooses on the training queries; the ranker
+    stores it (``hybrid_weight_``) and searches with it use it. The first stage's score is
+    a feature (``first_stage``) and the order the ranker must beat; when no learned ranker
+    beats it, that order itself is stored (a ranker of ``first_stage`` alone), with its
+    ``a``.
 
     Parameters
     ----------
@@ -446,7 +654,12 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         No cross-validation: fit the learner with its options on all the features and
         store it.
     name : str, default "ranker"
-        Model name in the index (``ranker``: the one search uses).
+        Model name in the index (``ranker``: the one search uses). A ``<name>-search``
+        stored before is replaced or removed: it belongs to ``name``.
+    hybrid : "auto", float in [0, 1] or None, default "auto"
+        The first stage of full retrieval on an index with word vectors (see
+        :func:`choose_hybrid`): "auto" chooses ``a``; a number fixes it; None: the
+        retrieval model alone.
     dry_run : bool, default False
         Train and report, store (and remove) nothing.
     progress : bool, default False
@@ -468,8 +681,15 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     queries = [q for q in queries if q["id"] in qrels]
     if not queries:
         raise QueryError("none of the queries is judged in the qrels")
-    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    if candidates is not None and hybrid != "auto":
+        raise QueryError("hybrid chooses the first stage of full retrieval; a training on "
+                         "given candidates (`train --candidates`) has none")
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None, hybrid=None))
     t0 = time.perf_counter()
+    choice = None if candidates is not None else \
+        choose_hybrid(engine, queries, qrels, hybrid, k=k, progress=progress)
+    if choice is not None:
+        engine = engine.with_config(dataclasses.replace(engine.config, hybrid=choice.a))
     X, y, qid, docs, names = training_table(engine, queries, qrels, candidates=candidates,
                                             k=k, graded=graded, progress=progress)
     if len(X) == 0:
@@ -481,37 +701,44 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     if n_pairs == 0:
         raise QueryError("no query has both relevant and non-relevant candidates: nothing to "
                          "learn")
-    params = dict(params) if params else None
-    selection = None
-    if no_cv:
-        ranker = LinearRanker(learner, params=params, normalize=normalize, max_iter=max_iter,
-                              tol=tol, early_stopping=early_stopping,
-                              random_state=random_state)
-        ranker.fit(X, y, qid=qid, feature_names=names)
-    else:
-        if early_stopping:
-            raise QueryError("early_stopping goes with no_cv (`train --early-stopping "
-                             "--no-cv`): cross-validation chooses the iterations")
-        baseline = "given_rrank" if candidates is not None else engine.config.retrieval.feature_name
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", NoImprovementWarning)  # the report says it
-            selection = LinearRankerCV(learner, params=params, normalize=normalize,
-                                       select_features=not all_features,
-                                       baseline=baseline if baseline in names else None,
-                                       n_splits=cv, max_iter=max_iter, tol=tol,
-                                       random_state=random_state,
-                                       **_selection_options(learner, params, max_iter))
-            selection.fit(X, y, qid=qid, feature_names=names)
-        ranker = selection.best_estimator_
+    options = dict(learner=learner, params=dict(params) if params else None,
+                   normalize=normalize, max_iter=max_iter, tol=tol,
+                   early_stopping=early_stopping, random_state=random_state, cv=cv,
+                   all_features=all_features, no_cv=no_cv)
+    retrieval = engine.config.retrieval.feature_name
+    if "first_stage" in names:  # the order of the first stage (the retrieval model's when off)
+        retrieval = "first_stage"
+    ranker, selection = _fit(X, y, qid, names,
+                             "given_rrank" if candidates is not None else retrieval, **options)
+    if choice is not None:
+        ranker.hybrid_weight_ = choice.a
+    free = [j for j, n in enumerate(names) if n not in GIVEN_FEATURES]
+    search = None
+    if uses_given(ranker) and free:  # and the ranker of free searches, without them
+        search = _fit(X[:, free], y, qid, [names[j] for j in free], retrieval, **options)
     seconds = {"features": t1 - t0, "learning": time.perf_counter() - t1}
-    improves = selection is None or bool(selection.improves_)
-    removed = stored = False
-    if not improves:
-        removed = not dry_run and name in engine.models
+
+    def report(fitted, name, **more):
+        """The report of ``fitted`` (ranker, selection), stored as ``name`` unless it does
+        not beat the retrieval order (a ranker of that name stored before is then
+        removed); the first stage's order with its chosen ``a`` is stored then."""
+        ranker, selection = fitted
+        improves = selection is None or bool(selection.improves_)
+        keep = improves or more.get("hybrid") is not None
+        removed = not dry_run and not keep and name in engine.models
         if removed:
             remove_model(index, name)
-    elif not dry_run:
-        add_model(engine, name, ranker)
-        stored = True
-    return TrainReport(ranker, selection, os.fspath(index), name, len(queries), n_useful,
-                       len(X), n_pairs, seconds, improves, stored, removed, dry_run)
+        elif keep and not dry_run:
+            add_model(engine, name, ranker)
+        return TrainReport(ranker, selection, os.fspath(index), name, len(queries), n_useful,
+                           len(X), n_pairs, seconds, improves, keep and not dry_run,
+                           removed, dry_run, **more)
+
+    if search is not None:  # stored first: a reader meanwhile finds the new ranker with it
+        search = report(search, search_ranker_name(name))
+    out = report((ranker, selection), name, search=search, hybrid=choice)
+    if search is None and not dry_run and search_ranker_name(name) in engine.models:
+        # an earlier training's, which would rank free searches in place of this one
+        remove_model(index, search_ranker_name(name))
+        out = dataclasses.replace(out, search_removed=True)
+    return out

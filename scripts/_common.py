@@ -265,10 +265,12 @@ def fit_default_models(path, families=("translation", "topics", "multiview"), lo
     from cqa_search.factorization import MultiViewModel, TopicModel
     from cqa_search.index.models import add_model
     from cqa_search.translation import TranslationModel
+    from cqa_search.vectors import EmbeddingModel
 
     defaults = {"translation": ("translation", TranslationModel),
                 "topics": ("topics-gnmfnc", lambda: TopicModel("gnmfnc")),
-                "multiview": ("multiview", lambda: MultiViewModel("ibm1"))}
+                "multiview": ("multiview", lambda: MultiViewModel("ibm1")),
+                "embeddings": ("embeddings", EmbeddingModel)}
     stored = SearchEngine.open(path).models
     for family in families:
         name, make = defaults[family]

@@ -3,9 +3,9 @@
 
 Usage::
 
-    python scripts/bench_search.py ARCHIVE.jsonl QUERIES.jsonl [--work-dir DIR]
-        [--engines cqa,bm25s,tantivy,tantivy-en_stem] [--limit N] [--n-queries Q]
-        [--repeat R] [--json-out FILE]
+    python scripts/bench_search.py ARCHIVE.jsonl [QUERIES.jsonl] [--whole-questions N]
+        [--work-dir DIR] [--engines cqa,bm25s,tantivy,tantivy-en_stem] [--limit N]
+        [--n-queries Q] [--repeat R] [--json-out FILE]
     python scripts/bench_search.py --generate 200000 --work-dir DIR    # synth_archive.py first
     python scripts/bench_search.py --pipeline NAME=INDEX:QUERIES [...] [--repeat R]
         [--passes P] [--baseline-src DIR]    # latency of the full pipeline (see below)
@@ -31,11 +31,18 @@ What is measured (the fairness rules)
   english; no stopwords) as engine ``tantivy-en_stem``; tantivy's own BM25 (k1=1.2,
   b=0.75). The text field is indexed with ``index_option="freq"`` (no positions: none of
   the engines needs them for bag-of-words BM25); the id is stored.
-* Queries: the ``text`` field of each query line, top-10, one query at a time in one
-  thread, the clock running from the query string to the top-10 (query analysis
+* Queries: the ``text`` field of each line of QUERIES (e.g. the 3-4 word queries of
+  ``synth_archive.py --queries``) and/or, with ``--whole-questions N``, N questions of the
+  archive as whole-question queries (title, a newline and body: what this engine is for;
+  sampled with seed 7 among the first 200,000 records, so that archives of any size
+  generated with one seed, which share their first records, get the same queries). Each
+  query process times every set, one after the other, and the report has rows per set.
+  Top-10, one query at a time in one thread, the clock running from the query string to the top-10 (query analysis
   included). cqa_search: ``engine.search(text, k=10)`` with ``SearchConfig(features=())``
-  (pure BM25 top-10) and with the default config (BM25 plus the feature scores of each
-  hit), separate rows. bm25s: ``bm25s.tokenize`` of the one query then
+  (pure BM25 top-10) with the compiled kernels loaded first (as ``serve`` does) and, in
+  the same process, with the numpy paths (``compiled.use("numpy")``: what an install
+  without numba, or ``CQA_SEARCH_COMPILED=numpy``, runs), and with the default config
+  (BM25 plus the feature scores of each hit), separate rows. bm25s: ``bm25s.tokenize`` of the one query then
   ``retrieve(..., k=10, n_threads=1)`` per query (the like-for-like number), and, as a
   second row, all queries tokenized and retrieved in one batch call (``n_threads=1``).
   tantivy: the query analysed by the field's analyzer (``TextAnalyzer.analyze``), an OR
@@ -47,9 +54,12 @@ What is measured (the fairness rules)
   json parse + tokenize + index + ``save``; tantivy: json parse + ``add_document`` +
   ``commit`` + waiting for merges, one indexing thread, 256 MB writer heap; cqa_search:
   ``build_index`` on the file). Index size: the bytes of the saved index directory.
-* Wall-clock and CPU time are both recorded (CPU: ``time.process_time``, all threads of
-  the measuring process). Ratios are given for both: on a quiet machine they agree; on a
-  machine shared with other jobs the CPU-time ratio is the one to trust.
+* Wall-clock and CPU time are both recorded (CPU: ``time.process_time``, every thread of
+  the measuring process, e.g. cqa_search's and tantivy's build threads, plus
+  ``getrusage(RUSAGE_CHILDREN)`` for processes it waited for). Ratios are given for both:
+  on a quiet machine they agree for one thread; on a machine shared with other jobs the
+  CPU-time ratio is the one to trust (a build on several threads takes less wall time
+  than CPU time).
 * Peak RSS: every engine builds in its own subprocess and is queried in another one
   (this script run with ``--child ENGINE --phase build|query``), which reports its own
   peak RSS (``VmHWM``: unlike ``ru_maxrss`` it excludes the parent's memory inherited
@@ -121,6 +131,38 @@ def _read_queries(path, n=None):
     return texts if n is None else texts[:n]
 
 
+def _query_sets(a):
+    """``{name: query texts}`` of the ``--query-set NAME=PATH`` arguments of a child."""
+    return {name: _read_queries(path, a.n_queries)
+            for name, path in (spec.split("=", 1) for spec in a.query_set)}
+
+
+def _per_set(sets, run_modes):
+    """``run_modes(queries) -> {mode: loop}`` for every query set, as one dict of modes
+    named ``mode|set``."""
+    return {f"{mode}|{name}": loop for name, queries in sets.items()
+            for mode, loop in run_modes(queries).items()}
+
+
+def _whole_questions(archive, n, out, pool=200_000, seed=7):
+    """Write ``n`` archive questions (title, newline, body) as a queries file: sampled
+    among the first ``pool`` records with ``seed``."""
+    import random
+
+    records = []
+    with open(archive, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            if i >= pool:
+                break
+            records.append(line)
+    chosen = sorted(random.Random(seed).sample(range(len(records)), min(n, len(records))))
+    with open(out, "w", encoding="utf-8") as f:
+        for i in chosen:
+            rec = json.loads(records[i])
+            f.write(json.dumps({"id": rec["id"], "text": rec["title"] + "\n" + rec["body"]})
+                    + "\n")
+
+
 def _loop_result(n, clock, **extra):
     return {"n_queries": n, "seconds": clock.wall, "cpu_seconds": clock.cpu,
             "qps": n / clock.wall, "cpu_qps": n / max(clock.cpu, 1e-9), **extra}
@@ -168,7 +210,7 @@ def _cqa_build(a):
             "doc_store_bytes": store}
 
 
-def _cqa_query(a, queries):
+def _cqa_query(a, sets):
     from cqa_search import SearchConfig, SearchEngine
 
     import_rss = memory_mb()[0]
@@ -179,16 +221,28 @@ def _cqa_query(a, queries):
     # steady state, as `cqa-search serve` starts: the compiled kernel loaded first (its
     # one-off cost is reported apart)
     with Clock() as kernel_clock:
-        kernel = compiled.load()  # (CQA_SEARCH_COMPILED=0: the numpy path)
-    first_ms = _first_query(lambda q: engine.search(q, k=K), queries[0])
-    modes = {"bm25": _timed_loop(queries, lambda q: list(engine.search(q, k=K).doc_ids),
-                                 a.check)}
+        kernel = compiled.load()  # (CQA_SEARCH_COMPILED=numpy: the numpy paths)
+    first = next(iter(sets.values()))[0]
+    first_ms = _first_query(lambda q: engine.search(q, k=K), first)
     full = engine.with_config(SearchConfig())
-    modes["default"] = _timed_loop(queries, lambda q: list(full.search(q, k=K).doc_ids),
-                                   a.check)
-    modes["default"]["n_features"] = len(full.config.features)
+
+    def bm25(q):
+        return list(engine.search(q, k=K).doc_ids)
+
+    def modes(queries):
+        out = {"bm25": _timed_loop(queries, bm25, a.check)}
+        if kernel:  # the same searches on the numpy paths, in this process
+            compiled.use("numpy")
+            out["bm25-numpy"] = _timed_loop(queries, bm25, a.check)
+            compiled.use("auto")
+        out["default"] = _timed_loop(queries, lambda q: list(full.search(q, k=K).doc_ids),
+                                     a.check)
+        out["default"]["n_features"] = len(full.config.features)
+        return out
+
     return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
-            "modes": modes, "compiled": kernel, "kernel_load_s": kernel_clock.wall}
+            "modes": _per_set(sets, modes), "compiled": kernel,
+            "kernel_load_s": kernel_clock.wall}
 
 
 def _bm25s_build(a, stopwords):
@@ -208,7 +262,7 @@ def _bm25s_build(a, stopwords):
             "n_terms": len(tokens.vocab)}
 
 
-def _bm25s_query(a, queries, stopwords):
+def _bm25s_query(a, sets, stopwords):
     import bm25s
     import Stemmer
 
@@ -223,15 +277,19 @@ def _bm25s_query(a, queries, stopwords):
         docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
         return docs[0].tolist()
 
-    first_ms = _first_query(one, queries[0])
-    modes = {"per_query": _timed_loop(queries, one, a.check)}
-    with Clock() as batch:
-        qtok = bm25s.tokenize(queries, stopwords=stopwords, stemmer=stemmer, return_ids=False,
-                              show_progress=False)
-        docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
-    modes["batch"] = _loop_result(len(queries), batch, top=docs[:a.check].tolist())
+    first_ms = _first_query(one, next(iter(sets.values()))[0])
+
+    def modes(queries):
+        out = {"per_query": _timed_loop(queries, one, a.check)}
+        with Clock() as batch:
+            qtok = bm25s.tokenize(queries, stopwords=stopwords, stemmer=stemmer,
+                                  return_ids=False, show_progress=False)
+            docs, _ = retriever.retrieve(qtok, k=K, n_threads=1, show_progress=False)
+        out["batch"] = _loop_result(len(queries), batch, top=docs[:a.check].tolist())
+        return out
+
     return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
-            "modes": modes}
+            "modes": _per_set(sets, modes)}
 
 
 def _tantivy_analyzers(tantivy, stopwords):
@@ -272,7 +330,7 @@ def _tantivy_build(a, stopwords):
             "segments": index.searcher().num_segments}
 
 
-def _tantivy_query(a, queries, stopwords):
+def _tantivy_query(a, sets, stopwords):
     import tantivy
 
     import_rss = memory_mb()[0]
@@ -294,17 +352,22 @@ def _tantivy_query(a, queries, stopwords):
                                      for t in terms])
         return search(query, K, count=False).hits
 
-    first_ms = _first_query(one, queries[0])
-    loop = _timed_loop(queries, one, a.check)
-    loop["top"] = [[searcher.doc(addr)["id"][0] for _, addr in hits] for hits in loop["top"]]
+    first_ms = _first_query(one, next(iter(sets.values()))[0])
+
+    def modes(queries):
+        loop = _timed_loop(queries, one, a.check)
+        loop["top"] = [[searcher.doc(addr)["id"][0] for _, addr in hits]
+                       for hits in loop["top"]]
+        return {"per_query": loop}
+
     return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
-            "modes": {"per_query": loop}}
+            "modes": _per_set(sets, modes)}
 
 
 def _pipeline_child(a):
     from cqa_search import SearchConfig, SearchEngine
 
-    queries = _read_queries(a.queries)
+    (queries,) = _query_sets(a).values()
     try:  # steady state, as `cqa-search serve` runs: the compiled kernels when installed
         from cqa_search import compiled
     except ImportError:  # (an older tree as the baseline)
@@ -356,7 +419,8 @@ def pipeline_main(a, argv) -> int:
                                 _log(f"round {rnd + 1}: {name}, {impl}, {config}, {condition}")
                                 subprocess.run([sys.executable, os.fspath(Path(__file__).resolve()),
                                                 "--child", "pipeline", "--index", index,
-                                                "--queries", queries, "--result", os.fspath(result),
+                                                "--query-set", f"pipeline={queries}",
+                                                "--result", os.fspath(result),
                                                 "--config", config, "--passes", str(a.passes)],
                                                check=True, env=env)
                                 runs.setdefault((name, impl, config, condition), []).append(
@@ -418,10 +482,10 @@ def child_main(a) -> int:
         out = {"cqa": lambda: _cqa_build(a), "bm25s": lambda: _bm25s_build(a, stopwords),
                "tantivy": lambda: _tantivy_build(a, stopwords)}[engine]()
     else:
-        queries = _read_queries(a.queries, a.n_queries)
-        out = {"cqa": lambda: _cqa_query(a, queries),
-               "bm25s": lambda: _bm25s_query(a, queries, stopwords),
-               "tantivy": lambda: _tantivy_query(a, queries, stopwords)}[engine]()
+        sets = _query_sets(a)
+        out = {"cqa": lambda: _cqa_query(a, sets),
+               "bm25s": lambda: _bm25s_query(a, sets, stopwords),
+               "tantivy": lambda: _tantivy_query(a, sets, stopwords)}[engine]()
     out["peak_rss_mb"] = memory_mb()[0]
     Path(a.result).write_text(json.dumps(out))
     return 0
@@ -434,10 +498,11 @@ def _log(msg):
     print(f"[bench_search {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def _run_child(work, engine, phase, tag, archive, queries, index, extra=(), label=None):
+def _run_child(work, engine, phase, tag, archive, sets, index, extra=(), label=None):
     result = work / f"{tag}.{phase}.json"
     cmd = [sys.executable, os.fspath(Path(__file__).resolve()), "--child", engine,
-           "--phase", phase, "--archive", os.fspath(archive), "--queries", os.fspath(queries),
+           "--phase", phase, "--archive", os.fspath(archive),
+           *[arg for name, path in sets.items() for arg in ("--query-set", f"{name}={path}")],
            "--index", os.fspath(index), "--result", os.fspath(result),
            "--stopwords", os.fspath(work / "stopwords.json"), *extra]
     label = label or tag
@@ -523,46 +588,57 @@ def _ratio(x, ref):
     return f"{x / ref:.2f}" if ref else "n/a"
 
 
-def report(rows, base, *, argv, info, jaccard, n_check, notes):
-    """The Markdown report (a list of lines)."""
+def report(sections, *, argv, info, notes):
+    """The Markdown report (a list of lines); ``sections``: ``(query set, rows, bm25s row,
+    tantivy row, jaccard, n_check)`` each."""
     out = ["## Search benchmark", "",
            f"- command: `{' '.join(shlex.quote(a) for a in argv)}`",
-           *[f"- {k}: {v}" for k, v in info.items()], "",
-           "| engine | build s | build CPU s | index MB | peak RSS MB | q/s | q/s per CPU s "
-           "| q/s ÷ bm25s, wall / CPU (higher is better) "
-           "| build ÷ bm25s, wall / CPU (lower is better) | peak RSS ÷ bm25s (lower is better) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        out.append(
-            f"| {r['label']} | {r['build_s']:.1f} | {r['build_cpu_s']:.1f} | "
-            f"{r['index_mb']:.0f} | {r['peak_rss_mb']:.0f} | {r['qps']:.0f} | "
-            f"{r['cpu_qps']:.0f} | {_ratio(r['qps'], base['qps'])} / "
-            f"{_ratio(r['cpu_qps'], base['cpu_qps'])} | {_ratio(r['build_s'], base['build_s'])} / "
-            f"{_ratio(r['build_cpu_s'], base['build_cpu_s'])} | "
-            f"{_ratio(r['peak_rss_mb'], base['peak_rss_mb'])} |")
-    out += ["", "Ratios are against the bm25s per-query row. q/s per CPU s = queries per "
-            "second of CPU time. peak RSS = the larger of the build process's and the query "
-            "process's peaks.", "",
-            "| engine | p50 ms | p99 ms | query RSS MB | open ms | first query ms "
-            "| RSS after imports MB |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        p = ((f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f}") if r.get("p50_ms") is not None
-             else "– | –")
-        out.append(f"| {r['label']} | {p} | {r['query_rss_mb']:.0f} | "
-                   f"{1e3 * r['open_s']:.1f} | {r['first_query_ms']:.1f} | "
-                   f"{r['import_rss_mb']:.0f} |")
-    out += ["", f"Sanity check, mean Jaccard overlap of the top-{K} with bm25s's on the first "
-            f"{n_check} queries: " + (", ".join(f"{k} {v:.3f}" for k, v in jaccard.items())
-                                      or "n/a (needs bm25s and another engine in the run)")]
-    out += [""] + [f"- {n}" for n in notes]
+           *[f"- {k}: {v}" for k, v in info.items()]]
+    empty = {"qps": 0, "cpu_qps": 0, "build_s": 0, "build_cpu_s": 0, "peak_rss_mb": 0}
+    for name, rows, base, peer, jaccard, n_check in sections:
+        base, peer = base or empty, peer or empty
+        out += ["", f"### Queries: {name}", "",
+                "| engine | build s | build CPU s | index MB | peak RSS MB | q/s | q/s per CPU s "
+                "| q/s ÷ tantivy, wall / CPU | q/s ÷ bm25s, wall / CPU "
+                "| build ÷ tantivy, wall / CPU (lower is better) "
+                "| query RSS ÷ tantivy (lower is better) |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            out.append(
+                f"| {r['label']} | {r['build_s']:.1f} | {r['build_cpu_s']:.1f} | "
+                f"{r['index_mb']:.0f} | {r['peak_rss_mb']:.0f} | {r['qps']:.0f} | "
+                f"{r['cpu_qps']:.0f} | {_ratio(r['qps'], peer['qps'])} / "
+                f"{_ratio(r['cpu_qps'], peer['cpu_qps'])} | {_ratio(r['qps'], base['qps'])} / "
+                f"{_ratio(r['cpu_qps'], base['cpu_qps'])} | "
+                f"{_ratio(r['build_s'], peer['build_s'])} / "
+                f"{_ratio(r['build_cpu_s'], peer['build_cpu_s'])} | "
+                f"{_ratio(r['query_rss_mb'], peer.get('query_rss_mb', 0))} |")
+        out += ["", "| engine | p50 ms | p99 ms | query RSS MB | open ms | first query ms "
+                "| RSS after imports MB |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            p = ((f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f}") if r.get("p50_ms") is not None
+                 else "– | –")
+            out.append(f"| {r['label']} | {p} | {r['query_rss_mb']:.0f} | "
+                       f"{1e3 * r['open_s']:.1f} | {r['first_query_ms']:.1f} | "
+                       f"{r['import_rss_mb']:.0f} |")
+        out += ["", f"Sanity check, mean Jaccard overlap of the top-{K} with bm25s's on the "
+                f"first {n_check} queries: "
+                + (", ".join(f"{k} {v:.3f}" for k, v in jaccard.items())
+                   or "n/a (needs bm25s and another engine in the run)")]
+    out += ["", "Ratios are against the tantivy row with the same analysis (\"tantivy, custom "
+            "analyzer as ours\") and the bm25s per-query row of the same query set. q/s per "
+            "CPU s = queries per second of CPU time. peak RSS = the larger of the build "
+            "process's and the query process's peaks; query RSS = the query process's (an "
+            "index opened and searched).", ""] + [f"- {n}" for n in notes]
     return out
 
 
 def _label(engine, tag, mode, m):
     if engine == "cqa":
         fields = tag.split("-", 1)[1].replace("+", ",")
-        what = ("BM25 top-10, `features=()`" if mode == "bm25" else
-                f"default config ({m['n_features']} feature scores per hit)")
+        what = {"bm25": "BM25 top-10, `features=()`",
+                "bm25-numpy": "BM25 top-10, `features=()`, numpy paths"}.get(
+            mode, f"default config ({m.get('n_features')} feature scores per hit)")
         return f"cqa_search `fields=({fields})`, {what}"
     if engine == "bm25s":
         return ("bm25s, per-query loop" if mode == "per_query" else
@@ -571,7 +647,7 @@ def _label(engine, tag, mode, m):
             else "tantivy, built-in en_stem")
 
 
-def _run_all(a, work, archive, queries, jobs):
+def _run_all(a, work, archive, sets, jobs):
     """{tag: best-of build and query results}, running every process ``a.repeat`` times."""
     common = ["--check", str(a.check)] + (["--n-queries", str(a.n_queries)]
                                           if a.n_queries else [])
@@ -583,10 +659,10 @@ def _run_all(a, work, archive, queries, jobs):
             if not engine.startswith("cqa"):
                 index.mkdir()
             label = tag if a.repeat == 1 else f"{tag} (run {rep + 1}/{a.repeat})"
-            build = _run_child(work, engine, "build", tag, archive, queries, index,
+            build = _run_child(work, engine, "build", tag, archive, sets, index,
                                extra + common, label)
             build["index_bytes"] = dir_bytes(index)
-            query = _run_child(work, engine, "query", tag, archive, queries, index,
+            query = _run_child(work, engine, "query", tag, archive, sets, index,
                                extra + common, label)
             runs[tag]["build"].append(build)
             runs[tag]["query"].append(query)
@@ -596,7 +672,8 @@ def _run_all(a, work, archive, queries, jobs):
 
 
 def _inputs(a, work):
-    """(archive, queries) paths: given, generated, or the first ``--limit`` records."""
+    """(archive path, {query set name: queries path}): given, generated, the first
+    ``--limit`` records, and ``--whole-questions`` questions of the archive."""
     if a.generate:
         archive = work / f"synth{a.generate}.jsonl"
         queries = work / f"synth{a.generate}_queries.jsonl"
@@ -605,10 +682,11 @@ def _inputs(a, work):
             subprocess.run([sys.executable, os.fspath(SYNTH), str(a.generate),
                             os.fspath(archive), "--queries", str(a.n_queries or 1000),
                             os.fspath(queries)], check=True)
-    elif a.archive and a.queries:
-        archive, queries = Path(a.archive), Path(a.queries)
+    elif a.archive and (a.queries or a.whole_questions):
+        archive, queries = Path(a.archive), a.queries and Path(a.queries)
     else:
-        raise SystemExit("bench_search: give ARCHIVE and QUERIES, or --generate N")
+        raise SystemExit("bench_search: give ARCHIVE and QUERIES (or --whole-questions N), "
+                         "or --generate N")
     if a.limit:
         limited = work / f"archive_first{a.limit}.jsonl"
         with open(archive, encoding="utf-8") as src, open(limited, "w", encoding="utf-8") as dst:
@@ -617,7 +695,14 @@ def _inputs(a, work):
                     break
                 dst.write(line)
         archive = limited
-    return archive, queries
+    sets = {}
+    if queries:
+        sets[f"{queries.name} (its `text` field)"] = queries
+    if a.whole_questions:
+        whole = work / f"whole_questions_{a.whole_questions}.jsonl"
+        _whole_questions(archive, a.whole_questions, whole)
+        sets[f"{a.whole_questions} archive questions, title + body"] = whole
+    return archive, sets
 
 
 def parent_main(a, argv) -> int:
@@ -630,13 +715,13 @@ def parent_main(a, argv) -> int:
     work = Path(tmp or a.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        archive, queries = _inputs(a, work)
+        archive, sets = _inputs(a, work)
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
         # Given to the bm25s and tantivy children as data, so that they need not import
         # scikit-learn (whose import would inflate their RSS).
         (work / "stopwords.json").write_text(json.dumps(sorted(ENGLISH_STOP_WORDS)))
-        query_texts = _read_queries(queries, a.n_queries)
+        n_queries = {name: len(_read_queries(path, a.n_queries)) for name, path in sets.items()}
         _, doc_ids = _read_texts(archive)
         jobs = []  # (engine, tag, extra child arguments)
         for e in engines:
@@ -647,13 +732,15 @@ def parent_main(a, argv) -> int:
             else:
                 jobs.append((e, e, []))
         state, load_before = _git_state(), load_average()
-        results = _run_all(a, work, archive, queries, jobs)
+        results = _run_all(a, work, archive, sets, jobs)
         state_after = _git_state()
-        rows, notes, tops = [], [], {}
-        base = {"qps": 0, "cpu_qps": 0, "build_s": 0, "build_cpu_s": 0, "peak_rss_mb": 0}
+        notes = []
+        rows = {name: [] for name in sets}
+        base, peer, tops = {}, {}, {name: {} for name in sets}
         for engine, tag, _ in jobs:
             b, q = results[tag]["build"], results[tag]["query"]
-            for mode, m in q["modes"].items():
+            for key, m in q["modes"].items():
+                mode, name = key.split("|", 1)
                 row = {"label": _label(engine, tag, mode, m), "build_s": b["build_s"],
                        "build_cpu_s": b["build_cpu_s"], "index_mb": b["index_bytes"] / 1e6,
                        "peak_rss_mb": max(b["peak_rss_mb"], q["peak_rss_mb"]),
@@ -662,15 +749,17 @@ def parent_main(a, argv) -> int:
                        "import_rss_mb": q["import_rss_mb"], "qps": m["qps"],
                        "cpu_qps": m["cpu_qps"], "p50_ms": m.get("p50_ms"),
                        "p99_ms": m.get("p99_ms")}
-                rows.append(row)
+                rows[name].append(row)
                 if engine == "bm25s":
                     if mode == "per_query":
-                        base = row
-                        tops["bm25s"] = [[doc_ids[i] for i in t] for t in m["top"]]
+                        base[name] = row
+                        tops[name]["bm25s"] = [[doc_ids[i] for i in t] for t in m["top"]]
                 else:
-                    name = {"cqa": f"{tag} {mode}", "tantivy": "tantivy (same analysis)",
-                            "tantivy-en_stem": "tantivy en_stem"}[engine]
-                    tops[name] = m["top"]
+                    if engine == "tantivy":
+                        peer[name] = row
+                    label = {"cqa": f"{tag} {mode}", "tantivy": "tantivy (same analysis)",
+                             "tantivy-en_stem": "tantivy en_stem"}[engine]
+                    tops[name][label] = m["top"]
             if a.repeat > 1:
                 spread = "; ".join(f"{mode} q/s {min(m['all_qps']):.0f}–{max(m['all_qps']):.0f}"
                                    f" (per CPU s {min(m['all_cpu_qps']):.0f}–"
@@ -692,20 +781,24 @@ def parent_main(a, argv) -> int:
                 notes.append(f"{tag}: {b['segments']} segment(s) after commit and merges")
             elif engine == "bm25s":
                 notes.append(f"bm25s: {b['n_terms']:,} terms")
-        ref = tops.pop("bm25s", None)
-        jaccard = ({} if ref is None else
-                   {name: statistics.fmean(_jaccard(x, y) for x, y in zip(t, ref))
-                    for name, t in tops.items()})
+        sections = []
+        for name in sets:
+            ref = tops[name].pop("bm25s", None)
+            jaccard = ({} if ref is None else
+                       {label: statistics.fmean(_jaccard(x, y) for x, y in zip(t, ref))
+                        for label, t in tops[name].items()})
+            sections.append((name, rows[name], base.get(name), peer.get(name), jaccard,
+                             min(a.check, n_queries[name])))
         info = {"machine": _machine(),
                 "cqa_search": state + ("" if state_after == state
                                        else f" (changed during the run, now {state_after})"),
-                "data": f"{len(doc_ids):,} archive records, {len(query_texts):,} queries, "
-                        f"top-{K}, one thread"
+                "data": f"{len(doc_ids):,} archive records; queries: "
+                        + ", ".join(f"{n:,} ({name})" for name, n in n_queries.items())
+                        + f"; top-{K}, one thread"
                         + (f"; best of {a.repeat} runs (fastest build and query loop, "
                            "largest RSS)" if a.repeat > 1 else ""),
                 "load average (1/5/15 min) before / after": f"{load_before} / {load_average()}"}
-        lines = report(rows, base, argv=argv, info=info, jaccard=jaccard,
-                       n_check=min(a.check, len(query_texts)), notes=notes)
+        lines = report(sections, argv=argv, info=info, notes=notes)
         print("\n".join(lines))
         if a.json_out:
             Path(a.json_out).write_text(json.dumps({"argv": argv, "info": info,
@@ -721,6 +814,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("archive", nargs="?", help="archive JSONL (id, title, body, ...)")
     ap.add_argument("queries", nargs="?", help="queries JSONL (a 'text' field per line)")
+    ap.add_argument("--whole-questions", type=int, metavar="N",
+                    help="also time N archive questions (title + body) as queries (sampled "
+                         "with seed 7 among the first 200,000 records)")
     ap.add_argument("--generate", type=int, metavar="N",
                     help=f"write an N-question archive and its queries with "
                          f"{Path(SYNTH).name} "
@@ -751,7 +847,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", choices=("full", "bm25"), help=argparse.SUPPRESS)
     ap.add_argument("--phase", choices=("build", "query"), help=argparse.SUPPRESS)
     ap.add_argument("--archive", dest="child_archive", help=argparse.SUPPRESS)
-    ap.add_argument("--queries", dest="child_queries", help=argparse.SUPPRESS)
+    ap.add_argument("--query-set", action="append", default=[], help=argparse.SUPPRESS)
     ap.add_argument("--index", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     ap.add_argument("--stopwords", help=argparse.SUPPRESS)
@@ -761,7 +857,7 @@ def main(argv=None) -> int:
     if a.repeat < 1:
         ap.error(f"--repeat must be at least 1; got {a.repeat}")
     if a.child:
-        a.engine, a.archive, a.queries = a.child, a.child_archive, a.child_queries
+        a.engine, a.archive = a.child, a.child_archive
         return child_main(a)
     if a.pipeline:
         return pipeline_main(a, ["python", "scripts/bench_search.py", *raw])

@@ -14,26 +14,48 @@ Collections (all small; read the numbers as indications, not leaderboards):
   queries, scored on the 33 held-out ones, instead of cross-validation.
 
 A query never retrieves itself, and queries are searched without their category (as a
-user searches). trec convention (AP over every relevant question), depth 100.
+user searches), with their title and body when they have them (the per-field features).
+trec convention (AP over every relevant question), depth 100.
 
 Rows, every choice made on training queries only (query-grouped 5-fold cross-validation:
 each query is scored by a system chosen and trained without it):
-- BM25 with the default analysis and parameters;
-- BM25 tuned: text analysis (:data:`ANALYZERS`) and k1, b chosen on the training folds;
-- the learned pipeline with the defaults of ``cqa-search train`` (LinearRankerCV: BM25
-  top 100, RankSVM, C and model families chosen by inner cross-validation, never worse
-  than BM25 or the best single feature on the training queries), with the translation,
-  GNMFNC topic and multiview (IBM1 view) models fitted on the collection's own archive,
-  on the index of the analysis whose pipeline scores best in the inner cross-validation
-  of the training folds (AP over every relevant question, so that analyses compare);
-- an ablation: the same learner with every family but one, and with the term features
-  plus one family, C chosen by inner cross-validation, no family selection;
+- BM25 with the default analysis and parameters; BM25 tuned (text analysis of
+  :data:`ANALYZERS`, k1, b chosen on the training folds);
+- the hybrid first stage alone (``(1-a)*bm25/max bm25 + a*cosine`` of SIF vectors, no
+  ranker): with ``a`` chosen on the training folds as ``cqa-search train`` chooses it
+  (the training queries' R@100, then the MAP of the order), and with the default ``a`` of
+  an index without a ranker;
+- the **learned pipeline**: ``cqa-search train`` with its defaults (the hybrid first
+  stage's ``a`` chosen on the training queries; LinearRankerCV: RankSVM over its top 100,
+  C and model families chosen by inner cross-validation, never worse than the first
+  stage's order or the best single feature on the training queries), with the
+  translation, GNMFNC topic, multiview (IBM1 view) and embeddings models fitted on the
+  collection's own archive, on the index of the analysis whose pipeline scores best in
+  the inner cross-validation of the training folds (AP over every relevant question, so
+  that analyses compare);
+- the pipeline before the word vectors (issue 26): the same over BM25's top 100 with the
+  term, context, translation, topic and multiview features;
+- ablations of the pipeline (its analysis and ``a`` per fold): the same learner with every
+  family but one, the term features alone and with one family (C chosen by inner
+  cross-validation, no family selection); the pipeline over BM25's top 100 (no hybrid
+  stage); the families before issue 26 over the hybrid candidates;
 - the term models alone (default analysis).
-p-values: paired t-test / randomization test of per-query AP against BM25 and against the
-pipeline.
+p-values: paired t-test / randomization test of per-query AP against BM25, against the
+pipeline before issue 26 and against the learned pipeline.
+
+``--learners`` instead prints the hybrid first stage alone (``a`` per fold) with word
+vectors learned by PPMI-SVD (the default) and by word2vec, three seeds each: R@100, MAP
+of the order and the fit's CPU seconds.
+
+``--default-weight`` instead prints the hybrid order's MAP and R@100 for every ``a`` on
+training queries that no benchmark scores (SemEval-2016 train-part2's original questions
+in full retrieval, the demo's 28 training queries): the choice of
+:data:`cqa_search.retrieval.first_stage.DEFAULT_WEIGHT`, the ``a`` of an index without
+a ranker.
 
 Usage: scripts/full_retrieval.py [--data ../shared/data] [--work DIR]
                                  [--collections stackexchange stackfaq semeval demo]
+                                 [--default-weight | --learners]
 """
 from __future__ import annotations
 
@@ -45,19 +67,21 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
 
 from cqa_search import Analyzer, SearchConfig, SearchEngine, build_index
 from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir, demo_split
-from cqa_search.index.store import CURRENT
 from cqa_search.evaluation import (evaluate, judged_only, read_qrels, read_queries,
                                    run_of_scores, run_queries, summarize)
 from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
                                             convert_stackfaq)
-from cqa_search.training import training_table
+from cqa_search.index.store import CURRENT
 from cqa_search.ranking import LinearRankerCV, NoImprovementWarning
 from cqa_search.ranking._utils import query_folds
 from cqa_search.ranking.selection import FAMILIES, family
 from cqa_search.retrieval import BM25, parse_model
+from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT, WEIGHT_GRID
+from cqa_search.training import best_weight, training_table
 
 from _common import (DATA, fit_default_models, p_values, semeval_extra_questions, semeval_xml,
                      stackexchange_sites)
@@ -72,6 +96,9 @@ ANALYZERS = {"sklearn318": Analyzer(),
 DEFAULT_ANALYZER = "sklearn318"
 BM25_GRID = [(k1, b) for k1 in (0.6, 0.9, 1.2, 1.5, 2.0) for b in (0.3, 0.5, 0.75, 0.9)]
 TERM_MODELS = ["lm-jm", "lm-dir:mu=500", "vsm", "answers-bm25"]
+MODELS = ("translation", "topics", "multiview", "embeddings")
+#: The feature families of the pipeline before issue 26.
+BEFORE = ("term", "context", "translation", "topics", "multiview")
 
 
 # -- collections -----------------------------------------------------------------------
@@ -86,6 +113,15 @@ def stackfaq(data, out):
 def semeval(data, out):
     return convert_semeval([semeval_xml(data, s) for s in ("dev", "test")], out,
                            extra_archive=[semeval_xml(data, "train-part2")],
+                           extra_questions=semeval_extra_questions(data),
+                           full_retrieval=True), None
+
+
+def semeval_train(data, out):
+    """SemEval-2016 train-part2's original questions over the same archive (the dev and
+    test threads in it as text only): training queries, for the default ``a``."""
+    return convert_semeval([semeval_xml(data, "train-part2")], out,
+                           extra_archive=[semeval_xml(data, s) for s in ("dev", "test")],
                            extra_questions=semeval_extra_questions(data),
                            full_retrieval=True), None
 
@@ -118,14 +154,38 @@ def per_query(run, qrels, queries):
     return table.loc[ids]
 
 
-def bm25_run(engine, queries, k1=1.2, b=0.75):
-    config = SearchConfig(retrieval=BM25(k1=k1, b=b), features=(), models=(), ranker=None)
+def first_stage_run(engine, queries, *, a=None, k1=1.2, b=0.75):
+    """The run of the first stage alone (no features, no ranker): BM25's top 100, or the
+    hybrid stage's with weight ``a``."""
+    config = SearchConfig(retrieval=BM25(k1=k1, b=b), features=(), ranker=None, hybrid=a,
+                          models=() if a is None else ("embeddings",))
     return run_queries(engine.with_config(config), queries, k=DEPTH)
 
 
-def fit_models(path, log):
-    """Translation, GNMFNC topics and the IBM1-view multiview model, with defaults."""
-    fit_default_models(path, log=lambda msg: log(f"  {path}: {msg}"))
+def read_collection(key, data, work):
+    """``(title, folder, queries with a relevant question, qrels, folds, scored queries)``."""
+    title, convert = ({**COLLECTIONS, "semeval-train": (
+        "SemEval-2016 train-part2 (training queries)", semeval_train)})[key]
+    out = os.path.join(work, key)
+    converted, split = convert(data, os.path.join(out, "data"))
+    folder = converted if isinstance(converted, str) else converted.path  # the converters'
+    queries = [{**q, "category": None}  # file names are the demo's too
+               for q in read_queries(os.path.join(folder, "queries.jsonl"))]
+    qrels = read_qrels(os.path.join(folder, "qrels.txt"))
+    queries = [q for q in queries if any(g >= 1 for g in qrels.get(q["id"], {}).values())]
+    scored = [q for q in queries if split is None or q["id"] in split[1]]
+    return title, out, folder, queries, qrels, folds(queries, split), scored
+
+
+def open_index(out, folder, name, log, models=MODELS):
+    """The collection's index of analysis ``name`` with ``models`` fitted (cached)."""
+    path = os.path.join(out, name, "index")
+    if not os.path.exists(os.path.join(path, CURRENT)):
+        build_index(os.path.join(folder, "archive.jsonl"), path, analyzer=ANALYZERS[name])
+    t0 = time.process_time()
+    engine = fit_default_models(path, models, log=lambda msg: log(f"  {path}: {msg}"))
+    if time.process_time() - t0 > 1:
+        log(f"  {name}: models fitted in {time.process_time() - t0:.0f} CPU s")
     return SearchEngine.open(path, config=SearchConfig(ranker=None))
 
 
@@ -138,19 +198,28 @@ def folds(queries, split):
             for tr, te in query_folds(len(ids), 5, np.random.default_rng(0))]
 
 
+def choose_weight(stages, train_ids):
+    """The ``a`` that ``cqa-search train`` chooses on the training queries (its criterion,
+    :func:`cqa_search.training.best_weight`), from per-query tables ``{a: metrics}``."""
+    return best_weight([(a, stages[a].loc[train_ids, "r@100"].mean(),
+                         stages[a].loc[train_ids, "map"].mean()) for a in WEIGHT_GRID])
+
+
 def fit_predict(table, train_ids, test_ids, columns=None, **options):
     """A LinearRankerCV trained on the training queries' candidates (``cqa-search train``
     defaults unless ``options``; AP over every relevant question, so that indexes of other
-    analyses compare), and its run of the test queries' candidates."""
+    analyses compare; the baseline is the first stage's order), and its run of the test
+    queries' candidates."""
     X, y, qid, docs, names, n_relevant = table
     columns = list(range(len(names))) if columns is None else columns
     tr, te = np.isin(qid, train_ids), np.isin(qid, test_ids)
     used = [names[j] for j in columns]
+    baseline = next((b for b in ("first_stage", "bm25") if b in used), None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoImprovementWarning)
-        cv = LinearRankerCV(baseline="bm25" if "bm25" in used else None, random_state=0,
-                            **options).fit(X[np.ix_(tr, columns)], y[tr], qid=qid[tr],
-                                           feature_names=used, n_relevant=n_relevant[tr])
+        cv = LinearRankerCV(baseline=baseline, random_state=0, **options).fit(
+            X[np.ix_(tr, columns)], y[tr], qid=qid[tr], feature_names=used,
+            n_relevant=n_relevant[tr])
     cols = [names.index(f) for f in cv.feature_names_in_]
     return cv, run_of_scores(qid[te], docs[te], cv.predict(X[np.ix_(te, cols)], qid[te]))
 
@@ -158,94 +227,114 @@ def fit_predict(table, train_ids, test_ids, columns=None, **options):
 def describe(cv):
     point = ",".join(f"{k}={v}" for k, v in cv.best_params_.items())
     if cv.chosen_ == "baseline":
-        return "bm25 order"
+        return f"{cv.baseline} order"
     if cv.chosen_ == "single":
         return f"single {cv.single_feature_}"
+    if cv.dropped_ and all(set(d["features"]) <= set(cv.features_) for d in cv.dropped_):
+        return f"{point} all features (they beat forward selection)"
     dropped = "-".join(d["family"] for d in cv.dropped_)
     return f"{point}" + (f" without {dropped}" if dropped else "")
 
 
+def columns_of(names, families):
+    return [j for j, n in enumerate(names) if family(n) in families]
+
+
 # -- one collection ------------------------------------------------------------------------
 def run_collection(key, data, work, log):
-    title, convert = COLLECTIONS[key]
-    out = os.path.join(work, key)
-    converted, split = convert(data, os.path.join(out, "data"))
-    folder = converted if isinstance(converted, str) else converted.path  # the converters'
-    archive = os.path.join(folder, "archive.jsonl")  # file names are the demo's too
-    queries = [{**q, "category": None}
-               for q in read_queries(os.path.join(folder, "queries.jsonl"))]
-    qrels = read_qrels(os.path.join(folder, "qrels.txt"))
-    queries = [q for q in queries if any(g >= 1 for g in qrels.get(q["id"], {}).values())]
-    splits = folds(queries, split)
-    scored = [q for q in queries if split is None or q["id"] in split[1]]
+    title, out, folder, queries, qrels, splits, scored = read_collection(key, data, work)
     log(f"{title}: {len(queries)} queries with a relevant question, {len(splits)} fold(s)")
+    ids = [q["id"] for q in scored]
 
-    # every analysis, every BM25 setting: per-query metrics of all queries
-    engines, bm25 = {}, {}
-    for name, analyzer in ANALYZERS.items():
-        path = os.path.join(out, name, "index")
-        if not os.path.exists(os.path.join(path, CURRENT)):
-            build_index(archive, path, analyzer=analyzer)
-        engines[name] = SearchEngine.open(path, config=SearchConfig(ranker=None))
+    # every analysis: BM25 of every (k1, b), and the first stage of every a (no ranker)
+    engines, bm25, stages = {}, {}, {}
+    for name in ANALYZERS:
+        engines[name] = open_index(out, folder, name, log)
         for k1, b in BM25_GRID:
-            bm25[name, k1, b] = per_query(bm25_run(engines[name], queries, k1, b), qrels, queries)
+            bm25[name, k1, b] = per_query(first_stage_run(engines[name], queries, k1=k1, b=b),
+                                          qrels, queries)
+        stages[name] = {a: per_query(first_stage_run(engines[name], queries, a=a), qrels,
+                                     queries) for a in WEIGHT_GRID}
     n_docs = engines[DEFAULT_ANALYZER].n_docs
 
     def choose(train_ids, keys):
         return max(keys, key=lambda c: bm25[c].loc[train_ids, "map"].mean())
 
     default = bm25[DEFAULT_ANALYZER, 1.2, 0.75]
-    tuned_parts, tuned_choice = [], []
+    tuned_parts, tuned_choice, hybrid_parts, weights = [], [], [], {}
     for train_ids, test_ids in splits:
         best = choose(train_ids, list(bm25))
         tuned_parts.append(bm25[best].loc[test_ids])
         tuned_choice.append(f"{best[0]} k1={best[1]} b={best[2]}")
-    import pandas as pd
+        for name in ANALYZERS:  # the a that train chooses, on each analysis's index
+            weights[name, tuple(test_ids)] = choose_weight(stages[name], train_ids)
+        a = weights[DEFAULT_ANALYZER, tuple(test_ids)]
+        hybrid_parts.append(stages[DEFAULT_ANALYZER][a].loc[test_ids])
+    tuned = pd.concat(tuned_parts).loc[ids]
+    hybrid = pd.concat(hybrid_parts).loc[ids]
 
-    tuned = pd.concat(tuned_parts).loc[[q["id"] for q in scored]]
-
-    # the learned pipeline, on the index of the analysis whose pipeline the training folds
-    # score best (cross-validated inside them)
+    # the feature tables (delete --work to recompute): of BM25's top 100 (a = 0), and of
+    # the hybrid stage's top 100 at every a a fold chose
     tables = {}
-    for name in ANALYZERS:
-        cache = os.path.join(out, name, "features.npz")  # delete --work to recompute
-        if not os.path.exists(cache):
-            engine = fit_models(os.path.join(out, name, "index"), log)
-            t0 = time.process_time()
-            X, y, qid, docs, names = training_table(engine, queries, qrels, k=DEPTH)
-            np.savez(cache, X=X, y=y, qid=qid, docs=docs, names=np.array(names))
-            log(f"  {name}: features of {len(X):,} candidates ({len(names)} columns) in "
-                f"{time.process_time() - t0:.0f} CPU s")
-        with np.load(cache, allow_pickle=False) as z:
-            n_relevant = np.array([sum(g >= 1 for g in qrels[q].values()) for q in z["qid"]])
-            tables[name] = (z["X"], z["y"], z["qid"], z["docs"], [str(n) for n in z["names"]],
-                            n_relevant)
-    analysis, pipeline_fits = {}, {}
-    for train_ids, test_ids in splits:
-        fits = {name: fit_predict(table, train_ids, test_ids) for name, table in tables.items()}
-        best = max(fits, key=lambda a: fits[a][0].best_score_)
-        analysis[tuple(test_ids)], pipeline_fits[tuple(test_ids)] = best, fits[best]
-    names = tables[DEFAULT_ANALYZER][4]
+
+    def table_of(name, a):
+        if (name, a) not in tables:
+            cache = os.path.join(out, name, f"features-{a:g}.npz")
+            if not os.path.exists(cache):
+                engine = engines[name].with_config(SearchConfig(ranker=None, hybrid=a or None))
+                t0 = time.process_time()
+                X, y, qid, docs, names = training_table(engine, queries, qrels, k=DEPTH)
+                np.savez(cache, X=X, y=y, qid=qid, docs=docs, names=np.array(names))
+                log(f"  {name}, a = {a:g}: features of {len(X):,} candidates ({len(names)} "
+                    f"columns) in {time.process_time() - t0:.0f} CPU s")
+            with np.load(cache, allow_pickle=False) as z:
+                n_relevant = np.array([sum(g >= 1 for g in qrels[q].values()) for q in z["qid"]])
+                tables[name, a] = (z["X"], z["y"], z["qid"], z["docs"],
+                                   [str(n) for n in z["names"]], n_relevant)
+        return tables[name, a]
+
+    # the pipelines, on the index of the analysis whose pipeline the training folds score
+    # best (cross-validated inside them): today's (BM25 candidates, the families before
+    # issue 26) and the learned pipeline (train's defaults: its a, every family)
+    names = table_of(DEFAULT_ANALYZER, 0.0)[4]
+    before = columns_of(names, BEFORE)
+    pipelines, chosen = {}, {}
+    for label, a_of, columns in (("before", lambda name, te: 0.0, before),
+                                 ("pipeline", lambda name, te: weights[name, te], None)):
+        for train_ids, test_ids in splits:
+            te = tuple(test_ids)
+            fits = {name: fit_predict(table_of(name, a_of(name, te)), train_ids, test_ids,
+                                      columns) for name in ANALYZERS}
+            best = max(fits, key=lambda n: fits[n][0].best_score_)
+            chosen[label, te] = (best, a_of(best, te))
+            pipelines[label, te] = fits[best]
     present = [f for f in FAMILIES if any(family(n) == f for n in names)]
-    variants = {"pipeline": (None, {})}
+    variants = {"pipeline": (None, None, {}), "before": (None, before, {})}
+    variants["BM25 candidates (hybrid stage off), `train` defaults"] = (0.0, None, {})
+    variants["hybrid candidates, the families before issue 26"] = (
+        None, before + columns_of(names, ("first-stage",)), {})
     for f in present:
-        variants[f"all but {f}"] = ([j for j, n in enumerate(names) if family(n) != f],
+        variants[f"all but {f}"] = (None, [j for j, n in enumerate(names) if family(n) != f],
                                     {"select_features": False})
-    variants["term only"] = ([j for j, n in enumerate(names) if family(n) == "term"],
-                             {"select_features": False})
+    variants["term only"] = (None, columns_of(names, ("term",)), {"select_features": False})
     for f in present:
         if f != "term":
-            variants[f"term + {f}"] = ([j for j, n in enumerate(names)
-                                        if family(n) in ("term", f)], {"select_features": False})
-    variants["all, no family selection"] = (None, {"select_features": False})
+            variants[f"term + {f}"] = (None, columns_of(names, ("term", f)),
+                                       {"select_features": False})
+    variants["all, no family selection"] = (None, None, {"select_features": False})
     results, choices = {}, {}
     t0 = time.process_time()
-    for label, (columns, options) in variants.items():
+    for label, (a, columns, options) in variants.items():
         run = {}
         choices[label] = []
         for train_ids, test_ids in splits:
-            cv, part = pipeline_fits[tuple(test_ids)] if label == "pipeline" else fit_predict(
-                tables[analysis[tuple(test_ids)]], train_ids, test_ids, columns, **options)
+            te = tuple(test_ids)
+            if label in ("pipeline", "before"):
+                cv, part = pipelines[label, te]
+            else:
+                name, a_fold = chosen["pipeline", te]
+                cv, part = fit_predict(table_of(name, a_fold if a is None else a), train_ids,
+                                       test_ids, columns, **options)
             run.update(part)
             choices[label].append(describe(cv))
         results[label] = per_query(run, qrels, scored)
@@ -260,36 +349,104 @@ def run_collection(key, data, work, log):
     print(f"\n#### {title}: {n_docs:,} archive questions, {len(scored)} queries scored, "
           f"{n_rel} relevant\n")
     print("| system | " + " | ".join(head) + " | MAP vs BM25: p (t / rand.) "
-          "| MAP vs pipeline: p (t / rand.) |")
-    print("|---|" + "---:|" * (len(head) + 2))
-    base = default.loc[[q["id"] for q in scored]]
-    pipeline = results["pipeline"]
+          "| vs the pipeline before issue 26 | vs the learned pipeline |")
+    print("|---|" + "---:|" * (len(head) + 3))
+    base = default.loc[ids]
+    pipeline, before_26 = results["pipeline"], results["before"]
 
-    def row(label, table, against_pipeline=True):
+    def row(label, table):
         values = summarize(table[METRICS + (["cmap"] if cmap else [])], percent=True)
         print(f"| {label} | " + " | ".join(f"{v:.2f}" for v in values)
-              + f" | {p_values(table, base)} | "
-              + (p_values(table, pipeline) if against_pipeline else "–") + " |")
+              + "".join(f" | {p_values(table, other) if table is not other else '–'}"
+                        for other in (base, before_26, pipeline)) + " |")
 
     row("BM25 (k1=1.2, b=0.75, analysis sklearn318)", base)
     row("BM25 tuned (analysis, k1, b chosen on the training folds)", tuned)
-    row("**learned pipeline** (`cqa-search train` defaults)", pipeline, False)
+    row("hybrid first stage alone (a chosen on the training folds, as `train` does)", hybrid)
+    row(f"hybrid first stage alone, a = {DEFAULT_WEIGHT:g} (the default without a ranker)",
+        stages[DEFAULT_ANALYZER][DEFAULT_WEIGHT].loc[ids])
+    row("pipeline before issue 26 (BM25 top 100; term, context, translation, topics, "
+        "multiview)", before_26)
+    row("**learned pipeline** (`cqa-search train` defaults: hybrid stage, every family)",
+        pipeline)
     for label, table in results.items():
-        if label != "pipeline":
+        if label not in ("pipeline", "before"):
             row(f"ablation: {label}", table)
     for spec in TERM_MODELS:
         config = SearchConfig(retrieval=parse_model(spec), features=(), models=(), ranker=None)
         run = run_queries(engines[DEFAULT_ANALYZER].with_config(config), queries, k=DEPTH)
         row(f"{spec} alone", per_query(run, qrels, scored))
-    ids = [q["id"] for q in scored]
     print("\nBM25 (k1=1.2, b=0.75) MAP by analysis: " + ", ".join(
         f"{a} {100 * bm25[a, 1.2, 0.75].loc[ids, 'map'].mean():.2f}" for a in ANALYZERS)
         + "; best k1, b per analysis: " + ", ".join(
         f"{a} {100 * max(bm25[a, k1, b].loc[ids, 'map'].mean() for k1, b in BM25_GRID):.2f}"
         for a in ANALYZERS) + " (on the scored queries: for reading, not for choosing).")
-    print(f"\nChoices per fold: BM25 tuned: {'; '.join(tuned_choice)}. Pipeline: analysis "
-          f"{', '.join(analysis[tuple(te)] for _, te in splits)}; ranker "
-          f"{'; '.join(choices['pipeline'])}.")
+    stage = stages[DEFAULT_ANALYZER]
+    print("\nThe hybrid first stage alone by a (analysis sklearn318, the scored queries: for "
+          "reading, not for choosing): " + ", ".join(
+              f"a={a:g} MAP {100 * stage[a].loc[ids, 'map'].mean():.2f} R@100 "
+              f"{100 * stage[a].loc[ids, 'r@100'].mean():.2f}" for a in WEIGHT_GRID) + ".")
+    print(f"\nChoices per fold: BM25 tuned: {'; '.join(tuned_choice)}. Hybrid first stage "
+          "alone: a " + ", ".join(f"{weights[DEFAULT_ANALYZER, tuple(te)]:g}"
+                                  for _, te in splits)
+          + ". Pipeline before issue 26: analysis " + ", ".join(
+              chosen["before", tuple(te)][0] for _, te in splits)
+          + f"; ranker {'; '.join(choices['before'])}. Learned pipeline: analysis and a "
+          + ", ".join(f"{n} {a:g}" for n, a in (chosen["pipeline", tuple(te)]
+                                                for _, te in splits))
+          + f"; ranker {'; '.join(choices['pipeline'])}.")
+
+
+def learners(keys, data, work, log):
+    """The hybrid first stage alone (a chosen per fold as `train` does) with word vectors
+    learned by PPMI-SVD and by word2vec, three seeds each (default analysis)."""
+    from cqa_search.vectors import EmbeddingModel
+
+    print("\n#### Word vectors of the hybrid first stage: PPMI-SVD or word2vec\n")
+    print("| collection | learner, seed | R@100 | MAP of the hybrid order | fit CPU s |\n"
+          "|---|---|---:|---:|---:|")
+    for key in keys:
+        title, out, folder, queries, qrels, splits, scored = read_collection(key, data, work)
+        engine = open_index(out, folder, DEFAULT_ANALYZER, log)
+        ids = [q["id"] for q in scored]
+        for method in ("ppmi-svd", "word2vec"):
+            for seed in (0, 1, 2):
+                t0 = time.process_time()
+                model = EmbeddingModel(method, random_state=seed).fit(engine.view)
+                cpu = time.process_time() - t0
+                trial = SearchEngine(engine.data, models={**engine.models, "embeddings": model},
+                                     config=SearchConfig(ranker=None))
+                stages = {a: per_query(first_stage_run(trial, queries, a=a), qrels, queries)
+                          for a in WEIGHT_GRID}
+                table = pd.concat([stages[choose_weight(stages, tr)].loc[te]
+                                   for tr, te in splits]).loc[ids]
+                print(f"| {title} | {method}, seed {seed} | {100 * table['r@100'].mean():.2f} "
+                      f"| {100 * table['map'].mean():.2f} | {cpu:.0f} |", flush=True)
+
+
+def default_weight(data, work, log):
+    """The hybrid order (no ranker) for every a on training queries no benchmark scores."""
+    rows = {}
+    for key in ("semeval-train", "demo"):
+        title, out, folder, queries, qrels, splits, _ = read_collection(key, data, work)
+        if key == "demo":  # its training queries only (the held-out ones are scored)
+            queries = [q for q in queries if q["id"] in set(splits[0][0])]
+            title = "Demo archive, its 28 training queries"
+        engine = open_index(out, folder, DEFAULT_ANALYZER, log, models=("embeddings",))
+        log(f"{title}: {len(queries)} queries")
+        rows[title] = {a: per_query(first_stage_run(engine, queries, a=a), qrels, queries)
+                       for a in (None, *WEIGHT_GRID)}
+    print("\n#### The default a: the hybrid order without a ranker, on training queries\n")
+    print("| a | " + " | ".join(f"{t}: MAP | R@100" for t in rows) + " | mean MAP |")
+    print("|---|" + "---:|---:|" * len(rows) + "---:|")
+    means = {}
+    for a in (None, *WEIGHT_GRID):
+        cells = [(100 * r[a]["map"].mean(), 100 * r[a]["r@100"].mean()) for r in rows.values()]
+        means[a] = np.mean([m for m, _ in cells])
+        print(f"| {'BM25 alone' if a is None else f'{a:g}'} | "
+              + " | ".join(f"{m:.2f} | {r:.2f}" for m, r in cells) + f" | {means[a]:.2f} |")
+    best = max(WEIGHT_GRID, key=lambda a: (round(means[a], 9), -a))
+    print(f"\nBest mean MAP of the two: a = {best:g} (DEFAULT_WEIGHT is {DEFAULT_WEIGHT:g}).")
 
 
 def main(argv=None):
@@ -298,13 +455,25 @@ def main(argv=None):
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "cqa_full_retrieval"))
     ap.add_argument("--collections", nargs="+", default=list(COLLECTIONS),
                     choices=list(COLLECTIONS))
+    instead = ap.add_mutually_exclusive_group()
+    instead.add_argument("--default-weight", action="store_true",
+                         help="instead: the hybrid order by a on training queries (the "
+                              "choice of the default a)")
+    instead.add_argument("--learners", action="store_true",
+                         help="instead: the hybrid first stage with PPMI-SVD and word2vec "
+                              "vectors, three seeds each, on --collections")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr,
                                                                   flush=True))
     t0 = time.time()
-    for key in args.collections:
-        run_collection(key, args.data, args.work, log)
+    if args.default_weight:
+        default_weight(args.data, args.work, log)
+    elif args.learners:
+        learners(args.collections, args.data, args.work, log)
+    else:
+        for key in args.collections:
+            run_collection(key, args.data, args.work, log)
     print(f"\n({time.time() - t0:.0f} s)")
 
 

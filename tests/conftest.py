@@ -60,6 +60,31 @@ def toy_engine(toy_index) -> SearchEngine:
     return SearchEngine.open(toy_index)
 
 
+@pytest.fixture(scope="session")
+def vectors_index(tmp_path_factory) -> Path:
+    """The demo archive (327 questions) indexed with word vectors: a small embeddings
+    model, so that searches use the hybrid first stage (tests must not modify it)."""
+    from cqa_search.data import DEMO_ARCHIVE, demo_dir
+    from cqa_search.index.models import add_model
+    from cqa_search.vectors import EmbeddingModel
+
+    path = tmp_path_factory.mktemp("vectors") / "index"
+    build_index(demo_dir() / DEMO_ARCHIVE, path)
+    engine = SearchEngine.open(path)
+    add_model(engine, "embeddings", EmbeddingModel(dim=16, neighbours=10).fit(engine.view))
+    return path
+
+
+@pytest.fixture
+def vectors_copy(vectors_index, tmp_path) -> Path:
+    """A copy of :func:`vectors_index` to change."""
+    import shutil
+
+    path = tmp_path / "vectors"
+    shutil.copytree(vectors_index, path)
+    return path
+
+
 @pytest.fixture
 def toy_judged():
     """The paths of the toy archive's judged queries and their (graded) qrels."""
@@ -99,3 +124,19 @@ def ray_session():
     assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
     yield
     ray.shutdown()
+
+
+def _given_run(qrels) -> dict:
+    """A run of each query's judged candidates whose given order (scores n, ..., 1) puts
+    the relevant ones first: candidates given with informative scores."""
+    run = {}
+    for qid, judged in qrels.items():
+        order = sorted(judged, key=lambda d: -judged[d])  # stable: relevant first
+        run[qid] = {d: float(len(order) - i) for i, d in enumerate(order)}
+    return run
+
+
+@pytest.fixture
+def given_run():
+    """:func:`_given_run`: ``qrels -> run``."""
+    return _given_run

@@ -73,3 +73,27 @@ def test_the_ascii_twin_of_a_word_pattern_finds_the_same_words(text, pattern):
     assert [m.span() for m in twin.finditer(text)] == \
         [m.span() for m in re.compile(pattern).finditer(text)]
     assert _ascii_twin(r"(?u)\b\w\w+\b") is None and _ascii_twin(r"\S+") is None
+
+
+_TEXT = st.text(alphabet=st.sampled_from(list("ab_Z9 .,\n\t-'é\u00c9\u0301ﬁＡΣς\x01\x0b\x1c")),
+                max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_TEXT, max_size=6),
+       pattern=st.sampled_from([r"(?u)\w{2,}", r"\w+", r"(?u)\b\w\w+\b", r"\w{3,}",
+                                r"\w{2,3}", r"\S+"]),
+       lowercase=st.booleans())
+def test_word_runs_are_the_tokens_of_each_text(texts, pattern, lowercase):
+    """The bulk tokenizer of indexing gives what tokenize() gives text by text: ASCII text
+    by bytes, the rest by the regular expression (None: another pattern)."""
+    analyzer = Analyzer(token_pattern=pattern, lowercase=lowercase)
+    runs = analyzer.word_runs(texts)
+    if runs is None:
+        assert analyzer.shortest_run is None
+        return
+    tokens = [t for t in runs.split() if t == b"\x01" or len(t.decode()) >= analyzer.shortest_run]
+    expected = []
+    for i, text in enumerate(texts):
+        expected += ([b"\x01"] if i else []) + [t.encode() for t in analyzer.tokenize(text)]
+    assert tokens == expected

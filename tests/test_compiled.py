@@ -1,64 +1,94 @@
-"""The compiled kernels (numba) against the numpy paths, and when they are loaded."""
+"""The compiled kernels (numba) against the numpy paths, and the switch between them."""
 import numpy as np
 import pytest
 
 from cqa_search import SearchConfig
 from cqa_search import compiled
+from cqa_search.exceptions import ParameterError
 
 pytest.importorskip("numba")
 
 
-def test_engine_results_are_the_same_with_and_without_the_kernel(toy_engine, monkeypatch):
+@pytest.fixture
+def fresh(monkeypatch):
+    """The module's switch as in a new process (whatever this one chose before); the
+    kernels, once loaded, stay importable from numba's cache."""
+    for name, value in (("_chosen", None), ("_from_environment", None), ("_kernels", None),
+                        ("_failed", False), ("_spent", 0.0)):
+        monkeypatch.setattr(compiled, name, value)
+    monkeypatch.delenv(compiled.ENVIRONMENT_VARIABLE, raising=False)
+    return compiled
+
+
+def test_engine_results_are_the_same_with_and_without_the_kernel(toy_engine, fresh):
     engine = toy_engine.with_config(SearchConfig(features=()))
     queries = ["how to renew my residence visa", "visa documents", "family visa work",
-               "category:Visas renew", "office"]
-    assert compiled.load()
+               "category:Visas renew", "office",
+               "visa renew documents office family work residence how to my the a"]
+    assert compiled.use("numba") == "numba"
     with_kernel = [engine.search(q, k=k) for q in queries for k in (1, 10, 100)]
-    monkeypatch.setattr(compiled, "_kernels", None)
-    monkeypatch.setattr(compiled, "_failed", True)  # the numpy path, no auto-load
+    assert compiled.use("numpy") == "numpy"
     without = [engine.search(q, k=k) for q in queries for k in (1, 10, 100)]
     for a, b in zip(with_kernel, without):
         assert a.doc_ids == b.doc_ids and a.scores.tolist() == b.scores.tolist()
 
 
-def test_the_kernel_loads_itself_once_the_numpy_path_has_cost_enough(monkeypatch):
-    monkeypatch.setattr(compiled, "_kernels", None)
-    monkeypatch.setattr(compiled, "_spent", 0.0)
+def test_auto_loads_the_kernels_once_the_numpy_paths_have_cost_enough(fresh):
+    assert compiled.active() == "numpy"
     compiled.note_numpy_time(compiled.AUTO_LOAD_SECONDS / 2)
-    assert not compiled.loaded()
+    assert compiled.active() == "numpy"
     compiled.note_numpy_time(compiled.AUTO_LOAD_SECONDS / 2)
-    assert compiled.loaded()
+    assert compiled.active() == "numba"
+    assert compiled.describe().endswith(", loaded")
 
 
-def test_the_environment_turns_it_off(monkeypatch):
-    monkeypatch.setattr(compiled, "_kernels", None)
-    monkeypatch.setenv(compiled.ENVIRONMENT_VARIABLE, "0")
-    assert not compiled.available() and not compiled.load() and not compiled.loaded()
+def test_use_chooses_and_active_says(fresh):
+    assert "(auto)" in compiled.describe()  # not loaded yet: says when it will be
+    assert compiled.use("numpy") == "numpy" and not compiled.load()
+    compiled.note_numpy_time(10 * compiled.AUTO_LOAD_SECONDS)  # no auto-load under numpy
+    assert compiled.active() == "numpy"
+    assert compiled.describe() == "compiled kernels: off (compiled.use('numpy')): the numpy paths"
+    assert compiled.use("numba") == "numba"
+    assert compiled.use("numpy") == "numpy"   # set aside, not unloaded
+    assert compiled.use("auto") == "numba"    # loaded already: in use again
+    with pytest.raises(ParameterError, match=r"implementation must be one of "
+                                             r"\{'auto', 'numba', 'numpy'\}; got 'fast'"):
+        compiled.use("fast")
 
 
-def test_threads_search_at_once(toy_engine):
-    """The kernel keeps no state between calls and releases the GIL: threads get what a
-    single thread gets."""
+@pytest.mark.parametrize("value, expected", [("0", "numpy"), ("numpy", "numpy"),
+                                             ("off", "numpy"), ("numba", "numba"),
+                                             ("auto", "numpy"), ("", "numpy")])
+def test_the_environment_chooses_when_use_is_not_called(fresh, monkeypatch, value, expected):
+    monkeypatch.setenv(compiled.ENVIRONMENT_VARIABLE, value)
+    assert compiled.active() == expected  # numba: loaded at the first search
+    compiled.use("numpy")
+    assert compiled.active() == "numpy"   # use() wins over the environment
+
+
+def test_threads_search_at_once(toy_engine, fresh):
+    """The kernel keeps no state between calls (each thread has its own window) and
+    releases the GIL: threads get what a single thread gets."""
     from concurrent.futures import ThreadPoolExecutor
 
     from cqa_search.retrieval import BM25
 
-    assert compiled.load()
+    compiled.use("numba")
     field, model = toy_engine.index["question"], BM25()
     terms = np.arange(min(40, len(field.indptr) - 1))
 
     def one(seed):
         coef = np.random.default_rng(seed).random(len(terms)) + 0.5
         return [a.tolist() for a in compiled.top_k_of_postings(
-            field.indptr, field.indices, model.posting_weights(field),
-            model.max_posting_weights(field), terms, coef, 5)]
+            field.indptr, field.indices, model.posting_weights(field), terms, coef, 5,
+            n_docs=field.n_docs)]
 
     alone = [one(s) for s in range(200)]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(one, range(200))) == alone
 
 
-def test_version_says_whether_the_kernels_can_be_used(capsys, monkeypatch):
+def test_version_says_which_implementation_is_used(capsys, fresh, monkeypatch):
     from cqa_search.cli.__main__ import main
 
     with pytest.raises(SystemExit) as exit_:
@@ -67,20 +97,22 @@ def test_version_says_whether_the_kernels_can_be_used(capsys, monkeypatch):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("cqa-search ") and out[1].startswith("compiled kernels: numba ")
     monkeypatch.setenv(compiled.ENVIRONMENT_VARIABLE, "0")
+    monkeypatch.setattr(compiled, "_from_environment", None)
     with pytest.raises(SystemExit):
         main(["--version"])
     assert "off (CQA_SEARCH_COMPILED=0)" in capsys.readouterr().out
 
 
-def test_a_kernel_that_cannot_be_built_leaves_the_numpy_paths_and_says_so(monkeypatch, caplog):
+def test_a_kernel_that_cannot_be_built_leaves_the_numpy_paths_and_says_so(fresh, monkeypatch,
+                                                                           caplog):
     import cqa_search._numba_kernels as kernels
 
     def broken(*args):
         raise RuntimeError("no LLVM today")
 
-    monkeypatch.setattr(compiled, "_kernels", None)
-    monkeypatch.setattr(compiled, "_failed", False)
     monkeypatch.setattr(kernels, "align", broken)
-    assert not compiled.load() and not compiled.loaded()
+    assert not compiled.load() and compiled.active() == "numpy"
     assert "no LLVM today" in caplog.text
     assert "could not build them" in compiled.describe()
+    with pytest.raises(RuntimeError, match="cannot be loaded: numba .* could not build them"):
+        compiled.use("numba")

@@ -47,8 +47,10 @@ def test_bench_search_tiny(tmp_path):
     archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
     write_archive(archive, 300, 20, queries)
     out = run("bench_search.py", str(archive), str(queries), "--engines", "cqa-question",
-              "--check", "0", "--work-dir", str(tmp_path / "work"))
+              "--check", "0", "--work-dir", str(tmp_path / "work"), "--whole-questions", "5")
     assert "| cqa_search `fields=(question)`, BM25 top-10" in out
+    assert "### Queries: 5 archive questions, title + body" in out
+    assert out.count("BM25 top-10, `features=()`, numpy paths |") == 4  # 2 sets x 2 tables
 
 
 def test_bench_live_tiny(tmp_path):
@@ -90,3 +92,36 @@ def test_load_server_tiny(tmp_path, workers):
     assert cells[1] == "0" and float(cells[2]) > 0  # errors, throughput
     assert "gen-000001 -> gen-000002" in out
 
+
+
+def test_bench_vectors_tiny(tmp_path):
+    archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
+    write_archive(archive, 300, 12, queries)
+    index = tmp_path / "idx"
+    from cqa_search.cli.__main__ import main
+
+    assert main(["build-index", str(archive), "-o", str(index), "-q"]) == 0
+    assert main(["fit", str(index), "embeddings", "--dim", "8", "--exact-limit", "0",
+                 "--n-lists", "10", "--n-probe", "10", "-q"]) == 0
+    out = run("bench_vectors.py", "ann", str(index), str(queries), "--libraries", "exact",
+              "ivf", "--n-queries", "12")
+    assert "| exact (numpy matmul, one BLAS thread) |" in out
+    assert "| numpy IVF (ours), 300 lists, 32 probed |" in out
+    out = run("bench_vectors.py", "hybrid", str(index), str(queries), "--n-queries", "12",
+              "--n-check", "12")
+    assert "| hybrid top 100 |" in out and "the bound proves it" in out
+    # (the inverted file reads every list here: the engine's top 100 is the archive's)
+    assert "whole archive's top 100 (every question scored by the formula, the exact " \
+        "cosines) for 100.0 %" in out
+    out = run("bench_vectors.py", "fit", str(index), "--sample", "0.5")
+    assert "| PPMI-SVD" in out and "| yes |" in out
+    out = run("bench_vectors.py", "fit-model", str(index))
+    assert "| **the whole fit** (ppmi-svd) |" in out and "| soft-cosine norms |" in out
+
+
+def test_bench_build_tiny(tmp_path):
+    archive = tmp_path / "a.jsonl"
+    write_archive(archive, 50)
+    out = run("bench_build.py", str(archive), "--work-dir", str(tmp_path / "work"),
+              "--repeat", "1", "--jobs", "1,2")
+    assert "| n_jobs=2 |" in out and "Every build wrote the same files: yes" in out

@@ -1,15 +1,21 @@
 """The training library: fit_family and train_ranker, and the commands that print their
 reports."""
+import json
 import re
+from pathlib import Path
 
+import numpy as np
 import pytest
 
-from cqa_search import Question, SearchEngine, build_index
+from cqa_search import Question, SearchConfig, SearchEngine, build_index
 from cqa_search.cli.__main__ import main
-from cqa_search.evaluation import read_qrels, read_queries
+from cqa_search.evaluation import read_qrels, read_queries, write_qrels, write_run
 from cqa_search.exceptions import ParameterError, QueryError
+from cqa_search.features import GIVEN_FEATURES, uses_given
 from cqa_search.ranking import LinearRanker, LinearRankerCV
 from cqa_search.training import FitReport, TrainReport, fit_family, train_ranker
+
+DATA = Path(__file__).resolve().parent / "data"
 
 ANSWERED = [
     Question("q1", "How do I renew my residence visa?", "It expires next month.",
@@ -112,3 +118,203 @@ def test_fit_family_with_parameters_and_inputs(tmp_path):
         fit_family(source, "nope")
     with pytest.raises(ParameterError, match="the topics family has no parameter 'labels'"):
         fit_family(source, "topics", labels=qrels)
+
+
+def _scores_of(ranker, results):
+    """What ``ranker`` gives the hits of ``results`` (from their feature columns)."""
+    columns = [results.feature_names.index(f) for f in ranker.feature_names_in_]
+    return ranker.predict(results.features[:, columns])
+
+
+def test_a_ranker_of_given_scores_gets_one_for_free_searches_beside_it(
+        index, judged, bm25_position_qrels, given_run):
+    queries, qrels = judged[0], bm25_position_qrels(index, -1)
+    run = given_run(qrels)
+    report = train_ranker(index, queries, qrels, run, no_cv=True)
+    assert uses_given(report.ranker) and report.stored and not report.search_removed
+    search = report.search
+    assert search.name == "ranker-search" and search.stored and search.selection is None
+    assert list(search.ranker.feature_names_in_) == [
+        f for f in report.ranker.feature_names_in_ if f not in GIVEN_FEATURES]
+    text = str(report)
+    assert f"stored as model 'ranker' in {index}: it ranks candidates given with their " \
+           "scores" in text and "--candidates RUN" in text
+    assert "free searches have no given-run features (given_score, given_rrank)" in text
+    assert f"stored as model 'ranker-search' in {index}: free searches now rank with it" in text
+
+    engine = SearchEngine.open(index)
+    assert engine.ranker is engine.models["ranker-search"] and engine.ranker_name == "ranker-search"
+    assert engine.given_ranker is engine.models["ranker"] and engine.given_ranker_name == "ranker"
+    found = engine.search("car engine will not start", k=None)
+    assert len(found) > 1
+    np.testing.assert_array_equal(found.scores, _scores_of(engine.ranker, found))
+    for hit in found:  # no constant contribution of features a free search does not have
+        assert not set(GIVEN_FEATURES) & set(engine.ranker.explain(hit.features))
+    assert engine.similar("t07", k=3).scores.tolist() == \
+        _scores_of(engine.ranker, engine.similar("t07", k=3)).tolist()
+    query = queries[0]
+    given = run[query["id"]]
+    with_scores = engine.rerank(query["text"], list(given), scores=list(given.values()))
+    np.testing.assert_array_equal(with_scores.scores, _scores_of(engine.given_ranker, with_scores))
+    without = engine.rerank(query["text"], list(given))  # no given scores: a free ranking
+    np.testing.assert_array_equal(without.scores, _scores_of(engine.ranker, without))
+
+    again = train_ranker(index, queries, qrels, no_cv=True)  # full retrieval: one ranker
+    assert again.search is None and again.search_removed
+    assert str(again).endswith("(the ranker 'ranker-search' stored before for free searches "
+                               "is removed)")
+    engine = SearchEngine.open(index)
+    assert "ranker-search" not in engine.models
+    assert engine.ranker is engine.given_ranker is engine.models["ranker"]
+
+
+def test_the_ranker_of_free_searches_also_reranks_when_it_alone_wins(
+        index, judged, bm25_position_qrels, given_run):
+    # the given order is perfect (nothing beats it), BM25's is reversed (a ranker beats it)
+    queries, qrels = judged[0], bm25_position_qrels(index, -1)
+    train_ranker(index, queries, qrels, no_cv=True)  # a ranker stored before
+    report = train_ranker(index, queries, qrels, given_run(qrels), cv=3)
+    assert not report.improves and not report.stored and report.removed
+    assert report.selection.baseline == "given_rrank" and uses_given(report.ranker)
+    assert report.search.improves and report.search.stored
+    assert report.search.selection.baseline == "bm25"
+    text = str(report)
+    assert "no ranker stored for candidates given with scores (the ranker 'ranker' stored " \
+           "before is removed)" in text
+    assert "stored as model 'ranker-search' in " + str(index) + ": free searches and " \
+           "reranks now rank with it" in text
+    engine = SearchEngine.open(index)
+    assert "ranker" not in engine.models
+    assert engine.ranker is engine.given_ranker is engine.models["ranker-search"]
+
+
+def test_a_ranker_of_the_given_run_features_alone_leaves_free_searches_alone(
+        index, judged, bm25_position_qrels, given_run, tmp_path, capsys):
+    queries, qrels = judged[0], bm25_position_qrels(index, -1)
+    report = train_ranker(index, queries, qrels, given_run(qrels), features=["given_"],
+                          no_cv=True, name="svm")
+    assert report.stored and report.search is None
+    assert "free searches keep the retrieval order: the ranker reads no feature but the " \
+           "given-run ones, which they do not have" in str(report)
+    engine = SearchEngine.open(index, config=SearchConfig(ranker="svm"))
+    assert engine.ranker is None and engine.given_ranker is engine.models["svm"]
+    assert main(["query", str(index), "visa", "--ranker", "svm"]) == 1
+    assert "error: ranker 'svm' reads the given-run features (given_score, given_rrank), " \
+           "which only candidates given with scores have (`evaluate --candidates RUN`), and " \
+           "this index has no 'svm-search' for free searches" in capsys.readouterr().err
+    assert main(["info", str(index)]) == 0
+    assert "ranks candidates given with their scores (free searches: the retrieval order)" \
+        in capsys.readouterr().out
+
+
+def test_train_with_candidates_from_the_command_line(index, judged, bm25_position_qrels,
+                                                      given_run, tmp_path, capsys):
+    queries, qrels = judged[0], bm25_position_qrels(index, -1)
+    write_qrels(qrels, tmp_path / "qrels.txt")
+    write_run(given_run(qrels), tmp_path / "given.run")
+    files = ["--queries", str(DATA / "toy_queries.jsonl"), "--qrels", str(tmp_path / "qrels.txt")]
+    assert main(["train", str(index), *files, "--candidates", str(tmp_path / "given.run"),
+                 "--no-cv", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "stored as model 'ranker-search'" in out and "free searches now rank with it" in out
+
+    assert main(["query", str(index), "car engine will not start", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "score = " in out and "given_" not in out
+    assert main(["query", str(index), "car engine will not start", "--explain", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ranker = doc["ranking"]["ranker"]
+    assert ranker["name"] == "ranker-search" and not set(GIVEN_FEATURES) & set(ranker["features"])
+    assert doc["hits"] and all(not set(GIVEN_FEATURES) & set(h["contributions"])
+                               for h in doc["hits"])
+
+    evaluate = ["evaluate", str(index), *files, "-q"]
+    assert main(evaluate + ["--candidates", str(tmp_path / "given.run")]) == 0
+    assert "bm25+ranker " in capsys.readouterr().out  # the ranker of given scores reranks
+    assert main(evaluate) == 0
+    assert "bm25+ranker-search " in capsys.readouterr().out
+    assert main(["info", str(index)]) == 0
+    assert "ranks candidates given with their scores (free searches: ranker-search)" \
+        in capsys.readouterr().out
+    assert main(["export-ranker", str(index)]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert exported["candidates"].startswith("cqa-search ranks candidates given with their "
+                                             "scores with it")
+    assert exported["candidates"].endswith("its free searches use the ranker 'ranker-search'")
+    assert main(["export-ranker", str(index), "--name", "ranker-search"]) == 0
+    assert "reranks the top n_candidates" in capsys.readouterr().out
+
+
+# -- the hybrid first stage: train chooses its weight and stores it with the ranker ---------
+@pytest.fixture(scope="module")
+def demo_judged():
+    from cqa_search.data import DEMO_QRELS, DEMO_QUERIES, demo_dir, demo_split
+
+    training, _ = demo_split(read_queries(demo_dir() / DEMO_QUERIES))
+    return training, read_qrels(demo_dir() / DEMO_QRELS)
+
+
+def test_train_chooses_the_hybrid_weight_and_stores_it(vectors_copy, demo_judged):
+    from cqa_search.evaluation import evaluate, run_queries
+    from cqa_search.retrieval.first_stage import WEIGHT_GRID
+
+    queries, qrels = demo_judged
+    report = train_ranker(vectors_copy, queries, qrels, cv=3)
+    choice = report.hybrid
+    assert choice.depth == 100 and [g[0] for g in choice.grid] == list(WEIGHT_GRID)
+    # the grid's figures are those of the first stage alone at each a
+    engine = SearchEngine.open(vectors_copy, config=SearchConfig(ranker=None))
+    a, recall, map_ = choice.grid[3]
+    scores = evaluate(run_queries(engine.with_config(SearchConfig(ranker=None, hybrid=a)),
+                                  [{**q, "category": None} for q in queries], k=100), qrels,
+                      metrics=["map", "r@100"], convention="trec")
+    assert recall == pytest.approx(scores["r@100"].mean()) and \
+        map_ == pytest.approx(scores["map"].mean())
+    best = max(choice.grid, key=lambda g: (g[1], g[2], -g[0]))  # recall, MAP, smaller a
+    assert choice.a == best[0]
+    assert report.stored and report.selection.baseline == "first_stage"
+    stored = SearchEngine.open(vectors_copy)
+    assert stored.models["ranker"].hybrid_weight_ == choice.a == stored.hybrid_weight
+    assert "first_stage" in stored.feature_names
+    text = str(report)
+    assert f"first stage  hybrid, a = {choice.a:g}" in text and "first stage order" in text
+
+
+def test_train_with_a_given_or_no_hybrid_weight(vectors_copy, demo_judged, toy_judged,
+                                                capsys):
+    queries, qrels = demo_judged
+    fixed = train_ranker(vectors_copy, queries, qrels, cv=3, hybrid=0.6)
+    assert fixed.hybrid.a == 0.6 and fixed.hybrid.grid == []
+    assert SearchEngine.open(vectors_copy).hybrid_weight == 0.6
+    off = train_ranker(vectors_copy, queries, qrels, cv=3, hybrid=None)
+    assert off.hybrid.a == 0 and "hybrid off" in str(off)
+    engine = SearchEngine.open(vectors_copy)
+    assert engine.models["ranker"].hybrid_weight_ == 0 and engine.hybrid_weight == 0
+    with pytest.raises(QueryError, match="hybrid must be 'auto', None or a number"):
+        train_ranker(vectors_copy, queries, qrels, hybrid=1.5)
+    with pytest.raises(QueryError, match="a training on given candidates"):
+        train_ranker(vectors_copy, queries, qrels, {"dq01": {"health-001": 1.0}}, hybrid=0.3)
+    files = [str(f) for f in toy_judged]
+    with pytest.raises(SystemExit):
+        main(["train", str(vectors_copy), "--queries", files[0], "--qrels", files[1],
+              "--hybrid", "lots"])
+    assert "expected auto, none or a number in [0, 1]; got 'lots'" in capsys.readouterr().err
+
+
+def test_the_first_stage_order_is_kept_when_no_ranker_beats_it(vectors_copy, demo_judged):
+    """When cross-validation finds no learned ranker better than the first stage's order,
+    that order is stored (with the chosen a), so searches keep what train measured."""
+    queries, _ = demo_judged
+    engine = SearchEngine.open(vectors_copy, config=SearchConfig(ranker=None, hybrid=0.5))
+    qrels = {}
+    for q in queries:  # the first stage's own top 3 are the relevant questions
+        top = engine.search(q["text"], k=3).doc_ids
+        qrels[q["id"]] = {d: 1 for d in top}
+    report = train_ranker(vectors_copy, queries, qrels, cv=3, hybrid=0.5)
+    assert not report.improves and report.stored
+    assert "stored as model 'ranker'" in str(report) and "a = 0.5" in str(report)
+    stored = SearchEngine.open(vectors_copy)
+    assert stored.hybrid_weight == 0.5
+    assert list(stored.models["ranker"].feature_names_in_) == ["first_stage"]
+    for q in queries[:5]:
+        assert stored.search(q["text"], k=3).doc_ids == engine.search(q["text"], k=3).doc_ids

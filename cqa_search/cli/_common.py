@@ -12,7 +12,8 @@ import warnings
 from ..exceptions import CQASearchError
 
 __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
-           "add_common_options", "positive_int", "os_error_reason"]
+           "add_common_options", "positive_int", "os_error_reason", "hybrid_weight",
+           "format_first_stage"]
 
 PROG = "cqa-search"
 
@@ -241,6 +242,31 @@ def positive_int(text) -> int:
     return value
 
 
+def hybrid_weight(text):
+    """argparse type of ``--hybrid``: "auto", "none" (or "off") or a number in [0, 1]."""
+    low = text.strip().lower()
+    if low == "auto":
+        return "auto"
+    if low in ("none", "off"):
+        return None
+    try:
+        value = float(low)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected auto, none or a number in [0, 1]; got "
+                                         f"{text!r}")
+    return value
+
+
+#: The help of ``--hybrid`` (query, evaluate, serve).
+HYBRID_HELP = ("the first stage: the weight a of the word-vector cosine in the hybrid score "
+               "(1-a)*bm25/max bm25 + a*cosine, in [0, 1]; 'none': the retrieval model "
+               "alone (default: auto, the a stored with the ranker by `train`, or 0.7 "
+               "without one, when the index has word vectors: `cqa-search fit INDEX "
+               "embeddings`)")
+
+
 def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
     """A hit as a few indented lines: rank, score, id, category, the title and a snippet
     of the body with the matched words marked, and a snippet of the answer shown."""
@@ -263,10 +289,26 @@ def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
     return "\n".join(lines)
 
 
+def format_first_stage(parts) -> str:
+    """The two parts of a hit's hybrid first-stage score (``hit.first_stage``), e.g.
+    ``0.612 = 0.3 × bm25 8.31/12.0 + 0.7 × cosine 0.52``."""
+    return (f"{parts['score']:.3f} = {1 - parts['a']:.2g} × {parts['term_model']} "
+            f"{parts['term']:.3g}/{parts['term_max']:.3g} + {parts['a']:.2g} × cosine "
+            f"{parts['cosine']:.3f}")
+
+
 def format_explanation(hit, engine, style, top=6) -> str:
     """Why a hit ranks where it does: the ranker's largest feature contributions, or the
     feature scores when no ranker is active (or its contributions depend on the other
-    candidates: features normalised per query)."""
+    candidates: features normalised per query); after a hybrid first stage, first the
+    two parts of the hit's first-stage score (the term model's and the word vectors')."""
+    stage = "" if hit.first_stage is None else "    " + style.dim(
+        "first stage " + ("" if engine.ranker is None else "(the candidates) ")) \
+        + format_first_stage(hit.first_stage) + "\n"
+    return stage + _ranking_explanation(hit, engine, style, top)
+
+
+def _ranking_explanation(hit, engine, style, top) -> str:
     if engine.ranker is None or not engine.ranker.can_explain:
         items = sorted(hit.features.items(), key=lambda kv: -abs(kv[1]))[:top]
         label = "features: " if engine.ranker is None else \

@@ -52,8 +52,9 @@ def configure(parser) -> None:
     add_reader_options(parser)
     parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
                         help="after indexing, train these model families with their default "
-                             "options, in order (like `cqa-search fit DIR FAMILY`): "
-                             + ", ".join(FAMILIES))
+                             "options (like `cqa-search fit DIR FAMILY`), in this order "
+                             "whatever the order given (a multiview model's ibm1 view reads "
+                             "the translation model): " + ", ".join(FAMILIES))
     scale = parser.add_argument_group("scale-out on Ray (pip install 'cqa-search[distributed]')")
     scale.add_argument("--shards", type=positive_int, metavar="N",
                        help="split the archive into N shard indexes built in parallel on Ray, "
@@ -62,8 +63,23 @@ def configure(parser) -> None:
                        help="with --shards: build on the Ray cluster at ADDRESS (default: a "
                             "local Ray session; the index directory must be on storage every "
                             "node sees)")
+    parser.add_argument("-j", "--jobs", type=_jobs, default=-1, metavar="N",
+                        help="cores at work, threads analysing the text beside the one "
+                             "reading it (default: all, -1; 1: one thread); the index is the "
+                             "same")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
+
+
+def _jobs(text):
+    """``--jobs``: a positive number of processes, or -1 for one per core."""
+    if text.strip() == "-1":
+        return -1
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or -1 (one per core); "
+                                         f"got {text!r}") from None
 
 
 def add_reader_options(parser) -> None:
@@ -146,7 +162,7 @@ def run(args) -> int:
         else:
             summary = build_index(args.archive, output, analyzer=analyzer, fields=fields,
                                   format=args.format, skip_invalid=args.skip_invalid,
-                                  progress=not args.quiet, **options)
+                                  progress=not args.quiet, n_jobs=args.jobs, **options)
     except OSError as exc:  # the readers turn their own I/O errors into ArchiveError
         kept = " (the index already there is unchanged)" if os.path.isdir(output) else ""
         raise CQASearchError(
@@ -165,7 +181,7 @@ def run(args) -> int:
             "each question's first tag its category"), file=sys.stderr)
     if args.models:  # the fits import scikit-learn: only when asked for
         from ..training import fit_family
-    for family in args.models:
+    for family in sorted(set(args.models), key=list(FAMILIES).index):  # the fitting order
         print(f"\ntraining {family} ...")
         print(fit_family(output, family, progress=not args.quiet))
     return 0

@@ -1,5 +1,6 @@
 """``cqa-search demo``: index the embedded demo archive, search it with BM25, then learn the
-models from the archive, train a ranker on half of the judged demo queries and search again."""
+models from the archive (word vectors among them: the hybrid first stage), train a ranker
+on half of the judged demo queries and search again."""
 from __future__ import annotations
 
 import argparse
@@ -10,12 +11,13 @@ from ..engine import SearchEngine
 from ..evaluation import evaluate, read_qrels, read_queries, run_queries, summarize
 from ..index.build import build_index
 from ..presentation import Presenter
+from ..retrieval.first_stage import DEFAULT_WEIGHT
 from ._common import COMMANDS, Style, add_common_options, format_hit, run_command
 
 HELP = COMMANDS["demo"][1]
 
 #: Model families fitted on the archive (``cqa-search fit INDEX FAMILY`` with its defaults).
-FAMILIES = ("translation", "topics", "multiview")
+FAMILIES = ("translation", "topics", "multiview", "embeddings")
 METRICS = ["map", "p@1", "p@5", "mrr"]
 
 
@@ -71,11 +73,12 @@ def run(args) -> int:
         for family in FAMILIES:
             print()
             print(fit_family(args.output, family, progress=False))
+        vectors = _scores(SearchEngine.open(args.output), held_out, qrels)
         print("\n" + style.bold(f"== a ranker trained on {len(training)} judged demo queries "
                                 "(cqa-search train, its defaults) ==") + "\n")
         print(train_ranker(args.output, training, qrels))
-        print("\n" + style.bold("== the same searches, BM25 candidates reranked by the trained "
-                                "ranker =="))
+        print("\n" + style.bold("== the same searches: BM25 and word-vector candidates "
+                                "reranked by the trained ranker =="))
         print(style.dim("(scores are now the ranker's: a weighted sum of the features, each "
                         "standardised by its mean and spread over the training candidates; the "
                         "language-model features are log-probabilities that fall with the "
@@ -86,10 +89,16 @@ def run(args) -> int:
         pipeline = _scores(engine, held_out, qrels)
 
     print(f"\nThe {len(held_out)} held-out demo queries (never used for training):")
-    rows = [("BM25", bm25)] + ([] if args.bm25_only else [("models + ranker", pipeline)])
+    rows = [("BM25", bm25)] + ([] if args.bm25_only else [
+        ("+ word vectors", vectors), ("models + ranker", pipeline)])
     print("  " + " " * 16 + "".join(f"{m.upper():>8}" for m in METRICS))
     for name, scores in rows:
         print(f"  {name:<16}" + "".join(f"{scores[m]:8.1f}" for m in METRICS))
+    if not args.bm25_only:
+        a = DEFAULT_WEIGHT
+        print("(+ word vectors: no ranker, the candidates of BM25 and of the question vectors "
+              f"learned from the archive, in the order of {1 - a:.1f} x BM25 / its best + "
+              f"{a:.1f} x cosine)")
     print(f"\nSearch it yourself:  cqa-search query {args.output}"
           + ("" if args.bm25_only else "   (add --explain to see why a hit ranks)"))
     return 0

@@ -10,7 +10,8 @@ from ..evaluation.significance import N_RESAMPLES
 from ..evaluation.trec import check_writable
 from ..exceptions import QueryError
 from ..retrieval import parse_model
-from ._common import COMMANDS, add_common_options, positive_int, run_command
+from ._common import (COMMANDS, HYBRID_HELP, add_common_options, hybrid_weight, positive_int,
+                      run_command)
 from .query import open_engine
 
 HELP = COMMANDS["evaluate"][1]
@@ -53,7 +54,10 @@ def configure(parser) -> None:
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates: the full pipeline "
                              "(default: the index's 'ranker' when it has one; 'none': the "
-                             "retrieval model alone)")
+                             "retrieval model alone); without --candidates, one that reads "
+                             "the given-run features ranks with its NAME-search")
+    parser.add_argument("--hybrid", type=hybrid_weight, default="auto", metavar="A|none",
+                        help=HYBRID_HELP + "; full retrieval only")
     parser.add_argument("--metrics", nargs="+",
                         help="map, mrr, p@K, r@K, ndcg@K (default: "
                              f"{' '.join(RERANK_METRICS)} with --candidates, else "
@@ -91,17 +95,21 @@ def run(args) -> int:
         if not any(q in qrels for q in run_):  # mismatched files: every AP 0, or no query
             raise QueryError(f"none of the queries of {args.run} is judged in {args.qrels}")
     else:
-        engine = open_engine(args, retrieval=model)
-        if engine.ranker is None:  # the retrieval model alone: no features to compute
-            engine = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None))
         candidates = read_run(args.candidates) if args.candidates else None
+        engine = open_engine(args, given=candidates is not None, retrieval=model)
+        ranker = engine.ranker_name if candidates is None else engine.given_ranker_name
+        if ranker is None:  # the first stage alone: no features to compute
+            engine = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None,
+                                                     hybrid=args.hybrid))
         queries = read_queries(args.queries)
         if not any(q["id"] in qrels for q in queries):  # mismatched files: every AP 0
             raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}"
                              if queries else f"{args.queries} holds no queries")
         run_ = run_queries(engine, queries, candidates=candidates, k=args.k,
                            progress=not args.quiet)
-        label = args.model + (f"+{engine.config.ranker}" if engine.ranker is not None else "")
+        a = engine.hybrid_weight if candidates is None else 0.0
+        label = args.model + (f"+hybrid{a:g}" if a else "") \
+            + (f"+{ranker}" if ranker is not None else "")
     if args.run_out:
         write_run(run_, args.run_out, tag=label.replace(" ", "_"))
     convention, metrics, what = _protocol(args)

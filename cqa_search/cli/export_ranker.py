@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..exceptions import ParameterError
+from ..features import GIVEN_FEATURES, search_ranker_name, uses_given
 from ..index.models import model_class
 from ..index.store import open_index
 from ..ranking.export import FORMATS, export_ranker
@@ -36,10 +37,18 @@ def run(args) -> int:
                              f"{', '.join(rankers) or 'none; train one with `cqa-search train`'})")
     model = stored.model(args.name)
     ranker = model_class("ranker").from_state(model.params, model.meta, model.arrays())
+    if uses_given(ranker):
+        search = search_ranker_name(args.name)
+        candidates = ("cqa-search ranks candidates given with their scores with it (a rerank "
+                      f"of a run: the features {' and '.join(GIVEN_FEATURES)} are a "
+                      "candidate's given score and 1/rank); its free searches use "
+                      + (f"the ranker {search!r}" if search in stored.models else
+                         "the retrieval model's order"))
+    else:
+        candidates = ("cqa-search reranks the top n_candidates (100 by default) of its "
+                      "retrieval model (bm25 by default) with it")
     text = export_ranker(ranker, args.format, index=stored.path, generation=stored.generation,
-                         model=args.name, created=entry.get("created"),
-                         candidates="cqa-search reranks the top n_candidates (100 by default) "
-                                    "of its retrieval model (bm25 by default) with it")
+                         model=args.name, created=entry.get("created"), candidates=candidates)
     if args.output is None:
         print(text.rstrip("\n"))
         return 0

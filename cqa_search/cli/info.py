@@ -5,7 +5,9 @@ import argparse
 import json
 
 from .._utils import counted
+from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
+from ..retrieval.first_stage import DEFAULT_WEIGHT
 from ._common import COMMANDS, add_common_options, run_command
 
 HELP = COMMANDS["info"][1]
@@ -15,6 +17,34 @@ def configure(parser) -> None:
     parser.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
     parser.add_argument("--json", action="store_true", help="print the information as JSON")
     add_common_options(parser)
+
+
+def _ranks(name, model, models) -> str:
+    """What a ranker of the given-run features ranks (nothing to say of the others)."""
+    if not any(f in GIVEN_FEATURES for f in model.get("features") or ()):
+        return ""
+    search = search_ranker_name(name)
+    return ("; ranks candidates given with their scores (free searches: "
+            + (f"{search})" if search in models else "the retrieval order)"))
+
+
+def _first_stage(info) -> str:
+    """What chooses the candidates of free searches (on a sharded index as on any other:
+    its shards hold their rows of the word vectors)."""
+    models = info["models"]
+    if not any(m["kind"] == "embeddings" for m in models.values()):
+        return ("BM25 alone (no word vectors: `cqa-search fit INDEX embeddings` adds the "
+                "hybrid first stage)")
+    name = "ranker"  # the ranker of free searches: its own, or its NAME-search
+    if any(f in GIVEN_FEATURES for f in models.get(name, {}).get("features") or ()):
+        name = search_ranker_name(name)
+    stored = models.get(name, {}).get("hybrid_weight") if name in models else None
+    if stored == 0:
+        return f"BM25 alone (the ranker {name!r} was trained so: `train --hybrid none`)"
+    a = DEFAULT_WEIGHT if stored is None else stored
+    return (f"hybrid: (1-a) x bm25 / its best + a x cosine of the question vectors, a = "
+            f"{a:g} (" + ("the default without a ranker that stores one" if stored is None
+                          else f"chosen by `train`, stored with the ranker {name!r}") + ")")
 
 
 def format_info(info) -> str:
@@ -35,6 +65,7 @@ def format_info(info) -> str:
              f"categories {info['categories']:,}"]
     if not info["models"]:
         lines.append("models     none (train them with `cqa-search fit` and `cqa-search train`)")
+    lines.append(f"first stage {_first_stage(info)}")
     for name, m in info["models"].items():
         stale = []
         if m["added_since"]:
@@ -44,7 +75,8 @@ def format_info(info) -> str:
         again = "retrain it with `cqa-search train`" if m["kind"] == "ranker" else \
             "refit with `cqa-search fit`"
         lines.append(f"model      {name} ({m['kind']}, fitted {m['created']}): "
-                     + ("; ".join(stale) + f" ({again})" if stale else "up to date"))
+                     + ("; ".join(stale) + f" ({again})" if stale else "up to date")
+                     + _ranks(name, m, info["models"]))
     return "\n".join(lines)
 
 

@@ -15,10 +15,11 @@ import sys
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
+from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import Presenter
 from ..query_parser import date_filter
-from ._common import (COMMANDS, Style, add_common_options, format_explanation, format_hit,
-                      format_question, positive_int, run_command)
+from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options, format_explanation,
+                      format_hit, format_question, hybrid_weight, positive_int, run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -72,7 +73,10 @@ def configure(parser) -> None:
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates (default: the "
                              "index's 'ranker' when it has one; 'none': the retrieval model's "
-                             "order)")
+                             "order); one that reads the given-run features (train "
+                             "--candidates) ranks with its NAME-search")
+    parser.add_argument("--hybrid", type=hybrid_weight, default="auto", metavar="A|none",
+                        help=HYBRID_HELP)
     parser.add_argument("--json", action="store_true",
                         help="print results as JSON (one line per query when piped)")
     parser.add_argument("--run-out", metavar="FILE",
@@ -82,7 +86,8 @@ def configure(parser) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="show each feature's contribution to a result's score (the "
                              "ranker's weights times the features; the feature scores when the "
-                             "index has no ranker)")
+                             "index has no ranker), and the two parts of its hybrid first-"
+                             "stage score")
     parser.add_argument("--verify", action="store_true",
                         help="check every file of the index against its checksum first")
     parser.add_argument("--color", choices=["auto", "always", "never"], default="auto",
@@ -90,14 +95,24 @@ def configure(parser) -> None:
     add_common_options(parser)
 
 
-def open_engine(args, **config) -> SearchEngine:
+def open_engine(args, *, given=False, **config) -> SearchEngine:
     """The engine of ``args.index`` with ``--ranker NAME|none`` (and ``--verify``) applied;
-    a ranker asked for by name must exist."""
+    a ranker asked for by name must exist and fit what is searched (free searches, or
+    ``given``: candidates given with scores)."""
     if args.ranker is not None:
         config["ranker"] = None if args.ranker.lower() == "none" else args.ranker
+    config.setdefault("hybrid", getattr(args, "hybrid", "auto"))
     engine = SearchEngine.open(args.index, verify=getattr(args, "verify", False),
                                config=SearchConfig(**config))
-    if args.ranker and args.ranker.lower() != "none" and engine.ranker is None:
+    if args.ranker and args.ranker.lower() != "none" and \
+            (engine.given_ranker if given else engine.ranker) is None:
+        if engine.given_ranker is not None:
+            raise QueryError(
+                f"ranker {args.ranker!r} reads the given-run features ("
+                f"{', '.join(GIVEN_FEATURES)}), which only candidates given with scores have "
+                f"(`evaluate --candidates RUN`), and this index has no "
+                f"{search_ranker_name(args.ranker)!r} for free searches (train it again with "
+                "--candidates to store one, or search with --ranker none)")
         rankers = [n for n, m in engine.models.items() if hasattr(m, "predict")]
         raise QueryError(f"this index has no ranker {args.ranker!r} (rankers: "
                          f"{', '.join(rankers) or 'none'})")

@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..exceptions import CQASearchError, ParameterError
-from ._common import add_common_options, run_command, warning_line
+from ._common import HYBRID_HELP, add_common_options, hybrid_weight, run_command, warning_line
 
 #: Seconds that stopping the server (SIGINT, SIGTERM) waits for the requests under way.
 GRACEFUL_SECONDS = 5
@@ -40,6 +40,8 @@ def configure(parser) -> None:
                         help=f"with --allow-writes: the file holding the token (at least "
                              f"{MIN_TOKEN_CHARS} characters; e.g. made by `openssl rand -hex "
                              "32 > FILE`)")
+    parser.add_argument("--hybrid", type=hybrid_weight, default="auto", metavar="A|none",
+                        help=HYBRID_HELP)
     add_common_options(parser)
 
 
@@ -96,9 +98,12 @@ def run(args) -> int:
     from ..index.store import is_compatible
     from ..server.app import INDEX_VARIABLE, MAX_TARGET_BYTES, VERIFY_VARIABLE, create_app
 
-    from ..server.app import WRITE_TOKEN_VARIABLE
+    from ..server.app import HYBRID_VARIABLE, WRITE_TOKEN_VARIABLE
 
     token = _write_token(args, WRITE_TOKEN_VARIABLE)
+    os.environ.pop(HYBRID_VARIABLE, None)  # the worker processes read it from there
+    if args.hybrid != "auto":
+        os.environ[HYBRID_VARIABLE] = "none" if args.hybrid is None else repr(args.hybrid)
     os.environ.pop(WRITE_TOKEN_VARIABLE, None)  # the worker processes read it from there
     if token is not None:
         os.environ[WRITE_TOKEN_VARIABLE] = token
@@ -130,7 +135,8 @@ def run(args) -> int:
           + (" (writes allowed with the token)" if token else "") + " (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     if args.workers == 1:
-        uvicorn.run(create_app(index, verify=args.verify, write_token=token), **options)
+        uvicorn.run(create_app(index, verify=args.verify, write_token=token,
+                               hybrid=args.hybrid), **options)
         return 0
     if several:
         options = {k: v for k, v in options.items() if k not in ("host", "port")}

@@ -5,6 +5,11 @@ By default the ranker is chosen by query-grouped cross-validation
 earn their place, and whether it ranks the candidates better than the retrieval model
 alone; when it does not, nothing is stored (and a ranker stored before under the same name
 is removed), so training never makes search worse.
+
+With ``--candidates``, a ranker that reads the candidates' given scores (``given_score``,
+``given_rrank``) ranks only candidates given with scores (``evaluate --candidates``); a
+ranker without them, trained the same way, is stored beside it as ``NAME-search`` for free
+searches (``query``, the server), which have no given scores.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from ..evaluation import read_qrels, read_queries, read_run
 from ..exceptions import QueryError
 from ..ranking import LEARNERS
 from ..training import train_ranker
-from ._common import COMMANDS, add_common_options, positive_int, run_command
+from ._common import COMMANDS, add_common_options, hybrid_weight, positive_int, run_command
 
 HELP = COMMANDS["train"][1]
 #: The defaults of the options: those of :func:`~cqa_search.training.train_ranker`.
@@ -41,7 +46,9 @@ def configure(parser) -> None:
                         help="TREC qrels of the queries (relevance >= 1: relevant)")
     parser.add_argument("--candidates", metavar="RUN",
                         help="rank these candidates (TREC run; their scores are the given_* "
-                             "features) instead of the top -k of full retrieval")
+                             "features) instead of the top -k of full retrieval; a ranker "
+                             "that reads given_* ranks only candidates given with scores, and "
+                             "one without them is stored as NAME-search for free searches")
     parser.add_argument("-k", type=positive_int, default=None,
                         help="candidates per query from full retrieval (default: the "
                              "engine's n_candidates, 100: the candidates search reranks)")
@@ -87,7 +94,18 @@ def configure(parser) -> None:
                         help="no cross-validation: fit the learner with its options on all "
                              "the features and store it")
     parser.add_argument("--name", default=DEFAULTS["name"],
-                        help="model name in the index (default: ranker, the one search uses)")
+                        help="model name in the index (default: ranker, the one search uses); "
+                             "NAME-search, the ranker of free searches of a ranker that reads "
+                             "given_*, belongs to it (replaced or removed)")
+    parser.add_argument("--hybrid", type=hybrid_weight, default=DEFAULTS["hybrid"],
+                        metavar="auto|A|none",
+                        help="on an index with word vectors (`cqa-search fit INDEX "
+                             "embeddings`), the first stage whose candidates the ranker "
+                             "reorders, stored with it: auto chooses the weight a of the "
+                             "cosine in (1-a)*bm25/max bm25 + a*cosine by the training "
+                             "queries' recall of their relevant questions; A fixes it; none: "
+                             "the retrieval model alone (default: %(default)s; full "
+                             "retrieval only)")
     parser.add_argument("--dry-run", action="store_true", help="train and report, store nothing")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
@@ -105,7 +123,7 @@ def run(args) -> int:
         max_iter=args.max_iter, tol=args.tol, early_stopping=args.early_stopping,
         random_state=args.random_state, features=args.features, exclude=args.exclude,
         graded=args.graded, cv=args.cv, all_features=args.all_features, no_cv=args.no_cv,
-        name=args.name, dry_run=args.dry_run, progress=not args.quiet))
+        name=args.name, hybrid=args.hybrid, dry_run=args.dry_run, progress=not args.quiet))
     return 0
 
 

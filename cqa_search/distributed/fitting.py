@@ -33,7 +33,7 @@ import numpy as np
 
 from ._ray import ShardError, connect, remote
 
-__all__ = ["ray_fits", "RayIBM1Workspace", "RayBlocks"]
+__all__ = ["ray_fits", "fit_backend", "RayIBM1Workspace", "RayBlocks"]
 
 
 def _gather(refs, what):
@@ -204,6 +204,23 @@ class RayBlocks:
 
     def coefficients(self, sv) -> list:
         return self._run("coefficients", sv)
+
+
+def fit_backend() -> str:
+    """Where fits run their heavy steps here and now: ``"ray"`` within :func:`ray_fits`,
+    else ``"this process"`` (the context variables :data:`cqa_search.translation.ibm1.WORKSPACE`
+    and :data:`cqa_search.factorization.nmf.BLOCKS` are the switch; this reads them).
+
+    Examples
+    --------
+    >>> fit_backend()
+    'this process'
+    """
+    from ..factorization import nmf
+    from ..translation import ibm1
+
+    ray = ibm1.WORKSPACE.get() is not None or nmf.BLOCKS.get() is not None
+    return "ray" if ray else "this process"
 
 
 @contextlib.contextmanager

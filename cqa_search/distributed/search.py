@@ -86,14 +86,29 @@ class _ShardActor:
         self.searcher = LocalSearcher(load_shard(top, shard), shard_models(top, shard),
                                       dataclasses.replace(SearchConfig(), ranker=None))
         self._searchers = {}
+        self._stats_id = None
         self._root = self.searcher.stored.root
         self._work = {}  # call -> [calls, CPU seconds]
 
-    def _of(self, config) -> LocalSearcher:
+    def _of(self, config, stats=None) -> LocalSearcher:
+        """The shard's back-end of ``config``; ``stats``: ``[ref]`` of the whole index's
+        statistics of what the scorers compute over their rows (:meth:`row_stats`), read
+        from Ray's object store when this actor has not used them yet (a call carries the
+        reference: an actor restarted by Ray takes them again)."""
+        if stats is not None and stats[0].hex() != self._stats_id:
+            import ray
+
+            self.searcher.use_stats(ray.get(stats[0]))
+            self._searchers, self._stats_id = {}, stats[0].hex()
         searcher = self._searchers.get(config)
         if searcher is None:  # the ranker runs on the driver, over every shard's candidates
             searcher = self._searchers[config] = self.searcher.with_config(config)
         return searcher
+
+    def row_stats(self) -> dict:
+        """What the scorers compute over this shard's rows alone
+        (:meth:`~cqa_search.searcher.LocalSearcher.row_stats`)."""
+        return self.searcher.row_stats()
 
     def _done(self, what, started) -> None:
         work = self._work.setdefault(what, [0, 0.0])
@@ -119,30 +134,53 @@ class _ShardActor:
                 "n_docs": self.searcher.n_docs, "disk_bytes": disk, "rss_bytes": rss,
                 "work": {k: {"calls": n, "cpu_seconds": t} for k, (n, t) in self._work.items()}}
 
-    def feature_names(self, config) -> tuple:
-        return self._of(config).feature_names
-
-    def candidates(self, config, q, depth, category, parsed, retrieval, features):
-        """(rows, scores, doc ids, features or None) of this shard's best ``depth``."""
-        started = time.thread_time()
+    def describe(self, config) -> tuple:
+        """(feature names, whether it has question vectors) of ``config``."""
         searcher = self._of(config)
+        return searcher.feature_names, searcher.has_vectors
+
+    def _local(self, searcher, category, parsed):
+        """(category id, parsed) of this shard (None for a category it has no question
+        of: nothing matches)."""
         categories = searcher.categories
         if category is not None and category not in categories:
-            none = np.zeros(0, np.int64)
-            return none, np.zeros(0), [], searcher.features(q, none) if features else None
+            return None
         if parsed is not None and parsed.not_categories:  # (names checked by the driver)
             parsed = dataclasses.replace(parsed, not_categories=tuple(
                 name for name in parsed.not_categories if name in categories))
-        cid = None if category is None else categories.index(category)
-        found = searcher.candidates(q, depth, cid, parsed, retrieval)
+        return (None if category is None else categories.index(category)), parsed
+
+    def candidates(self, config, stats, q, depth, category, parsed, retrieval, features):
+        """(rows, scores, doc ids, features or None) of this shard's best ``depth``."""
+        started = time.thread_time()
+        searcher = self._of(config, stats)
+        local = self._local(searcher, category, parsed)
+        if local is None:
+            none = np.zeros(0, np.int64)
+            return none, np.zeros(0), [], searcher.features(q, none) if features else None
+        found = searcher.candidates(q, depth, *local, retrieval)
         out = (found.rows, found.scores, searcher.doc_ids(found.rows),
                searcher.features(q, found.rows) if features else None)
         self._done("candidates", started)
         return out
 
-    def features(self, config, q, rows) -> np.ndarray:
+    def nearest(self, config, q, depth, category, parsed):
+        """(rows, cosines, doc ids) of this shard's ``depth`` nearest question vectors."""
         started = time.thread_time()
-        out = self._of(config).features(q, rows)
+        searcher = self._of(config)
+        local = self._local(searcher, category, parsed)
+        if local is None:
+            return np.zeros(0, np.int64), np.zeros(0), []
+        found = searcher.nearest(q, depth, *local)
+        self._done("nearest", started)
+        return found.rows, found.scores, searcher.doc_ids(found.rows)
+
+    def cosines(self, config, q, rows) -> np.ndarray:
+        return self._of(config).cosines(q, rows)
+
+    def features(self, config, stats, q, rows) -> np.ndarray:
+        started = time.thread_time()
+        out = self._of(config, stats).features(q, rows)
         self._done("features", started)
         return out
 
@@ -299,12 +337,14 @@ class ShardedSearcher:
         if _shared is None:
             self._open(address)
         else:
-            (self.analyzer, self.index, self.categories, self.models, self.actors) = _shared
+            (self.analyzer, self.index, self.categories, self.models, self.actors,
+             self._stats) = _shared
         self.archive = _ShardedArchive(self)
         self.config = checked_config(config or SearchConfig(), self.index.fields, self.models)
         s0 = self.live_shards[0]
-        self.feature_names = tuple(self.call([s0], "feature_names", "starting the shards",
-                                             (self.config,), timeout=_START_TIMEOUT)[0])
+        names, self.has_vectors = self.call([s0], "describe", "starting the shards",
+                                            (self.config,), timeout=_START_TIMEOUT)[0]
+        self.feature_names = tuple(names)
 
     def _open(self, address) -> None:
         stored = self.stored
@@ -323,8 +363,16 @@ class ShardedSearcher:
                      "categories.json and category_counts.npy disagree")
         self.categories = _ShardedCategories(names, counts)
         self.models = shard_models(stored, None)  # the shared parts: rankers, names
-        connect(address)  # the Ray session the actors start in
+        ray = connect(address)  # the Ray session the actors start in
         self.actors = _ShardActors(stored, self.live_shards)
+        # what the scorers compute over their rows (an embeddings model's title and body
+        # fields): summed over the shards, so that each scores with the whole index's
+        totals = {}
+        for part in self.call(self.live_shards, "row_stats", "starting the shards",
+                              timeout=_START_TIMEOUT):
+            for key, st in part.items():
+                totals[key] = st if key not in totals else totals[key] + st
+        self._stats = [ray.put(totals)] if totals else None
 
     @classmethod
     def open(cls, stored, config=None) -> "ShardedSearcher":
@@ -333,7 +381,8 @@ class ShardedSearcher:
     def with_config(self, config) -> "ShardedSearcher":
         """The same shard actors with another configuration."""
         return ShardedSearcher(self.stored, config, timeout=self.timeout, _shared=(
-            self.analyzer, self.index, self.categories, self.models, self.actors))
+            self.analyzer, self.index, self.categories, self.models, self.actors,
+            self._stats))
 
     # -- what the engine reads -------------------------------------------------------
     @property
@@ -440,8 +489,8 @@ class ShardedSearcher:
         start = int(self.starts[s])
         mine = rows.tolist()
         return dataclasses.replace(q, given={r - start: q.given[r] for r in mine if r in q.given},
-                                   cache={"given_rank": {r - start: rank[r] for r in mine
-                                                         if r in rank}})
+                                   cache={**q.cache, "given_rank": {r - start: rank[r]
+                                                                    for r in mine if r in rank}})
 
     def _scatter(self, rows, method, what, width, *args, query=None) -> np.ndarray:
         """An array of ``len(rows)`` (x ``width``) of the shards' answers for their rows."""
@@ -460,7 +509,18 @@ class ShardedSearcher:
         category = None if category_id is None else self.categories[category_id]
         shards = self.live_shards
         parts = self.call(shards, "candidates", "selecting candidates",
-                          (self.config, q, depth, category, parsed, retrieval, features))
+                          (self.config, self._stats, q, depth, category, parsed, retrieval,
+                           features))
+        found, order = self._merged(shards, parts, depth)
+        if not features:
+            return found
+        matrix = (np.vstack([part[3] for part in parts]) if parts else
+                  np.zeros((0, len(self.feature_names))))
+        return dataclasses.replace(found, features=matrix[order])
+
+    def _merged(self, shards, parts, depth) -> tuple:
+        """The best ``depth`` of the shards' (rows, scores, doc ids, ...) by (-score, doc
+        id), and their positions in the shards' answers put end to end."""
         rows = np.concatenate([part[0] + self.starts[s] for s, part in zip(shards, parts)])
         scores = np.concatenate([part[1] for part in parts]).astype(np.float64)
         doc_ids = [d for part in parts for d in part[2]]
@@ -468,18 +528,27 @@ class ShardedSearcher:
         doc_ids = [doc_ids[i] for i in order.tolist()]
         rows = rows[order]
         self.archive.remember(rows, doc_ids)
-        matrix = None
-        if features:
-            matrix = (np.vstack([part[3] for part in parts]) if parts else
-                      np.zeros((0, len(self.feature_names))))[order]
-        return Candidates(rows, scores[order], np.arange(len(rows)), doc_ids, matrix)
+        return Candidates(rows, scores[order], np.arange(len(rows)), doc_ids), order
+
+    def nearest(self, q, depth, category_id=None, parsed=None) -> Candidates:
+        category = None if category_id is None else self.categories[category_id]
+        shards = self.live_shards
+        parts = self.call(shards, "nearest", "searching the question vectors",
+                          (self.config, q, depth, category, parsed))
+        return self._merged(shards, parts, depth)[0]
 
     def features(self, q, rows) -> np.ndarray:
         return self._scatter(rows, "features", "computing features", len(self.feature_names),
-                             self.config, query=q)
+                             self.config, self._stats, query=q)
 
     def retrieval_scores(self, q, rows, model) -> np.ndarray:
         return self._scatter(rows, "retrieval_scores", "scoring candidates", 0, q, model)
+
+    def cosines(self, q, rows) -> np.ndarray:
+        return self._scatter(rows, "cosines", "scoring candidates", 0, self.config, query=q)
+
+    def tie_ranks(self, rows) -> np.ndarray:
+        return _id_rank(self.doc_ids(rows))
 
     def rows(self, doc_ids) -> np.ndarray:
         return self.archive.rows(doc_ids)

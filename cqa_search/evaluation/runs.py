@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._utils import progress_bar
+from ..features import GIVEN_FEATURES
 from ..parallel import map_queries, n_workers
 from .trec import as_queries, as_run
 
@@ -21,13 +22,15 @@ def _results(engine, query, candidates, k, features=True):
     retrieval (without the query itself when it is an archived question); ``features``
     False: None in their place (hits' features are computed only when read)."""
     qid, text, category = query["id"], query["text"], query.get("category")
+    parts = {"title": query.get("title"), "body": query.get("body")}  # per-field features
     if candidates is not None:
         given = candidates.get(qid, {})
         if not given:
             return [], np.zeros(0), np.zeros((0, len(engine.feature_names)))
-        res = engine.rerank(text, list(given), scores=list(given.values()), category=category)
+        res = engine.rerank(text, list(given), scores=list(given.values()), category=category,
+                            **parts)
         return list(res.doc_ids), res.scores, res.features if features else None
-    res = engine.retrieve(text, None if k is None else k + 1, category=category)
+    res = engine.retrieve(text, None if k is None else k + 1, category=category, **parts)
     keep = [i for i, d in enumerate(res.doc_ids) if d != qid][:k]
     return ([res.doc_ids[i] for i in keep], res.scores[keep],
             res.features[keep] if features else None)
@@ -58,8 +61,10 @@ def run_queries(engine, queries, *, candidates=None, k=100, n_jobs=None,
     ----------
     engine : SearchEngine
     queries : list of dict, or path
-        ``{"id", "text", "category"?}`` (see :func:`cqa_search.evaluation.read_queries`),
-        or a queries file (read by it).
+        ``{"id", "text", "category"?, "title"?, "body"?}`` (see
+        :func:`cqa_search.evaluation.read_queries`; title and body: the query's two parts,
+        which the per-field features compare with the questions'), or a queries file
+        (read by it).
     candidates : dict or path, optional
         ``{qid: {doc_id: score}}`` (a run, or a TREC run file): rerank these candidates only (their scores
         are the ``given_*`` features); a query without candidates gets an empty
@@ -103,9 +108,10 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
     """Features of (query, candidate) pairs, for training and analysing rankers.
 
     Candidates are the given ones (``candidates``, a run or a run file) or the top ``k`` of the
-    retrieval model (full retrieval; a query never gets itself). The engine's ranker is
-    not applied: the candidates are those the ranker would reorder. ``n_jobs`` as
-    :func:`run_queries`.
+    retrieval model (full retrieval; a query never gets itself; without the columns of
+    :data:`~cqa_search.features.GIVEN_FEATURES`, which only given candidates have). The
+    engine's ranker is not applied: the candidates are those the ranker would reorder.
+    ``n_jobs`` as :func:`run_queries`.
 
     Returns
     -------
@@ -114,7 +120,7 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
     doc_ids : ndarray of str, shape (n_pairs,)
     feature_names : tuple of str
     """
-    if engine.ranker is not None:
+    if engine.config.ranker is not None:
         engine = engine.with_config(replace(engine.config, ranker=None))
     if candidates is None:
         engine._check_k(k)
@@ -135,8 +141,12 @@ def feature_table(engine, queries, *, candidates=None, k=100, n_jobs=None, progr
             blocks.append(features)
             qids.extend([query["id"]] * len(doc_ids))
             docs.extend(doc_ids)
-    X = np.vstack(blocks) if blocks else np.zeros((0, len(engine.feature_names)))
-    return X, np.array(qids, dtype=str), np.array(docs, dtype=str), engine.feature_names
+    names = engine.feature_names
+    X = np.vstack(blocks) if blocks else np.zeros((0, len(names)))
+    if candidates is None:  # a ranker of free searches must not read them
+        keep = [j for j, n in enumerate(names) if n not in GIVEN_FEATURES]
+        X, names = X[:, keep], tuple(names[j] for j in keep)
+    return X, np.array(qids, dtype=str), np.array(docs, dtype=str), names
 
 
 def run_of_scores(qid, doc_ids, scores, *, order=None) -> dict:

@@ -181,10 +181,14 @@ def check_writable(path) -> None:
 
 
 def read_queries(path) -> list:
-    """Queries as dicts ``{"id", "text", "category"}`` from JSONL or TSV (``qid<TAB>text``).
+    """Queries as dicts ``{"id", "text", "category", "title", "body"}`` from JSONL or TSV
+    (``qid<TAB>text``).
 
     A JSONL query has ``id`` (or ``_id``, as in BEIR's queries.jsonl), and ``text``, or
-    ``title`` and/or ``body`` (joined like a question); ``category`` is optional. A TSV
+    ``title`` and/or ``body`` (joined like a question, when there is no ``text``);
+    ``category``, ``title`` and ``body`` are optional (None when absent: the title and
+    body are the query's two parts, which the per-field features compare with the
+    archived questions'). A TSV
     line is ``qid<TAB>text``; the format is told by the extension (``.jsonl``, ``.json``,
     ``.ndjson``; ``.tsv``, ``.tab``) or else line by line (a line starting with ``{`` is
     JSON).
@@ -206,7 +210,8 @@ def read_queries(path) -> list:
             qid, sep, text = line.partition("\t")
             if not sep:
                 raise ArchiveError("a TSV query line is 'qid<TAB>text'", path, lineno)
-            query = {"id": qid.strip(), "text": text, "category": None}
+            query = {"id": qid.strip(), "text": text, "category": None, "title": None,
+                     "body": None}
         if not query["text"] or not query["text"].strip():
             raise ArchiveError(f"query {query['id']!r} has no text", path, lineno)
         if query["id"] in seen:
@@ -240,7 +245,8 @@ def _json_query(line, path, lineno) -> dict:
             raise ArchiveError(f"the query's {key!r} must be a string; got "
                                f"{type(value).__name__}", path, lineno)
     text = fields["text"] or "\n".join(t for t in (fields["title"], fields["body"]) if t)
-    return {"id": str(qid), "text": text, "category": fields["category"]}
+    return {"id": str(qid), "text": text, "category": fields["category"],
+            "title": fields["title"], "body": fields["body"]}
 
 
 def write_queries(queries, path) -> None:

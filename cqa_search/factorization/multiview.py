@@ -60,7 +60,7 @@ from ..exceptions import IndexFormatError, ParameterError
 from ..features import analyze
 from ..index.validate import INT32_MAX, check_array, check_count
 from .dictd import DEFAULT_DICT_DIR
-from ._blas import one_blas_thread
+from .._blas import one_blas_thread
 from .nnls import GramFactor, nnls_gram
 from .views import (DummyTranslator, SourceBags, Translator, ViewEncoder, build_view,
                     find_translation_table, make_translator, parse_views)

@@ -56,7 +56,7 @@ from ..index.validate import INT32_MAX, InvalidArray, check_array, check_count, 
 from ..retrieval import BM25, top_k
 from .gnmf import CNMF, GNMF, GNMFNC
 from .nmf import NMF, _best_groups, _fold, _projections, _topic_grams
-from ._blas import one_blas_thread
+from .._blas import one_blas_thread
 from .nnls import GramFactor
 
 __all__ = ["TopicModel", "TopicScorer", "TopicInterpolation", "interpolate",

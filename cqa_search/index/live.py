@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._utils import counted, progress_bar
-from ..exceptions import ArchiveError
+from ..exceptions import ArchiveError, IndexFormatError
 from .build import checked_questions, nothing_read, read_archive
 from .layout import (SegmentRows, SegmentWriter, SortedIds, load_index, read_head,
                      segment_dir, write_globals)
@@ -444,15 +444,7 @@ def compacted(change, data, after=None) -> tuple:
 
 def _select(field: FieldIndex, rows, n_terms) -> FieldIndex:
     """The field over ``rows`` only (in their order), with its own statistics."""
-    m = field.rows_matrix()[rows].tocsc()
-    m.sort_indices()
-    lengths = np.asarray(field.doc_len)[rows]
-    starts = np.concatenate(([0], np.cumsum(np.asarray(field.doc_len, dtype=np.int64))))
-    sequence = np.concatenate([np.asarray(field.sequence[starts[r]:starts[r + 1]])
-                               for r in rows.tolist()]) if len(rows) else np.zeros(0, np.int32)
-    out = FieldIndex(field.name, m.indptr.astype(np.int64), m.indices.astype(np.int32),
-                     m.data.astype(np.int32), lengths.astype(np.int32),
-                     sequence.astype(np.int32))
+    out = field.select(rows)
     if out.n_terms != n_terms:
         raise AssertionError("compaction changed the vocabulary")  # pragma: no cover
     return out
@@ -465,9 +457,22 @@ def _category_counts(stored) -> np.ndarray:
     return read_head(stored).category_counts()
 
 
+def _ranker_meta(stored, name):
+    """The feature names a stored ranker reads and its hybrid weight (None when its model
+    file is damaged: opening the index says so)."""
+    try:
+        meta = stored.model(name).meta
+    except IndexFormatError:
+        return None, None
+    names, a = meta.get("feature_names"), meta.get("hybrid_weight")
+    return (names if isinstance(names, list) else None,
+            a if isinstance(a, (int, float)) and not isinstance(a, bool) else None)
+
+
 def index_info(path) -> dict:
     """What ``cqa-search info`` shows: generation, segments, questions, and for every stored
-    model how many questions were added and deleted since its fit."""
+    model how many questions were added and deleted since its fit (and for a ranker, the
+    ``features`` it reads and its ``hybrid_weight``)."""
     stored = open_index(path)
     m = stored.manifest
     counters = m.get("counters", {})
@@ -480,6 +485,9 @@ def index_info(path) -> dict:
                         - int(fitted.get("added", 0)),
                         "deleted_since": int(counters.get("deleted", 0))
                         - int(fitted.get("deleted", 0))}
+        if entry["kind"] == "ranker":
+            models[name]["features"], models[name]["hybrid_weight"] = \
+                _ranker_meta(stored, name)
     return {"path": stored.path, "generation": stored.generation,
             "created": m.get("created"), "format_version": m.get("format_version"),
             "questions": int(stats.get("n_docs", 0)), "rows": int(stats.get("n_rows", 0)),

@@ -16,8 +16,11 @@ A model with a row per question (topic coefficients, multiview factors, chosen a
 question vectors) also implements::
 
     row_arrays: tuple of str                    # the state arrays with one row per
-                                                # question (axis 0, in row order)
+                                                # question (axis 0, in row order; the
+                                                # first one a row per question exactly)
     select_rows(view, rows) -> model            # a copy with the rows ``rows`` of ``view``
+    rows_state(start, stop) -> (meta, arrays)   # optional: its rows start to stop - 1,
+                                                # when they are not slices of row_arrays
 
 so that a compaction carries its rows to the renumbered questions and a sharded index
 splits them with its shards (:mod:`cqa_search.index.sharding`); the questions an index
@@ -53,6 +56,7 @@ MODEL_KINDS = {
     "multiview": "cqa_search.factorization.multiview:MultiViewModel",
     "ranker": "cqa_search.ranking.linear:LinearRanker",
     "answers": "cqa_search.answers:AnswerSelector",
+    "embeddings": "cqa_search.vectors.model:EmbeddingModel",
 }
 
 
@@ -88,17 +92,41 @@ class Family:
 FAMILIES = {
     "translation": Family("translation", "word and phrase translation models from the "
                           "archive's question-answer pairs (IBM Model 1, TransLM, P-Trans; "
-                          "Zhou et al. 2011): features wt, translm, ptrans_*", "translation"),
+                          "Zhou et al. 2011). Adds the features wt, translm, ptrans_*: "
+                          "how likely the query is given the question through word and "
+                          "phrase translations (learned from how answers word the "
+                          "questions). Costs: about a "
+                          "CPU minute and 140 MB of tables per 100,000 questions with "
+                          "answers (BENCHMARKS.md, Translation models)", "translation"),
     "topics": Family("topics", "topic model of the term-question matrix grouped by category "
-                     "(NMF, CNMF, GNMF, GNMFNC; Zhou et al. 2014): feature topic_<model>",
-                     "topics-{model}"),
+                     "(NMF, CNMF, GNMF, GNMFNC; Zhou et al. 2014). Adds the feature "
+                     "topic_<model>: the query's and the question's topics compared. Costs: "
+                     "about 0.25 s per sweep per 200,000 questions (up to 100 sweeps) and 28 "
+                     "coefficients per question (GNMFNC's defaults; BENCHMARKS.md, Topic "
+                     "models)", "topics-{model}"),
     "multiview": Family("multiview", "SMT + MF: the questions factorized jointly with their "
                         "translations (dictionaries, IBM Model 1, supplied translations; Zhou "
-                        "et al. 2013): one feature mv_<view> per view", "multiview"),
+                        "et al. 2013). Adds one feature mv_<view> per view. Costs: about 0.05 "
+                        "CPU s per sweep per 1,000 questions (3 views, 100 factors; up to "
+                        "100 sweeps) and 100 factors per question and view (BENCHMARKS.md, "
+                        "SMT + MF)", "multiview"),
     "answers": Family("answers", "best-answer selection for archives that mark no best "
                       "answer: scores each answer of a question (translation likelihood, "
-                      "term scores, length, position, asker) and stores the one to show",
-                      "answers"),
+                      "term scores, length, position, asker) and stores the one to show. "
+                      "Adds no feature: it chooses the answer shown with each hit. Costs: "
+                      "about the time of build-index (unsupervised), 8 times that with a "
+                      "translation table, and one number per question (BENCHMARKS.md, "
+                      "Best-answer selection)", "answers"),
+    "embeddings": Family("embeddings", "word vectors learned from the archive's own text "
+                         "(PPMI-SVD or word2vec) and every question's SIF vector. Adds the "
+                         "hybrid first stage (searches also find the questions that share no "
+                         "word with the query: on by default once fitted) and the features "
+                         "emb_* (SIF and mean-vector cosines), softcos_* (soft cosine over "
+                         "similar words by vector and by spelling; SimBow) and field_* (title "
+                         "vs title, body vs body). Costs: about 3 CPU minutes and 1.1 GB of "
+                         "arrays per million questions (each question's vector twice, 800 "
+                         "bytes, and its title and body unless the index has them), a few ms "
+                         "per search (BENCHMARKS.md, Word vectors)", "embeddings"),
 }
 
 

@@ -57,7 +57,7 @@ from .vocab import Vocabulary
 
 __all__ = ["read_shards", "load_shard", "shard_models", "shard_dir", "is_sharded",
            "register_shard", "rewrite_shard", "store_model", "remove_rows", "sharded_data",
-           "as_part"]
+           "as_part", "rows_of"]
 
 
 def shard_dir(s) -> str:
@@ -245,6 +245,18 @@ def _per_question(model, name) -> tuple:
     return rows
 
 
+def rows_of(model, start, stop, state=None) -> tuple:
+    """The state ``(meta, arrays)`` of a model with a row per question holding only its
+    rows ``start`` to ``stop - 1`` (what the shard of those rows stores): its row arrays
+    sliced, or its own ``rows_state(start, stop)`` when they are not plain slices
+    (``state``: ``model.state()``, when made already)."""
+    if hasattr(model, "rows_state"):
+        return model.rows_state(start, stop)
+    meta, arrays = model.state() if state is None else state
+    rows = row_arrays(model)
+    return meta, {k: arrays[k][start:stop] if k in rows else v for k, v in arrays.items()}
+
+
 def store_model(writer, base, name, model, state) -> list:
     """Write model ``name`` (its ``state``) into the generation ``writer`` makes from the
     sharded index ``base``: at the top level, and, for a model with a row per question,
@@ -263,12 +275,10 @@ def store_model(writer, base, name, model, state) -> list:
         return []
     shards = read_shards(base)
     n_rows = sum(entry["n_docs"] for entry in shards)
-    for key in rows:
-        if len(arrays[key]) != n_rows:
-            raise ParameterError(f"model {name!r} has {len(arrays[key])} rows of questions "
-                                 f"but {base.path} has {n_rows}: fit it again")
-    top = {k: (v[:0] if k in rows else v) for k, v in arrays.items()}
-    write_model(writer, name, model, (meta, top))
+    if len(arrays[rows[0]]) != n_rows:
+        raise ParameterError(f"model {name!r} has {len(arrays[rows[0]])} rows of questions "
+                             f"but {base.path} has {n_rows}: fit it again")
+    write_model(writer, name, model, rows_of(model, 0, 0, state))
     prefix = model_dir(name)
     start, rewritten = 0, []
     for s, entry in enumerate(shards):
@@ -277,8 +287,8 @@ def store_model(writer, base, name, model, state) -> list:
             continue
 
         def change(w, shard_base, start=start, stop=stop):
-            write_model(w, name, model, (meta, {k: arrays[k][start:stop] if k in rows else v
-                                                for k, v in arrays.items()}), only=rows)
+            write_model(w, name, model, rows_of(model, start, stop, state),
+                        only=rows)
             for key in arrays:  # the arrays the shards share: the top level's files
                 if key not in rows:
                     rel = f"{prefix}/{key}.npy"

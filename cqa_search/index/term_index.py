@@ -10,11 +10,14 @@ CSC (term-major) is the posting-list layout: the rows holding term ``t`` are
 from __future__ import annotations
 
 from array import array
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..archive import Question
 from ..exceptions import ParameterError
+from .batches import BatchAnalysis
 from .vocab import Vocabulary
 
 __all__ = ["FIELDS", "CollectionStats", "FieldIndex", "TermIndex", "TermIndexBuilder"]
@@ -64,9 +67,12 @@ class CollectionStats:
     @classmethod
     def of(cls, field) -> "CollectionStats":
         """The statistics of a field's own documents."""
-        cum = np.concatenate(([0], np.cumsum(field.counts, dtype=np.int64)))
-        tf = cum[field.indptr[1:]] - cum[field.indptr[:-1]]
-        return cls(field.n_docs, np.diff(field.indptr), tf, field.total_terms)
+        indptr = np.asarray(field.indptr)
+        tf = np.zeros(len(indptr) - 1, dtype=np.int64)
+        some = np.flatnonzero(indptr[1:] > indptr[:-1])  # (reduceat needs non-empty slices)
+        if len(some):
+            tf[some] = np.add.reduceat(field.counts, indptr[some], dtype=np.int64)
+        return cls(field.n_docs, np.diff(indptr), tf, field.total_terms)
 
     def __add__(self, other) -> "CollectionStats":
         """The statistics of two disjoint collections over one vocabulary (``other``'s
@@ -197,6 +203,17 @@ class FieldIndex:
         sequence = np.concatenate([np.asarray(p.sequence) for p in parts]).astype(np.int32)
         return cls(parts[0].name if parts else "", indptr, indices, counts, doc_len, sequence)
 
+    def select(self, rows) -> "FieldIndex":
+        """The field over ``rows`` only (in that order), with its own statistics: what a
+        compaction keeps, or a per-question model carries to the rows it keeps."""
+        rows = np.asarray(rows, dtype=np.int64)
+        m = self.rows_matrix()[rows].tocsc()
+        m.sort_indices()
+        lengths = np.asarray(self.doc_len)[rows]
+        return FieldIndex(self.name, m.indptr.astype(np.int64), m.indices.astype(np.int32),
+                          m.data.astype(np.int32), lengths.astype(np.int32),
+                          self.sequences_of(rows)[0].astype(np.int32))
+
     def with_stats(self, stats: CollectionStats) -> "FieldIndex":
         """The same postings scored with the statistics of a larger collection (a new
         object: weights derived from other statistics are kept apart)."""
@@ -228,11 +245,30 @@ class FieldIndex:
         lo, hi = self.indptr[term_id], self.indptr[term_id + 1]
         return self.indices[lo:hi], self.counts[lo:hi]
 
-    def terms_of(self, row) -> np.ndarray:
-        """Term ids of document ``row`` in text order."""
+    @property
+    def offsets(self) -> np.ndarray:
+        """int64 offsets of the documents in :attr:`sequence`, shape (n_docs + 1,)."""
         if self._offsets is None:
             self._offsets = np.concatenate(([0], np.cumsum(self.doc_len, dtype=np.int64)))
-        return self.sequence[self._offsets[row]:self._offsets[row + 1]]
+        return self._offsets
+
+    def terms_of(self, row) -> np.ndarray:
+        """Term ids of document ``row`` in text order."""
+        offsets = self.offsets
+        return self.sequence[offsets[row]:offsets[row + 1]]
+
+    def sequences_of(self, rows):
+        """The term ids of documents ``rows`` one after the other, and the position in
+        ``rows`` of each: ``(terms, positions)``, both int64."""
+        rows = np.asarray(rows, dtype=np.int64)
+        offsets = self.offsets
+        starts = offsets[rows]
+        lengths = offsets[rows + 1] - starts
+        ends = np.cumsum(lengths)
+        gather = np.repeat(starts - (ends - lengths), lengths) + np.arange(
+            ends[-1] if len(ends) else 0, dtype=np.int64)
+        return (np.asarray(self.sequence)[gather].astype(np.int64),
+                np.repeat(np.arange(len(rows), dtype=np.int64), lengths))
 
     def rows_matrix(self):
         """Counts as a CSR matrix (document-major), built once from the postings."""
@@ -266,8 +302,8 @@ def _by_term(rows, terms, counts, n_docs, n_terms):
 
     postings = sp.csc_matrix((counts, (rows, terms)), shape=(n_docs, n_terms))
     postings.sort_indices()
-    return (postings.indptr.astype(np.int64), postings.indices.astype(np.int32),
-            postings.data.astype(np.int32))
+    return (postings.indptr.astype(np.int64), postings.indices.astype(np.int32, copy=False),
+            postings.data.astype(np.int32, copy=False))
 
 
 class TermIndex:
@@ -298,10 +334,12 @@ class TermIndex:
 class TermIndexBuilder:
     """Accumulates analysed questions into a :class:`TermIndex`.
 
-    Each distinct surface token is analysed once and mapped straight to its term id (-1
-    for a stopword); tokens are buffered as flat id arrays and turned into (row, term,
-    count) triplets one batch at a time with numpy, so building costs about one
-    dictionary lookup per token.
+    Questions are analysed a batch at a time (:mod:`~cqa_search.index.batches`): the
+    texts of a whole batch are tokenized at once, each distinct token is analysed once
+    and every token costs one dictionary look-up (or less, compiled); the batch comes back
+    as (row, term, count) triplets and term sequences, made with numpy. With ``n_jobs``,
+    analysis threads take the batches while the caller reads and stores the next
+    questions; the index is the same bit for bit.
 
     Parameters
     ----------
@@ -313,9 +351,15 @@ class TermIndexBuilder:
     vocab : Vocabulary, optional
         A vocabulary to extend (terms it has keep their ids; new terms come after): the
         parts of one archive (segments, shards) then share term ids. A new one by default.
+    n_jobs : int or None, default None
+        Threads at work, this one included (-1: one per core): the others analyse the
+        batches once two have been analysed here (a small archive never starts them),
+        with the compiled kernels (:class:`~cqa_search.index.batches.BatchAnalysis`);
+        1 or None: this thread alone.
     """
 
-    def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096, vocab=None):
+    def __init__(self, analyzer, fields=("question", "answers"), batch_size=4096, vocab=None,
+                 n_jobs=None):
         unknown = [f for f in fields if f not in FIELDS]
         if unknown:
             raise ParameterError(f"fields must be among {{{', '.join(map(repr, FIELDS))}}}; "
@@ -325,59 +369,50 @@ class TermIndexBuilder:
         self.vocab = Vocabulary() if vocab is None else vocab
         self.n_docs = 0
         self._batch_size = batch_size
-        self._token_ids = {}
-        self._buffers = {f: (array("q"), array("q")) for f in fields}  # (token ids, n tokens)
+        self._analysis = BatchAnalysis(analyzer, len(fields), n_jobs)
+        self._texts = []                  # the texts of the batch being filled
+        self._batch_rows = deque()        # first row of each batch in flight
+        self._token_ids = {}              # surface token -> term id (-1: a stopword)
+        self._local_ids = {}              # a thread's LocalTerms -> its local term ids' ids
         self._chunks = {f: [] for f in fields}                         # (rows, terms, counts)
         self._doc_len = {f: [] for f in fields}
         self._sequences = {f: [] for f in fields}
         self._batch_start = 0
 
-    def _ids(self, tokens):
-        token_ids = self._token_ids
-        try:
-            return [token_ids[t] for t in tokens]
-        except KeyError:
-            # New tokens in order of appearance: term ids must not depend on string
-            # hashing (a set's order), or two builds of one archive would differ.
-            term, add = self.analyzer.term, self.vocab.add
-            for t in dict.fromkeys(tokens):
-                if t not in token_ids:
-                    stem = term(t)
-                    token_ids[t] = add(stem) if stem else -1
-            return [token_ids[t] for t in tokens]
-
     def add(self, question: Question) -> None:
-        """Analyse and buffer one question (its row is the number added before it)."""
-        tokenize = self.analyzer.tokenize
-        for name in self.field_names:
-            ids = self._ids(tokenize(FIELDS[name](question)))
-            terms, lens = self._buffers[name]
-            terms.extend(ids)
-            lens.append(len(ids))
+        """Buffer one question (its row is the number added before it); a full batch is
+        analysed."""
+        self._texts.extend([FIELDS[name](question) for name in self.field_names])
         self.n_docs += 1
         if self.n_docs - self._batch_start >= self._batch_size:
             self._flush()
 
     def _flush(self):
-        n = self.n_docs - self._batch_start
-        for name in self.field_names:
-            ids, lens = self._buffers[name]
-            if len(lens) == 0:
-                continue
-            rows = np.repeat(np.arange(self._batch_start, self.n_docs, dtype=np.int64),
-                             np.frombuffer(lens, dtype=np.int64))
-            ids = np.frombuffer(ids, dtype=np.int64)
-            keep = ids >= 0  # stopwords are -1
-            rows, ids = rows[keep], ids[keep]
-            self._sequences[name].append(ids.astype(np.int32))
-            self._doc_len[name].append(
-                np.bincount(rows - self._batch_start, minlength=n).astype(np.int32))
-            keys, counts = np.unique((rows << 32) | ids, return_counts=True)
-            self._chunks[name].append(((keys >> 32).astype(np.int32),
-                                       (keys & 0xFFFFFFFF).astype(np.int32),
-                                       counts.astype(np.int32)))
-            self._buffers[name] = (array("q"), array("q"))
-        self._batch_start = self.n_docs
+        if self.n_docs > self._batch_start:
+            self._batch_rows.append(self._batch_start)
+            texts, self._texts = self._texts, []
+            self._batch_start = self.n_docs
+            for key, batch in self._analysis.submit(texts):
+                self._merge(key, batch)
+
+    def _merge(self, key, batch):
+        """One analysed batch (the oldest in flight), its local term ids mapped to the
+        index's: the new terms and tokens in the order they occur (see
+        :mod:`~cqa_search.index.batches`)."""
+        row0 = self._batch_rows.popleft()
+        ids = self._local_ids.setdefault(key, array("q"))
+        ids.extend(self.vocab.add_many(batch.new_terms))
+        token_ids = self._token_ids
+        for word, local in batch.new_tokens:
+            if word not in token_ids:
+                token_ids[word] = ids[local] if local >= 0 else -1
+        to_global = np.frombuffer(ids, dtype=np.int64) if len(ids) else np.zeros(0, np.int64)
+        for name, (sequence, doc_len, rows, terms, counts) in zip(self.field_names,
+                                                                  batch.fields):
+            self._sequences[name].append(to_global[sequence].astype(np.int32))
+            self._doc_len[name].append(doc_len)
+            self._chunks[name].append(((rows + row0).astype(np.int32),
+                                       to_global[terms].astype(np.int32), counts))
 
     def surface_words(self) -> dict:
         """Every surface word met that is not a stopword -> its term id: the candidates of
@@ -387,18 +422,25 @@ class TermIndexBuilder:
     def build(self) -> TermIndex:
         """The finished index (the builder should not be used afterwards)."""
         self._flush()
-        n_terms = len(self.vocab)
-        fields = {}
-        for name in self.field_names:
-            chunks = self._chunks.pop(name)
-            if chunks:
-                rows, terms, counts = (np.concatenate(c) for c in zip(*chunks))
-            else:
-                rows = terms = counts = np.zeros(0, np.int32)
-            del chunks
-            indptr, indices, data = _by_term(rows, terms, counts, self.n_docs, n_terms)
-            del rows, terms, counts
-            doc_len = np.concatenate(self._doc_len.pop(name) or [np.zeros(0, np.int32)])
-            sequence = np.concatenate(self._sequences.pop(name) or [np.zeros(0, np.int32)])
-            fields[name] = FieldIndex(name, indptr, indices, data, doc_len, sequence)
-        return TermIndex(self.vocab, fields)
+        threads = self._analysis.n_threads
+        for key, batch in self._analysis.finish():
+            self._merge(key, batch)
+        names = self.field_names
+        if threads and len(names) > 1:  # the fields' postings ordered side by side
+            with ThreadPoolExecutor(min(len(names), threads + 1)) as pool:
+                return TermIndex(self.vocab, dict(zip(names, pool.map(self._field, names))))
+        return TermIndex(self.vocab, {name: self._field(name) for name in names})
+
+    def _field(self, name) -> FieldIndex:
+        """The postings of one field from its batches' triplets (they are dropped)."""
+        chunks = self._chunks.pop(name)
+        if chunks:
+            rows, terms, counts = (np.concatenate(c) for c in zip(*chunks))
+        else:
+            rows = terms = counts = np.zeros(0, np.int32)
+        del chunks
+        indptr, indices, data = _by_term(rows, terms, counts, self.n_docs, len(self.vocab))
+        del rows, terms, counts
+        doc_len = np.concatenate(self._doc_len.pop(name) or [np.zeros(0, np.int32)])
+        sequence = np.concatenate(self._sequences.pop(name) or [np.zeros(0, np.int32)])
+        return FieldIndex(name, indptr, indices, data, doc_len, sequence)

@@ -178,6 +178,11 @@ class LinearRanker(BaseEstimator):
         Training MAP of the fitted model.
     validation_scores_ : list of float or None
         Validation MAP per iteration (early stopping).
+    hybrid_weight_ : float or None
+        The weight ``a`` of the word-vector cosine in the hybrid first stage whose
+        candidates the ranker was trained on (0: the retrieval model's alone), which an
+        engine searching with this ranker uses (``SearchConfig(hybrid="auto")``); None
+        (``fit`` leaves it so; ``cqa-search train`` sets it): the engine's default.
     learner_info_ : dict
         Learner details (boosting: base feature and alpha_0; stacking: base learners
         and the meta-ranker's weights).
@@ -323,6 +328,7 @@ class LinearRanker(BaseEstimator):
         self.loss_curve_ = [float(v) for v in result.loss_curve]
         self.init_score_ = None if result.init_score is None else float(result.init_score)
         self.learner_info_ = self._info(result, feature_names)
+        self.hybrid_weight_ = None
         self.train_score_ = mean_average_precision(result.decision(Z), yc, groups)
         logger.info("%s: training MAP %.4f after %d iterations", self.learner,
                     self.train_score_, self.n_iter_)
@@ -489,7 +495,8 @@ class LinearRanker(BaseEstimator):
                 "n_iter": self.n_iter_, "loss_curve": self.loss_curve_,
                 "init_score": self.init_score_, "train_score": self.train_score_,
                 "validation_scores": self.validation_scores_,
-                "learner_info": self.learner_info_}
+                "learner_info": self.learner_info_,
+                "hybrid_weight": getattr(self, "hybrid_weight_", None)}
         arrays = {"coef": self.coef_, "intercept": np.array([self.intercept_]),
                   "norm_offset": self.norm_offset_, "norm_scale": self.norm_scale_,
                   "step_feature": self.step_feature_, "step_threshold": self.step_threshold_,
@@ -533,6 +540,11 @@ class LinearRanker(BaseEstimator):
         model.train_score_ = float(meta["train_score"])
         model.validation_scores_ = meta.get("validation_scores")
         model.learner_info_ = dict(meta.get("learner_info") or {})
+        a = meta.get("hybrid_weight")  # absent from rankers stored before it existed
+        if a is not None and (isinstance(a, bool) or not isinstance(a, (int, float))
+                              or not 0 <= a <= 1):
+            raise InvalidArray(f"ranker hybrid_weight must be a number in [0, 1]; got {a!r}")
+        model.hybrid_weight_ = None if a is None else float(a)
         return model
 
 

@@ -11,9 +11,9 @@ are then paired):
    (:data:`REGULARISATION`: RankSVM's ``C``, LambdaRank's ``alpha``, the rounds of
    boosting, the epochs of the perceptron) with all features.
 2. **Features.** Forward selection of model families (:data:`FAMILIES`, by feature-name
-   prefix: term, context, translation, topics, multiview; a column that matches none is
-   a family of its own), from the family of the baseline feature. A family earns its
-   place when the queries' cross-validated AP is higher with it than without it,
+   prefix: term, context, translation, topics, multiview, embeddings, soft-cosine,
+   fields, first-stage; a column that matches none is a family of its own), from the
+   family of the baseline feature. A family earns its place when the queries' cross-validated AP is higher with it than without it,
    significantly (one-sided paired t-test over the queries, p <= ``alpha``); the most
    significant one joins first, and so on while one does. The regularisation is then
    chosen again. The selected ranker and the one on all features are both candidates.
@@ -47,12 +47,18 @@ __all__ = ["LinearRankerCV", "FAMILIES", "REGULARISATION", "NoImprovementWarning
 logger = logging.getLogger(__name__)
 
 #: Model family -> feature-name prefixes (the engine's term features, context features, and
-#: the features of the translation, topic and multiview models).
+#: the features of the translation, topic, multiview and embeddings models: the embeddings
+#: model gives three families, its vector cosines, its soft cosines and its per-field
+#: scores; and the hybrid first stage's score, ``first_stage``).
 FAMILIES = {"term": ("bm25", "lm_", "vsm", "answers_"),
             "context": ("given_", "category_match", "log_length"),
             "translation": ("wt", "translm", "ptrans_"),
             "topics": ("topic_",),
-            "multiview": ("mv_",)}
+            "multiview": ("mv_",),
+            "embeddings": ("emb_",),
+            "soft-cosine": ("softcos_",),
+            "fields": ("field_",),
+            "first-stage": ("first_stage",)}
 
 #: Learner -> the grid of its regularisation (learner options; ``max_iter`` is the
 #: LinearRanker argument). Learners without one (the MAP optimisers) get no grid.

@@ -167,19 +167,6 @@ class TermModel:
             return weights
         return field.derived(self.cache_key(), compute)
 
-    def max_posting_weights(self, field: FieldIndex) -> np.ndarray:
-        """float32 largest posting weight of each term of ``field`` (0 for a term without
-        postings): the bound that dynamic pruning needs (computed once, then kept)."""
-        def compute():
-            weights = self.posting_weights(field)
-            indptr = np.asarray(field.indptr)
-            out = np.zeros(len(indptr) - 1, dtype=np.float32)
-            some = np.flatnonzero(indptr[1:] > indptr[:-1])
-            if len(some):
-                out[some] = np.maximum.reduceat(weights, indptr[some])
-            return out
-        return field.derived(self.cache_key() + ":max", compute)
-
     def _weight(self, field, tf, rows, terms):
         """Posting weight ``w(t, d)`` for arrays of counts, rows and term ids."""
         raise NotImplementedError

@@ -65,10 +65,9 @@ def top_k_of_model(model, field, term_ids, qtf, k, *, doc_category=None, categor
     allowed): ``top_k(scores, k, allowed=matched, tie_rank=tie_rank)``, with identical
     scores and order. When scores are sums of positive posting weights (no document part
     nor constant: BM25), the top ``k`` is chosen among the query terms' postings rather
-    than among every document, which saves two passes over all documents; and when the
-    compiled kernels are loaded (:mod:`~cqa_search.compiled`, numba) and the query has at
-    most :data:`~cqa_search.compiled.MAXSCORE_TERMS` terms, by MaxScore, which reads only
-    part of the postings of the frequent terms.
+    than among every document, which saves two passes over all documents, and, with the
+    compiled kernels (:mod:`~cqa_search.compiled`), the postings are summed a window of
+    rows at a time in the CPU cache.
 
     Parameters
     ----------
@@ -101,11 +100,11 @@ def top_k_of_model(model, field, term_ids, qtf, k, *, doc_category=None, categor
             and not model._weights_can_be_zero():
         coef = model._query_weights(field, usable, uqtf)
         weights = model.posting_weights(field)
-        if compiled.loaded() and len(usable) <= compiled.MAXSCORE_TERMS:
+        if compiled.active() == "numba":
             return compiled.top_k_of_postings(
-                field.indptr, field.indices, weights, model.max_posting_weights(field),
-                usable, coef, k, doc_category=doc_category, category=category,
-                allowed=allowed, tie_rank=tie_rank)
+                field.indptr, field.indices, weights, usable, coef, k, n_docs=field.n_docs,
+                doc_category=doc_category, category=category, allowed=allowed,
+                tie_rank=tie_rank)
         return compiled.timed(_postings_top_k, field, usable, coef, weights, k, doc_category,
                               category, allowed, tie_rank)
     scores, matched = model.score_all(field, term_ids, qtf)

@@ -36,7 +36,7 @@ def locate(indptr, indices, term_ids, rows):
     """
     rows = np.asarray(rows, dtype=np.int64)
     term_ids = np.asarray(term_ids, dtype=np.int64)
-    if compiled.loaded():  # the same pairs in the same order, compiled
+    if compiled.active() == "numba":  # the same pairs in the same order, compiled
         return compiled.locate(indptr, indices, term_ids, rows)
     return compiled.timed(_locate, indptr, np.asarray(indices), term_ids, rows)
 

@@ -4,7 +4,8 @@ and the search page.
 =====================================  ====================================================
 ``GET /``                              the search page (``static/``: plain HTML, CSS, JS)
 ``GET /api/search``                    ``q`` (the query syntax of the CLI), ``k``,
-                                       ``category``, ``explain``, ``after``, ``before``:
+                                       ``category``, ``explain``, ``after``, ``before``,
+                                       ``title`` and ``body`` (the question's two parts):
                                        the hits of :meth:`SearchEngine.search` as
                                        :meth:`Presenter.results_dict` gives them
 ``GET /api/questions/{id}``            an archived question with all its answers
@@ -42,9 +43,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
 from .._version import __version__
-from ..exceptions import CQASearchError, IndexFormatError
+from ..engine import SearchConfig
+from ..exceptions import CQASearchError, IndexFormatError, QueryError
 from ..presentation import source_url
-from ..query_parser import MAX_QUERY_CHARS, date_filter
+from ..query_parser import MAX_QUERY_CHARS, ParsedQuery, date_filter, parse_query
 from . import schema
 from .live import LiveIndex
 
@@ -63,6 +65,8 @@ VERIFY_VARIABLE = "CQA_SEARCH_VERIFY"
 #: The token of ``cqa-search serve --allow-writes`` (an environment variable, not an
 #: option: a command line is visible to every user of the machine).
 WRITE_TOKEN_VARIABLE = "CQA_SEARCH_WRITE_TOKEN"
+#: The first stage of the worker processes (``serve --hybrid``): "auto", "none" or a number.
+HYBRID_VARIABLE = "CQA_SEARCH_HYBRID"
 #: Where questions are added and deleted (``serve --allow-writes``).
 WRITE_PATH = "/api/questions"
 #: Largest body of a write (questions added at once).
@@ -199,7 +203,7 @@ def _handlers(app: FastAPI) -> None:
 
 
 def create_app(index, *, interval: float = 0.5, verify: bool = False,
-               balancer=None, write_token: str | None = None) -> FastAPI:
+               balancer=None, write_token: str | None = None, hybrid="auto") -> FastAPI:
     """The ASGI application serving the index at ``index``.
 
     Parameters
@@ -219,6 +223,8 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
         Enables ``POST /api/questions`` and ``DELETE /api/questions/{id}`` for requests
         that give this token (``Authorization: Bearer TOKEN``; see
         :mod:`cqa_search.server.writes`). None: a read-only API.
+    hybrid : "auto", float in [0, 1] or None, default "auto"
+        The first stage (:attr:`SearchConfig.hybrid <cqa_search.SearchConfig.hybrid>`).
 
     Examples
     --------
@@ -231,7 +237,8 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
     ...     client.get("/api/search", params={"q": "visa renewal"}).json()["hits"][0]["id"]
     'a'
     """
-    live = LiveIndex(index, interval=interval, verify=verify)
+    live = LiveIndex(index, interval=interval, verify=verify,
+                     config=None if hybrid == "auto" else SearchConfig(hybrid=hybrid))
 
     @asynccontextmanager
     async def lifespan(app):
@@ -266,10 +273,11 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
     @app.get("/api/search", response_model=schema.SearchResults, responses=_ERRORS,
              summary="Search the archive")
     async def search(
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS,
-                                description="the new question, in the query syntax: "
-                                            "+word, -word, \"a phrase\", title:word, "
-                                            "category:Name, ...")],
+        q: Annotated[str | None, Query(min_length=1, max_length=MAX_QUERY_CHARS,
+                                       description="the new question, in the query syntax: "
+                                                   "+word, -word, \"a phrase\", title:word, "
+                                                   "category:Name, ... (may be left out when "
+                                                   "title or body is given)")] = None,
         k: Annotated[int, Query(ge=1, le=MAX_K, description="number of hits")] = 10,
         category: Annotated[str | None, Query(max_length=500, description=(
             "only this category (case-insensitive; a category: in q wins)"))] = None,
@@ -280,13 +288,26 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
             "date:>=AFTER in q)"))] = None,
         before: Annotated[str | None, Query(max_length=40, description=(
             "only questions created before it (date:<BEFORE in q)"))] = None,
+        title: Annotated[str | None, Query(max_length=MAX_QUERY_CHARS, description=(
+            "the question's subject, when it is asked in two parts (plain text; without q, "
+            "title and body are the query): the per-field features compare it with the "
+            "archived titles"))] = None,
+        body: Annotated[str | None, Query(max_length=MAX_QUERY_CHARS, description=(
+            "the question's body (plain text), compared with the archived bodies"))] = None,
     ):
         engine, presenter = live.current()
         dates = date_filter(after, before)
-        results = engine.search(f"{q} {dates}" if dates else q, k=k, category=category or None)
-        body = presenter.results_dict(results, typed=q, explain=explain)
-        body["generation"] = engine.generation
-        return _JSON(body)
+        if q is None:  # the two parts are the query, as plain text
+            if not (title or body):
+                raise QueryError("give the question: q, or its title and body")
+            typed = "\n".join(t for t in (title, body) if t)
+            query = ParsedQuery(typed, dates=parse_query(dates).dates if dates else ())
+        else:
+            typed, query = q, f"{q} {dates}" if dates else q
+        results = engine.search(query, k=k, category=category or None, title=title, body=body)
+        doc = presenter.results_dict(results, typed=typed, explain=explain)
+        doc["generation"] = engine.generation
+        return _JSON(doc)
 
     @app.get("/api/questions/{doc_id:path}/similar", response_model=schema.SearchResults,
              responses={404: {"model": schema.Error, "description": "no such question"},
@@ -363,4 +384,14 @@ def app_from_environment() -> FastAPI:
     if not index:
         raise CQASearchError(f"set {INDEX_VARIABLE} to the index directory to serve")
     return create_app(index, verify=bool(os.environ.get(VERIFY_VARIABLE)),
-                      write_token=os.environ.get(WRITE_TOKEN_VARIABLE) or None)
+                      write_token=os.environ.get(WRITE_TOKEN_VARIABLE) or None,
+                      hybrid=hybrid_from_environment())
+
+
+def hybrid_from_environment():
+    """The ``hybrid`` of :func:`create_app` in ``$CQA_SEARCH_HYBRID`` (what ``serve
+    --hybrid`` gives its worker processes): "auto" when unset, "none" or a number."""
+    text = os.environ.get(HYBRID_VARIABLE, "auto").strip().lower()
+    if text in ("auto", ""):
+        return "auto"
+    return None if text == "none" else float(text)

@@ -38,6 +38,8 @@ class LiveIndex:
         Seconds between two checks for a new generation (one small file read).
     verify : bool, default False
         Check every file's SHA-256 when a generation is opened.
+    config : SearchConfig, optional
+        How the engines search (default: :class:`SearchConfig`'s defaults).
 
     Attributes
     ----------
@@ -46,10 +48,11 @@ class LiveIndex:
         good generation keeps serving meanwhile.
     """
 
-    def __init__(self, path, *, interval=0.5, verify=False):
+    def __init__(self, path, *, interval=0.5, verify=False, config=None):
         self.path = os.fspath(path)
         self.interval = interval
         self.verify = verify
+        self.config = config
         self.error = None
         self._state = None
         self._lock = threading.Lock()  # one opener at a time
@@ -77,7 +80,8 @@ class LiveIndex:
 
     def _open_first(self):
         try:
-            state = self._prepared(SearchEngine.open(self.path, verify=self.verify))
+            state = self._prepared(SearchEngine.open(self.path, verify=self.verify,
+                                                     config=self.config))
         except Exception as exc:  # noqa: BLE001 - served as 503, never a dead server
             self._failed(exc)
             raise IndexFormatError(self.error) from None

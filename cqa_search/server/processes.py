@@ -66,13 +66,14 @@ def _serve_one(index, verify, host, port, options, loads, slot) -> None:
     (:class:`~cqa_search.server.balance.ConnectionBalancer`)."""
     import uvicorn
 
-    from .app import WRITE_TOKEN_VARIABLE, create_app
+    from .app import WRITE_TOKEN_VARIABLE, create_app, hybrid_from_environment
     from .balance import ConnectionBalancer
 
     sock = listening_socket(host, port)
     config = uvicorn.Config(create_app(index, verify=verify,
                                        balancer=ConnectionBalancer(loads, slot),
-                                       write_token=os.environ.get(WRITE_TOKEN_VARIABLE)),
+                                       write_token=os.environ.get(WRITE_TOKEN_VARIABLE),
+                                       hybrid=hybrid_from_environment()),
                             **options)
     try:
         uvicorn.Server(config).run(sockets=[sock])

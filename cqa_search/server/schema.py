@@ -23,6 +23,22 @@ class Answer(BaseModel):
     snippet_marked: list[Segment] = Field(description="the same excerpt, matches marked")
 
 
+class FirstStage(BaseModel):
+    """The two parts of a hit's hybrid first-stage score: ``score = term_part +
+    cosine_part``, ``term_part = (1 - a) * term / term_max``, ``cosine_part = a *
+    cosine``."""
+
+    score: float
+    a: float = Field(description="the weight of the cosine")
+    term_model: str = Field(description="the retrieval model (its feature name)")
+    term: float = Field(description="its score of the hit")
+    term_max: float = Field(description="its best score of the archive for the query")
+    cosine: float = Field(description="the cosine of the query's and the hit's question "
+                                      "vectors (SIF averages of word vectors)")
+    term_part: float
+    cosine_part: float
+
+
 class Hit(BaseModel):
     rank: int
     id: str = Field(description="the question's id in the archive")
@@ -43,10 +59,14 @@ class Hit(BaseModel):
                           "score (the ranker's weight times the normalised feature), largest "
                           "first; the score is their sum plus the ranker's intercept (absent "
                           "for a ranker that normalises the features per query)")
+    first_stage: FirstStage | None = Field(
+        None, description="with explain=true after the hybrid first stage: the two parts "
+                          "of the hit's first-stage score (which made it a candidate)")
 
 
 class Ranker(BaseModel):
-    name: str
+    name: str = Field(description="the stored ranker that ran: the configured one, or its "
+                                  "NAME-search when that one reads the given-run features")
     learner: str | None
     n_candidates: int = Field(description="how many retrieval candidates it reorders")
     intercept: float
@@ -55,6 +75,9 @@ class Ranker(BaseModel):
 
 class Ranking(BaseModel):
     retrieval: str = Field(description="the term model that retrieves the candidates")
+    hybrid: float | None = Field(description="the weight a of the word-vector cosine in "
+                                             "the first stage: (1 - a) * term / max term + "
+                                             "a * cosine; None: the term model alone")
     ranker: Ranker | None = Field(description="the learned ranker that orders them; None: "
                                               "the retrieval model's order")
 

@@ -18,6 +18,7 @@ one from an :class:`~cqa_search.features.IndexView`:
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -230,6 +231,35 @@ def similar_question_pairs(view, *, k=5, min_similarity=0.5, batch=2048) -> np.n
     return pairs[~copies] if len(pairs) else pairs
 
 
+def _read_pairs(view, texts, pairs, *, answers, title_body, duplicates, progress_bar):
+    """Append the archive's pairs of the requested kinds to ``pairs`` (their texts, re-
+    analysed later, to ``texts``; see :func:`build_parallel_corpus`)."""
+    n_docs = view.n_docs
+    bar = _utils.progress_bar(progress_bar, "reading archive", "questions", n_docs, leave=False)
+    archive = view.archive
+    for row in range(n_docs):
+        question = archive[row]
+        if answers == "all":
+            chosen = question.answers
+        elif answers == "best":
+            best = question.best_answer_text
+            chosen = () if best is None else (best,)
+        else:
+            chosen = ()
+        for text in chosen:
+            pairs.append((row, n_docs + len(texts), 0))
+            texts.append(text)
+        if title_body and question.title and question.body:
+            pairs.append((n_docs + len(texts), n_docs + len(texts) + 1, 1))
+            texts.extend((question.title, question.body))
+        if duplicates:
+            for dup in question.duplicate_of:
+                if dup in archive:
+                    pairs.append((row, archive.row(dup), 2))
+        bar.update()
+    bar.close()
+
+
 def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=False,
                           similar_questions=None, min_similarity=0.5, pooling=True,
                           textrank=True, window=3, damping=0.85, progress_bar=False):
@@ -266,10 +296,15 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
     corpus : ParallelCorpus
     stats : CorpusStats
 
+    An archive without (best) answers, asked for question-answer pairs only, gives its
+    title-body pairs instead, with a warning: every archive that has titles and bodies
+    supports a translation model.
+
     Raises
     ------
     ValueError
-        Bad parameter values, or no pair at all (e.g. an archive without answers).
+        Bad parameter values, or no pair at all (an archive without answers whose
+        questions lack a title or a body).
     """
     if answers not in ANSWER_PAIRS:
         raise ParameterError(f"answers must be one of {{'all', 'best', None}}; got {answers!r}")
@@ -282,42 +317,30 @@ def build_parallel_corpus(view, *, answers="all", title_body=False, duplicates=F
     q_tokens = np.asarray(qfield.sequence, dtype=np.int32)
     q_offsets = offsets_from_lengths(qfield.doc_len)
     texts, pairs = [], []   # pairs: (source document, target document, kind)
-    need_archive = answers is not None or title_body or duplicates
     if similar_questions is not None:
         for a, b in similar_question_pairs(view, k=similar_questions,
                                            min_similarity=min_similarity).tolist():
             pairs.append((a, b, 3))
-    if need_archive:
-        bar = _utils.progress_bar(progress_bar, "reading archive", "questions", n_docs,
-                                  leave=False)
-        archive = view.archive
-        for row in range(n_docs):
-            question = archive[row]
-            if answers == "all":
-                chosen = question.answers
-            elif answers == "best":
-                best = question.best_answer_text
-                chosen = () if best is None else (best,)
-            else:
-                chosen = ()
-            for text in chosen:
-                pairs.append((row, n_docs + len(texts), 0))
-                texts.append(text)
-            if title_body and question.title and question.body:
-                pairs.append((n_docs + len(texts), n_docs + len(texts) + 1, 1))
-                texts.extend((question.title, question.body))
-            if duplicates:
-                for dup in question.duplicate_of:
-                    if dup in archive:
-                        pairs.append((row, archive.row(dup), 2))
-            bar.update()
-        bar.close()
+    if answers is not None or title_body or duplicates:
+        _read_pairs(view, texts, pairs, answers=answers, title_body=title_body,
+                    duplicates=duplicates, progress_bar=progress_bar)
+    if not pairs and answers is not None and not title_body:
+        # An archive without answers (a duplicate-question site, say) still has titles
+        # and bodies: the user asked for a translation model, this is the one it supports.
+        _read_pairs(view, texts, pairs, answers=None, title_body=True, duplicates=False,
+                    progress_bar=progress_bar)
+        if pairs:
+            warnings.warn(f"the archive has no {'best ' * (answers == 'best')}answers: the "
+                          "translation model learns from its title-body pairs instead (as "
+                          "with --title-body --answers none)", UserWarning, stacklevel=2)
     if not pairs:
-        raise ParameterError("no parallel pairs: the archive has no "
-                         + ("answers" if answers == "all" else "best answers" if answers == "best"
-                            else "pairs of the requested kinds")
-                         + "; use answers='all', title_body=True or duplicates=True (on the "
-                           "command line: --answers all, --title-body, --duplicates)")
+        lacks = ("answers" if answers == "all" else "best answers" if answers == "best"
+                 else "pairs of the requested kinds")
+        if answers is not None or title_body:
+            lacks += " and no question with both a title and a body"
+        raise ParameterError(f"no parallel pairs: the archive has no {lacks}; use "
+                             "answers='all', title_body=True or duplicates=True (on the "
+                             "command line: --answers all, --title-body, --duplicates)")
     logger.info("analysing %d answers/titles/bodies", len(texts))
     t_tokens, t_offsets = _analyse(texts, view.analyzer, vocab)
     tokens = np.concatenate([q_tokens, t_tokens])

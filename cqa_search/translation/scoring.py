@@ -154,7 +154,7 @@ def _sum_dp(probs, lengths):
     """
     P, L, R = probs.shape
     running = np.searchsorted(-lengths, -np.arange(P + 1), side="right")
-    if compiled.loaded():  # the same arithmetic compiled (the same values to rounding)
+    if compiled.active() == "numba":  # the same arithmetic compiled (the same values to rounding)
         return compiled.sum_dp(probs, lengths, running, _RESCALE)
     return compiled.timed(_sum_dp_numpy, probs, lengths, running)
 
@@ -185,7 +185,7 @@ def _viterbi(logp):
     as in :func:`_sum_dp`, at least ``_FLOOR``): ``alpha`` (R, P + 1) and the length
     of the last phrase ``back`` (R, P + 1), the same as :func:`segment_dp`."""
     L = logp.shape[1]
-    if compiled.loaded():  # the same arithmetic, compiled
+    if compiled.active() == "numba":  # the same arithmetic, compiled
         pad, back = compiled.viterbi(logp, _FLOOR)
     else:
         pad, back = compiled.timed(_viterbi_numpy, logp)
@@ -512,7 +512,7 @@ class TranslationScorer:
         The winners are the words of largest ``P(w | word) > 0`` (at least NULL's); the
         last position among them.
         """
-        if compiled.loaded():  # the same winners, one pass compiled
+        if compiled.active() == "numba":  # the same winners, one pass compiled
             return compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null,
                                   pairs.n, pairs.n_terms).reshape(pairs.n, pairs.n_terms)
         return compiled.timed(TranslationScorer._align_numpy, pairs, p_null)

@@ -14,6 +14,7 @@ from cqa_search.cli.__main__ import main as cli
 from cqa_search.distributed.build import build_sharded_index
 from cqa_search.index.models import add_model
 from cqa_search.ranking.linear import LinearRanker
+from cqa_search.training import fit_family
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TOY = DATA / "toy_archive.jsonl"
@@ -24,11 +25,14 @@ QUERIES = ["renew my visa", "category:cars engine battery", '"second hand" sofa'
 
 @pytest.fixture(scope="module")
 def toy(ray_session, tmp_path_factory):
-    """The toy archive indexed whole ("one") and in 3 shards ("s3"), the same ranker in
-    both (trained on the whole one's features)."""
+    """The toy archive indexed whole ("one") and in 3 shards ("s3"), word vectors fitted
+    on each (the hybrid first stage), the same ranker in both (trained on the whole one's
+    features)."""
     root = tmp_path_factory.mktemp("faces")
     build_index(TOY, root / "one")
     build_sharded_index(str(TOY), root / "s3", 3)
+    for name in ("one", "s3"):
+        fit_family(root / name, "embeddings", dim=8, neighbours=5, min_count=1)
     one = SearchEngine.open(root / "one")
     results = [one.search(q, 6) for q in ("renew visa", "car battery", "cheap sofa", "visa")]
     X = np.vstack([r.features for r in results])
@@ -60,6 +64,8 @@ def test_the_json_api_and_the_page_answer_as_on_one_index(toy):
             assert a.status_code == b.status_code, path
             assert _without_generation(b.json()) == _without_generation(a.json()), path
         assert [t["name"] for t in s3.get("/api/tags").json()["tags"]]  # the facet is on
+        hybrid = s3.get("/api/search", params={"q": "renew visa", "explain": "true"}).json()
+        assert hybrid["hits"][0]["first_stage"]["a"] > 0  # both parts of the hybrid stage
         for q in QUERIES:
             for params in ({"q": q, "k": 5, "explain": "true"}, {"q": q, "category": "cars"}):
                 a, b = one.get("/api/search", params=params), s3.get("/api/search",

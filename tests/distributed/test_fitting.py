@@ -115,3 +115,12 @@ def test_an_address_where_no_head_listens_is_refused_at_once():
                                                f"{port}: Connection refused"):
         _reachable(f"127.0.0.1:{port}")
     _reachable("auto")  # not HOST:PORT: left to Ray
+
+
+def test_fit_backend_says_where_fits_run(ray_session):
+    from cqa_search.distributed.fitting import fit_backend
+
+    assert fit_backend() == "this process"
+    with ray_fits(2):
+        assert fit_backend() == "ray"
+    assert fit_backend() == "this process"

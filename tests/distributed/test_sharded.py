@@ -14,6 +14,7 @@ from cqa_search.distributed._ray import ShardError  # noqa: E402
 from cqa_search.distributed.build import build_sharded_index  # noqa: E402
 from cqa_search.distributed.search import ShardedSearcher  # noqa: E402
 from cqa_search.exceptions import QueryError  # noqa: E402
+from cqa_search.features import GIVEN_FEATURES  # noqa: E402
 from cqa_search.index.models import add_model  # noqa: E402
 from cqa_search.index.store import open_index  # noqa: E402
 from cqa_search.ranking.linear import LinearRanker  # noqa: E402
@@ -29,7 +30,9 @@ SYNTAX = ["category:Health head feels heavy", "computer +slow -virus", '"time zo
 @pytest.fixture(scope="module")
 def indexes(ray_session, tmp_path_factory):
     """The demo archive indexed once unsharded and once per shard count, with the same
-    ranker stored in each."""
+    rankers stored in each: ``ranker`` on every feature (it reads the given-run ones:
+    reranks of candidates given with scores) and ``ranker-search`` without the given-run
+    features (free searches)."""
     root = tmp_path_factory.mktemp("sharded")
     archive = str(DEMO / "archive.jsonl")
     build_index(archive, root / "one")
@@ -41,7 +44,11 @@ def indexes(ray_session, tmp_path_factory):
     qid = np.concatenate([[i] * len(r) for i, r in rows])
     y = np.concatenate([(np.arange(len(r)) < 3).astype(int) for _, r in rows])
     ranker = LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=one.feature_names)
+    free = [j for j, f in enumerate(one.feature_names) if f not in GIVEN_FEATURES]
+    search = LinearRanker("ranksvm").fit(X[:, free], y, qid=qid,
+                                         feature_names=[one.feature_names[j] for j in free])
     for name in ["one", *(f"s{n}" for n in SHARDS)]:
+        add_model(root / name, "ranker-search", search)
         add_model(root / name, "ranker", ranker)
     return root
 
@@ -91,6 +98,8 @@ def engines(indexes):
 def test_fan_out_search_equals_one_index(engines, n):
     one, sharded = engines["one"], engines[n]
     assert isinstance(sharded.searcher, ShardedSearcher) and sharded.ranker is not None
+    assert sharded.ranker_name == one.ranker_name == "ranker-search"
+    assert sharded.given_ranker_name == one.given_ranker_name == "ranker"
     assert sharded.n_docs == one.n_docs and list(sharded.categories) == list(one.categories)
     for q in QUERIES[::2]:
         _same(sharded.search(q["text"], 10), one.search(q["text"], 10))

@@ -29,8 +29,10 @@ def beir(tmp_path):
 
 def test_readers(beir):
     assert read_queries(beir / "queries.jsonl") == [
-        {"id": "q1", "text": "how to renew my visa", "category": None},
-        {"id": "q2", "text": "battery dead in winter", "category": None}]
+        {"id": "q1", "text": "how to renew my visa", "category": None, "title": None,
+         "body": None},
+        {"id": "q2", "text": "battery dead in winter", "category": None, "title": None,
+         "body": None}]
     assert read_queries(beir / "queries.tsv") == read_queries(beir / "queries.jsonl")
     assert read_qrels(beir / "qrels" / "test.tsv") == {"q1": {"d1": 1}, "q2": {"d3": 1}}
 

@@ -59,10 +59,13 @@ def test_a_byte_order_mark_is_not_part_of_the_first_id(tmp_path):
 def test_read_queries_formats(tmp_path):
     (tmp_path / "q.jsonl").write_text('{"id": 1, "title": "T", "body": "B", "category": "C"}\n'
                                       '{"id": "2", "text": "plain"}\n')
-    assert read_queries(tmp_path / "q.jsonl") == [
-        {"id": "1", "text": "T\nB", "category": "C"}, {"id": "2", "text": "plain", "category": None}]
+    none = {"title": None, "body": None}
+    assert read_queries(tmp_path / "q.jsonl") == [  # the two parts kept: per-field features
+        {"id": "1", "text": "T\nB", "category": "C", "title": "T", "body": "B"},
+        {"id": "2", "text": "plain", "category": None, **none}]
     (tmp_path / "q.tsv").write_text("# comment\nq1\thow to renew\n")
-    assert read_queries(tmp_path / "q.tsv") == [{"id": "q1", "text": "how to renew", "category": None}]
+    assert read_queries(tmp_path / "q.tsv") == [{"id": "q1", "text": "how to renew",
+                                                 "category": None, **none}]
 
 
 def test_svmrank_file(tmp_path):

@@ -168,3 +168,45 @@ def test_postings_ordered_by_numpy_equal_scipys(seed, n_docs, n_terms):
         ti.NUMPY_ORDER_LIMIT = limit
     for a, b in zip(small, large):
         assert a.dtype == b.dtype and a.tolist() == b.tolist()
+
+
+def _built(builder, questions):
+    for q in questions:
+        builder.add(q)
+    return builder.build(), builder.surface_words()
+
+
+def test_worker_processes_build_the_same_index_bit_for_bit(toy_archive):
+    """Batches analysed by three threads (after one analysed here), each with local term
+    ids of its own, give the serial build's vocabulary, surface words and arrays."""
+    from cqa_search.index.vocab import Vocabulary
+
+    fields = ("question", "answers", "title", "tags")
+    questions = list(toy_archive) + [Question("u1", "ＦＵＬＬ width Über visas", body="\x01 odd"),
+                                     Question("u2", "visa", answers=("Über", "the the"))]
+    for vocab in (None, ["zebra", "visa"]):  # a vocabulary extended keeps its ids either way
+        serial, serial_words = _built(TermIndexBuilder(
+            Analyzer(), fields, batch_size=2, vocab=vocab and Vocabulary(vocab)), questions)
+        builder = TermIndexBuilder(Analyzer(), fields, batch_size=2, n_jobs=4,
+                                   vocab=vocab and Vocabulary(vocab))
+        builder._analysis.serial_batches = 1
+        parallel, parallel_words = _built(builder, questions)
+        assert len(builder._local_ids) > 1  # (threads did analyse batches)
+        assert parallel.vocab.terms == serial.vocab.terms
+        assert list(parallel_words.items()) == list(serial_words.items())
+        for name in fields:
+            a, b = serial[name], parallel[name]
+            for attr in ("indptr", "indices", "counts", "doc_len", "sequence"):
+                x, y = getattr(a, attr), getattr(b, attr)
+                assert x.dtype == y.dtype and x.tolist() == y.tolist(), (name, attr)
+
+
+def test_n_jobs_is_checked():
+    import pytest
+
+    from cqa_search.exceptions import ParameterError
+
+    for bad in (0, -2, 1.5, "2"):
+        with pytest.raises(ParameterError, match=r"n_jobs must be a positive integer, -1 "
+                                                 r"\(every core\) or None; got"):
+            TermIndexBuilder(Analyzer(), n_jobs=bad)

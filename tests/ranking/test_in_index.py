@@ -11,6 +11,7 @@ from cqa_search.cli import train
 from cqa_search.training import cv_report
 from cqa_search.evaluation import feature_table, read_qrels, read_queries, write_qrels
 from cqa_search.exceptions import ConvergenceWarning
+from cqa_search.features import GIVEN_FEATURES
 from cqa_search.index.models import add_model, model_class
 from cqa_search.ranking import LinearRanker
 
@@ -82,8 +83,9 @@ def test_train_command_stores_a_ranker(index, toy_judged, capsys):
     assert code == 0, err
     assert "learner      coordinate-ascent (n_restarts=2)" in out
     assert "queries      6 judged" in out and "training MAP" in out and "fold" not in out
-    for name in ("bm25", "lm_jm", "given_rrank", "log_length"):
+    for name in ("bm25", "lm_jm", "log_length"):
         assert name in out
+    assert "given_" not in out  # a full retrieval has no given-run features
     assert "stored as model 'ranker'" in out
     engine = SearchEngine.open(index)
     ranker = engine.models["ranker"]
@@ -241,3 +243,28 @@ def test_a_ranker_normalising_per_query_explains_with_feature_values(index, toy_
     assert not engine.ranker.can_explain
     doc = Presenter(engine).results_dict(engine.search("renew visa", k=2), explain=True)
     assert doc["hits"] and all("contributions" not in h and h["features"] for h in doc["hits"])
+
+
+def test_a_ranker_of_given_scores_never_ranks_a_free_search(index):
+    engine = SearchEngine.open(index)
+    assert not set(GIVEN_FEATURES) & set(table(engine)[3])  # a full retrieval has none
+    given = {q["id"]: {d: float(10 - i) for i, d in enumerate(
+        engine.search(q["text"], k=10).doc_ids)} for q in QUERIES}
+    X, qid, docs, names = feature_table(engine, QUERIES, candidates=given)
+    assert set(GIVEN_FEATURES) <= set(names)
+    y = np.array([QRELS[q].get(d, 0) >= 1 for q, d in zip(qid, docs)], dtype=float)
+    ranker = LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=names)
+    add_model(index, "ranker", ranker)  # stored by hand: no ranker of free searches beside it
+    engine = SearchEngine.open(index)
+    assert engine.ranker is None and engine.given_ranker is engine.models["ranker"]
+    assert engine.ranker_name is None and engine.given_ranker_name == "ranker"
+    plain = SearchEngine.open(index, config=SearchConfig(ranker=None))
+    found = engine.search("car engine will not start", k=None)
+    assert found.doc_ids == plain.search("car engine will not start", k=None).doc_ids
+    query = QUERIES[0]
+    candidates = given[query["id"]]
+    reranked = engine.rerank(query["text"], list(candidates), scores=list(candidates.values()))
+    columns = [reranked.feature_names.index(f) for f in names]
+    np.testing.assert_array_equal(reranked.scores, ranker.predict(reranked.features[:, columns]))
+    add_model(index, "ranker-search", ranker)  # one that reads them too is not used either
+    assert SearchEngine.open(index).ranker is None

@@ -38,18 +38,19 @@ def random_field(rng, n_docs, n_terms, density):
 
 
 @settings(max_examples=300, deadline=None)
-@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 400), n_terms=st.integers(1, 6),
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 400), n_terms=st.integers(1, 30),
        density=st.sampled_from([0.02, 0.2, 0.6]), k=st.integers(1, 25),
-       filtered=st.booleans(), deleted=st.sampled_from([None, 0.1, 0.9]))
-def test_top_k_of_model_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k,
-                                                filtered, deleted):
+       filtered=st.booleans(), deleted=st.sampled_from([None, 0.1, 0.9]),
+       window=st.sampled_from([1, 2, 3, 16, 64, compiled.WINDOW]))
+def test_top_k_of_model_equals_exhaustive_top_k(seed, n_docs, n_terms, density, k, filtered,
+                                                deleted, window):
     from cqa_search.retrieval import BM25
     from cqa_search.retrieval.candidates import top_k_of_model
 
     rng = np.random.default_rng(seed)
     field = random_field(rng, n_docs, n_terms, density)
     model = BM25()
-    term_ids = np.sort(rng.choice(n_terms, rng.integers(1, n_terms + 1), replace=False))
+    term_ids = rng.choice(n_terms, rng.integers(1, n_terms + 1), replace=False)  # query order
     qtf = rng.integers(1, 3, len(term_ids)).astype(float)
     doc_category = rng.integers(-1, 3, n_docs).astype(np.int32)
     category = int(rng.integers(0, 3)) if filtered else None
@@ -69,25 +70,30 @@ def test_top_k_of_model_equals_exhaustive_top_k(seed, n_docs, n_terms, density, 
     args = (term_ids, model._query_weights(field, term_ids, qtf), model.posting_weights(field))
     rows, got = _postings_top_k(field, *args, k, doc_category, category, allowed, tie_rank)
     assert rows.tolist() == expected.tolist() and got.tolist() == scores[expected].tolist()
-    if compiled.load():  # the compiled twin (MaxScore)
-        bounds = model.max_posting_weights(field)
+    if compiled.load():  # the compiled twin, its rows summed `window` at a time
         filters = dict(doc_category=doc_category, category=category, allowed=allowed)
-        for ties in (tie_rank, None):
-            want = top_k(scores, k, allowed=matched, tie_rank=ties)
-            rows, got = compiled.top_k_of_postings(field.indptr, field.indices, args[2], bounds,
-                                                   term_ids, args[1], k, tie_rank=ties,
-                                                   **filters)
-            assert rows.tolist() == want.tolist()
-            assert got.tolist() == scores[want].tolist()
-        # query weights that float32 rounds, some far apart (terms left out of the walk
-        # early): the same products and sums as numpy's
-        coef = rng.random(len(term_ids)) * 3 + 0.1
-        coef[rng.random(len(coef)) < 0.3] *= 50
-        want = _postings_top_k(field, term_ids, coef, args[2], k, doc_category, category,
-                               allowed, tie_rank)
-        got = compiled.top_k_of_postings(field.indptr, field.indices, args[2], bounds,
-                                         term_ids, coef, k, tie_rank=tie_rank, **filters)
-        assert [a.tolist() for a in got] == [a.tolist() for a in want]
+        saved, compiled.WINDOW = compiled.WINDOW, window
+        try:
+            for ties in (tie_rank, None):
+                want = top_k(scores, k, allowed=matched, tie_rank=ties)
+                rows, got = compiled.top_k_of_postings(field.indptr, field.indices, args[2],
+                                                       term_ids, args[1], k, n_docs=n_docs,
+                                                       tie_rank=ties, **filters)
+                assert rows.tolist() == want.tolist()
+                assert got.tolist() == scores[want].tolist()
+            # query weights that float32 rounds, some far apart: the same products and
+            # sums as numpy's
+            coef = rng.random(len(term_ids)) * 3 + 0.1
+            coef[rng.random(len(coef)) < 0.3] *= 50
+            want = _postings_top_k(field, term_ids, coef, args[2], k, doc_category, category,
+                                   allowed, tie_rank)
+            got = compiled.top_k_of_postings(field.indptr, field.indices, args[2], term_ids,
+                                             coef, k, n_docs=n_docs, tie_rank=tie_rank,
+                                             **filters)
+            assert [a.tolist() for a in got] == [a.tolist() for a in want]
+            assert not compiled._workspace.acc.any()  # left zeroed for the next query
+        finally:
+            compiled.WINDOW = saved
 
 
 def test_top_k_of_model_of_other_models_and_of_every_match():

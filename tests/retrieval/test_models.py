@@ -228,16 +228,6 @@ def test_cached_weights_give_the_same_candidate_scores():
         np.testing.assert_allclose(model.score_rows(field, ids, qtf, rows), fresh, atol=1e-6)
 
 
-def test_max_posting_weights_are_each_terms_largest():
-    index, field = make_field(DOCS)
-    for model in (BM25(), VSM()):
-        weights, bounds = model.posting_weights(field), model.max_posting_weights(field)
-        for t in range(len(field.indptr) - 1):
-            lo, hi = field.indptr[t], field.indptr[t + 1]
-            assert bounds[t] == (weights[lo:hi].max() if hi > lo else 0.0)
-        assert model.max_posting_weights(field) is bounds  # kept
-
-
 def test_make_model_and_parameter_errors():
     assert make_model("answers-lm-jm", lam=0.5) == LMJelinekMercer(field="answers", lam=0.5)
     with pytest.raises(ValueError, match=r"model must be one of \{bm25, lm-jm, lm-dir, vsm\}"):

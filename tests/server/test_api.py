@@ -86,7 +86,10 @@ def test_openapi_schema_lists_the_api(client):
     assert {"SearchResults", "Hit", "Error"} <= set(doc["components"]["schemas"])
     params = {p["name"]: p for p in doc["paths"]["/api/search"]["get"]["parameters"]}
     assert params["k"]["schema"]["maximum"] == MAX_K
-    assert params["q"]["schema"]["maxLength"] == MAX_QUERY_CHARS
+    q = params["q"]["schema"]  # optional: a question may come as title and body instead
+    assert {"string", "null"} == {s["type"] for s in q["anyOf"]}
+    assert next(s for s in q["anyOf"] if s["type"] == "string")["maxLength"] == MAX_QUERY_CHARS
+    assert {"title", "body"} <= set(params)
     assert client.get("/docs").status_code == 404  # no page that loads scripts from a CDN
 
 
@@ -155,7 +158,7 @@ def test_health(client, toy_index):
 
 
 @pytest.mark.parametrize("method,url,params,status,detail", [
-    ("GET", "/api/search", {}, 400, r"^q: Field required"),
+    ("GET", "/api/search", {}, 400, r"^give the question: q, or its title and body"),
     ("GET", "/api/search", {"q": ""}, 400, r"^q: String should have at least 1 character"),
     ("GET", "/api/search", {"q": "   "}, 400, r"empty query"),
     ("GET", "/api/search", {"q": "NOT visa"}, 400, r"empty query"),
@@ -425,3 +428,60 @@ def test_writes_need_the_token_and_are_served_at_once(tmp_path, toy_questions):
     assert SearchEngine.open(path).n_questions == 14  # what the server wrote is the index
     with pytest.raises(Exception, match="question 1 of the body: missing required field 'id'"):
         parse_questions(b'[{"title": "no id"}]')
+
+
+def test_ranking_names_the_ranker_that_ran(tmp_path, toy_questions, bm25_position_qrels,
+                                           given_run):
+    from cqa_search.features import GIVEN_FEATURES
+    from cqa_search.training import train_ranker
+
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    qrels = bm25_position_qrels(path, -1)
+    queries = [{"id": q, "text": t} for q, t in (
+        ("v1", "which office renews a residence visa"), ("v2", "my wife has a family visa"),
+        ("s1", "cheap sofa and furniture shops"), ("c1", "the car engine will not start"))]
+    train_ranker(path, queries, qrels, given_run(qrels), no_cv=True)
+    with TestClient(create_app(path)) as http:
+        doc = http.get("/api/search", params={"q": "renew my visa", "explain": "true"}).json()
+    ranker = doc["ranking"]["ranker"]
+    assert ranker["name"] == "ranker-search" and not set(GIVEN_FEATURES) & set(ranker["features"])
+    assert doc["hits"] and all(not set(GIVEN_FEATURES) & set(h["contributions"])
+                               for h in doc["hits"])
+
+
+def test_the_hybrid_first_stage_over_http(vectors_index, monkeypatch):
+    """An index with word vectors: the API says the first stage's weight, explains both
+    parts of each hit's first-stage score, and takes a question as title and body."""
+    from cqa_search import SearchConfig
+    from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT
+    from cqa_search.server.app import HYBRID_VARIABLE, app_from_environment
+
+    engine = SearchEngine.open(vectors_index)
+    with TestClient(create_app(vectors_index)) as http:
+        doc = http.get("/api/search", params={"q": "sinuses plugged up", "explain": "true"}).json()
+        schema.SearchResults.model_validate(doc, strict=True)
+        assert doc["ranking"]["hybrid"] == DEFAULT_WEIGHT
+        for hit in doc["hits"]:  # no ranker: the hits are in the first stage's order
+            parts = hit["first_stage"]
+            assert parts["score"] == pytest.approx(hit["score"])
+            assert parts["term_part"] + parts["cosine_part"] == pytest.approx(hit["score"])
+        plain = http.get("/api/search", params={"q": "sinuses plugged up"}).json()
+        assert all("first_stage" not in h for h in plain["hits"])
+        title, body = "dog barking", "how do I stop my dog barking at night"
+        doc = http.get("/api/search", params={"title": title, "body": body, "k": 5}).json()
+        expected = engine.search(title=title, body=body, k=5)
+        assert [h["id"] for h in doc["hits"]] == list(expected.doc_ids)
+        assert doc["query"] == f"{title}\n{body}"
+        assert max(h["features"]["field_body_bm25"] for h in doc["hits"]) > 0
+        dated = http.get("/api/search", params={"title": title, "after": "2001"}).json()
+        assert dated["hits"] == []  # the demo questions have no dates
+    with TestClient(create_app(vectors_index, hybrid=None)) as http:
+        assert http.get("/api/search", params={"q": "dog"}).json()["ranking"]["hybrid"] is None
+    monkeypatch.setenv("CQA_SEARCH_INDEX", str(vectors_index))
+    monkeypatch.setenv(HYBRID_VARIABLE, "0.6")  # serve --hybrid 0.6 with worker processes
+    with TestClient(app_from_environment()) as http:
+        doc = http.get("/api/search", params={"q": "dog barking", "k": 3}).json()
+    expected = engine.with_config(SearchConfig(hybrid=0.6)).search("dog barking", k=3)
+    assert doc["ranking"]["hybrid"] == 0.6 and [h["id"] for h in doc["hits"]] == \
+        list(expected.doc_ids)

@@ -33,6 +33,40 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-dev-shm-usage", "--window-size=1280,1000"]
 
 
+@pytest.fixture(scope="module")
+def hybrid_server(vectors_index, tmp_path_factory):
+    """The server of the demo archive with word vectors and a ranker trained (by `train`)
+    on its judged queries: the hybrid first stage."""
+    import shutil
+
+    from cqa_search.data import DEMO_QRELS, DEMO_QUERIES, demo_dir
+    from cqa_search.evaluation import read_qrels, read_queries
+    from cqa_search.training import train_ranker
+
+    path = tmp_path_factory.mktemp("hybrid") / "index"
+    shutil.copytree(vectors_index, path)
+    train_ranker(path, read_queries(demo_dir() / DEMO_QUERIES),
+                 read_qrels(demo_dir() / DEMO_QRELS), cv=3)
+    yield from _serve(path)
+
+
+@pytest.fixture(scope="module")
+def sharded_hybrid_server(ray_session, tmp_path_factory):
+    """As :func:`hybrid_server`, the demo archive in 2 shards on Ray (the word vectors
+    fitted from the shards, each holding its rows)."""
+    from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
+    from cqa_search.distributed.build import build_sharded_index
+    from cqa_search.evaluation import read_qrels, read_queries
+    from cqa_search.training import fit_family, train_ranker
+
+    path = tmp_path_factory.mktemp("sharded-hybrid") / "index"
+    build_sharded_index(str(demo_dir() / DEMO_ARCHIVE), path, 2)
+    fit_family(path, "embeddings", dim=16, neighbours=10)
+    train_ranker(path, read_queries(demo_dir() / DEMO_QUERIES),
+                 read_qrels(demo_dir() / DEMO_QRELS), cv=3)
+    yield from _serve(path)
+
+
 def _serve(index):
     """The server of ``index`` on a free loopback port, in a thread; yields its base URL."""
     import uvicorn
@@ -312,3 +346,24 @@ def test_suggestions_while_a_question_is_typed(server, browser, shots):
     print("\nsuggestion latency per keystroke batch:", json.dumps(report))
     errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+@pytest.mark.parametrize("which", ["hybrid_server", "sharded_hybrid_server"])
+def test_why_this_rank_shows_both_parts_of_the_first_stage(which, request, browser, shots):
+    """With word vectors, a hit's explanation starts with the two parts of the score that
+    made it a candidate (the BM25 part and the cosine part), then the ranker's; on a
+    sharded index too."""
+    d = browser
+    d.get(request.getfixturevalue(which) + "/?q=" + "sinuses+plugged+up+and+head+feels+heavy")
+    wait(d, lambda d: hits(d), "the hits")
+    status = d.find_element(By.ID, "status").text
+    assert "ranked by bm25 + word vectors + ranksvm ranker" in status
+    first = hits(d)[0]
+    first.find_element(By.CSS_SELECTOR, "details.why summary").click()
+    stage = first.find_element(By.CSS_SELECTOR, "details.why .first-stage")
+    wait(d, lambda d: stage.is_displayed(), "the explanation")
+    text = stage.text
+    assert text.startswith("Candidate score ") and " × bm25 " in text and " × cosine " in text
+    caption = first.find_element(By.CSS_SELECTOR, "details.why caption").text
+    assert "bm25 + word-vector candidates" in caption
+    d.save_screenshot(os.path.join(shots, f"search-{which}-explain.png"))

@@ -93,6 +93,33 @@ def test_unknown_words_are_dropped_and_empty_pairs_removed(tmp_path):
         build_parallel_corpus(engine.view, answers="some")
 
 
+def test_an_archive_without_answers_gives_its_title_body_pairs_with_a_warning(tmp_path):
+    qs = [Question("a", "renew visa", "how do I renew my residence visa"),
+          Question("b", "cheap sofa", "where can I buy a cheap sofa"),
+          Question("c", "no body here")]
+    path = tmp_path / "idx"
+    build_index(qs, path)
+    engine = SearchEngine.open(path)
+    with pytest.warns(UserWarning, match="the archive has no answers: the translation model "
+                                         "learns from its title-body pairs instead"):
+        corpus, stats = build_parallel_corpus(engine.view, pooling=False, textrank=False)
+    expected, _ = build_parallel_corpus(engine.view, answers=None, title_body=True,
+                                        pooling=False, textrank=False)
+    assert stats.n_title_body_pairs == 2 and stats.n_qa_pairs == 0
+    assert [corpus.pair(k) for k in range(corpus.n_pairs)] == \
+        [expected.pair(k) for k in range(expected.n_pairs)]
+    assert corpus.pair(0) == (terms(engine, "renew visa"),
+                              terms(engine, "how do I renew my residence visa"))
+    with pytest.warns(UserWarning, match="has no best answers"):
+        build_parallel_corpus(engine.view, answers="best", textrank=False)
+    # titles only: nothing to pair
+    bare = tmp_path / "bare"
+    build_index([Question("a", "renew visa"), Question("b", "cheap sofa")], bare)
+    with pytest.raises(ValueError, match="the archive has no answers and no question with "
+                                         "both a title and a body"):
+        build_parallel_corpus(SearchEngine.open(bare).view)
+
+
 def test_corpus_validation_and_helpers():
     c = ParallelCorpus.from_pairs([([0, 1], [2]), ([1], [2, 3]), ([3], [0])])
     assert c.select([2, 0]).pair(0) == ([3], [0]) and c.head(1).n_pairs == 1

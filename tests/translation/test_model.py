@@ -88,6 +88,24 @@ def test_cli_fit_translation(index_copy, capsys):
     assert code == 1 and "error: no parallel pairs" in err and "Traceback" not in err
 
 
+def test_build_index_models_translation_on_an_archive_without_answers(tmp_path, capsys):
+    from cqa_search import Question
+
+    archive = tmp_path / "a.jsonl"
+    archive.write_text("".join(Question(f"q{i}", t, b).to_json() + "\n" for i, (t, b) in
+                               enumerate([("renew visa", "how to renew a residence visa"),
+                                          ("visa fee", "what is the fee to renew a visa"),
+                                          ("cheap sofa", "where to buy a cheap sofa")])))
+    code = main(["build-index", str(archive), "-o", str(tmp_path / "idx"), "--models",
+                 "translation", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err
+    assert "cqa-search: warning: the archive has no answers: the translation model learns " \
+           "from its title-body pairs instead" in err
+    assert "3 title-body" in out
+    assert "wt" in SearchEngine.open(tmp_path / "idx").feature_names
+
+
 def test_a_model_extended_to_a_grown_vocabulary_scores_the_old_terms_as_before(index_copy):
     """An index that gained questions has more terms than the model: the extended model
     (new terms translate to themselves, are in no bi-phrase) gives the old terms' features

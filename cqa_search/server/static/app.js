@@ -181,7 +181,19 @@
   }
 
   // -- results -------------------------------------------------------------------------
+  // The two parts of a hit's hybrid first-stage score (what made it a candidate).
+  function firstStage(parts, ranked) {
+    const p = el("p", { class: "first-stage" });
+    p.append(el("strong", { text: ranked ? "Candidate score " : "Score " }),
+      `${number(parts.score)} = ${number(1 - parts.a)} × ${parts.term_model} ` +
+      `${number(parts.term)} / ${number(parts.term_max)} (the query's best ${parts.term_model}) ` +
+      `+ ${number(parts.a)} × cosine ${number(parts.cosine)} (question vectors: words learned ` +
+      `from the archive)`);
+    return p;
+  }
+
   function explanation(hit, ranking) {
+    const stage = hit.first_stage ? firstStage(hit.first_stage, Boolean(ranking.ranker)) : null;
     const rows = [];
     const ranker = ranking.ranker;
     let caption;
@@ -199,26 +211,29 @@
       caption = `Score ${number(hit.score)} = the ${ranker.learner || ranker.name} ranker's ` +
         `feature contributions` + (ranker.intercept ? ` ${ranker.intercept >= 0 ? "+" : "−"} ` +
         `intercept ${number(Math.abs(ranker.intercept))}` : "") +
-        ` (on the top ${ranker.n_candidates} ${ranking.retrieval} candidates)`;
-      return el("table", {}, el("caption", { text: caption }),
+        ` (on the top ${ranker.n_candidates} ` +
+        `${ranking.hybrid ? `${ranking.retrieval} + word-vector` : ranking.retrieval} candidates)`;
+      return [stage, el("table", {}, el("caption", { text: caption }),
                 el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "feature" }),
                                    el("th", { scope: "col", text: "value" }),
                                    el("th", { scope: "col", text: "contribution" }),
                                    el("th", { scope: "col", class: "barcell" },
                                       el("span", { class: "visually-hidden", text: "bar" })))),
-                el("tbody", {}, rows));
+                el("tbody", {}, rows))];
     }
     for (const [name, value] of Object.entries(hit.features)) {
       rows.push(el("tr", { class: name === ranking.retrieval ? "key" : null },
                     el("th", { scope: "row", text: name }),
                     el("td", { class: "num", text: number(value) })));
     }
-    caption = `No trained ranker: hits are in ${ranking.retrieval} order (score = ` +
-      `${ranking.retrieval}). Every feature score of this hit:`;
-    return el("table", {}, el("caption", { text: caption }),
+    caption = hit.first_stage
+      ? `No trained ranker: hits are in the order of the score above. Every feature score of this hit:`
+      : `No trained ranker: hits are in ${ranking.retrieval} order (score = ` +
+        `${ranking.retrieval}). Every feature score of this hit:`;
+    return [stage, el("table", {}, el("caption", { text: caption }),
               el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "feature" }),
                                  el("th", { scope: "col", text: "value" }))),
-              el("tbody", {}, rows));
+              el("tbody", {}, rows))];
   }
 
   function renderHit(hit, state, ranking) {
@@ -243,7 +258,7 @@
                       el("span", { class: "label", text: hit.answer.label }),
                       el("p", {}, marked(hit.answer.snippet_marked))) : null,
       el("details", { class: "why" }, el("summary", { text: "Why this rank" }),
-         explanation(hit, ranking))));
+         ...explanation(hit, ranking))));
   }
 
   function renderDidYouMean(data, state) {
@@ -290,8 +305,9 @@
     renderDidYouMean(data, state);
     const where = data.category ? ` in ${data.category}` : "";
     const ranking = data.ranking;
-    const order = ranking.ranker ? `${ranking.retrieval} + ${ranking.ranker.learner || ranking.ranker.name} ranker`
-                                 : ranking.retrieval;
+    const first = ranking.hybrid ? `${ranking.retrieval} + word vectors` : ranking.retrieval;
+    const order = ranking.ranker ? `${first} + ${ranking.ranker.learner || ranking.ranker.name} ranker`
+                                 : first;
     setStatus(data.hits.length
       ? `${data.hits.length === state.k ? "Top " : ""}${data.hits.length} ` +
         `${data.hits.length === 1 ? "question" : "questions"}${where} · ranked by ${order} · ${ms} ms`

@@ -1,0 +1,229 @@
+"""The first stage of a search: the candidates the ranker reorders (the hits, without one).
+
+Two first stages:
+
+* **term**: the retrieval model's best ``n`` (BM25 by default); it finds only the
+  questions that share a word with the query;
+* **hybrid** (when the index has word vectors, :mod:`cqa_search.vectors`): the best ``n``
+  of the whole archive by ::
+
+      s(q, d) = (1 - a) * T(q, d) / max_d' T(q, d') + a * cos(q, d)
+
+  (``T``: the retrieval model's score, ``cos``: the cosine of the query's and the
+  question's SIF vectors), found by :func:`hybrid_candidates`: the union of the term
+  model's and the vectors' top lists of depth ``m = depth * n``, merged by
+  :func:`~cqa_search.retrieval.hybrid.merge`; while the merge cannot prove its top ``n`` to
+  be the whole archive's (:attr:`~cqa_search.retrieval.hybrid.Merged.exact`), the lists are
+  deepened (``m`` doubled, up to ``max_depth * n``).
+
+The stage asks its back-end four narrow questions, each about the rows the query may
+return (live, in the category, passing the query-syntax filters)::
+
+    term_top(m)        -> rows, scores    the retrieval model's best m (every match: m None)
+    dense_top(m)       -> rows, cosines   the question vectors' best m
+    term_scores(rows)  -> scores          the retrieval model's scores of given rows
+    cosines(rows)      -> cosines         the cosines of given rows
+
+so a back-end that holds the rows elsewhere (shards) answers each by asking the holders and
+merging. ``a`` is chosen by ``cqa-search train`` (:data:`WEIGHT_GRID`, by the training
+queries' recall of the candidates) and stored with the ranker
+(``LinearRanker.hybrid_weight_``); without one the engine uses :data:`DEFAULT_WEIGHT`.
+
+The first stage's score is also a feature column (:class:`FirstStageFeature`,
+``first_stage``: the baseline that ``train``'s cross-validation compares a ranker with),
+and both of its parts are shown by ``--explain`` (:class:`StageParts`).
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .candidates import _sums_of_weights
+from .hybrid import Merged, hybrid_scores, merge  # noqa: F401 (Merged: the stage's result)
+
+__all__ = ["DEFAULT_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capable",
+           "check_weight", "hybrid_candidates", "StageParts", "FirstStageFeature",
+           "remember_basis", "term_matched"]
+
+#: ``a`` of an engine without a ranker that stores one: the best mean MAP of the hybrid
+#: order over two sets of training queries that no benchmark scores, SemEval-2016
+#: train-part2 and the demo's training queries (``scripts/full_retrieval.py
+#: --default-weight``; BENCHMARKS.md, "The default weight").
+DEFAULT_WEIGHT = 0.7
+#: The values of ``a`` that ``cqa-search train`` chooses from.
+WEIGHT_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: Depth of the two top lists, in candidates: lists of ``2n`` for ``n`` candidates.
+DEPTH = 2
+#: The deepest lists (in candidates) the stage reads before it takes the merge as it is.
+MAX_DEPTH = 16
+#: ``query.cache`` key of the first stage's basis: (term model, max term score, a).
+BASIS = "first_stage_basis"
+
+
+def hybrid_capable(model) -> bool:
+    """Whether a term model's scores can be the term part of the hybrid score: sums of
+    non-negative posting weights (BM25, tf-idf cosine), so that ``T / max T`` is in
+    [0, 1]; query likelihood (a log-probability) is not."""
+    return _sums_of_weights(model)
+
+
+def check_weight(a, what="the hybrid weight a") -> float | None:
+    """``a`` as a float in [0, 1] (None stays None).
+
+    Raises
+    ------
+    ValueError
+    """
+    if a is None:
+        return None
+    if isinstance(a, bool) or not isinstance(a, numbers.Real) or not 0 <= a <= 1:
+        raise ValueError(f"{what} must be a number in [0, 1]; got {a!r}")
+    return float(a)
+
+
+def hybrid_candidates(n, *, a, term_top, dense_top, term_scores, cosines, depth=DEPTH,
+                      max_depth=MAX_DEPTH, fill=None, tie_rank=None) -> Merged:
+    """The best ``n`` rows by the hybrid score, from the term and dense top lists.
+
+    Parameters
+    ----------
+    n : int or None
+        How many (None: every row matching a query term, and the vectors' best
+        ``max(that many, fill)``).
+    a : float in (0, 1]
+        Weight of the cosine.
+    term_top, dense_top, term_scores, cosines : callable
+        The back-end's primitives (see the module docstring).
+    depth : int, default 2
+        Depth of each list, in ``n``.
+    max_depth : int, default 16
+        The lists are doubled while the merged top ``n`` is not provably the whole
+        archive's, up to this depth (in ``n``).
+    fill : int, optional
+        With ``n`` None: the least depth of the dense list.
+    tie_rank : ndarray of int or callable, optional
+        Secondary sort key of equal scores, per row, or ``tie_rank(rows) -> keys``
+        (:func:`~cqa_search.retrieval.hybrid.merge`).
+
+    Returns
+    -------
+    Merged
+        Sorted by (-score, tie rank); ``exact`` says whether the rows are provably the
+        whole archive's best.
+    """
+    if n is None:
+        t = term_top(None)
+        m = max(len(t[0]), fill or 1)
+        d = dense_top(m)
+        return merge(t[0], t[1], d[0], d[1], None, a=a, term_of=term_scores,
+                     dense_of=cosines, term_complete=True, dense_complete=len(d[0]) < m,
+                     tie_rank=tie_rank)
+    m = max(1, depth * n)
+    t, d = term_top(m), dense_top(m)
+    while True:
+        out = merge(t[0], t[1], d[0], d[1], n, a=a, term_of=term_scores, dense_of=cosines,
+                    term_complete=len(t[0]) < m, dense_complete=len(d[0]) < m,
+                    tie_rank=tie_rank)
+        if out.exact or m >= max_depth * n:
+            return out
+        m *= 2
+        if len(t[0]) >= m // 2:  # a list shorter than asked holds every row it can
+            t = term_top(m)
+        if len(d[0]) >= m // 2:
+            d = dense_top(m)
+
+
+def term_matched(query, results) -> bool:
+    """Whether the first stage run for ``query`` found rows holding a query term (when
+    none was recorded: whether its ``results`` have hits)."""
+    basis = query.cache.get(BASIS)
+    return bool(len(results)) if basis is None else basis[1] > 0
+
+
+def remember_basis(query, model, term_max, a) -> None:
+    """Record on ``query`` what its first stage ran (the term model, ``max T`` over the
+    rows it could return, ``a``): the ``first_stage`` feature of its candidates uses
+    them."""
+    query.cache[BASIS] = (model, float(term_max), float(a))
+
+
+@dataclass(frozen=True)
+class StageParts:
+    """Both parts of the first-stage score of some hits (what ``--explain`` shows).
+
+    Attributes
+    ----------
+    a : float
+        Weight of the cosine.
+    term_model : str
+        Feature name of the retrieval model (``bm25``).
+    term_max : float
+        Its best score over the rows the query could return (the normaliser).
+    term : ndarray of float64
+        Its score of each hit.
+    cosine : ndarray of float64
+        The cosine of each hit's SIF vector with the query's.
+    exact : bool
+        The stage's candidates are provably the best of the whole archive
+        (:attr:`~cqa_search.retrieval.hybrid.Merged.exact`).
+    """
+
+    a: float
+    term_model: str
+    term_max: float
+    term: np.ndarray
+    cosine: np.ndarray
+    exact: bool = True
+
+    @property
+    def scores(self) -> np.ndarray:
+        """``(1 - a) * term / term_max + a * cosine``."""
+        return hybrid_scores(self.term, self.cosine, self.a, self.term_max)
+
+    def take(self, index) -> "StageParts":
+        """The parts of the hits at ``index`` (an index array)."""
+        return StageParts(self.a, self.term_model, self.term_max, self.term[index],
+                          self.cosine[index], self.exact)
+
+    def hit(self, i) -> dict:
+        """Hit ``i``'s parts: ``score``, ``a``, ``term_model``, ``term``, ``term_max``,
+        ``cosine``, ``term_part`` and ``cosine_part`` (the two terms of the sum)."""
+        term_part = (1 - self.a) * self.term[i] / self.term_max if self.term_max > 0 else 0.0
+        cosine_part = self.a * self.cosine[i]
+        return {"score": float(term_part + cosine_part), "a": self.a,
+                "term_model": self.term_model, "term": float(self.term[i]),
+                "term_max": self.term_max, "cosine": float(self.cosine[i]),
+                "term_part": float(term_part), "cosine_part": float(cosine_part)}
+
+
+class FirstStageFeature:
+    """The first stage's score of candidates as a feature column, ``first_stage``:
+    ``(1 - a) * T / max T + a * cos`` with the engine's ``a`` (0 when its first stage is
+    the term model alone: the normalised term score). Made by a back-end whose index has
+    word vectors; ``train`` compares its rankers with this column's order.
+
+    ``T``, ``max T`` and ``a`` are those the query's first stage recorded
+    (:func:`remember_basis`); for candidates that did not come from one (a rerank of
+    given candidates), the engine records the retrieval model's best score over the live
+    rows and its ``a`` (over the whole index: a shard's back-end has only its rows).
+
+    Parameters
+    ----------
+    index : TermIndex
+    dense : EmbeddingScorer
+        Gives ``cosines(query, rows)``.
+    """
+
+    names = ("first_stage",)
+
+    def __init__(self, index, dense):
+        self.index, self.dense = index, dense
+
+    def score(self, query, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        model, term_max, a = query.cache[BASIS]
+        term = model.score_rows(self.index[model.field], query.term_ids, query.qtf, rows)
+        cosine = self.dense.cosines(query, rows) if a > 0 else np.zeros(len(rows))
+        return hybrid_scores(term, cosine, a, term_max)[:, None]

@@ -1,0 +1,193 @@
+"""The features and the dense search of an :class:`~.model.EmbeddingModel` over an index.
+
+:class:`EmbeddingScorer` is the model's :class:`~cqa_search.features.FeatureScorer` (the
+columns of :data:`~.model.FEATURE_NAMES`) and the dense half of the hybrid first stage
+(:meth:`EmbeddingScorer.nearest`, :meth:`EmbeddingScorer.cosines`; merged with the term
+model's top list by :func:`cqa_search.retrieval.hybrid.merge`).
+
+A query's parts: its title and body when the query has them (``AnalyzedQuery.title`` and
+``.body``, term ids in text order), else its whole text is its title and it has no body;
+a feature of a part the query lacks is 0 (the same for every candidate of the query, so
+it does not change a linear ranker's order).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._blas import one_blas_thread
+from ..retrieval import BM25, VSM
+from . import dense, sif, softcos
+from .model import FEATURE_NAMES, MATRICES, TEXTS
+
+__all__ = ["EmbeddingScorer", "query_parts"]
+
+
+def query_parts(query) -> dict:
+    """``{"title", "body", "question"}`` -> term ids (text order) of an analysed query."""
+    title = getattr(query, "title", None)
+    body = getattr(query, "body", None)
+    if title is None and body is None:
+        title, body = query.sequence, None
+    empty = np.zeros(0, dtype=np.int64)
+    return {"title": empty if title is None else np.asarray(title, dtype=np.int64),
+            "body": empty if body is None else np.asarray(body, dtype=np.int64),
+            "question": np.asarray(query.sequence, dtype=np.int64)}
+
+
+def _dot(matrix, vector) -> np.ndarray:
+    """``matrix @ vector`` in float64, each row's sum by numpy's reduction: the same
+    whatever other rows are scored with it (BLAS rounds a row's product differently with
+    the number of rows), so the shards of a sharded index score as one index."""
+    return (np.asarray(matrix, dtype=np.float64) * np.asarray(vector, dtype=np.float64)
+            ).sum(axis=1)
+
+
+def _bag(ids):
+    """Distinct term ids and their counts."""
+    return np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+
+
+class EmbeddingScorer:
+    """Features of candidates and dense search, for one engine (see the module docstring).
+
+    Rows the index gained after the fit get theirs when the scorer is made
+    (:meth:`EmbeddingModel.extended_rows`).
+    """
+
+    names = FEATURE_NAMES
+
+    def __init__(self, model, view):
+        self.model, self.view = model, view
+        rows = model.extended_rows(view)
+        self.vectors, self.norms, self.fields = rows.vectors, rows.norms, rows.fields
+        self.ivf = None if rows.doc_list is None else dense.InvertedFile(
+            model.centroids_, rows.doc_list, model.n_probe_, model.list_vectors_)
+        self.question = view.index["question"]
+        self.matrices = {"emb": model.emb_similarity_, "char": model.char_similarity_}
+        self._bm25, self._vsm = BM25(), VSM()
+
+    # -- a shard's statistics -------------------------------------------------------------
+    def row_stats(self) -> dict:
+        """The statistics of the title and body fields the model stores (computed over
+        these rows alone; {} when they are the index's fields, whose statistics a shard
+        already reads over the whole index): see
+        :meth:`~cqa_search.searcher.LocalSearcher.row_stats`."""
+        if self.model.parts_ is None:
+            return {}
+        return {f"embeddings:{p}": f.stats for p, f in self.fields.items()}
+
+    def use_stats(self, stats) -> None:
+        """Score the title and body fields with ``stats`` (the whole index's)."""
+        self.fields = {p: f.with_stats(stats[f"embeddings:{p}"])
+                       if f"embeddings:{p}" in stats else f for p, f in self.fields.items()}
+
+    # -- the query ----------------------------------------------------------------------
+    def query_vector(self, query) -> np.ndarray:
+        """The query's SIF vector (unit length, or zero), cached in ``query.cache``."""
+        v = query.cache.get("sif")
+        if v is None:
+            m = self.model
+            v = query.cache["sif"] = sif.sentence_vector(query.sequence, m.word_vectors_,
+                                                         m.sif_weights_, m.component_)
+        return v
+
+    # -- dense search ---------------------------------------------------------------------
+    def nearest(self, query, k, *, allowed=None, tie_rank=None):
+        """The ``k`` rows of largest cosine with the query's SIF vector.
+
+        Exact up to the model's ``exact_limit`` allowed rows, through the inverted file
+        above it (when the model has one), exact again when the probed lists hold fewer
+        than ``k`` allowed rows (a narrow filter).
+
+        Parameters
+        ----------
+        query : AnalyzedQuery
+        k : int
+        allowed : ndarray of bool, shape (n_docs,), optional
+            Only these rows (not deleted, passing the filters).
+        tie_rank : ndarray of int, optional
+            Secondary sort key of equal cosines (default: the row).
+
+        Returns
+        -------
+        rows : ndarray of int64, sorted by (-cosine, tie rank)
+        cosines : ndarray of float64
+            As :meth:`cosines` gives them (the float32 products choose the rows).
+        """
+        q = self.query_vector(query)
+        if not np.any(q):  # no word with a vector: every cosine is 0
+            return np.zeros(0, np.int64), np.zeros(0)
+        n_allowed = len(self.vectors) if allowed is None else int(np.count_nonzero(allowed))
+        rows = None
+        if self.ivf is not None and n_allowed > self.model.exact_limit:
+            rows, _ = self.ivf.top_k(self.vectors, q, k, allowed=allowed, tie_rank=tie_rank)
+            if len(rows) < min(k, n_allowed):
+                rows = None
+        if rows is None:
+            rows, _ = dense.exact_top_k(self.vectors, q, k, allowed=allowed,
+                                        tie_rank=tie_rank)
+        cosines = self.cosines(query, rows)
+        order = np.lexsort((rows if tie_rank is None else tie_rank[rows], -cosines))
+        return rows[order], cosines[order]
+
+    def cosines(self, query, rows) -> np.ndarray:
+        """Cosine of the query's SIF vector with each of ``rows`` (float64, computed in
+        float64: the same whatever other rows are scored with them, as on the shards of
+        a sharded index)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        with one_blas_thread():
+            return _dot(self.vectors[rows], self.query_vector(query))
+
+    # -- features -------------------------------------------------------------------------
+    def score(self, query, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros((len(rows), len(self.names)))
+        if len(rows) == 0:
+            return out
+        with one_blas_thread():
+            out[:, 0] = self.cosines(query, rows)
+            out[:, 1] = self._mean_cosines(query, rows)
+            qparts = query_parts(query)
+            texts = {**self.fields, "question": self.question}
+            col = 2
+            for j, name in enumerate(MATRICES):
+                for i, text in enumerate(TEXTS):
+                    out[:, col] = self._soft_cosines(query, name, text, qparts[text],
+                                                     texts[text], rows,
+                                                     self.norms[rows, j * len(TEXTS) + i])
+                    col += 1
+            for model in (self._bm25, self._vsm):
+                for part in ("title", "body"):
+                    ids, qtf = _bag(qparts[part])
+                    if len(ids):
+                        out[:, col] = model.score_rows(self.fields[part], ids,
+                                                       qtf.astype(np.float64), rows)
+                    col += 1
+        return out
+
+    def _mean_cosines(self, query, rows):
+        m = self.model
+        q = query.cache.get("mean")
+        if q is None:
+            q = query.cache["mean"] = sif.sentence_vector(query.sequence, m.word_vectors_)
+        if not np.any(q):
+            return np.zeros(len(rows))
+        terms, pos = self.question.sequences_of(rows)
+        offsets = np.concatenate(([0], np.cumsum(np.bincount(pos, minlength=len(rows)))))
+        return _dot(sif.mean_rows(terms, offsets, m.word_vectors_), q)
+
+    def _soft_cosines(self, query, matrix, text, ids, field, rows, row_norms):
+        if len(ids) == 0:
+            return np.zeros(len(rows))
+        key = ("softcos", matrix, text)
+        entry = query.cache.get(key)
+        S = self.matrices[matrix]
+        if entry is None:  # the query's bag of words and x^T M x, once per query
+            terms, tf = _bag(ids)
+            w = tf * softcos.idf_of(self.model.idf_, terms)
+            known = terms < S.shape[0]
+            sub = S[terms[known]][:, terms[known]]
+            norm = float(w @ w + w[known] @ (sub @ w[known]))
+            entry = query.cache[key] = (terms, w, norm)
+        terms, w, norm = entry
+        return softcos.soft_cosines(terms, w, norm, field, rows, self.model.idf_, S, row_norms)

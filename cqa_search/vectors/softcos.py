@@ -1,0 +1,199 @@
+"""Soft-cosine similarity of bags of words (Sidorov et al. 2014; SimBow, Charlet and
+Damnati 2017, the best system of SemEval-2017 task 3 subtask B).
+
+The cosine of two tf-idf vectors counts only the words they share. The soft cosine also
+counts similar words, through a term-similarity matrix ``M``::
+
+    cos_M(x, y) = x^T M y / sqrt(x^T M x * y^T M y),     M = I + S
+
+``S`` is sparse and symmetric, zero on the diagonal:
+
+* from word vectors (:func:`embedding_neighbours`): ``S_ij = max(0, cos(v_i, v_j))^2``
+  for the ``k`` nearest neighbours ``j`` of each word ``i`` (SimBow's ``M``);
+* from spelling (:func:`char_neighbours`): the squared cosine of the words' character
+  n-gram counts (``#`` marks the word's ends), again over each word's ``k`` nearest; it
+  relates the variants and misspellings a forum is full of.
+
+A pair in one word's neighbours but not the other's gets the same value both ways
+(``S = max(S, S^T)``), so ``cos_M`` is symmetric. Both matrices are computed when the
+model is fitted and stored; :func:`self_similarity` gives ``y^T M y`` of every question
+(stored as model rows), :func:`soft_cosines` the scores of a query's candidates.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["embedding_neighbours", "char_neighbours", "self_similarity", "soft_cosines",
+           "char_ngrams", "bags", "idf_of"]
+
+
+def _top_neighbours(sims, rows, k):
+    """COO triplets of the ``k`` largest positive entries of each row of a dense block
+    (``rows``: the row ids of the block; the diagonal must be masked by the caller)."""
+    k = min(k, sims.shape[1])
+    if k <= 0:
+        return (np.zeros(0, np.int64),) * 2 + (np.zeros(0, np.float32),)
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    vals = np.take_along_axis(sims, top, axis=1)
+    keep = vals > 0
+    return (np.repeat(rows, k).reshape(-1, k)[keep], top[keep],
+            vals[keep].astype(np.float32))
+
+
+def _symmetric(i, j, v, n):
+    import scipy.sparse as sp
+
+    S = sp.csr_matrix((v, (i, j)), shape=(n, n), dtype=np.float32)
+    S = S.maximum(S.T).tocsr()
+    S.sort_indices()
+    return S
+
+
+def embedding_neighbours(vectors, k=50, batch=1024):
+    """``S`` from word vectors: ``max(0, cos)^2`` over each word's ``k`` nearest words
+    (words without a vector have none).
+
+    Parameters
+    ----------
+    vectors : ndarray of float32, shape (n_terms, dim)
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of float32, shape (n_terms, n_terms)
+    """
+    n = len(vectors)
+    has = np.flatnonzero(np.any(vectors != 0, axis=1))
+    U = vectors[has].astype(np.float32)
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    parts = []
+    for lo in range(0, len(has), batch):
+        block = U[lo:lo + batch] @ U.T
+        block[np.arange(len(block)), np.arange(lo, lo + len(block))] = -1.0  # not itself
+        i, j, v = _top_neighbours(block, np.arange(lo, lo + len(block)), k)
+        parts.append((has[i], has[j], v * v))
+    i, j, v = (np.concatenate(p) for p in zip(*parts)) if parts else \
+        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    return _symmetric(i, j, v, n)
+
+
+def char_ngrams(term, n=3) -> list:
+    """The character n-grams of a word with its ends marked.
+
+    Examples
+    --------
+    >>> char_ngrams("visa")
+    ['#vi', 'vis', 'isa', 'sa#']
+    """
+    word = f"#{term}#"
+    return [word[i:i + n] for i in range(max(len(word) - n + 1, 1))]
+
+
+def char_neighbours(terms, which, n=3, k=50, batch=1024):
+    """``S`` from spelling: the squared cosine of character n-gram counts over each word's
+    ``k`` nearest words, among the words ``which`` (term ids; the others have none).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of float32, shape (len(terms), len(terms))
+    """
+    import scipy.sparse as sp
+
+    which = np.asarray(which, dtype=np.int64)
+    grams, rows, cols = {}, [], []
+    for r, t in enumerate(which.tolist()):
+        for g in char_ngrams(terms[t], n):
+            rows.append(r)
+            cols.append(grams.setdefault(g, len(grams)))
+    G = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)),
+                      shape=(len(which), max(len(grams), 1)))
+    G.sum_duplicates()
+    norms = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
+    G = sp.csr_matrix(sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ G, dtype=np.float32)
+    GT = G.T.tocsc()
+    parts = []
+    for lo in range(0, len(which), batch):
+        block = (G[lo:lo + batch] @ GT).toarray()
+        block[np.arange(len(block)), np.arange(lo, lo + len(block))] = -1.0
+        i, j, v = _top_neighbours(block, np.arange(lo, lo + len(block)), k)
+        parts.append((which[i], which[j], v * v))
+    i, j, v = (np.concatenate(p) for p in zip(*parts)) if parts else \
+        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    return _symmetric(i, j, v, len(terms))
+
+
+def bags(field, rows, idf):
+    """The tf-idf bags of words of ``rows`` of a field: ``(terms, position in rows,
+    tf * idf)`` of each distinct (row, term)."""
+    terms, pos = field.sequences_of(rows)
+    keys, tf = np.unique(pos * (1 << 32) + terms, return_counts=True)
+    terms, pos = keys & 0xFFFFFFFF, keys >> 32
+    return terms, pos, tf * idf_of(idf, terms)
+
+
+def idf_of(idf, terms) -> np.ndarray:
+    """``idf[terms]``, terms the model does not know getting the largest idf (they were
+    rarer than any term it knows)."""
+    terms = np.asarray(terms, dtype=np.int64)
+    known = terms < len(idf)
+    out = np.full(len(terms), float(idf.max()) if len(idf) else 1.0)
+    out[known] = idf[terms[known]]
+    return out
+
+
+def self_similarity(field, rows, idf, S, batch=1 << 14) -> np.ndarray:
+    """``y^T M y`` of the tf-idf vector ``y`` of each of ``rows`` of a field (float64)."""
+    import scipy.sparse as sp
+
+    rows = np.asarray(rows, dtype=np.int64)
+    n_terms = S.shape[0]
+    out = np.zeros(len(rows))
+    for lo in range(0, len(rows), batch):
+        part = rows[lo:lo + batch]
+        terms, pos, w = bags(field, part, idf)
+        out[lo:lo + len(part)] = np.bincount(pos, weights=w * w, minlength=len(part))
+        known = terms < n_terms
+        Y = sp.csr_matrix((w[known], (pos[known], terms[known])), shape=(len(part), n_terms))
+        out[lo:lo + len(part)] += np.asarray((Y @ S).multiply(Y).sum(axis=1)).ravel()
+    return out
+
+
+def soft_cosines(query_terms, query_weights, query_norm, field, rows, idf, S,
+                 row_norms) -> np.ndarray:
+    """``cos_M`` of a query's bag of words with each of ``rows`` of a field.
+
+    Parameters
+    ----------
+    query_terms : ndarray of int, distinct term ids
+    query_weights : ndarray of float, their tf-idf
+    query_norm : float
+        ``x^T M x`` of the query.
+    field : FieldIndex
+    rows : ndarray of int
+    idf : ndarray of float, the model's idf
+    S : scipy.sparse.csr_matrix
+    row_norms : ndarray of float, ``y^T M y`` of each of ``rows``
+
+    Returns
+    -------
+    ndarray of float64, shape (len(rows),)
+    """
+    out = np.zeros(len(rows))
+    if len(query_terms) == 0 or query_norm <= 0:
+        return out
+    # z = M x over the query's words and their neighbours
+    known = query_terms < S.shape[0]
+    sub = S[query_terms[known]]
+    z_terms = np.concatenate([query_terms, sub.indices.astype(np.int64)])
+    z_vals = np.concatenate([query_weights,
+                             sub.data * np.repeat(query_weights[known], np.diff(sub.indptr))])
+    z_terms, inverse = np.unique(z_terms, return_inverse=True)
+    z = np.bincount(inverse.ravel(), weights=z_vals)
+    terms, pos = field.sequences_of(rows)  # each occurrence adds its idf: tf * idf
+    w = idf_of(idf, terms)
+    at = np.searchsorted(z_terms, terms)
+    at[at == len(z_terms)] = 0
+    hit = z_terms[at] == terms
+    dots = np.bincount(pos[hit], weights=w[hit] * z[at[hit]], minlength=len(rows))
+    denom = np.sqrt(query_norm * np.asarray(row_norms, dtype=np.float64))
+    np.divide(dots, denom, out=out, where=denom > 0)
+    return out
