@@ -247,6 +247,7 @@ def node_failure(archive, work, *, n_shards=2, queries=(), n_nodes=2, timeout=1.
     from ..distributed._ray import ShardError
     from ..distributed.build import build_sharded_index
     from ..distributed.search import ShardedSearcher
+    from ..features import GIVEN_FEATURES
     from ..index.models import add_model
     from ..index.store import open_index
     from ..ranking.linear import LinearRanker
@@ -262,10 +263,12 @@ def node_failure(archive, work, *, n_shards=2, queries=(), n_nodes=2, timeout=1.
         one = SearchEngine.open(whole)
         texts = list(queries) or [one.archive[r].title for r in range(0, one.n_docs, 3)][:30]
         results = [one.search(t, 10) for t in texts[:10]]
-        X = np.vstack([r.features for r in results])
+        free = [j for j, f in enumerate(one.feature_names) if f not in GIVEN_FEATURES]
+        X = np.vstack([r.features for r in results])[:, free]
         qid = np.repeat(np.arange(len(results)), [len(r) for r in results])
         y = np.concatenate([np.arange(len(r)) < 3 for r in results]).astype(int)
-        ranker = LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=one.feature_names)
+        ranker = LinearRanker("ranksvm").fit(  # (a ranker of free searches)
+            X, y, qid=qid, feature_names=[one.feature_names[j] for j in free])
         for path in (whole, sharded):
             add_model(path, "ranker", ranker)
         one = SearchEngine.open(whole)
@@ -280,20 +283,21 @@ def node_failure(archive, work, *, n_shards=2, queries=(), n_nodes=2, timeout=1.
         same = sum(engine.search(t, 10).doc_ids == one.search(t, 10).doc_ids for t in texts)
         report["equal_before"] = f"{same}/{len(texts)}"
         # node 1 dies in the middle of a query (parsed and analysed, its candidates asked
-        # for: every shard's)
-        real = engine.candidates
+        # of the back-end: every shard's)
+        searcher = engine.searcher
+        real = searcher.candidates
 
         def dying(*args, **kwargs):
             cluster.kill(1)
             return real(*args, **kwargs)
-        engine.candidates = dying
+        searcher.candidates = dying
         try:
             engine.search(texts[0], 10)
             report["failed_query"] = None
         except ShardError as exc:
             report["failed_query"] = str(exc)
         finally:
-            engine.candidates = real
+            searcher.candidates = real
         log(f"query while node 1 died: {report['failed_query']}")
         cluster.start(1)
         engine.searcher.timeout = 120.0  # the shard's actor restarts (on some node)
