@@ -485,6 +485,8 @@ class AnswerSelector(BaseEstimator):
     """
 
     kind = "answers"
+    #: The state arrays with one row per question (see :mod:`cqa_search.index.models`).
+    row_arrays = ("choice",)
     _parameter_constraints = {
         "lam": Interval(0, 1, closed="right"),
         "k1": Interval(0, None, closed="neither"),
@@ -769,6 +771,17 @@ class AnswerSelector(BaseEstimator):
         scores = self.score_answers(view, question)
         return int(np.argmax(scores)) if len(scores) else -1
 
+    def choice_of(self, view, row) -> int:
+        """Position of the answer chosen for archive row ``row`` of ``view``: the stored
+        choice, or computed for a question the fit did not see; -1 without answers."""
+        self._check_fitted()
+        row = int(row)
+        n_answers = len(view.archive[row].answers)
+        if n_answers == 0:
+            return -1
+        stored = int(self.choice_[row]) if len(self.choice_) == view.n_docs else -1
+        return stored if 0 <= stored < n_answers else self.select(view, row)
+
     def select_rows(self, view, rows) -> "AnswerSelector":
         """A copy whose choices are those of ``rows`` of ``view``, in that order (questions
         added since the fit chosen first): what a compaction stores."""
@@ -865,12 +878,11 @@ def chosen_answer(engine, row, model=None, *, name="answers"):
         return None
     if question.best_answer is not None:
         return ChosenAnswer(question.best_answer, question.best_answer_text, "marked")
-    if model is None:
-        model = engine.models.get(name)
-    if model is None:
+    if model is not None:
+        index = model.choice_of(engine.view, row)
+    elif name in engine.models:  # the back-end's (a sharded index: the shard's choices)
+        index = engine.searcher.answer_choice(name, row)
+    else:
         return ChosenAnswer(0, question.answers[0], "first")
-    stored = int(model.choice_[row]) if len(model.choice_) == engine.n_docs else -1
-    index = stored if 0 <= stored < len(question.answers) else \
-        model.select(engine.view, int(row))
     return ChosenAnswer(index, question.answers[index], "model")
 

@@ -437,6 +437,18 @@ class Archive(Sequence):
         return cls(records[0] if len(records) == 1 else _Parts(records), _doc_ids=doc_ids,
                    _live=live)
 
+    @classmethod
+    def _concat(cls, archives) -> "Archive":
+        """The archives of an index's parts (the shards of a sharded index) as one, their
+        rows one after the other (read lazily, as each part reads its own)."""
+        archives = list(archives)
+        live = None
+        if any(a._live is not None for a in archives):
+            live = np.concatenate([np.ones(len(a), dtype=bool) if a._live is None
+                                   else np.asarray(a._live, dtype=bool) for a in archives])
+        return cls(_Parts([a._questions for a in archives]),
+                   _doc_ids=[d for a in archives for d in a.doc_ids], _live=live)
+
     def __len__(self):
         return len(self._doc_ids)
 

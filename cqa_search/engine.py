@@ -5,124 +5,68 @@
     typed query -> parsing (filters) -> analysis -> candidate retrieval (top-k by a term
     model) -> feature scores of the candidates -> ranker -> :class:`Results`
 
+The engine does what a query needs before and after the questions' rows: parsing,
+analysis (the vocabulary and the collection statistics), the ranker, the order and the
+assembly of the results. What reads the rows is its *search back-end*
+(:class:`~cqa_search.searcher.Searcher`): a :class:`~cqa_search.searcher.LocalSearcher`
+reads the segments of one generation in this process; a
+:class:`~cqa_search.distributed.search.ShardedSearcher` holds a sharded index, every shard
+a local back-end in a Ray actor, and merges their answers. Both answer the same calls, so
+everything the engine offers works on both; :func:`searcher_class` chooses the back-end
+of a generation from its manifest.
+
 Building an index is :func:`cqa_search.index.build.build_index`; evaluating a system on
 judged queries is :mod:`cqa_search.evaluation.runs`; showing results to a person is
 :mod:`cqa_search.presentation`.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
+import importlib
 import logging
-import numbers
-from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
 from ._utils import progress_bar
-from .exceptions import CQASearchError, IndexFormatError, QueryError
-from .features import (AnalyzedQuery, ContextFeatures, IndexView, TermFeatures, analyze,
-                       search_ranker_name, uses_given)
+from .exceptions import IndexFormatError, QueryError
+from .features import AnalyzedQuery, analyze, search_ranker_name, uses_given
 from .index.attributes import attributes_of
-from .index.layout import IndexData, load_index
-from .index.models import load_models
+from .index.layout import IndexData
 from .index.store import is_live, read_consistent
 from .parallel import map_queries, n_workers
 from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
 from .results import Results
-from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, top_k
 from .retrieval import first_stage
-from .retrieval.candidates import top_k_of_model
-from .retrieval.filters import apply_filters
+from .searcher import _REFIT, Candidates, LocalSearcher, SearchConfig, implausible
 
-__all__ = ["SearchConfig", "SearchEngine"]
+__all__ = ["SearchConfig", "SearchEngine", "searcher_class", "SEARCHERS"]
 
 logger = logging.getLogger(__name__)
 
-_REFIT = ("a stored model or statistic is implausible: fit the models again, or rebuild the "
-          "index with `cqa-search build-index`")
+#: Back-end of a generation: a manifest key that selects it -> ``"module:Class"``
+#: (imported on first use, so a local index never imports the others' dependencies).
+SEARCHERS = {"shards": "cqa_search.distributed.search:ShardedSearcher"}
 
 
-def _default_features():
-    return (BM25(), LMJelinekMercer(), LMDirichlet(), VSM(),
-            BM25(field="answers"), LMJelinekMercer(field="answers"))
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """How an engine ranks (frozen; make a new one to change it).
-
-    Parameters
-    ----------
-    retrieval : TermModel, default BM25()
-        Selects and scores the candidates over the whole archive.
-    features : tuple of TermModel
-        Term models whose scores are features of every candidate; models on fields the
-        index lacks are left out.
-    models : tuple of str or None, default None
-        Names of the stored models (translation, topics, ...) whose features are
-        computed; None for all of them.
-    ranker : str or None, default "ranker"
-        Name of the stored ranker that orders the candidates; None (or no such model)
-        keeps the retrieval model's order. A ranker of the given-run features
-        (:data:`~cqa_search.features.GIVEN_FEATURES`) orders only candidates given with
-        scores; free searches use ``<name>-search`` instead (stored beside it by
-        ``train --candidates``), or the retrieval model's order.
-    n_candidates : int, default 100
-        How many candidates of the first stage the ranker reorders (at least ``k``).
-    hybrid : "auto", float in [0, 1] or None, default "auto"
-        The first stage (:mod:`~cqa_search.retrieval.first_stage`): the weight ``a`` of
-        the word-vector cosine in the hybrid score ``(1 - a) * T / max T + a * cos``
-        (``T``: the retrieval model's score); "auto": the ``a`` stored with the ranker
-        (``train`` chooses it), or :data:`~cqa_search.retrieval.first_stage.DEFAULT_WEIGHT`
-        without one, when the index has word vectors (``cqa-search fit INDEX
-        embeddings``) and the retrieval model is BM25-like, else the retrieval model
-        alone; None or 0: the retrieval model alone.
-    hybrid_depth : int, default 2
-        Depth of the term and vector top lists the hybrid stage merges, in candidates
-        (doubled while the merge cannot prove its candidates to be the archive's best).
-    """
-
-    retrieval: TermModel = field(default_factory=BM25)
-    features: tuple = field(default_factory=_default_features)
-    models: tuple | None = None
-    ranker: str | None = "ranker"
-    n_candidates: int = 100
-    hybrid: float | str | None = "auto"
-    hybrid_depth: int = first_stage.DEPTH
-
-    def __post_init__(self):
-        if not isinstance(self.retrieval, TermModel):
-            raise QueryError(f"retrieval must be a TermModel; got {self.retrieval!r}")
-        object.__setattr__(self, "features", tuple(self.features))
-        if self.models is not None:
-            object.__setattr__(self, "models", tuple(self.models))
-        if not all(isinstance(m, TermModel) for m in self.features):
-            raise QueryError("features must be TermModel instances")
-        for model in (self.retrieval, *self.features):
-            model.cache_key()  # checks the model's parameters
-        names = [m.feature_name for m in self.features]
-        if len(set(names)) != len(names):
-            raise QueryError(f"feature names must be distinct; got {names}")
-        if isinstance(self.n_candidates, bool) or \
-                not isinstance(self.n_candidates, numbers.Integral) or self.n_candidates < 1:
-            raise QueryError(f"n_candidates must be a positive integer; got {self.n_candidates!r}")
-        object.__setattr__(self, "n_candidates", int(self.n_candidates))
-        if self.hybrid != "auto":
-            try:
-                object.__setattr__(self, "hybrid", first_stage.check_weight(self.hybrid))
-            except ValueError:
-                raise QueryError(f"hybrid must be 'auto', None or a number in [0, 1]; got "
-                                 f"{self.hybrid!r}") from None
-        if isinstance(self.hybrid_depth, bool) or \
-                not isinstance(self.hybrid_depth, numbers.Integral) or self.hybrid_depth < 1:
-            raise QueryError(f"hybrid_depth must be a positive integer; got "
-                             f"{self.hybrid_depth!r}")
+def searcher_class(stored) -> type:
+    """The back-end class of a generation (:data:`SEARCHERS`; else :class:`LocalSearcher`)."""
+    for key, target in SEARCHERS.items():
+        if key in stored.manifest:
+            module, _, name = target.partition(":")
+            return getattr(importlib.import_module(module), name)
+    return LocalSearcher
 
 
 class SearchEngine:
     """Searches a stored index. Create with :meth:`open`.
+
+    Parameters
+    ----------
+    data : IndexData or Searcher
+        A generation read in this process (searched by a :class:`LocalSearcher` with
+        ``models`` and ``config``), or a search back-end.
+    models : mapping of str to estimator, optional
+    config : SearchConfig, optional
 
     Examples
     --------
@@ -141,154 +85,133 @@ class SearchEngine:
     ('b',)
     """
 
-    #: ``a`` of the hybrid first stage (0: the retrieval model alone chooses the
-    #: candidates; see :attr:`SearchConfig.hybrid`).
-    hybrid_weight = 0.0
-
-    def __init__(self, data: IndexData, *, models=None, config=None):
-        self.data = data
-        self.models = MappingProxyType(dict(models or {}))
-        self.view = IndexView(data.index, data.archive, data.analyzer, data.categories,
-                              self.models)
-        self.config = self._checked_config(config or SearchConfig())
-        self._scorers = self._make_scorers()
+    def __init__(self, data, *, models=None, config=None):
+        if isinstance(data, IndexData):
+            data = LocalSearcher(data, models, config)
+        elif models is not None or config is not None:
+            raise TypeError("models and config go with IndexData; a back-end has its own "
+                            "(Searcher.with_config)")
+        self.searcher = data
+        self.config = data.config
         self.ranker, self.given_ranker = self._make_rankers()
         self.hybrid_weight = self._hybrid_weight()
 
     # -- what the engine reads -------------------------------------------------------
     @property
+    def data(self) -> IndexData:
+        """The generation read in this process (a local back-end only)."""
+        data = getattr(self.searcher, "data", None)
+        if data is None:
+            raise AttributeError(f"{self.path} is searched by a "
+                                 f"{type(self.searcher).__name__}: no IndexData here")
+        return data
+
+    @property
     def index(self):
-        """The term index (:class:`~cqa_search.index.term_index.TermIndex`)."""
-        return self.data.index
+        """The term index (:class:`~cqa_search.index.term_index.TermIndex`): vocabulary and
+        collection statistics (and the postings, with a local back-end)."""
+        return self.searcher.index
 
     @property
     def archive(self):
-        """The archived questions (:class:`~cqa_search.archive.Archive`)."""
-        return self.data.archive
+        """The archived questions (:class:`~cqa_search.archive.Archive`, or what reads
+        them from the shards)."""
+        return self.searcher.archive
 
     @property
     def analyzer(self):
-        return self.data.analyzer
+        return self.searcher.analyzer
 
     @property
     def categories(self):
         """The index's categories (:class:`~cqa_search.index.layout.Categories`)."""
-        return self.data.categories
+        return self.searcher.categories
+
+    @property
+    def models(self):
+        """The stored models, by name."""
+        return self.searcher.models
+
+    @property
+    def view(self):
+        """What models read of the index to be fitted (:class:`IndexView`)."""
+        return self.searcher.view
 
     @property
     def path(self) -> str:
-        return self.data.stored.path
+        return self.searcher.stored.path
 
     @property
     def manifest(self) -> dict:
-        return self.data.stored.manifest
+        return self.searcher.stored.manifest
 
     @property
     def generation(self) -> str:
         """The index generation this engine reads (see :mod:`cqa_search.index.store`)."""
-        return self.data.stored.generation
+        return self.searcher.stored.generation
 
     @property
     def n_docs(self) -> int:
         """Rows of the index, deleted questions' included (the length of row masks)."""
-        return self.index.n_docs
+        return self.searcher.n_docs
 
     @property
     def n_questions(self) -> int:
         """Questions in the archive: rows less deleted questions."""
-        return self.data.n_questions
+        return self.searcher.n_questions
 
     def category_counts(self) -> np.ndarray:
         """Questions per category id (in the order of ``categories``), deleted ones left
         out."""
-        return self.categories.counts(self.data.live)
+        return self.searcher.category_counts()
 
     @property
     def attributes(self):
         """The questions' tags and dates
-        (:class:`~cqa_search.index.attributes.QuestionAttributes`, read on first use)."""
+        (:class:`~cqa_search.index.attributes.QuestionAttributes`, read on first use; a
+        local back-end only: a sharded index's are its shards')."""
         return attributes_of(self.data)
 
     def tag_counts(self) -> dict:
-        """Questions per tag, deleted ones left out, most questions first (then by tag);
-        empty for a sharded index (its shards filter by tag, but do not count them)."""
-        if "shards" in self.manifest:
-            return {}
-        attributes = self.attributes
-        counts = attributes.tag_counts(self.data.live).tolist()
-        order = sorted((i for i, c in enumerate(counts) if c),
-                       key=lambda i: (-counts[i], attributes.tags[i].casefold()))
-        return {attributes.tags[i]: counts[i] for i in order}
+        """Questions per tag, deleted ones left out, most questions first (then by tag)."""
+        return self.searcher.tag_counts()
+
+    def surface_words(self) -> dict:
+        """Surface word -> document frequency of its term over the fields (the candidates
+        of "did you mean")."""
+        return self.searcher.surface_words()
 
     @property
     def feature_names(self) -> tuple:
         """Names of the feature columns, in order."""
-        return tuple(n for s in self._scorers for n in s.names)
+        return self.searcher.feature_names
+
+    def close(self) -> None:
+        """Release the back-end's resources (a sharded index's shard actors); the engine is
+        unusable afterwards."""
+        self.searcher.close()
 
     # -- set-up ----------------------------------------------------------------------
-    def _checked_config(self, config):
-        if config.retrieval.field not in self.index.fields:
-            raise QueryError(f"the retrieval model uses field {config.retrieval.field!r}, which "
-                             f"this index lacks (fields: {', '.join(self.index.fields)})")
-        unknown = [n for n in config.models or () if n not in self.models]
-        if unknown:
-            raise QueryError(f"this index has no model {unknown[0]!r} "
-                             f"(models: {', '.join(self.models) or 'none'})")
-        kept = tuple(m for m in config.features if m.field in self.index.fields)
-        return dataclasses.replace(config, features=kept)
-
-    def _make_scorers(self):
-        scorers = [TermFeatures(self.config.features, self.index), ContextFeatures(self.view)]
-        names = self.config.models
-        for name, model in self.models.items():
-            if (names is None or name in names) and hasattr(model, "scorer"):
-                with self._implausible(f"model {name!r}"):
-                    scorers.append(model.scorer(self.view))
-        # the question vectors of the dense first stage (an embeddings model's scorer)
-        self._dense = next((s for s in scorers if hasattr(s, "nearest")), None)
-        if self._dense is not None and first_stage.hybrid_capable(self.config.retrieval):
-            scorers.append(first_stage.FirstStageFeature(self.config.retrieval, self.index,
-                                                         self._dense, self.data.live))
-        return scorers
-
     def _hybrid_weight(self) -> float:
         """``a`` of the hybrid first stage (0: the retrieval model alone), from the
-        configuration (see :attr:`SearchConfig.hybrid`)."""
+        configuration (see :attr:`SearchConfig.hybrid`) and the back-end's word vectors."""
         wanted = self.config.hybrid
-        usable = self._dense is not None and \
-            first_stage.hybrid_capable(self.config.retrieval)
+        vectors = self.searcher.has_vectors
+        usable = vectors and first_stage.hybrid_capable(self.config.retrieval)
         if wanted == "auto":
             stored = getattr(self.ranker, "hybrid_weight_", None)
-            a = (first_stage.DEFAULT_WEIGHT if stored is None else stored) if usable else 0.0
-        elif wanted:
-            if self._dense is None:
-                raise QueryError("the hybrid first stage needs the index's word vectors: "
-                                 "this index has no embeddings model (`cqa-search fit INDEX "
-                                 "embeddings`), or the configuration leaves it out")
-            if not usable:
-                raise QueryError(f"the hybrid first stage needs a BM25-like retrieval model "
-                                 f"(scores that are sums of non-negative weights); got "
-                                 f"{self.config.retrieval.feature_name}")
-            a = wanted
-        else:
-            a = 0.0
-        for s in self._scorers:
-            if isinstance(s, first_stage.FirstStageFeature):
-                s.a = a
-        return a
-
-    @contextlib.contextmanager
-    def _implausible(self, what):
-        """A numerical failure of stored values (a forged weight that overflows, a matrix
-        that cannot be factored) is a corrupted index, never a wrong answer or a bug."""
-        try:
-            yield
-        except CQASearchError:
-            raise
-        except (ArithmeticError, ValueError) as exc:  # LinAlgError is a ValueError
-            raise IndexFormatError(
-                f"corrupted index {self.path}: {what} cannot score with its stored values "
-                f"({type(exc).__name__}: {exc}); {_REFIT}") from None
+            return (first_stage.DEFAULT_WEIGHT if stored is None else stored) if usable else 0.0
+        if not wanted:
+            return 0.0
+        if not vectors:
+            raise QueryError("the hybrid first stage needs the index's word vectors: this "
+                             "index has no embeddings model (`cqa-search fit INDEX "
+                             "embeddings`), or the configuration leaves it out")
+        if not usable:
+            raise QueryError(f"the hybrid first stage needs a BM25-like retrieval model "
+                             f"(scores that are sums of non-negative weights); got "
+                             f"{self.config.retrieval.feature_name}")
+        return wanted
 
     @property
     def ranker_name(self) -> str | None:
@@ -336,9 +259,9 @@ class SearchEngine:
         """Open the live generation of an index built by :func:`~cqa_search.build_index`.
 
         Everything is read from one generation: a writer switching the index to a new one
-        meanwhile never mixes two. A sharded index (``build-index --shards``) opens as a
-        :class:`~cqa_search.distributed.search.ShardedEngine`: the same API, each query
-        sent to Ray actors holding the shards.
+        meanwhile never mixes two. The back-end is the generation's
+        (:func:`searcher_class`): a sharded index (``build-index --shards``) is searched
+        by Ray actors holding its shards, with the same API.
 
         Parameters
         ----------
@@ -353,13 +276,12 @@ class SearchEngine:
         ------
         IndexFormatError
             Missing, foreign, corrupted or other-version index.
+        DistributedError
+            A sharded index, and Ray is missing or its cluster cannot be joined.
         """
-        def load(stored):
-            if "shards" in stored.manifest:  # a sharded index: searched by Ray actors
-                from .distributed.search import ShardedEngine
-                return ShardedEngine(stored, config=config)
-            return cls(load_index(stored), models=load_models(stored), config=config)
-        return read_consistent(path, load, mmap=mmap, verify=verify)
+        return read_consistent(
+            path, lambda stored: cls(searcher_class(stored).open(stored, config)),
+            mmap=mmap, verify=verify)
 
     def reopen(self) -> "SearchEngine":
         """This engine if its generation is still the live one, else a new engine on the
@@ -372,9 +294,9 @@ class SearchEngine:
             The index can no longer be opened (this engine stays usable: its files are
             kept open).
         """
-        if is_live(self.data.stored):
+        stored = self.searcher.stored
+        if is_live(stored):
             return self
-        stored = self.data.stored
         engine = SearchEngine.open(self.path, mmap=stored.mmap, verify=stored.verified,
                                    config=self.config)
         engine.analyzer.share_cache(self.analyzer)  # the words analysed so far stay analysed
@@ -382,7 +304,7 @@ class SearchEngine:
 
     def with_config(self, config: SearchConfig) -> "SearchEngine":
         """A new engine over the same (shared) index and models with another configuration."""
-        return SearchEngine(self.data, models=self.models, config=config)
+        return SearchEngine(self.searcher.with_config(config))
 
     # -- queries ---------------------------------------------------------------------
     def analyze(self, text, category=None, given=None, *, title=None,
@@ -468,6 +390,9 @@ class SearchEngine:
                                  f"{MAX_QUERY_CHARS:,} are taken")
             query = parse_query(query)
         cid = self.categories.id(query.category or category)
+        if query.not_categories:  # -category:travel: the exact names, checked once here
+            query = dataclasses.replace(query, not_categories=tuple(
+                self.categories[self.categories.id(name)] for name in query.not_categories))
         if not query.text.strip():
             raise QueryError("empty query: type some words to search for (NOT and - only "
                              "leave words out)")
@@ -519,7 +444,7 @@ class SearchEngine:
         self._check_k(k)
         if not isinstance(doc_id, str):
             raise QueryError(f"a question id must be a string; got {type(doc_id).__name__}")
-        row = int(self.archive.rows([doc_id])[0])
+        row = int(self.searcher.rows([doc_id])[0])
         cid = self.categories.id(category)
         question = self.archive[row]
         q = self.analyze(question.text, self._name(cid), title=question.title,
@@ -529,129 +454,119 @@ class SearchEngine:
     def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
                   retrieval=None) -> Results:
         """The ``k`` best hits of an analysed query (None: all) in the category (an id, or
-        None) passing the filters of ``parsed``: the retrieval model's candidates (the
-        config's, or ``retrieval``), reordered by the ranker when there is one. What
-        :meth:`search` and :meth:`retrieve` run once the query is analysed."""
+        None) passing the filters of ``parsed``: the first stage's candidates (by the
+        config's retrieval model, or ``retrieval``), reordered by the ranker when there is
+        one. What :meth:`search` and :meth:`retrieve` run once the query is analysed."""
         model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
-            return self._ranked(q, empty, np.zeros(0), empty, k)
+            return self._ranked(q, Candidates(empty, np.zeros(0), empty), k)
         if self.ranker is None:
             depth = k
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k
             depth = None if k is None else max(k, self.config.n_candidates)
-        rows, scores, parts = self._first_stage(q, depth, category_id, parsed, model)
-        return self._ranked(q, rows, scores, self.data.doc_id_rank[rows], k, field=model.field,
-                            parts=parts)
+        found, parts = self._first_stage(q, depth, category_id, parsed, model)
+        return self._ranked(q, found, k, field=model.field, parts=parts)
 
     def _first_stage(self, q, depth, category_id, parsed, model):
         """The first stage (:mod:`~cqa_search.retrieval.first_stage`): the ``depth`` best
         rows (None: all) by the term model, or by the hybrid score when this engine has a
-        hybrid weight, their scores and (hybrid) the two parts of their scores."""
-        allowed, category = self._allowed(category_id, parsed)
-        must = parsed is not None and bool(parsed.must)
-        tie = self.data.doc_id_rank
+        hybrid weight, as :class:`Candidates`, and (hybrid) the two parts of their
+        scores. The hybrid stage asks the back-end its four primitives (the term and the
+        vector top lists, the term scores and the cosines of given rows), so it runs
+        alike over local segments and over shards."""
+        a = self.hybrid_weight if first_stage.hybrid_capable(model) else 0.0
+        searcher = self.searcher
+        if not a:
+            # without a ranker the hits are the candidates: their features come with them
+            # when the back-end computes them in the same pass (not the first-stage
+            # feature's: it reads the best score of all the shards, known after it)
+            found = searcher.candidates(
+                q, depth, category_id, parsed, model,
+                features=self.ranker is None and "first_stage" not in self.feature_names)
+            first_stage.remember_basis(q, model, found.scores[0] if len(found.rows) else 0.0,
+                                       0.0)
+            return found, None
 
         def term_top(m):
-            return self._term_top(q, m, model, allowed, category, must)
-        a = self.hybrid_weight if first_stage.hybrid_capable(model) else 0.0
-        if not a:
-            rows, scores = term_top(depth)
-            first_stage.remember_basis(q, model, scores[0] if len(scores) else 0.0, 0.0)
-            return rows, scores, None
-        dense_allowed = allowed
-        if category is not None:  # the vectors read a mask only
-            dense_allowed = self.view.doc_category == category
-            if allowed is not None:
-                dense_allowed &= allowed
-        field = self.index[model.field]
-        with self._implausible("the embeddings model"):
+            found = searcher.candidates(q, m, category_id, parsed, model)
+            return found.rows, found.scores
+
+        def dense_top(m):
+            found = searcher.nearest(q, m, category_id, parsed)
+            return found.rows, found.scores
+
+        with implausible(self.path, "the embeddings model"):
             merged = first_stage.hybrid_candidates(
-                depth, a=a, term_top=term_top,
-                dense_top=lambda m: self._dense.nearest(q, m, allowed=dense_allowed,
-                                                        tie_rank=tie),
-                term_scores=lambda r: model.score_rows(field, q.term_ids, q.qtf, r),
-                cosines=lambda r: self._dense.cosines(q, r), depth=self.config.hybrid_depth,
-                fill=self.config.n_candidates, tie_rank=tie)
+                depth, a=a, term_top=term_top, dense_top=dense_top,
+                term_scores=lambda rows: searcher.retrieval_scores(q, rows, model),
+                cosines=lambda rows: searcher.cosines(q, rows),
+                depth=self.config.hybrid_depth, fill=self.config.n_candidates,
+                tie_rank=searcher.tie_ranks)
         first_stage.remember_basis(q, model, merged.term_max, a)
-        return merged.rows, merged.scores, first_stage.StageParts(
-            a, model.feature_name, merged.term_max, merged.term_scores, merged.dense_scores,
-            merged.exact)
-
-    def _allowed(self, category_id, parsed):
-        """``(allowed, category)``: the mask of the rows a query may return (None: every
-        row) and the category id still to be applied (None when none is, or the mask
-        has it)."""
-        allowed = self.data.live  # deleted questions never match
-        if parsed is None or not parsed.has_filters:
-            return allowed, category_id
-        mask = np.ones(self.n_docs, dtype=bool) if allowed is None else allowed.copy()
-        if category_id is not None:
-            mask &= self.view.doc_category == category_id
-        for name in parsed.not_categories:  # -category:Travel
-            mask &= self.view.doc_category != self.categories.id(name)
-        return apply_filters(parsed, mask, self.index, self.archive, self.analyzer,
-                             lambda: self.attributes), None
-
-    def _term_top(self, q, depth, model, allowed, category, must):
-        """The ``depth`` best rows by the term ``model`` among ``allowed`` (and of
-        ``category``), sorted by (-score, doc id), and their scores."""
-        field = self.index[model.field]
-        tie = self.data.doc_id_rank
-        if must:  # required words choose the hits; the query's words only rank them
-            scores, _ = model.score_all(field, q.term_ids, q.qtf)
-            rows = top_k(scores, depth, allowed=allowed, tie_rank=tie)
-            return rows, scores[rows]
-        return top_k_of_model(model, field, q.term_ids, q.qtf, depth,
-                              doc_category=self.view.doc_category, category=category,
-                              allowed=allowed, tie_rank=tie)
+        found = Candidates(merged.rows, merged.scores, searcher.tie_ranks(merged.rows))
+        return found, first_stage.StageParts(a, model.feature_name, merged.term_max,
+                                             merged.term_scores, merged.dense_scores,
+                                             merged.exact)
 
     def candidates(self, q: AnalyzedQuery, depth, category_id=None, parsed=None,
-                   retrieval=None):
-        """The ``depth`` best rows by the retrieval model (None: every matching row) and
-        their scores, sorted by (-score, doc id): the term model's part of the first stage
-        (what each shard of a sharded index answers)."""
-        model = self.config.retrieval if retrieval is None else retrieval
-        allowed, category = self._allowed(category_id, parsed)
-        return self._term_top(q, depth, model, allowed, category,
-                              parsed is not None and bool(parsed.must))
+                   retrieval=None, *, features=False) -> Candidates:
+        """The ``depth`` best rows by the retrieval model (None: every matching row), sorted
+        by (-score, doc id): the term model's part of the first stage
+        (:meth:`Searcher.candidates`)."""
+        return self.searcher.candidates(q, depth, category_id, parsed, retrieval,
+                                        features=features)
 
     def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
         """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
-        rows = np.asarray(rows, dtype=np.int64)
-        with self._implausible("a stored model"):
-            return np.hstack([s.score(q, rows) for s in self._scorers]) \
-                if len(self._scorers) else np.zeros((len(rows), 0))
+        self._basis(q)
+        return self.searcher.features(q, np.asarray(rows, dtype=np.int64))
 
-    def _ranked(self, q, rows, base_scores, tie, k, field="question", parts=None) -> Results:
+    def _basis(self, q) -> None:
+        """Record on ``q`` the basis of its ``first_stage`` feature when no first stage ran
+        for it (candidates given, a rerank): the retrieval model, its best score over the
+        live rows and this engine's ``a`` (the back-end's rows may be a shard's: the
+        best score is the whole index's)."""
+        if first_stage.BASIS in q.cache or "first_stage" not in self.feature_names:
+            return
+        model = self.config.retrieval
+        best = self.searcher.candidates(q, 1, None, None, model).scores
+        first_stage.remember_basis(q, model, best[0] if len(best) else 0.0,
+                                   self.hybrid_weight)
+
+    def _ranked(self, q, found: Candidates, k, field="question", parts=None) -> Results:
         """Score candidates with the ranker (if any; of given candidates when ``q`` has
         their scores), sort by (-score, tie), keep ``k``. Without a ranker the features
-        of the hits kept are computed when first read. ``parts``: the first stage's
-        parts of the candidates' scores (a hybrid stage's), kept for the hits."""
+        of the hits kept are computed when first read (unless they came with the
+        candidates). ``parts``: the first stage's parts of the candidates' scores (a
+        hybrid stage's), kept for the hits."""
+        rows = found.rows
         ranker = self.given_ranker if q.given else self.ranker
         if ranker is None:
-            scores = np.asarray(base_scores, dtype=np.float64)
-            order = np.lexsort((tie, -scores))[:k]
+            scores = np.asarray(found.scores, dtype=np.float64)
+            order = np.lexsort((found.tie, -scores))[:k]
             kept = rows[order]
-            features = lambda: self.feature_scores(q, kept)  # noqa: E731
+            features = (lambda: self.feature_scores(q, kept)) if found.features is None \
+                else found.features[order]  # noqa: E731
         else:
-            all_features = self.feature_scores(q, rows)
+            all_features = found.features if found.features is not None else \
+                self.feature_scores(q, rows)
             names = self.feature_names
             columns = [names.index(f) for f in ranker.feature_names_in_]
             with np.errstate(over="ignore", invalid="ignore"):  # checked below
                 scores = np.asarray(ranker.predict(all_features[:, columns]),
                                     dtype=np.float64)
-            order = np.lexsort((tie, -scores))[:k]
+            order = np.lexsort((found.tie, -scores))[:k]
             kept, features = rows[order], all_features[order]
         if not np.isfinite(scores).all():  # the one place every hit's score goes through
             what = "the retrieval model" if ranker is None else \
                 f"ranker {self._name_of(ranker)!r}"
             raise IndexFormatError(f"corrupted index {self.path}: {what} gives scores that "
                                    f"are not finite numbers (NaN or infinite); {_REFIT}")
-        doc_ids = self.archive.doc_ids
-        return Results(q.text, kept, [doc_ids[r] for r in kept.tolist()], scores[order],
-                       self.feature_names, features, q.terms, q.unknown_words,
-                       self.archive, field, q.category,
+        doc_ids = self.searcher.doc_ids(kept) if found.doc_ids is None else \
+            [found.doc_ids[i] for i in order.tolist()]
+        return Results(q.text, kept, doc_ids, scores[order], self.feature_names, features,
+                       q.terms, q.unknown_words, self.archive, field, q.category,
                        first_stage=None if parts is None else parts.take(order))
 
     def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,
@@ -688,7 +603,7 @@ class SearchEngine:
                              f"{len(categories)} categories; they must match")
         if len(set(qids)) != len(qids):
             raise QueryError("qids must be distinct")
-        if n_workers(n_jobs, len(queries)) > 1:
+        if self.searcher.forks and n_workers(n_jobs, len(queries)) > 1:
             parts = map_queries(_search_parts, zip(queries, categories), state=(self, k),
                                 n_jobs=n_jobs)
             return {qid: self._results_of(part) for qid, part in zip(qids, parts)}
@@ -709,8 +624,7 @@ class SearchEngine:
         if features is None:
             features = lambda: self.feature_scores(  # noqa: E731
                 self.analyze(text, category, title=title, body=body), rows)
-        doc_ids = self.archive.doc_ids
-        return Results(text, rows, [doc_ids[r] for r in rows.tolist()], scores,
+        return Results(text, rows, self.searcher.doc_ids(rows), scores,
                        self.feature_names, features, terms, unknown, self.archive, field,
                        category, relaxed, stage)
 
@@ -740,7 +654,7 @@ class SearchEngine:
         cid = self.categories.id(category)
         if isinstance(doc_ids, str):
             raise QueryError("doc_ids must be a sequence of ids, not one string")
-        rows = self.archive.rows(doc_ids).astype(np.int64)
+        rows = self.searcher.rows(doc_ids).astype(np.int64)
         given = None
         if scores is not None:
             if len(scores) != len(rows):
@@ -750,14 +664,9 @@ class SearchEngine:
             except (TypeError, ValueError):
                 raise QueryError(f"scores must be numbers; got {list(scores)!r}") from None
         q = self.analyze(text, self._name(cid), given, title=title, body=body)
-        return self._ranked(q, rows, self._retrieval_scores(q, rows), np.arange(len(rows)),
+        base = self.searcher.retrieval_scores(q, rows, self.config.retrieval)
+        return self._ranked(q, Candidates(rows, base, np.arange(len(rows)), list(doc_ids)),
                             None)
-
-    def _retrieval_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
-        """The retrieval model's scores of ``rows`` for ``q`` (a sharded engine asks the
-        shards holding them)."""
-        model = self.config.retrieval
-        return model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
 
     def retrieve(self, text: str, k, *, category=None, title=None, body=None) -> Results:
         """Full retrieval of ``text`` taken as plain text (no query syntax), as evaluation

@@ -432,7 +432,7 @@ class Presenter:
         """Read now the files suggestions need (a long-running reader: a writer may
         remove its generation's files later, see :mod:`cqa_search.index.store`)."""
         if self._suggester is None:
-            self._suggester = Suggester(self.engine.data.surface_words())
+            self._suggester = Suggester(self.engine.surface_words())
         return self
 
     def suggest(self, word: str, limit: int = 3) -> list:

@@ -39,9 +39,12 @@ from .evaluation import evaluate, feature_table, read_qrels, run_queries
 from .exceptions import ParameterError, QueryError
 from .features import GIVEN_FEATURES, search_ranker_name, uses_given
 from .index.models import FAMILIES, add_model, model_class, remove_model
+from .index.sharding import is_sharded, shard_models, sharded_data
+from .index.store import open_index
 from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
 from .ranking.selection import REGULARISATION
 from .retrieval import first_stage
+from .searcher import LocalSearcher
 
 __all__ = ["FitReport", "TrainReport", "HybridChoice", "fit_family", "train_ranker",
            "training_table", "choose_hybrid", "best_weight", "cv_report", "FIT_INPUTS"]
@@ -136,13 +139,26 @@ class FitReport:
                 f"{self.model.describe()}\ntotal      {self.seconds:.1f} s")
 
 
+def _fit_engine(index) -> SearchEngine:
+    """An engine over the whole archive of ``index`` read in this process, without the
+    features of its stored models: what a fit reads (``engine.view``). A sharded index is
+    read from its shards' files (no Ray: a fit on Ray runs its own tasks); the model fitted
+    equals that of one unsharded index of the same archive."""
+    stored = open_index(index)
+    if not is_sharded(stored):
+        return SearchEngine.open(index, config=SearchConfig(ranker=None))
+    return SearchEngine(LocalSearcher(sharded_data(stored), shard_models(stored, None),
+                                      SearchConfig(ranker=None, models=())))
+
+
 def fit_family(index, family, *, name=None, progress=False, ray=None, **params) -> FitReport:
     """Fit a model family on the archive of an index and store the model there.
 
     Parameters
     ----------
     index : path
-        An unsharded index.
+        An index (a sharded one is read from its shards, and the model stored with its
+        rows split with them).
     family : str
         A family of :data:`~cqa_search.index.models.FAMILIES` (``"translation"``,
         ``"topics"``, ``"multiview"``, ``"answers"``).
@@ -165,7 +181,7 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
     Raises
     ------
     ParameterError
-        Unknown family or parameter, or a sharded index.
+        Unknown family or parameter.
     """
     if family not in FAMILIES:
         raise ParameterError(f"unknown model family {family!r}; families: "
@@ -180,11 +196,7 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
                              f"(parameters: {', '.join(accepted + input_names)})")
     inputs = {p: params.pop(p) for p in input_names if p in params}
     t0 = time.perf_counter()
-    engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
-    if engine.view is None:
-        raise ParameterError(f"{index} is a sharded index: fit {family} on an unsharded index "
-                             "of the same archive (it has the same vocabulary) and store it "
-                             "with cqa_search.index.models.add_model")
+    engine = _fit_engine(index)
     fit_inputs = FIT_INPUTS[family](engine, **inputs) if family in FIT_INPUTS else {}
     if ray is None:
         model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
@@ -342,7 +354,7 @@ def choose_hybrid(engine, queries, qrels, hybrid="auto", *, k=None,
     """
     k = engine.config.n_candidates if k is None else k
     probe = engine.with_config(dataclasses.replace(engine.config, ranker=None, hybrid=None))
-    usable = probe._dense is not None and \
+    usable = probe.searcher.has_vectors and \
         first_stage.hybrid_capable(probe.config.retrieval)
     if hybrid != "auto":
         try:

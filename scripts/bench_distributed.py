@@ -45,7 +45,8 @@ def load():
 def run_queries(engine, texts, k, warmup, concurrency):
     for t in texts[:warmup]:
         engine.search(t, k)
-    warm = engine.shard_stats() if hasattr(engine, "shard_stats") else None
+    sharded = getattr(engine.searcher, "shard_stats", None)  # a sharded index's back-end
+    warm = sharded() if sharded is not None else None
     lat, ids = [], []
     for t in texts[warmup:]:
         w = time.perf_counter()
@@ -53,7 +54,7 @@ def run_queries(engine, texts, k, warmup, concurrency):
         lat.append(time.perf_counter() - w)
     lat = np.array(lat)
     if warm is not None:  # the shards' CPU per call of the timed queries (not the warm-up's)
-        after = engine.shard_stats()
+        after = sharded()
         for a, b in zip(warm, after):
             b["steady"] = {r: {"calls": b["work"][r]["calls"] - a["work"].get(r, {}).get("calls", 0),
                                "cpu_seconds": b["work"][r]["cpu_seconds"]

@@ -142,7 +142,7 @@ def child_foldin(args):
         model.set_params(category_inference="reconstruction" if inference == "given"
                          else inference)
         eng = engine.with_config(SearchConfig(features=(), models=("topics",), ranker=None))
-        scorer = next(s for s in eng._scorers if getattr(s, "names", ()) == ("topic_gnmfnc",))
+        scorer = next(s for s in eng.searcher._scorers if getattr(s, "names", ()) == ("topic_gnmfnc",))
         groups = []
         t_fold = 0.0
         for text, cat in zip(texts, known):

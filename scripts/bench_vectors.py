@@ -82,7 +82,7 @@ def read_texts(path, n=None):
 
 
 def scorer_of(engine):
-    return next(s for s in engine._scorers if "emb_sif" in s.names)
+    return next(s for s in engine.searcher._scorers if "emb_sif" in s.names)
 
 
 # -- fit ---------------------------------------------------------------------------------
@@ -397,7 +397,7 @@ def hybrid_main(a):
     engine = SearchEngine.open(a.index, config=SearchConfig(features=(), ranker=None,
                                                             hybrid=a.a, hybrid_depth=a.depth))
     term = engine.with_config(SearchConfig(features=(), models=(), ranker=None, hybrid=None))
-    dense = engine._dense
+    dense = engine.searcher._dense
     field = engine.index["question"]
     texts = read_texts(a.queries, a.n_queries)
     tie = engine.data.doc_id_rank

@@ -1,5 +1,7 @@
-"""Fixtures shared by the tests: our small data files, a toy archive and its index, and the
-real data sets next to the repository (tests that need them skip when they are absent)."""
+"""Fixtures shared by the tests: our small data files, a toy archive and its index, the
+real data sets next to the repository (tests that need them skip when they are absent),
+and one local Ray session (tests that need it skip without Ray)."""
+import os
 from pathlib import Path
 
 import pytest
@@ -107,6 +109,21 @@ def _bm25_position_qrels(index, position) -> dict:
 def bm25_position_qrels():
     """:func:`_bm25_position_qrels`: ``(index, position) -> qrels``."""
     return _bm25_position_qrels
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray session, on the loopback interface only, for every test that needs
+    one (starting one takes seconds); skipped without Ray."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # read at import
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install "
+                                            "'.[distributed]')")
+    from cqa_search.distributed._ray import connect
+
+    connect()
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+    yield
+    ray.shutdown()
 
 
 def _given_run(qrels) -> dict:

@@ -125,3 +125,28 @@ def test_bench_build_tiny(tmp_path):
     out = run("bench_build.py", str(archive), "--work-dir", str(tmp_path / "work"),
               "--repeat", "1", "--jobs", "1,2")
     assert "| n_jobs=2 |" in out and "Every build wrote the same files: yes" in out
+
+
+def test_bench_sharded_tiny(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install '.[distributed]')")
+    archive, queries, new = tmp_path / "a.jsonl", tmp_path / "q.jsonl", tmp_path / "new.jsonl"
+    write_archive(archive, 150, 10, queries)
+    write_archive(new, 20, seed=1)
+    with open(new, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    with open(new, "w", encoding="utf-8") as f:  # new ids
+        f.writelines(json.dumps({**q, "id": f"new{i}"}) + "\n" for i, q in enumerate(lines))
+    report = tmp_path / "report.json"
+    run("bench_sharded.py", str(archive), str(queries), "--work", str(tmp_path / "work"),
+        "--shards", "2", "--families", "answers", "embeddings", "--params",
+        "embeddings:dim=8", "embeddings:neighbours=5", "--add", str(new), "--delete", "5",
+        "--queries", "10", "--json", str(report))
+    out = json.loads(report.read_text())
+    steps = [(r["step"], r["index"]) for r in out["steps"]]
+    assert steps == [(s, i) for s in ("build", "fit-answers", "fit-embeddings", "add",
+                                      "delete", "compact", "query") for i in ("one", "sharded")]
+    assert all(r["wall_s"] > 0 and r["driver_peak_mb"] > 0 for r in out["steps"])
+    assert out["model_differences"] == {"answers": 0.0, "embeddings": 0.0}
+    assert out["same_hits"] and out["max_feature_difference"] < 1e-9
+    query = out["steps"][-1]
+    assert "first_stage" in query["features"] and len(query["shards"]) == 2

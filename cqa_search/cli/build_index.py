@@ -151,9 +151,6 @@ def run(args) -> int:
     analyzer = _analyzer(args)
     if args.ray is not None and args.shards is None:
         raise ParameterError("--ray needs --shards (the number of shards to build)")
-    if args.shards is not None and args.models:
-        raise ParameterError("--models cannot be trained on a sharded index: fit them on an "
-                             "unsharded index (see `cqa-search fit --help`)")
     try:
         if args.shards is not None:
             from ..distributed.build import build_sharded_index

@@ -28,12 +28,10 @@ def _ranks(name, model, models) -> str:
             + (f"{search})" if search in models else "the retrieval order)"))
 
 
-def _first_stage(info) -> str | None:
-    """What chooses the candidates of free searches (None: a sharded index, whose shards
-    hold no word vectors)."""
+def _first_stage(info) -> str:
+    """What chooses the candidates of free searches (on a sharded index as on any other:
+    its shards hold their rows of the word vectors)."""
     models = info["models"]
-    if info["shards"]:
-        return None
     if not any(m["kind"] == "embeddings" for m in models.values()):
         return ("BM25 alone (no word vectors: `cqa-search fit INDEX embeddings` adds the "
                 "hybrid first stage)")
@@ -67,9 +65,7 @@ def format_info(info) -> str:
              f"categories {info['categories']:,}"]
     if not info["models"]:
         lines.append("models     none (train them with `cqa-search fit` and `cqa-search train`)")
-    stage = _first_stage(info)
-    if stage is not None:
-        lines.append(f"first stage {stage}")
+    lines.append(f"first stage {_first_stage(info)}")
     for name, m in info["models"].items():
         stale = []
         if m["added_since"]:

@@ -6,11 +6,11 @@ top-level generation holds what the shards share (:mod:`.build`)::
 
     cqa-search build-index ARCHIVE... -o DIR --shards N [--ray ADDRESS]
 
-:meth:`cqa_search.SearchEngine.open` on such a directory returns a
-:class:`~.search.ShardedEngine`: the same API, each query sent to one Ray actor per shard
-(holding its shard memory-mapped and the collection's global statistics), their top
-candidates merged, then the features and the stored ranker applied to the merged
-candidates, so results equal those of one index of the whole archive (:mod:`.search`).
+:meth:`cqa_search.SearchEngine.open` on such a directory gives the engine of any index
+with a :class:`~.search.ShardedSearcher` as its back-end: each call sent to one Ray actor
+per shard (holding its shard memory-mapped and the collection's global statistics), their
+answers merged, the ranker applied on the driver, so results equal those of one index of
+the whole archive (:mod:`.search`).
 
 Model fitting parallelised over Ray tasks (the IBM Model 1 E-step over shards of the
 training pairs, the per-category blocks of GNMFNC) is :mod:`.fitting`.

@@ -1,12 +1,13 @@
 """Building a sharded index: N shard indexes built in parallel by Ray actors.
 
-The files are those of :mod:`cqa_search.index.layout` (its last section: the top-level
-generation holds the shared vocabulary, categories and global statistics, and every shard
-under ``shards/NNNNN/`` is a whole one-segment index); the commit is that of any index
-(:mod:`cqa_search.index.store`), so the sharded index is made live by one atomic switch.
+The files are those of :mod:`cqa_search.index.sharding` (the top-level generation holds
+the shared vocabulary, categories and global statistics as an unsharded generation does,
+and every shard under ``shards/NNNNN/`` is a whole one-segment index); the commit is that
+of any index (:mod:`cqa_search.index.store`), so the sharded index is made live by one
+atomic switch.
 
-Shards are contiguous parts of the archive in order (shard ``s`` holds global rows
-``doc_offset`` to ``doc_offset + n_docs - 1``), each balanced to within one question; a
+Shards are contiguous parts of the archive in order (the rows of the index are the
+shards' rows one after the other), each balanced to within one question; a
 shard left without questions (more shards than questions) has no directory. Because the
 parts are contiguous, merging their vocabularies in shard order gives term ids in order
 of first occurrence in the archive: the vocabulary of the unsharded build, term for term.
@@ -44,22 +45,18 @@ from ..archive import Question
 from ..exceptions import ParameterError
 from ..index.build import (DEFAULT_FIELDS, BuildSummary, check_fields, checked_questions,
                            commit_new, nothing_read, read_archive)
-from ..index.layout import SegmentRows, SegmentWriter, write_weights
-from ..index.store import MANIFEST, IndexWriter, open_index
+from ..index.layout import SegmentRows, SegmentWriter, write_globals, write_weights
+from ..index.sharding import register_shard, shard_dir
+from ..index.store import IndexWriter
 from ..index.term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 from ..index.vocab import Vocabulary
 from ._ray import ShardError, connect, remote
 
-__all__ = ["build_sharded_index", "shard_dir"]
+__all__ = ["build_sharded_index"]
 
 logger = logging.getLogger(__name__)
 
 _SPOOL = "spool.jsonl"
-
-
-def shard_dir(s) -> str:
-    """Directory of shard ``s``, relative to a generation of the sharded index."""
-    return f"shards/{s:05d}"
 
 
 def _remap(field: FieldIndex, mapping, n_terms) -> FieldIndex:
@@ -107,8 +104,8 @@ def _analyse(spool, start, stop, analyzer_config, fields):
     return index.vocab.terms, stats, part
 
 
-def _write(part, spool, start, stop, path, terms, mapping, stats, shard, n_shards, doc_offset,
-           analyzer_config, sources) -> dict:
+def _write(part, spool, start, stop, path, terms, mapping, stats, stats_id, analyzer_config,
+           sources) -> dict:
     """Renumber a shard to the global term ids and write its index at ``path`` (a Ray
     task); returns what the top level records."""
     analyzer = Analyzer.from_config(analyzer_config)
@@ -132,17 +129,12 @@ def _write(part, spool, start, stop, path, terms, mapping, stats, shard, n_shard
         surface = {tok: int(mapping[t]) for tok, t in part["surface"].items()}  # global ids
         commit_new(writer, index, entry, analyzer=analyzer, doc_ids=part["doc_ids"],
                    categories=categories, surface=surface, counts=counts, n_skipped=0,
-                   sources=sources, shard={"index": shard, "of": n_shards,
-                                           "doc_offset": doc_offset, "weights": weights})
+                   sources=sources, shard={"weights": weights, "stats_id": stats_id})
     os.unlink(os.path.join(path, ".lock"))  # nobody writes a shard of a generation
-    stored = open_index(path)
     doc_category = part["doc_category"]
     category_counts = np.bincount(doc_category[doc_category >= 0], minlength=len(categories))
-    files = {f"{stored.generation}/{rel}": info["sha256"]
-             for rel, info in stored.manifest["files"].items()}
     return {"counts": counts, "categories": categories,
-            "category_counts": category_counts.tolist(), "surface": surface,
-            "generation": stored.generation, "files": files}
+            "category_counts": category_counts.tolist(), "surface": surface}
 
 
 def _spool(archive, out, *, format, skip_invalid, progress, reader_options):
@@ -234,23 +226,24 @@ def build_sharded_index(archive, path, n_shards, *, address=None, analyzer=None,
         stats_ref = ray.put({name: (st.n_docs, st.df, st.term_freq, st.total_terms)
                              for name, st in stats.items()})
         terms_ref = ray.put(vocab.terms)
+        stats_id = secrets.token_hex(8)
         write = remote(_write)
         written = _get(ray, [write.remote(
             refs[s][2], spool, *ranges[s], os.path.join(writer.tmp, shard_dir(s)), terms_ref,
-            mappings[s], stats_ref, s, n_shards, bounds[s], analyzer.to_config(), sources)
+            mappings[s], stats_ref, stats_id, analyzer.to_config(), sources)
             for s in parts], "writing the shards")
         del refs
         os.unlink(spool)
-        return _commit(writer, path, t0, analyzer, fields, vocab, stats, parts, bounds,
+        return _commit(writer, path, t0, analyzer, vocab, stats, stats_id, parts, bounds,
                        written, report, sources, n_shards)
 
 
-def _commit(writer, path, t0, analyzer, fields, vocab, stats, parts, bounds, written, report,
-            sources, n_shards) -> BuildSummary:
+def _commit(writer, path, t0, analyzer, vocab, stats, stats_id, parts, bounds, written,
+            report, sources, n_shards) -> BuildSummary:
     """Write the files the shards share, register the shards' files, commit."""
     categories, category_counts, surface = {}, [], {}
     totals = {"n_answers": 0, "n_with_best_answer": 0, "n_duplicate_links": 0}
-    shards = [{"dir": None, "n_docs": 0, "doc_offset": bounds[s]} for s in range(n_shards)]
+    shards = [{"dir": None, "n_docs": 0, "n_deleted": 0} for _ in range(n_shards)]
     for s, info in zip(parts, written):
         for name, count in zip(info["categories"], info["category_counts"]):
             cid = categories.setdefault(name, len(categories))
@@ -260,34 +253,23 @@ def _commit(writer, path, t0, analyzer, fields, vocab, stats, parts, bounds, wri
         surface.update(info["surface"])
         for key in totals:
             totals[key] += info["counts"][key]
-        base = shard_dir(s)
-        writer.add_file(f"{base}/CURRENT")
-        for rel, sha in info["files"].items():
-            writer.add_file(f"{base}/{rel}", sha)
-        writer.add_file(f"{base}/{info['generation']}/{MANIFEST}")
-        shards[s] = {"dir": base, "n_docs": info["counts"]["n_docs"], "doc_offset": bounds[s]}
-    writer.json("vocab.json", vocab.terms)
-    writer.json("categories.json", list(categories))
+        register_shard(writer, shard_dir(s))
+        shards[s] = {"dir": shard_dir(s), "n_docs": info["counts"]["n_docs"], "n_deleted": 0}
     writer.array("category_counts.npy", np.asarray(category_counts, dtype=np.int64))
-    writer.json("surface.json", surface)
-    field_meta = {}
-    for name in fields:
-        st = stats[name]
-        writer.array(f"fields/{name}/df.npy", np.asarray(st.df, dtype=np.int64))
-        writer.array(f"fields/{name}/term_freq.npy", np.asarray(st.term_freq, dtype=np.int64))
-        field_meta[name] = {"nnz": int(np.sum(st.df)), "total_terms": st.total_terms,
-                            "weights": {}}
+    field_meta = write_globals(writer, vocab_terms=vocab.terms, categories=list(categories),
+                               surface=surface, field_stats=stats)
     n_docs = bounds[-1]
-    summary_stats = {"n_docs": n_docs, "n_terms": len(vocab), **totals,
+    summary_stats = {"n_docs": n_docs, "n_rows": n_docs, "n_terms": len(vocab), **totals,
                      "n_categories": len(categories), "n_skipped": report.n_skipped,
-                     "n_shards": n_shards}
-    writer.commit({"build_id": secrets.token_hex(8), "analyzer": analyzer.to_config(),
-                   "fields": field_meta, "stats": summary_stats, "sources": list(sources),
-                   "models": {}, "shards": shards})
+                     "n_shards": n_shards, "fields": field_meta}
+    writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
+                   "stats_id": stats_id, "analyzer": analyzer.to_config(),
+                   "stats": summary_stats, "counters": {"added": 0, "deleted": 0},
+                   "sources": list(sources), "models": {}, "shards": shards})
     return BuildSummary(
         path=os.fspath(path), n_questions=n_docs, n_answers=totals["n_answers"],
         n_categories=len(categories), n_terms=len(vocab), n_skipped=report.n_skipped,
         seconds=time.perf_counter() - t0,
-        fields={k: {"nnz": v["nnz"], "total_terms": v["total_terms"]}
-                for k, v in field_meta.items()},
+        fields={name: {"nnz": int(np.sum(st.df)), "total_terms": st.total_terms}
+                for name, st in stats.items()},
         skipped_examples=tuple(report.errors))

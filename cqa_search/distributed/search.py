@@ -1,35 +1,37 @@
-"""Fan-out search over a sharded index: one Ray actor per shard, merged on the driver.
+"""The search back-end of a sharded index: one Ray actor per shard, merged on the driver.
 
-A query runs in two rounds, each sent to every shard at once:
+:class:`ShardedSearcher` is a :class:`~cqa_search.searcher.Searcher` (what
+:class:`~cqa_search.SearchEngine` asks of its back-end). Each call is sent to the shards
+at once; every shard actor holds its shard as a :class:`~cqa_search.searcher.LocalSearcher`
+(memory-mapped) that scores with the collection's global statistics, so a question
+scores as it would in one index of the whole archive:
 
-1. *candidates*: each shard actor scores its part of the archive with the collection's
-   global statistics (so a document scores as it would in one index of the whole
-   archive), applies the category filter and the query syntax, and returns its best
-   ``depth`` rows with their scores and doc ids (``depth`` is ``k``, or the ranker's
-   ``n_candidates`` when a ranker reorders); the driver keeps the global best ``depth``
-   by (-score, doc id). The union of the shards' best holds the global best, and the
-   shards break ties by doc id as the merge does, so these are the candidates one index
-   would select.
-2. *features*: each shard computes the features of its rows among the merged candidates;
-   the driver applies the stored ranker and sorts, as :class:`~cqa_search.SearchEngine`
-   does. Without a ranker the order is the retrieval order, and each shard returns the
-   features of its best ``k`` with its candidates: one round instead of two.
+* *candidates*: each shard applies the category filter and the query syntax and returns
+  its best ``depth`` rows with their scores and doc ids; the driver keeps the global best
+  ``depth`` by (-score, doc id). The union of the shards' best holds the global best, and
+  the shards break ties by doc id as the merge does, so these are the candidates one
+  index would select. Asked for their features (no ranker reorders them), each shard
+  returns the features of its best with them: one round.
+* *features* and *retrieval scores* of given rows: each shard computes those of its
+  rows (the ranker's second round, reranking).
+* questions, ids and rows, counts of categories and tags, the answers chosen: from the
+  shards holding the rows (or from every shard, merged).
 
 Results therefore equal those of one unsharded index of the same archive (ids, order,
-scores, features; ``tests/distributed``). Rows of a sharded engine are global: shard
-``s`` holds rows ``doc_offset_s`` to ``doc_offset_s + n_docs_s - 1``.
+scores, features; ``tests/distributed``). Rows of a sharded index are the shards' rows
+one after the other: shard ``s`` holds rows ``starts[s]`` to ``starts[s + 1] - 1``.
 
-Failures: an actor that dies (its process killed, its node lost) is restarted by Ray
-and its pending calls retried (``max_restarts``, ``max_task_retries``); a shard that
-still does not answer, or not within ``timeout`` seconds, fails the search with a
-:class:`~._ray.ShardError` naming it: a result never silently misses a shard.
+The shard actors are pinned to the cluster's nodes, taken in turn. Failures: an actor
+whose process dies is restarted by Ray on its node (``max_restarts``); one whose node is
+lost is started again on a node alive; a call to a shard that is restarting is made
+again, until ``timeout`` seconds have passed (its calls only read). A shard that fails,
+or does not answer within ``timeout``, fails the call with a :class:`~._ray.ShardError`
+naming it: a result never silently misses a shard (``tests/distributed/test_cluster.py``:
+a node of a real two-node cluster killed in the middle of a query).
 
-Models: a sharded index stores its models once, at the top level (``add_model`` on the
-index directory, as for any index). Each actor loads them and computes their features
-for its rows. Models whose state is per vocabulary (translation tables, rankers, topic
-interpolation) serve every shard; models with a row per question (topic coefficients,
-multiview factors, chosen answers) would need splitting with the shards and are refused
-with a clear error.
+Models: each shard actor loads the index's models, its own rows of the per-question
+ones (:mod:`cqa_search.index.sharding`), and computes their features for its rows; the
+driver holds the rankers (and every model's shared part: names, feature names).
 """
 from __future__ import annotations
 
@@ -39,28 +41,24 @@ import os
 import socket
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..analysis import Analyzer
-from ..engine import SearchConfig, SearchEngine
 from ..exceptions import CQASearchError, IndexFormatError, QueryError, rebuild_hint
-from ..index.layout import Categories, load_index
-from ..index.models import load_models
-from ..index.store import StoredIndex, open_index
-from ..index.term_index import CollectionStats, FieldIndex, TermIndex
+from ..index.layout import Categories, read_stats
+from ..index.sharding import load_shard, read_shards, shard_models
+from ..index.store import StoredIndex
+from ..index.term_index import FieldIndex, TermIndex
 from ..index.vocab import Vocabulary
-from ..results import Results
+from ..searcher import Candidates, LocalSearcher, SearchConfig, checked_config
 from ._ray import ShardError, connect, remote
 
-__all__ = ["ShardedEngine"]
+__all__ = ["ShardedSearcher", "DEFAULT_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
-#: Model kinds a sharded index can use: their state is per vocabulary, not per question.
-SHARDABLE_KINDS = frozenset({"translation", "ibm1", "ranker", "topic-interpolation"})
-#: Seconds a shard may take to answer one round of a query.
+#: Seconds a shard may take to answer one call.
 DEFAULT_TIMEOUT = 120.0
 # Seconds a shard may take to start (open its index and models).
 _START_TIMEOUT = 600.0
@@ -71,56 +69,46 @@ _READ_AHEAD = 20
 _QUESTIONS_KEPT = 1000
 
 
-def _check_models(stored) -> None:
-    for name, entry in stored.models.items():
-        if entry["kind"] not in SHARDABLE_KINDS:
-            raise IndexFormatError(
-                f"{stored.path}: model {name!r} (kind {entry['kind']!r}) has a row per "
-                f"question, which a sharded index does not split yet; remove it "
-                f"(models of kinds {', '.join(sorted(SHARDABLE_KINDS))} are supported)")
-
-
-def global_stats(stored) -> dict:
-    """Field -> the collection statistics of the whole sharded index."""
-    n_docs = int(stored.manifest["stats"]["n_docs"])
-    out = {}
-    for name, meta in stored.manifest["fields"].items():
-        df = stored.array(f"fields/{name}/df.npy")
-        tf = stored.array(f"fields/{name}/term_freq.npy")
-        stored.check(df.shape == tf.shape, f"the statistics of field {name} disagree")
-        out[name] = CollectionStats(n_docs, df, tf, int(meta["total_terms"]))
-    return out
-
-
-class _ShardSearcher:
+class _ShardActor:
     """One shard of a sharded index, searched with the global statistics (a Ray actor).
 
     Parameters
     ----------
     path, generation, manifest
         The top-level generation of the sharded index (opened by the driver).
-    shard : str
-        The shard's directory, relative to that generation.
+    shard : int
+        The shard's number.
     mmap : bool
     """
 
     def __init__(self, path, generation, manifest, shard, mmap=True):
         top = StoredIndex(path, generation, manifest, mmap)
-        _check_models(top)
-        stats = global_stats(top)
-        stored = open_index(f"{top.root}/{shard}", mmap=mmap)
-        data = load_index(stored)
-        fields = {}
-        for name, fi in data.index.fields.items():
-            fields[name] = fi = fi.with_stats(stats[name])
-            for key, rel in stored.manifest.get("shard", {}).get("weights", {}).get(name,
-                                                                                   {}).items():
-                fi.store_weights(key, stored.array(rel))
-        self.data = dataclasses.replace(data, index=TermIndex(data.index.vocab, fields))
-        self.models = load_models(top)
-        self._engines = {}
-        self._root = stored.root
-        self._work = {}  # round -> [calls, CPU seconds]
+        self.searcher = LocalSearcher(load_shard(top, shard), shard_models(top, shard),
+                                      dataclasses.replace(SearchConfig(), ranker=None))
+        self._searchers = {}
+        self._stats_id = None
+        self._root = self.searcher.stored.root
+        self._work = {}  # call -> [calls, CPU seconds]
+
+    def _of(self, config, stats=None) -> LocalSearcher:
+        """The shard's back-end of ``config``; ``stats``: ``[ref]`` of the whole index's
+        statistics of what the scorers compute over their rows (:meth:`row_stats`), read
+        from Ray's object store when this actor has not used them yet (a call carries the
+        reference: an actor restarted by Ray takes them again)."""
+        if stats is not None and stats[0].hex() != self._stats_id:
+            import ray
+
+            self.searcher.use_stats(ray.get(stats[0]))
+            self._searchers, self._stats_id = {}, stats[0].hex()
+        searcher = self._searchers.get(config)
+        if searcher is None:  # the ranker runs on the driver, over every shard's candidates
+            searcher = self._searchers[config] = self.searcher.with_config(config)
+        return searcher
+
+    def row_stats(self) -> dict:
+        """What the scorers compute over this shard's rows alone
+        (:meth:`~cqa_search.searcher.LocalSearcher.row_stats`)."""
+        return self.searcher.row_stats()
 
     def _done(self, what, started) -> None:
         work = self._work.setdefault(what, [0, 0.0])
@@ -128,9 +116,9 @@ class _ShardSearcher:
         work[1] += time.thread_time() - started
 
     def stats(self) -> dict:
-        """What this shard holds and has done: its size on disk, this process's memory,
-        and the calls and CPU seconds of each round (of the thread that computes them:
-        Ray's own threads are left out)."""
+        """What this shard holds and has done: its node, its size on disk, this process's
+        memory, and the calls and CPU seconds of each kind of call (of the thread that computes
+        them: Ray's own threads are left out)."""
         rss = None
         try:
             with open("/proc/self/status") as f:
@@ -139,54 +127,92 @@ class _ShardSearcher:
             pass
         disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self._root)
                    for f in fs)
-        return {"host": socket.gethostname(), "pid": os.getpid(), "n_docs": self.data.index.n_docs,
-                "disk_bytes": disk, "rss_bytes": rss,
+        import ray
+
+        return {"host": socket.gethostname(), "pid": os.getpid(),
+                "node": ray.get_runtime_context().get_node_id(),
+                "n_docs": self.searcher.n_docs, "disk_bytes": disk, "rss_bytes": rss,
                 "work": {k: {"calls": n, "cpu_seconds": t} for k, (n, t) in self._work.items()}}
 
-    def _engine(self, config) -> SearchEngine:
-        engine = self._engines.get(config)
-        if engine is None:  # the ranker runs on the driver, over every shard's candidates
-            engine = self._engines[config] = SearchEngine(
-                self.data, models=self.models, config=dataclasses.replace(config, ranker=None))
-        return engine
+    def describe(self, config) -> tuple:
+        """(feature names, whether it has question vectors) of ``config``."""
+        searcher = self._of(config)
+        return searcher.feature_names, searcher.has_vectors
 
-    def feature_names(self, config) -> tuple:
-        return self._engine(config).feature_names
+    def _local(self, searcher, category, parsed):
+        """(category id, parsed) of this shard (None for a category it has no question
+        of: nothing matches)."""
+        categories = searcher.categories
+        if category is not None and category not in categories:
+            return None
+        if parsed is not None and parsed.not_categories:  # (names checked by the driver)
+            parsed = dataclasses.replace(parsed, not_categories=tuple(
+                name for name in parsed.not_categories if name in categories))
+        return (None if category is None else categories.index(category)), parsed
 
-    def candidates(self, config, q, depth, category, parsed, retrieval):
-        """(rows, scores, doc ids) of this shard's best ``depth`` candidates."""
+    def candidates(self, config, stats, q, depth, category, parsed, retrieval, features):
+        """(rows, scores, doc ids, features or None) of this shard's best ``depth``."""
         started = time.thread_time()
-        if category is not None and category not in self.data.categories:
-            return np.zeros(0, np.int64), np.zeros(0), []
-        cid = None if category is None else self.data.categories.index(category)
-        rows, scores = self._engine(config).candidates(q, depth, cid, parsed, retrieval)
-        doc_ids = self.data.archive.doc_ids
-        out = rows, scores, [doc_ids[r] for r in rows.tolist()]
+        searcher = self._of(config, stats)
+        local = self._local(searcher, category, parsed)
+        if local is None:
+            none = np.zeros(0, np.int64)
+            return none, np.zeros(0), [], searcher.features(q, none) if features else None
+        found = searcher.candidates(q, depth, *local, retrieval)
+        out = (found.rows, found.scores, searcher.doc_ids(found.rows),
+               searcher.features(q, found.rows) if features else None)
         self._done("candidates", started)
         return out
 
-    def candidates_and_features(self, config, q, depth, category, parsed, retrieval):
-        """:meth:`candidates` with their features (one round when no ranker reorders)."""
-        rows, scores, doc_ids = self.candidates(config, q, depth, category, parsed, retrieval)
-        return rows, scores, doc_ids, self.features(config, q, rows)
-
-    def features(self, config, q, rows) -> np.ndarray:
+    def nearest(self, config, q, depth, category, parsed):
+        """(rows, cosines, doc ids) of this shard's ``depth`` nearest question vectors."""
         started = time.thread_time()
-        out = self._engine(config).feature_scores(q, rows)
+        searcher = self._of(config)
+        local = self._local(searcher, category, parsed)
+        if local is None:
+            return np.zeros(0, np.int64), np.zeros(0), []
+        found = searcher.nearest(q, depth, *local)
+        self._done("nearest", started)
+        return found.rows, found.scores, searcher.doc_ids(found.rows)
+
+    def cosines(self, config, q, rows) -> np.ndarray:
+        return self._of(config).cosines(q, rows)
+
+    def features(self, config, stats, q, rows) -> np.ndarray:
+        started = time.thread_time()
+        out = self._of(config, stats).features(q, rows)
         self._done("features", started)
         return out
 
-    def score_rows(self, q, rows, retrieval) -> np.ndarray:
-        return retrieval.score_rows(self.data.index[retrieval.field], q.term_ids, q.qtf, rows)
+    def retrieval_scores(self, q, model, rows) -> np.ndarray:
+        return self.searcher.retrieval_scores(q, rows, model)
 
     def rows(self, doc_ids) -> np.ndarray:
-        """Row of each id in this shard, -1 where it is not."""
-        archive = self.data.archive
+        """Row of each id in this shard, -1 where it has no live question of that id."""
+        archive = self.searcher.archive
         return np.array([archive.row(d) if d in archive else -1 for d in doc_ids],
                         dtype=np.int64)
 
+    def doc_ids(self, rows) -> list:
+        return self.searcher.doc_ids(rows)
+
     def questions(self, rows) -> list:
-        return [self.data.archive[r] for r in rows]
+        return [self.searcher.archive[r] for r in rows]
+
+    def category_counts(self) -> dict:
+        """Category name -> live questions."""
+        return dict(zip(self.searcher.categories.names,
+                        self.searcher.category_counts().tolist()))
+
+    def tag_counts(self) -> list:
+        """``(tag without case, its first spelling, live questions)`` in the order the
+        shard first met them."""
+        attributes = self.searcher.attributes
+        counts = attributes.tag_counts(self.searcher.data.live).tolist()
+        return [(tag.strip().casefold(), tag, n) for tag, n in zip(attributes.tags, counts)]
+
+    def answer_choices(self, name, rows) -> list:
+        return [self.searcher.answer_choice(name, row) for row in np.asarray(rows).tolist()]
 
 
 class _ShardedCategories(Categories):
@@ -196,16 +222,16 @@ class _ShardedCategories(Categories):
         super().__init__(names, None)
         self._counts = np.asarray(counts, dtype=np.int64)
 
-    def counts(self) -> np.ndarray:
+    def counts(self, live=None) -> np.ndarray:
         return self._counts
 
 
 class _ShardedArchive:
-    """The archive of a sharded engine as results read it: doc ids of the rows seen in
+    """The archive of a sharded index as results read it: doc ids of the rows seen in
     results, questions fetched from their shard on access."""
 
-    def __init__(self, engine):
-        self._engine = engine
+    def __init__(self, searcher):
+        self._searcher = searcher
         self._ids = {}
         self._recent = []
         self._questions = OrderedDict()
@@ -216,13 +242,8 @@ class _ShardedArchive:
         self._recent = np.asarray(rows).tolist()
         self._ids.update(zip(self._recent, doc_ids))
 
-    @property
-    def doc_ids(self):
-        """Row -> doc id, for the rows of results (what :class:`Results` reads)."""
-        return self._ids
-
     def __len__(self):
-        return self._engine.n_docs
+        return self._searcher.n_docs
 
     def __getitem__(self, row):
         row = int(row)
@@ -232,38 +253,34 @@ class _ShardedArchive:
             wanted = [row] + [r for r in self._recent[:_READ_AHEAD]
                               if r != row and r not in self._questions]
             rows = np.array(wanted, dtype=np.int64)
-            engine = self._engine
-            shard = engine.shard_of(rows)
-            shards = np.unique(shard).tolist()
-            picks = [rows[shard == s] for s in shards]
-            found = engine._gather(shards, [engine.actors[s].questions.remote(
-                (p - engine.starts[s]).tolist()) for s, p in zip(shards, picks)],
-                "reading questions")
-            for p, questions in zip(picks, found):
-                self._questions.update(zip(p.tolist(), questions))
+            for picked, questions in self._searcher.per_shard(rows, "questions",
+                                                              "reading questions"):
+                self._questions.update(zip(picked.tolist(), questions))
             while len(self._questions) > _QUESTIONS_KEPT:
                 self._questions.popitem(last=False)
             question = self._questions[row]
         return question
 
     def rows(self, doc_ids) -> np.ndarray:
-        """Global rows of ``doc_ids``; QueryError for an id no shard has."""
+        """Rows of ``doc_ids``; QueryError for an id no shard has."""
         doc_ids = list(doc_ids)
-        engine = self._engine
-        live = engine.live_shards
-        found = engine._gather(live, [engine.actors[s].rows.remote(doc_ids) for s in live],
-                               "looking up question ids")
+        searcher = self._searcher
+        live = searcher.live_shards
+        found = searcher.call(live, "rows", "looking up question ids", (doc_ids,))
         rows = np.full(len(doc_ids), -1, dtype=np.int64)
         for s, local in zip(live, found):
             hit = local >= 0
-            rows[hit] = local[hit] + engine.starts[s]
+            rows[hit] = local[hit] + searcher.starts[s]
         if (rows < 0).any():
             raise QueryError(f"unknown question id {doc_ids[int(np.argmax(rows < 0))]!r}")
         self.remember(rows, doc_ids)
         return rows
 
+    def row(self, doc_id) -> int:
+        return int(self.rows([doc_id])[0])
+
     def get(self, doc_id):
-        return self[self.rows([doc_id])[0]]
+        return self[self.row(doc_id)]
 
     def __contains__(self, doc_id):
         try:
@@ -272,31 +289,21 @@ class _ShardedArchive:
             return False
         return True
 
-
-@dataclass(frozen=True)
-class _ShardedData:
-    """What a sharded engine's driver holds (in place of :class:`IndexData`)."""
-
-    stored: StoredIndex
-    analyzer: Analyzer
-    index: TermIndex
-    archive: _ShardedArchive
-    categories: Categories
-    doc_id_rank = None
-
-    def surface_words(self) -> dict:
-        """Surface word -> document frequency of its term over the fields (global)."""
-        words = self.stored.json("surface.json")
-        self.stored.check(isinstance(words, dict), "surface.json is not a mapping")
-        df = sum(np.asarray(st.df, dtype=np.int64) for st in global_stats(self.stored).values())
-        return {w: int(df[t]) for w, t in words.items()
-                if isinstance(t, int) and 0 <= t < len(df) and df[t] > 0}
+    def doc_ids_of(self, rows) -> list:
+        """Ids of ``rows`` (those not seen in results read from their shards)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        missing = [r for r in rows.tolist() if r not in self._ids]
+        if missing:
+            for picked, ids in self._searcher.per_shard(np.array(missing), "doc_ids",
+                                                        "reading question ids"):
+                self._ids.update(zip(picked.tolist(), ids))
+        return [self._ids[r] for r in rows.tolist()]
 
 
-class ShardedEngine(SearchEngine):
-    """A :class:`~cqa_search.SearchEngine` over a sharded index: every query fans out to
-    one Ray actor per shard (see the module docstring). Create it with
-    :meth:`SearchEngine.open <cqa_search.SearchEngine.open>` on the index directory.
+class ShardedSearcher:
+    """The search back-end of a sharded index: every call fans out to one Ray actor per
+    shard (see the module docstring). :meth:`SearchEngine.open
+    <cqa_search.SearchEngine.open>` makes one for a sharded index.
 
     Parameters
     ----------
@@ -307,120 +314,170 @@ class ShardedEngine(SearchEngine):
         Ray cluster to run the shard actors on (default: the current Ray session, or the
         ``RAY_ADDRESS`` environment variable, or a local session).
     timeout : float, default 120
-        Seconds a shard may take to answer one round of a query.
+        Seconds a shard may take to answer one call.
 
     Raises
     ------
     IndexFormatError
-        A model the shards cannot split, or malformed top-level files.
+        Malformed top-level files.
     DistributedError
         Ray is missing or the cluster cannot be joined.
     """
 
-    def __init__(self, stored, *, config=None, address=None, timeout=DEFAULT_TIMEOUT,
+    forks = False  # a Ray driver is not shared by forking: the shards work in parallel
+    view = None
+
+    def __init__(self, stored, config=None, *, address=None, timeout=DEFAULT_TIMEOUT,
                  _shared=None):
-        manifest = stored.manifest
-        try:
-            shards = [dict(s) for s in manifest["shards"]]
-            self.starts = np.array([int(s["doc_offset"]) for s in shards], dtype=np.int64)
-            sizes = np.array([int(s["n_docs"]) for s in shards], dtype=np.int64)
-            field_names = list(manifest["fields"])
-            analyzer = Analyzer.from_config(manifest["analyzer"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(f"corrupted index {stored.path}: bad shard list "
-                                   f"({exc!r}); {rebuild_hint()}") from None
-        stored.check(len(shards) > 0 and np.all(np.diff(self.starts) == sizes[:-1])
-                     and "question" in field_names, "its shards do not tile the archive")
-        self.shards, self.timeout = shards, timeout
-        self.live_shards = [s for s, info in enumerate(shards) if info["n_docs"] > 0]
+        self.stored, self.timeout = stored, timeout
+        self.shards = read_shards(stored)
+        sizes = np.array([s["n_docs"] for s in self.shards], dtype=np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(sizes)))
+        self.live_shards = [s for s, info in enumerate(self.shards) if info["n_docs"] > 0]
         if _shared is None:
-            _check_models(stored)
-            vocab = Vocabulary(stored.json("vocab.json"))
-            names = stored.json("categories.json")
-            counts = stored.array("category_counts.npy")
-            stored.check(isinstance(names, list) and len(names) == len(counts),
-                         "categories.json and category_counts.npy disagree")
-            self.models = load_models(stored)
-            connect(address)  # the Ray session the actors start in
-            searcher = remote(_ShardSearcher, **_ACTOR_OPTIONS)
-            self.actors = {s: searcher.remote(stored.path, stored.generation, manifest,
-                                              shards[s]["dir"], stored.mmap)
-                           for s in self.live_shards}
-            self.data = _ShardedData(stored, analyzer, _statistics_only(vocab, stored),
-                                     _ShardedArchive(self), _ShardedCategories(names, counts))
+            self._open(address)
         else:
-            self.models, self.actors, data = _shared
-            self.data = dataclasses.replace(data, archive=_ShardedArchive(self))
-        self.view = None  # models are fitted on an unsharded index (see cqa_search.distributed)
-        self.config = self._checked_config(config or SearchConfig())
+            (self.analyzer, self.index, self.categories, self.models, self.actors,
+             self._stats) = _shared
+        self.archive = _ShardedArchive(self)
+        self.config = checked_config(config or SearchConfig(), self.index.fields, self.models)
         s0 = self.live_shards[0]
-        self._feature_names = tuple(self._gather(
-            [s0], [self.actors[s0].feature_names.remote(self.config)], "starting the shards",
-            timeout=_START_TIMEOUT)[0])
-        self.ranker, self.given_ranker = self._make_rankers()
+        names, self.has_vectors = self.call([s0], "describe", "starting the shards",
+                                            (self.config,), timeout=_START_TIMEOUT)[0]
+        self.feature_names = tuple(names)
+
+    def _open(self, address) -> None:
+        stored = self.stored
+        try:
+            self.analyzer = Analyzer.from_config(stored.manifest["analyzer"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexFormatError(f"corrupted index {stored.path}: bad analyzer "
+                                   f"({exc!r}); {rebuild_hint()}") from None
+        vocab = Vocabulary(stored.json("vocab.json"))
+        self.index = _statistics_only(vocab, read_stats(stored))
+        stored.check(len(vocab) == len(next(iter(self.index.fields.values())).stats.df),
+                     "the statistics do not cover the vocabulary")
+        names = stored.json("categories.json")
+        counts = stored.array("category_counts.npy")
+        stored.check(isinstance(names, list) and len(names) == len(counts),
+                     "categories.json and category_counts.npy disagree")
+        self.categories = _ShardedCategories(names, counts)
+        self.models = shard_models(stored, None)  # the shared parts: rankers, names
+        ray = connect(address)  # the Ray session the actors start in
+        self.actors = _ShardActors(stored, self.live_shards)
+        # what the scorers compute over their rows (an embeddings model's title and body
+        # fields): summed over the shards, so that each scores with the whole index's
+        totals = {}
+        for part in self.call(self.live_shards, "row_stats", "starting the shards",
+                              timeout=_START_TIMEOUT):
+            for key, st in part.items():
+                totals[key] = st if key not in totals else totals[key] + st
+        self._stats = [ray.put(totals)] if totals else None
+
+    @classmethod
+    def open(cls, stored, config=None) -> "ShardedSearcher":
+        return cls(stored, config)
+
+    def with_config(self, config) -> "ShardedSearcher":
+        """The same shard actors with another configuration."""
+        return ShardedSearcher(self.stored, config, timeout=self.timeout, _shared=(
+            self.analyzer, self.index, self.categories, self.models, self.actors,
+            self._stats))
 
     # -- what the engine reads -------------------------------------------------------
     @property
     def n_docs(self) -> int:
-        return int(self.manifest["stats"]["n_docs"])
+        return int(self.starts[-1])
+
+    @property
+    def n_questions(self) -> int:
+        return int(self.stored.manifest["stats"]["n_docs"])
 
     @property
     def n_shards(self) -> int:
         return len(self.shards)
 
-    @property
-    def feature_names(self) -> tuple:
-        return self._feature_names
-
-    def with_config(self, config: SearchConfig) -> "ShardedEngine":
-        """A new engine with another configuration, sharing this one's shard actors."""
-        return ShardedEngine(self.data.stored, config=config, timeout=self.timeout,
-                             _shared=(self.models, self.actors, self.data))
-
     def close(self) -> None:
-        """Stop the shard actors (the engine is unusable afterwards)."""
-        ray = connect()
-        for actor in self.actors.values():
-            ray.kill(actor)
-        self.actors = {}
+        """Stop the shard actors (the searcher is unusable afterwards)."""
+        self.actors.close()
 
     def shard_stats(self) -> list:
         """Per live shard: its host and process, questions, bytes on disk, the actor's
-        resident memory, and the calls and CPU seconds of each round of the queries so
-        far (what sizing a deployment needs)."""
+        resident memory, and the calls and CPU seconds of each kind of call so far (what
+        sizing a deployment needs)."""
         live = self.live_shards
-        return [dict(shard=s, **info) for s, info in zip(live, self._gather(
-            live, [self.actors[s].stats.remote() for s in live], "reporting"))]
+        return [dict(shard=s, **info) for s, info in zip(live, self.call(live, "stats",
+                                                                         "reporting"))]
 
     def shard_of(self, rows) -> np.ndarray:
-        """Shard of each global row."""
+        """Shard of each row."""
         return np.searchsorted(self.starts, rows, side="right") - 1
 
     # -- the fan-out -----------------------------------------------------------------
-    def _gather(self, shards, refs, what, timeout=None):
-        """``ray.get`` of one call per shard; a shard that fails or does not answer in
-        time fails the whole request with a ShardError naming it."""
+    def call(self, shards, method, what, args=(), *, timeout=None) -> list:
+        """``actor.method(*args)`` on each of ``shards`` at once (``args``: the same for
+        every shard, or a dict shard -> its own), their answers in shard order.
+
+        A shard whose actor is temporarily unavailable (restarting: its process or node
+        was lost) is asked again until ``timeout`` seconds have passed; a shard that fails,
+        or has not answered by then, fails the whole call with a ShardError naming it."""
         ray = connect()
         timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+
+        def submit(s):
+            return getattr(self.actors[s], method).remote(
+                *(args[s] if isinstance(args, dict) else args))
+
+        refs = {s: submit(s) for s in shards}
         out = []
-        for s, ref in zip(shards, refs):
-            try:
-                out.append(ray.get(ref, timeout=timeout))
-            except ray.exceptions.GetTimeoutError:
-                for other in refs:
+        for s in shards:
+            while True:
+                try:
+                    out.append(ray.get(refs[s], timeout=max(deadline - time.monotonic(), 0)))
+                    break
+                except ray.exceptions.GetTimeoutError:
+                    pass
+                except (ray.exceptions.ActorUnavailableError, ray.exceptions.ActorDiedError,
+                        ray.exceptions.ActorUnschedulableError) as exc:
+                    # restarting, or its node lost: started again elsewhere (its calls only
+                    # read: asked again)
+                    lost = self.actors.replace_lost(s)
+                    if time.monotonic() < deadline and (
+                            lost or isinstance(exc, ray.exceptions.ActorUnavailableError)):
+                        time.sleep(0 if lost else min(0.5, deadline - time.monotonic()))
+                        refs[s] = submit(s)
+                        continue
+                    if not isinstance(exc, ray.exceptions.ActorUnavailableError):
+                        raise self._failed(s, what, exc) from None
+                except ray.exceptions.RayError as exc:
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, CQASearchError):
+                        raise cause from None
+                    raise self._failed(s, what, exc) from None
+                for other in refs.values():
                     ray.cancel(other)
                 raise ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) did "
                                  f"not answer within {timeout:g} s while {what}; no partial "
-                                 "result is returned") from None
-            except ray.exceptions.RayError as exc:
-                cause = getattr(exc, "cause", None)
-                if isinstance(cause, CQASearchError):
-                    raise cause from None
-                raise ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) "
-                                 f"failed while {what} ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''}); no "
-                                 "partial result is returned") from None
+                                 "result is returned")
         return out
+
+    def _failed(self, s, what, exc) -> ShardError:
+        return ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) failed while "
+                          f"{what} ({type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0] if str(exc) else ''}); no partial "
+                          "result is returned")
+
+    def per_shard(self, rows, method, what, *args, query=None):
+        """``[(rows of shard s, actor.method(*args, [q,] local rows)), ...]`` for the
+        shards holding ``rows`` (``query``: ``q`` made local to each shard)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        shard = self.shard_of(rows)
+        shards = np.unique(shard).tolist()
+        picks = [rows[shard == s] for s in shards]
+        return list(zip(picks, self.call(shards, method, what, {
+            s: (*args, *(() if query is None else (self._local_query(query, s, p),)),
+                p - self.starts[s]) for s, p in zip(shards, picks)})))
 
     def _local_query(self, q, s, rows):
         """``q`` for shard ``s``: the given scores and ranks of reranked candidates keyed by
@@ -430,92 +487,162 @@ class ShardedEngine(SearchEngine):
         ordered = sorted(q.given, key=lambda r: -q.given[r])  # stable, as ContextFeatures
         rank = {r: i + 1 for i, r in enumerate(ordered)}
         start = int(self.starts[s])
-        mine = [r for r in rows.tolist()]
+        mine = rows.tolist()
         return dataclasses.replace(q, given={r - start: q.given[r] for r in mine if r in q.given},
-                                   cache={"given_rank": {r - start: rank[r] for r in mine
-                                                         if r in rank}})
+                                   cache={**q.cache, "given_rank": {r - start: rank[r]
+                                                                    for r in mine if r in rank}})
 
-    def feature_scores(self, q, rows) -> np.ndarray:
+    def _scatter(self, rows, method, what, width, *args, query=None) -> np.ndarray:
+        """An array of ``len(rows)`` (x ``width``) of the shards' answers for their rows."""
         rows = np.asarray(rows, dtype=np.int64)
-        out = np.zeros((len(rows), len(self.feature_names)))
+        out = np.zeros((len(rows), width) if width else len(rows))
         if not len(rows):
             return out
-        shard = self.shard_of(rows)
-        shards = np.unique(shard).tolist()
-        picks = [shard == s for s in shards]
-        refs = [self.actors[s].features.remote(self.config, self._local_query(q, s, rows[p]),
-                                               rows[p] - self.starts[s])
-                for s, p in zip(shards, picks)]
-        for p, part in zip(picks, self._gather(shards, refs, "computing features")):
-            out[p] = part
+        position = {r: i for i, r in enumerate(rows.tolist())}
+        for picked, part in self.per_shard(rows, method, what, *args, query=query):
+            out[[position[r] for r in picked.tolist()]] = part
         return out
 
-    def candidates(self, q, depth, category_id=None, parsed=None, retrieval=None):
-        rows, scores, _ = self._candidates(q, depth, category_id, parsed, retrieval)
-        return rows, scores
-
-    def _candidates(self, q, depth, category_id, parsed, retrieval, features=False):
-        """The global best ``depth`` candidates: rows, scores, doc ids (and their
-        features, computed by the shards in the same round, when ``features``)."""
-        category = self._name(category_id)
+    # -- the back-end's calls --------------------------------------------------------
+    def candidates(self, q, depth, category_id=None, parsed=None, retrieval=None, *,
+                   features=False) -> Candidates:
+        category = None if category_id is None else self.categories[category_id]
         shards = self.live_shards
-        method = "candidates_and_features" if features else "candidates"
-        refs = [getattr(self.actors[s], method).remote(self.config, q, depth, category, parsed,
-                                                       retrieval) for s in shards]
-        parts = self._gather(shards, refs, "selecting candidates")
+        parts = self.call(shards, "candidates", "selecting candidates",
+                          (self.config, self._stats, q, depth, category, parsed, retrieval,
+                           features))
+        found, order = self._merged(shards, parts, depth)
+        if not features:
+            return found
+        matrix = (np.vstack([part[3] for part in parts]) if parts else
+                  np.zeros((0, len(self.feature_names))))
+        return dataclasses.replace(found, features=matrix[order])
+
+    def _merged(self, shards, parts, depth) -> tuple:
+        """The best ``depth`` of the shards' (rows, scores, doc ids, ...) by (-score, doc
+        id), and their positions in the shards' answers put end to end."""
         rows = np.concatenate([part[0] + self.starts[s] for s, part in zip(shards, parts)])
         scores = np.concatenate([part[1] for part in parts]).astype(np.float64)
         doc_ids = [d for part in parts for d in part[2]]
         order = np.lexsort((_id_rank(doc_ids), -scores))[:depth]
         doc_ids = [doc_ids[i] for i in order.tolist()]
-        self.archive.remember(rows[order], doc_ids)
-        out = rows[order], scores[order], doc_ids
-        if features:
-            matrix = np.vstack([part[3] for part in parts]) if parts else \
-                np.zeros((0, len(self.feature_names)))
-            out += (matrix[order],)
-        return out
+        rows = rows[order]
+        self.archive.remember(rows, doc_ids)
+        return Candidates(rows, scores[order], np.arange(len(rows)), doc_ids), order
 
-    def _retrieve(self, q, k, category_id, parsed=None, retrieval=None):
-        model = self.config.retrieval if retrieval is None else retrieval
-        if len(q.term_ids) == 0:
-            empty = np.zeros(0, np.int64)
-            return self._ranked(q, empty, np.zeros(0), empty, k)
-        if self.ranker is None:  # one round: each shard's best k come with their features
-            rows, scores, doc_ids, features = self._candidates(q, k, category_id, parsed,
-                                                               model, features=True)
-            return Results(q.text, rows, doc_ids, scores, self.feature_names, features,
-                           q.terms, q.unknown_words, self.archive, model.field,
-                           category=q.category)
-        # as SearchEngine: the ranker reorders the top n_candidates (a second round)
-        depth = None if k is None else max(k, self.config.n_candidates)
-        rows, scores, doc_ids = self._candidates(q, depth, category_id, parsed, model)
-        return self._ranked(q, rows, scores, _id_rank(doc_ids), k, field=model.field)
+    def nearest(self, q, depth, category_id=None, parsed=None) -> Candidates:
+        category = None if category_id is None else self.categories[category_id]
+        shards = self.live_shards
+        parts = self.call(shards, "nearest", "searching the question vectors",
+                          (self.config, q, depth, category, parsed))
+        return self._merged(shards, parts, depth)[0]
 
-    def _retrieval_scores(self, q, rows):
-        model = self.config.retrieval
-        base = np.zeros(len(rows))
-        shard = self.shard_of(rows)
-        shards = np.unique(shard).tolist()
-        picks = [shard == s for s in shards]
-        refs = [self.actors[s].score_rows.remote(q, rows[p] - self.starts[s], model)
-                for s, p in zip(shards, picks)]
-        for p, part in zip(picks, self._gather(shards, refs, "scoring candidates")):
-            base[p] = part
-        return base
+    def features(self, q, rows) -> np.ndarray:
+        return self._scatter(rows, "features", "computing features", len(self.feature_names),
+                             self.config, self._stats, query=q)
+
+    def retrieval_scores(self, q, rows, model) -> np.ndarray:
+        return self._scatter(rows, "retrieval_scores", "scoring candidates", 0, q, model)
+
+    def cosines(self, q, rows) -> np.ndarray:
+        return self._scatter(rows, "cosines", "scoring candidates", 0, self.config, query=q)
+
+    def tie_ranks(self, rows) -> np.ndarray:
+        return _id_rank(self.doc_ids(rows))
+
+    def rows(self, doc_ids) -> np.ndarray:
+        return self.archive.rows(doc_ids)
+
+    def doc_ids(self, rows) -> list:
+        return self.archive.doc_ids_of(rows)
+
+    def category_counts(self) -> np.ndarray:
+        return self.categories.counts()
+
+    def tag_counts(self) -> dict:
+        live = self.live_shards
+        first, counts = {}, {}
+        for part in self.call(live, "tag_counts", "counting tags"):
+            for key, tag, n in part:  # the first spelling met, in row order
+                first.setdefault(key, tag)
+                counts[key] = counts.get(key, 0) + n
+        order = sorted((k for k, n in counts.items() if n),
+                       key=lambda k: (-counts[k], first[k].casefold()))
+        return {first[k]: counts[k] for k in order}
+
+    def surface_words(self) -> dict:
+        words = self.stored.json("surface.json")
+        self.stored.check(isinstance(words, dict), "surface.json is not a mapping")
+        df = sum(np.asarray(f.stats.df, dtype=np.int64) for f in self.index.fields.values())
+        return {w: int(df[t]) for w, t in words.items()
+                if isinstance(t, int) and 0 <= t < len(df) and df[t] > 0}
+
+    def answer_choice(self, name, row) -> int:
+        (_, choices), = self.per_shard([int(row)], "answer_choices", "choosing an answer",
+                                       name)
+        return int(choices[0])
 
 
-def _statistics_only(vocab, stored) -> TermIndex:
+class _ShardActors:
+    """The shard actors of a searcher (shared by its copies with other configurations):
+    each pinned to a node, the cluster's nodes taken in turn (each node's share of the
+    shards, so of the memory and CPU, known in advance). Ray restarts an actor whose
+    process dies on its node; one whose node is lost is started again here on the node
+    alive with the fewest shards (:meth:`replace_lost`)."""
+
+    def __init__(self, stored, shards):
+        self.stored = stored
+        self._actor = remote(_ShardActor, **_ACTOR_OPTIONS)
+        self.handles, self.nodes = {}, {}
+        nodes = _alive_nodes()
+        for k, s in enumerate(shards):
+            self._start(s, nodes[k % len(nodes)])
+
+    def _start(self, s, node) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        stored = self.stored
+        self.handles[s] = self._actor.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+            stored.path, stored.generation, stored.manifest, s, stored.mmap)
+        self.nodes[s] = node
+
+    def __getitem__(self, s):
+        return self.handles[s]
+
+    def replace_lost(self, s) -> bool:
+        """Start shard ``s``'s actor again on a node alive if its node is lost; whether it
+        was."""
+        alive = _alive_nodes()
+        if not alive or self.nodes[s] in alive:
+            return False
+        load = {n: 0 for n in alive}
+        for node in self.nodes.values():
+            if node in load:
+                load[node] += 1
+        logger.warning("the node of shard %d is lost: its actor starts again on another", s)
+        connect().kill(self.handles[s], no_restart=True)
+        self._start(s, min(alive, key=lambda n: (load[n], n)))
+        return True
+
+    def close(self) -> None:
+        ray = connect()
+        for actor in self.handles.values():
+            ray.kill(actor)
+        self.handles = {}
+
+
+def _alive_nodes() -> list:
+    return sorted(n["NodeID"] for n in connect().nodes() if n["Alive"])
+
+
+def _statistics_only(vocab, stats) -> TermIndex:
     """The driver's term index: the vocabulary and each field's global statistics, no
     postings (those are the shards'); what query analysis reads (which words are known)."""
     n_terms = len(vocab)
     empty = np.zeros(0, dtype=np.int32)
-    fields = {}
-    for name, stats in global_stats(stored).items():
-        stored.check(len(stats.df) == n_terms, f"the statistics of field {name} do not "
-                     "cover the vocabulary")
-        fields[name] = FieldIndex(name, np.zeros(n_terms + 1, dtype=np.int64), empty, empty,
-                                  empty, empty, stats=stats)
+    fields = {name: FieldIndex(name, np.zeros(n_terms + 1, dtype=np.int64), empty, empty,
+                               empty, empty, stats=st) for name, st in stats.items()}
     return TermIndex(vocab, fields)
 
 

@@ -468,6 +468,13 @@ class MultiViewModel(BaseEstimator):
         check_is_fitted(self, "view_names_")
         return tuple(f"{self.feature_prefix}_{name}" for name in self.view_names_)
 
+    @property
+    def row_arrays(self) -> tuple:
+        """The state arrays with one row per question (see :mod:`cqa_search.index.models`):
+        the question factors of every view."""
+        check_is_fitted(self, "view_names_")
+        return tuple(f"view{p}_doc_factors" for p in range(len(self.view_names_)))
+
     def _translators(self, view) -> list:
         """The translators of the ``views`` specifications (``ibm1`` reads the table of a
         translation model stored in the index: ``view.models``)."""

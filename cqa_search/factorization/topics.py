@@ -170,6 +170,8 @@ class TopicModel(BaseEstimator):
     """
 
     kind = "topics"
+    #: The state arrays with one row per question (see :mod:`cqa_search.index.models`).
+    row_arrays = ("doc_topics", "doc_group")
     _parameter_constraints = {
         "model": VARIANTS,
         "n_shared": Interval(0, None, kind=numbers.Integral),

@@ -35,23 +35,9 @@ the live rows, so that scores equal those of a fresh build of the live archive; 
 rows never match. :func:`load_index` reads a generation back into an :class:`IndexData`,
 checking every array (shape, bounds, offsets) and the statistics against the manifest.
 
-A *sharded* index (:mod:`cqa_search.distributed.build`) is one generation whose shards are
-whole indexes of the layout above (``shards/00000/``, ...: each with its own ``CURRENT``
-and a one-segment generation, its rows numbered from 0, its term ids those of the one
-vocabulary). Instead of segments, its top level holds what the shards share::
-
-    manifest.json          format, analyzer config, "shards": [{dir, n_docs, doc_offset}],
-                           "fields" (nnz, total terms of each), stats, models, and a file
-                           list naming every file of every shard
-    vocab.json  categories.json  surface.json      as above, for the whole archive
-    category_counts.npy    int64 (n_categories,): questions per category
-    fields/<field>/df.npy  fields/<field>/term_freq.npy   the collection statistics every
-                           shard scores with (what ``stats/<field>/`` holds unsharded)
-
-Each shard's generation stores the posting weights of :data:`STORED_WEIGHTS` computed from
-those global statistics, ``fields/question/bm25.global.npy`` (named in its manifest's
-``"shard"`` entry), beside its own segment's files (a shard opened alone scores with its
-own statistics).
+A *sharded* index is one generation whose shards are whole indexes of the layout above
+(``shards/00000/``, ...); instead of segments, its top level holds what the shards share,
+its statistics in ``stats/<field>/`` as above: :mod:`cqa_search.index.sharding`.
 """
 from __future__ import annotations
 
@@ -73,7 +59,8 @@ from .validate import INT32_MAX, InvalidArray, check_array, check_count, check_o
 from .vocab import Vocabulary
 
 __all__ = ["Categories", "IndexData", "IndexHead", "SegmentRows", "SegmentWriter",
-           "write_globals", "write_weights", "read_head", "load_index", "segment_dir",
+           "write_globals", "write_weights", "read_head", "read_stats", "load_index",
+           "segment_dir",
            "doc_id_ranks", "SortedIds", "FIELD_FILES", "STORED_WEIGHTS"]
 
 #: The arrays of a field in a segment.
@@ -455,17 +442,46 @@ def write_globals(writer, *, field_stats, vocab_terms=None, categories=None, sur
     return out
 
 
-def _manifest_parts(stored):
-    m = stored.manifest
+def _totals(stored):
+    """``(n_rows, n_terms, {field: (n_docs, total_terms)})`` of a generation's manifest
+    (rows and terms are int32 in the arrays, the other counts int64)."""
     try:
-        stats = m["stats"]
-        # rows and terms are int32 in the arrays, the other counts int64
+        stats = stored.manifest["stats"]
         n_rows = check_count(stats["n_rows"], "n_rows", high=INT32_MAX)
         n_terms = check_count(stats["n_terms"], "n_terms", high=INT32_MAX)
-        analyzer = Analyzer.from_config(m["analyzer"])
         field_stats = {name: (check_count(v["n_docs"], f"{name} n_docs", high=n_rows),
                               check_count(v["total_terms"], f"{name} total_terms"))
                        for name, v in dict(stats["fields"]).items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise IndexFormatError(f"corrupted index {stored.path}: bad manifest ({exc!r}); "
+                               f"{rebuild_hint()}") from None
+    stored.check(n_rows >= 1 and "question" in field_stats, "bad manifest statistics")
+    return n_rows, n_terms, field_stats
+
+
+def read_stats(stored) -> dict:
+    """Each field's collection statistics of a generation (``stats/<field>/`` and the
+    manifest's totals), checked: field -> CollectionStats. A sharded index stores those
+    of the whole collection at its top level, as an unsharded one does.
+
+    Raises
+    ------
+    IndexFormatError
+        A file is missing, unreadable or disagrees with the manifest.
+    """
+    _, n_terms, field_stats = _totals(stored)
+    try:
+        return {name: _stats(stored, name, n_docs, total, n_terms)
+                for name, (n_docs, total) in field_stats.items()}
+    except InvalidArray as exc:
+        raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {rebuild_hint()}") from None
+
+
+def _manifest_parts(stored):
+    m = stored.manifest
+    n_rows, n_terms, field_stats = _totals(stored)
+    try:
+        analyzer = Analyzer.from_config(m["analyzer"])
         segments = list(m["segments"])
         for seg in segments:
             str(seg["name"])
@@ -573,7 +589,7 @@ class IndexHead:
                 for s in self.segments])
         except InvalidArray as exc:
             raise IndexFormatError(f"corrupted index {self.stored.path}: {exc}; "
-                                   f"{_REBUILD}") from None
+                                   f"{rebuild_hint()}") from None
         return Categories(self.categories, doc_category, ~self.deleted).counts()
 
     def segment_field(self, k, name) -> FieldIndex:
@@ -611,14 +627,13 @@ def read_head(stored: StoredIndex) -> IndexHead:
                 mask = np.zeros(n, dtype=bool)
             deleted.append(mask)
         deleted = np.concatenate(deleted)
-        n_live = n_rows - int(deleted.sum())
-        stats = {}
-        for name, (n_docs, total) in field_stats.items():
-            stored.check(n_docs == n_live, f"field {name} counts {n_docs} questions, the "
-                                           f"segments {n_live}")
-            stats[name] = _stats(stored, name, n_docs, total, n_terms)
     except InvalidArray as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: {exc}; {rebuild_hint()}") from None
+    n_live = n_rows - int(deleted.sum())
+    for name, (n_docs, total) in field_stats.items():
+        stored.check(n_docs == n_live, f"field {name} counts {n_docs} questions, the "
+                                       f"segments {n_live}")
+    stats = read_stats(stored)
     return IndexHead(stored, analyzer, terms, names, segments, doc_ids, deleted, stats)
 
 

@@ -12,6 +12,20 @@ and then either gives features or orders candidates::
     scorer(view) -> FeatureScorer               # feature models (see cqa_search.features)
     feature_names_in_, predict(X) -> scores     # rankers
 
+A model with a row per question (topic coefficients, multiview factors, chosen answers,
+question vectors) also implements::
+
+    row_arrays: tuple of str                    # the state arrays with one row per
+                                                # question (axis 0, in row order; the
+                                                # first one a row per question exactly)
+    select_rows(view, rows) -> model            # a copy with the rows ``rows`` of ``view``
+    rows_state(start, stop) -> (meta, arrays)   # optional: its rows start to stop - 1,
+                                                # when they are not slices of row_arrays
+
+so that a compaction carries its rows to the renumbered questions and a sharded index
+splits them with its shards (:mod:`cqa_search.index.sharding`); the questions an index
+gains after its fit it computes itself when it scores them (folding them in).
+
 A *family* is a kind that :func:`cqa_search.training.fit_family` (``cqa-search fit INDEX
 FAMILY``) trains from an index's own archive: its ``fit(view, *, progress=False)`` reads an
 :class:`~cqa_search.features.IndexView`, and the command's options are its constructor
@@ -31,7 +45,7 @@ from .store import IndexWriter, damage_advice, open_index
 from .validate import InvalidArray
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
-           "load_models", "model_dir", "write_model"]
+           "load_models", "model_dir", "write_model", "row_arrays"]
 
 #: Model kind -> estimator class, or ``"module:Class"`` imported on first use.
 MODEL_KINDS = {
@@ -146,14 +160,22 @@ def model_dir(name) -> str:
     return f"models/{name}"
 
 
-def write_model(writer, name, model, state=None) -> None:
+def row_arrays(model) -> tuple:
+    """The names of a model's state arrays with one row per question (none: ``()``)."""
+    return tuple(getattr(model, "row_arrays", ()) or ())
+
+
+def write_model(writer, name, model, state=None, *, only=None) -> None:
     """Write a fitted model's files into the generation ``writer`` makes:
     ``models/<name>/model.json`` (kind, parameters, metadata, array names) and an ``.npy``
-    per array of its ``state()`` (``state``: that state, when computed already)."""
+    per array of its ``state()`` (``state``: that state, when computed already; ``only``:
+    the arrays written, the others being the same files as before, kept or linked by the
+    caller)."""
     meta, arrays = model.state() if state is None else state
     prefix = model_dir(name)
     for key, arr in arrays.items():
-        writer.array(f"{prefix}/{key}.npy", arr)
+        if only is None or key in only:
+            writer.array(f"{prefix}/{key}.npy", arr)
     writer.json(f"{prefix}/model.json", {"kind": model.kind, "params": model.get_params(),
                                           "meta": meta, "arrays": list(arrays)})
 
@@ -239,9 +261,18 @@ def add_model(index, name, model) -> str:
         return {**base.manifest, "models": models}
 
     with IndexWriter(path) as writer:
-        write_model(writer, name, model, (meta, arrays))
+        base = writer.begin()  # the shards of a sharded index are written from it
+        rewritten = []
+        if base is not None and "shards" in base.manifest:
+            from .sharding import store_model
+
+            manifest(base)  # the checks first
+            rewritten = store_model(writer, base, name, model, (meta, arrays))
+        else:
+            write_model(writer, name, model, (meta, arrays))
         return writer.commit(manifest, keep=lambda base: [
-            rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
+            rel for rel in base.manifest["files"]
+            if not rel.startswith((prefix, *(d + "/" for d in rewritten)))])
 
 
 def _check_rankers(base, models, change) -> None:
@@ -300,8 +331,15 @@ def remove_model(path, name) -> str:
             _check_rankers(base, models, f"removing model {name!r}")
             return {**base.manifest, "models": models}
 
+        rewritten = []
+        if "shards" in base.manifest:  # the shards' rows of the model go too
+            from .sharding import remove_rows
+
+            manifest(base)  # the checks first
+            rewritten = remove_rows(writer, base, name)
         return writer.commit(manifest, keep=lambda base: [
-            rel for rel in base.manifest["files"] if not rel.startswith(prefix)])
+            rel for rel in base.manifest["files"]
+            if not rel.startswith((prefix, *(d + "/" for d in rewritten)))])
 
 
 def load_models(stored) -> dict:

@@ -11,7 +11,8 @@ An index is a directory of *generations*, each a complete, immutable snapshot::
         stats/<field>/         collection statistics of the live rows
         segments/seg-NNNNNN/   the questions, ids, categories and postings of one segment
         models/<name>/         a trained model: model.json + its arrays (.npy)
-        shards/00000/ ...      (a sharded index) each shard a whole index directory
+        shards/00000/ ...      (a sharded index, instead of segments) each shard a whole
+                               index directory (:mod:`cqa_search.index.sharding`)
       gen-000006/              the previous generation, kept for readers still opening it
       .lock                    taken by writers while they switch generations
       .tmp-*/                  a generation being written (never read)
@@ -62,8 +63,10 @@ __all__ = ["FORMAT_VERSION", "MANIFEST", "CURRENT", "IndexWriter", "StoredIndex"
 
 logger = logging.getLogger(__name__)
 
-#: Version of the on-disk layout; bumped whenever an older reader would misread it.
-FORMAT_VERSION = 3
+#: Version of the on-disk layout; bumped whenever an older reader would misread it (4: a
+#: sharded index keeps its statistics in ``stats/<field>/`` as any index, and its shards
+#: their rows of the per-question models).
+FORMAT_VERSION = 4
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 _LOCK = ".lock"
@@ -719,6 +722,19 @@ class IndexWriter:
             return
         with self.open(relpath) as f:  # floats as Python writes them (NaN included)
             json.dump(obj, f, ensure_ascii=False)
+
+    def link(self, relpath, source, sha256=None) -> None:
+        """Make the file ``source`` (of another generation, or written by another writer)
+        part of this generation at ``relpath``, hard-linked (copied where the file system
+        has no hard links), with its SHA-256 when known."""
+        _link(source, self._full(relpath))
+        if sha256 is not None:
+            self._digests[relpath] = sha256
+
+    def digest(self, relpath) -> str:
+        """SHA-256 of a file written into this generation."""
+        found = self._digests.get(relpath)
+        return found if found is not None else _sha256(self._full(relpath))
 
     def add_file(self, relpath, sha256=None) -> None:
         """Make part of this generation a file written into :attr:`tmp` by another

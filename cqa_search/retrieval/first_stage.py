@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .candidates import _sums_of_weights, top_k_of_model
+from .candidates import _sums_of_weights
 from .hybrid import Merged, hybrid_scores, merge  # noqa: F401 (Merged: the stage's result)
 
 __all__ = ["DEFAULT_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capable",
@@ -103,8 +103,9 @@ def hybrid_candidates(n, *, a, term_top, dense_top, term_scores, cosines, depth=
         archive's, up to this depth (in ``n``).
     fill : int, optional
         With ``n`` None: the least depth of the dense list.
-    tie_rank : ndarray of int, optional
-        Secondary sort key of equal scores, per row.
+    tie_rank : ndarray of int or callable, optional
+        Secondary sort key of equal scores, per row, or ``tie_rank(rows) -> keys``
+        (:func:`~cqa_search.retrieval.hybrid.merge`).
 
     Returns
     -------
@@ -135,8 +136,8 @@ def hybrid_candidates(n, *, a, term_top, dense_top, term_scores, cosines, depth=
 
 
 def term_matched(query, results) -> bool:
-    """Whether the first stage run for ``query`` found rows holding a query term (its
-    ``results`` have hits, when it ran none of this module: a sharded engine's)."""
+    """Whether the first stage run for ``query`` found rows holding a query term (when
+    none was recorded: whether its ``results`` have hits)."""
     basis = query.cache.get(BASIS)
     return bool(len(results)) if basis is None else basis[1] > 0
 
@@ -200,42 +201,29 @@ class StageParts:
 class FirstStageFeature:
     """The first stage's score of candidates as a feature column, ``first_stage``:
     ``(1 - a) * T / max T + a * cos`` with the engine's ``a`` (0 when its first stage is
-    the term model alone: the normalised term score). Made by an engine whose index has
+    the term model alone: the normalised term score). Made by a back-end whose index has
     word vectors; ``train`` compares its rankers with this column's order.
 
-    ``T`` and ``max T`` are those of the query's first stage (:func:`remember_basis`);
-    for candidates that did not come from one (a rerank of given candidates), the
-    retrieval model's and its best score over the live rows.
+    ``T``, ``max T`` and ``a`` are those the query's first stage recorded
+    (:func:`remember_basis`); for candidates that did not come from one (a rerank of
+    given candidates), the engine records the retrieval model's best score over the live
+    rows and its ``a`` (over the whole index: a shard's back-end has only its rows).
 
     Parameters
     ----------
-    model : TermModel
-        The engine's retrieval model.
     index : TermIndex
     dense : EmbeddingScorer
         Gives ``cosines(query, rows)``.
-    live : ndarray of bool or None
-        The rows not deleted.
     """
 
     names = ("first_stage",)
 
-    def __init__(self, model, index, dense, live=None):
-        self.model, self.index, self.dense, self.live = model, index, dense, live
-        self.a = 0.0  # set by the engine once its ranker (which may store a) is known
+    def __init__(self, index, dense):
+        self.index, self.dense = index, dense
 
     def score(self, query, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
-        basis = query.cache.get(BASIS)
-        if basis is None:
-            model, a = self.model, self.a
-            field = self.index[model.field]
-            best = top_k_of_model(model, field, query.term_ids, query.qtf, 1,
-                                  allowed=self.live)[1]
-            term_max = float(best[0]) if len(best) else 0.0
-        else:
-            model, term_max, a = basis
-            field = self.index[model.field]
-        term = model.score_rows(field, query.term_ids, query.qtf, rows)
+        model, term_max, a = query.cache[BASIS]
+        term = model.score_rows(self.index[model.field], query.term_ids, query.qtf, rows)
         cosine = self.dense.cosines(query, rows) if a > 0 else np.zeros(len(rows))
         return hybrid_scores(term, cosine, a, term_max)[:, None]

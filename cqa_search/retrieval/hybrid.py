@@ -93,8 +93,9 @@ def merge(term_rows, term_scores, dense_rows, dense_scores, n, *, a, term_of, de
         The list holds every row that can score above 0 (term: every matching row) or
         every allowed row (dense): rows outside it score 0 (term) or are not candidates
         (dense). Used by the exactness bound only.
-    tie_rank : ndarray of int, optional
-        Secondary sort key per row (default: the row).
+    tie_rank : ndarray of int or callable, optional
+        Secondary sort key per row (default: the row), or ``tie_rank(rows) -> keys``
+        (keys compared among these rows only).
 
     Returns
     -------
@@ -123,7 +124,8 @@ def merge(term_rows, term_scores, dense_rows, dense_scores, n, *, a, term_of, de
     if missing.any():
         dense[missing] = dense_of(rows[missing])
     scores = hybrid_scores(term, dense, a, term_max)
-    secondary = rows if tie_rank is None else np.asarray(tie_rank)[rows]
+    secondary = rows if tie_rank is None else \
+        tie_rank(rows) if callable(tie_rank) else np.asarray(tie_rank)[rows]
     order = np.lexsort((secondary, -scores))
     if n is not None:
         order = order[:n]

@@ -215,6 +215,22 @@ class EmbeddingModel:
     def feature_names(self) -> tuple:
         return FEATURE_NAMES
 
+    @property
+    def row_arrays(self) -> tuple:
+        """The state arrays with a row per question (see :mod:`cqa_search.index.models`),
+        the question vectors first: the vectors, soft-cosine norms and inverted lists, and
+        the title and body fields when the model stores them. The vectors by list and the
+        fields are not slices of the rows: :meth:`rows_state` takes a run of them."""
+        self._check_fitted()
+        fields = () if self.parts_ is None else tuple(
+            key for p in parts.PARTS for key in parts.field_arrays(self.parts_[p], f"{p}_"))
+        return ("doc_vectors", "doc_norms", "doc_list", "list_vectors") + fields
+
+    def rows_state(self, start, stop):
+        """The state of a copy holding rows ``start`` to ``stop - 1`` of the fit (what the
+        shard holding those rows of a sharded index stores)."""
+        return self.select_rows(None, np.arange(start, stop)).state()
+
     # -- training ----------------------------------------------------------------------
     def fit(self, view, y=None, *, progress=False):
         """Learn the word vectors from ``view``'s text and compute every question's rows.
@@ -412,8 +428,12 @@ class EmbeddingModel:
     def extended_rows(self, view) -> Rows:
         """The per-question rows over every row of ``view`` (an index whose first rows and
         term ids are those of the fit): the stored rows, then those of the questions added
-        since, computed with the stored vectors and weights."""
+        since, computed with the stored vectors and weights (``view`` None: the stored
+        rows)."""
         self._check_fitted()
+        if view is None:
+            return Rows(self.doc_vectors_, self.doc_norms_, self.parts_ or {},
+                        self.doc_list_ if len(self.centroids_) else None)
         n_fit, n = len(self.doc_vectors_), view.n_docs
         if n < n_fit:
             raise IndexFormatError(f"the embeddings model covers {n_fit} questions but the "
@@ -437,7 +457,7 @@ class EmbeddingModel:
     def select_rows(self, view, rows) -> "EmbeddingModel":
         """A copy whose per-question rows are those of ``rows`` of ``view``, in that order
         (questions added since the fit computed first, and put in their nearest list):
-        what a compaction stores."""
+        what a compaction stores (``view`` None: of the stored rows)."""
         full = self.extended_rows(view)
         rows = np.asarray(rows, dtype=np.int64)
         model = copy.copy(self)

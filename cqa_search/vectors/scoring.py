@@ -34,6 +34,14 @@ def query_parts(query) -> dict:
             "question": np.asarray(query.sequence, dtype=np.int64)}
 
 
+def _dot(matrix, vector) -> np.ndarray:
+    """``matrix @ vector`` in float64, each row's sum by numpy's reduction: the same
+    whatever other rows are scored with it (BLAS rounds a row's product differently with
+    the number of rows), so the shards of a sharded index score as one index."""
+    return (np.asarray(matrix, dtype=np.float64) * np.asarray(vector, dtype=np.float64)
+            ).sum(axis=1)
+
+
 def _bag(ids):
     """Distinct term ids and their counts."""
     return np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
@@ -57,6 +65,21 @@ class EmbeddingScorer:
         self.question = view.index["question"]
         self.matrices = {"emb": model.emb_similarity_, "char": model.char_similarity_}
         self._bm25, self._vsm = BM25(), VSM()
+
+    # -- a shard's statistics -------------------------------------------------------------
+    def row_stats(self) -> dict:
+        """The statistics of the title and body fields the model stores (computed over
+        these rows alone; {} when they are the index's fields, whose statistics a shard
+        already reads over the whole index): see
+        :meth:`~cqa_search.searcher.LocalSearcher.row_stats`."""
+        if self.model.parts_ is None:
+            return {}
+        return {f"embeddings:{p}": f.stats for p, f in self.fields.items()}
+
+    def use_stats(self, stats) -> None:
+        """Score the title and body fields with ``stats`` (the whole index's)."""
+        self.fields = {p: f.with_stats(stats[f"embeddings:{p}"])
+                       if f"embeddings:{p}" in stats else f for p, f in self.fields.items()}
 
     # -- the query ----------------------------------------------------------------------
     def query_vector(self, query) -> np.ndarray:
@@ -88,24 +111,32 @@ class EmbeddingScorer:
         Returns
         -------
         rows : ndarray of int64, sorted by (-cosine, tie rank)
-        cosines : ndarray of float32
+        cosines : ndarray of float64
+            As :meth:`cosines` gives them (the float32 products choose the rows).
         """
         q = self.query_vector(query)
         if not np.any(q):  # no word with a vector: every cosine is 0
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+            return np.zeros(0, np.int64), np.zeros(0)
         n_allowed = len(self.vectors) if allowed is None else int(np.count_nonzero(allowed))
+        rows = None
         if self.ivf is not None and n_allowed > self.model.exact_limit:
-            rows, scores = self.ivf.top_k(self.vectors, q, k, allowed=allowed,
-                                          tie_rank=tie_rank)
-            if len(rows) >= min(k, n_allowed):
-                return rows, scores
-        return dense.exact_top_k(self.vectors, q, k, allowed=allowed, tie_rank=tie_rank)
+            rows, _ = self.ivf.top_k(self.vectors, q, k, allowed=allowed, tie_rank=tie_rank)
+            if len(rows) < min(k, n_allowed):
+                rows = None
+        if rows is None:
+            rows, _ = dense.exact_top_k(self.vectors, q, k, allowed=allowed,
+                                        tie_rank=tie_rank)
+        cosines = self.cosines(query, rows)
+        order = np.lexsort((rows if tie_rank is None else tie_rank[rows], -cosines))
+        return rows[order], cosines[order]
 
     def cosines(self, query, rows) -> np.ndarray:
-        """Cosine of the query's SIF vector with each of ``rows`` (float64)."""
+        """Cosine of the query's SIF vector with each of ``rows`` (float64, computed in
+        float64: the same whatever other rows are scored with them, as on the shards of
+        a sharded index)."""
         rows = np.asarray(rows, dtype=np.int64)
         with one_blas_thread():
-            return (self.vectors[rows] @ self.query_vector(query)).astype(np.float64)
+            return _dot(self.vectors[rows], self.query_vector(query))
 
     # -- features -------------------------------------------------------------------------
     def score(self, query, rows) -> np.ndarray:
@@ -143,7 +174,7 @@ class EmbeddingScorer:
             return np.zeros(len(rows))
         terms, pos = self.question.sequences_of(rows)
         offsets = np.concatenate(([0], np.cumsum(np.bincount(pos, minlength=len(rows)))))
-        return sif.mean_rows(terms, offsets, m.word_vectors_) @ q
+        return _dot(sif.mean_rows(terms, offsets, m.word_vectors_), q)
 
     def _soft_cosines(self, query, matrix, text, ids, field, rows, row_norms):
         if len(ids) == 0:

@@ -97,7 +97,10 @@ def sif_rows(ids, offsets, vectors, weights, component) -> np.ndarray:
     the weighted means as they are)."""
     X = weighted_means(ids, offsets, vectors, weights)
     if component is not None:
-        X -= np.outer(X @ component, component)
+        # the projection in float64: a row's vector is then the same whatever rows it is
+        # computed with (questions added to an index, or to one of its shards)
+        u = np.asarray(component, dtype=np.float64)
+        X -= np.outer((X.astype(np.float64) * u).sum(axis=1), u).astype(np.float32)
     return normalize_rows(X)
 
 

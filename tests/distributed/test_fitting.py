@@ -13,6 +13,8 @@ from cqa_search.cli.__main__ import main as cli  # noqa: E402
 from cqa_search.distributed.fitting import ray_fits  # noqa: E402
 from cqa_search.factorization.gnmf import GNMFNC  # noqa: E402
 from cqa_search.factorization.topics import TopicModel  # noqa: E402
+from cqa_search.index.sharding import shard_models  # noqa: E402
+from cqa_search.index.store import open_index  # noqa: E402
 from cqa_search.translation import IBMModel1, ParallelCorpus  # noqa: E402
 from cqa_search.translation.model import TranslationModel  # noqa: E402
 
@@ -88,9 +90,16 @@ def test_cli_fit_on_ray(demo, tmp_path, capsys):
     assert cli(["build-index", str(DEMO / "archive.jsonl"), "-o", str(sharded), "--shards",
                 "2", "-q"]) == 0
     capsys.readouterr()
-    assert cli(["fit", str(sharded), "translation", "-q"]) == 1
-    assert "is a sharded index: fit translation on an unsharded index" in \
-        capsys.readouterr().err
+    # on a sharded index: the inputs read from its shards, the blocks on Ray, the same model
+    assert cli(["fit", str(sharded), "topics", "--model", "gnmfnc", "--n-shared", "3",
+                "--n-category", "2", "--max-iter", "5", "--tol", "0", "--ray", "-q"]) == 0
+    assert "topics-gnmfnc" in capsys.readouterr().out
+    one = SearchEngine.open(demo).models["topics-gnmfnc"]
+    top = open_index(sharded)
+    parts = [shard_models(top, s)["topics-gnmfnc"] for s in range(2)]
+    np.testing.assert_allclose(parts[0].shared_topics_, one.shared_topics_, rtol=1e-12)
+    np.testing.assert_allclose(np.vstack([p.doc_topics_ for p in parts]), one.doc_topics_,
+                               rtol=1e-6)  # (float32)
 
 
 def test_an_address_where_no_head_listens_is_refused_at_once():

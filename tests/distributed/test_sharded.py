@@ -12,8 +12,8 @@ from cqa_search import SearchConfig, SearchEngine, build_index  # noqa: E402
 from cqa_search.cli.__main__ import main as cli  # noqa: E402
 from cqa_search.distributed._ray import ShardError  # noqa: E402
 from cqa_search.distributed.build import build_sharded_index  # noqa: E402
-from cqa_search.distributed.search import ShardedEngine  # noqa: E402
-from cqa_search.exceptions import IndexFormatError, QueryError  # noqa: E402
+from cqa_search.distributed.search import ShardedSearcher  # noqa: E402
+from cqa_search.exceptions import QueryError  # noqa: E402
 from cqa_search.features import GIVEN_FEATURES  # noqa: E402
 from cqa_search.index.models import add_model  # noqa: E402
 from cqa_search.index.store import open_index  # noqa: E402
@@ -72,10 +72,11 @@ def test_shards_share_the_unsharded_vocabulary_and_statistics(indexes):
         assert sum(s["n_docs"] for s in top.manifest["shards"]) == 327
         for field in ("question", "answers"):
             whole = SearchEngine.open(indexes / "one").index[field].stats
-            df = top.array(f"fields/{field}/df.npy")
+            df = top.array(f"stats/{field}/df.npy")
             np.testing.assert_array_equal(df, whole.df)
-            np.testing.assert_array_equal(top.array(f"fields/{field}/term_freq.npy"),
+            np.testing.assert_array_equal(top.array(f"stats/{field}/term_freq.npy"),
                                           whole.term_freq)
+        assert top.manifest["stats"]["fields"] == one.manifest["stats"]["fields"]
         # each shard is a normal index of its contiguous part of the archive, in order
         ids = []
         for shard in top.manifest["shards"]:
@@ -96,7 +97,7 @@ def engines(indexes):
 @pytest.mark.parametrize("n", SHARDS)
 def test_fan_out_search_equals_one_index(engines, n):
     one, sharded = engines["one"], engines[n]
-    assert isinstance(sharded, ShardedEngine) and sharded.ranker is not None
+    assert isinstance(sharded.searcher, ShardedSearcher) and sharded.ranker is not None
     assert sharded.ranker_name == one.ranker_name == "ranker-search"
     assert sharded.given_ranker_name == one.given_ranker_name == "ranker"
     assert sharded.n_docs == one.n_docs and list(sharded.categories) == list(one.categories)
@@ -111,7 +112,7 @@ def test_fan_out_search_equals_one_index(engines, n):
     for q in QUERIES[:4]:  # more like this: a question of whichever shard
         doc_id = one.search(q["text"], 1).doc_ids[0]
         _same(sharded.similar(doc_id, 5), one.similar(doc_id, 5))
-    assert sharded.tag_counts() == {}  # the shards filter by tag; counts: unsharded only
+    assert sharded.tag_counts() == one.tag_counts()
     # without the ranker, every matching question (k=None), and the answers fallback
     plain = SearchConfig(ranker=None)
     s2, o2 = sharded.with_config(plain), one.with_config(plain)
@@ -134,8 +135,8 @@ def test_rerank_and_batch_search_equal_one_index(engines, n):
     a, b = sharded.batch_search(texts, k=7), one.batch_search(texts, k=7)
     for qid in a:
         _same(a[qid], b[qid])
-    stats = sharded.shard_stats()
-    assert [s["shard"] for s in stats] == sharded.live_shards
+    stats = sharded.searcher.shard_stats()
+    assert [s["shard"] for s in stats] == sharded.searcher.live_shards
     assert sum(s["n_docs"] for s in stats) == 327
     assert all(s["work"]["candidates"]["calls"] > 0 and s["rss_bytes"] > 0 for s in stats)
     with pytest.raises(QueryError, match="unknown question id 'nope'"):
@@ -165,13 +166,13 @@ def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
     real = sharded.feature_scores
 
     def kill_then_features(q, rows):
-        ray.kill(sharded.actors[1], no_restart=False)
+        ray.kill(sharded.searcher.actors[1], no_restart=False)
         return real(q, rows)
     sharded.feature_scores = kill_then_features
     _same(sharded.search(text), expected)
     # killed for good mid-query: the search fails, naming the shard
     def kill_for_good(q, rows):
-        ray.kill(sharded.actors[1], no_restart=True)
+        ray.kill(sharded.searcher.actors[1], no_restart=True)
         return real(q, rows)
     sharded.feature_scores = kill_for_good
     with pytest.raises(ShardError, match=r"shard 1 of 2 \(shards/00001\) failed while "
@@ -179,18 +180,6 @@ def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
         sharded.search(text)
     with pytest.raises(ShardError, match="shard 1 of 2"):
         sharded.search("visa")
-
-
-def test_per_question_models_are_refused(indexes, tmp_path, toy_archive):
-    from cqa_search.factorization.topics import TopicModel
-
-    build_index(toy_archive, tmp_path / "one")
-    build_sharded_index(toy_archive, tmp_path / "s2", 2)
-    topics = TopicModel("nmf", n_shared=2, max_iter=5, tol=0, random_state=0).fit(
-        SearchEngine.open(tmp_path / "one").view)
-    add_model(tmp_path / "s2", "topics-nmf", topics)
-    with pytest.raises(IndexFormatError, match="model 'topics-nmf' .* a row per question"):
-        SearchEngine.open(tmp_path / "s2")
 
 
 def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
@@ -206,17 +195,26 @@ def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
     assert capsys.readouterr().out == sharded_out
     assert cli(["build-index", archive, "-o", str(tmp_path / "x"), "--ray", "auto"]) == 1
     assert "--ray needs --shards" in capsys.readouterr().err
-    # info lists the shards; in-place changes are refused before anything is written
+    # info lists the shards; live changes work on both, and answer alike
     assert cli(["info", str(tmp_path / "s2")]) == 0
     assert "shards     2: shards/00000 163 questions, shards/00001 164 questions" in \
         capsys.readouterr().out
-    before = sorted(os.listdir(tmp_path / "s2"))
-    for argv in (["add", str(tmp_path / "s2"), archive], ["delete", str(tmp_path / "s2"), "x"],
-                 ["compact", str(tmp_path / "s2")]):
-        assert cli(argv) == 1
-        assert "is a sharded index: questions cannot be added, deleted or compacted" in \
-            capsys.readouterr().err
-    assert sorted(os.listdir(tmp_path / "s2")) == before
+    new = tmp_path / "new.jsonl"
+    new.write_text('{"id": "z1", "title": "laptop battery swollen", "category": "Computers '
+                   '& Internet", "answers": ["replace it now"]}\n')
+    for index in ("s2", "one"):
+        path = str(tmp_path / index)
+        assert cli(["add", path, str(new)]) == 0
+        assert cli(["delete", path, "computers-007"]) == 0
+        assert cli(["compact", path]) == 0
+    out = capsys.readouterr().out
+    assert "shards     shards/00000 +1" in out and "questions  327 in 2 shards" in out
+    assert cli(["delete", str(tmp_path / "s2"), "nope"]) == 1
+    assert "the index has no question 'nope'" in capsys.readouterr().err
+    assert cli(["query", str(tmp_path / "s2"), "laptop battery", "-k", "3"]) == 0
+    sharded_out = capsys.readouterr().out
+    assert cli(["query", str(tmp_path / "one"), "laptop battery", "-k", "3"]) == 0
+    assert capsys.readouterr().out == sharded_out and "z1" in sharded_out
 
 
 def test_ray_says_nothing_on_the_command_line_without_v(tmp_path):

@@ -38,7 +38,7 @@ def whole_archive(engine, q, a, k, allowed=None):
     archive, the exact cosines), the top k by (-score, doc id)."""
     field = engine.index["question"]
     term, matched = BM25().score_all(field, q.term_ids, q.qtf)
-    dense = engine._dense.vectors @ engine._dense.query_vector(q)
+    dense = engine.searcher._dense.vectors @ engine.searcher._dense.query_vector(q)
     ok = np.ones(engine.n_docs, dtype=bool) if allowed is None else allowed
     term_max = term[ok & matched].max() if (ok & matched).any() else 0.0
     s = hybrid_scores(term, dense, a, term_max)
@@ -213,7 +213,7 @@ def test_configuration_and_the_rankers_weight(index, tmp_path):
 
     engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
     q = engine.analyze(QUERIES[0])
-    rows, _ = engine.candidates(q, 30)
+    rows = engine.candidates(q, 30).rows
     names = list(engine.feature_names)
     free = [j for j, n in enumerate(names) if not n.startswith("given_")]
     X = engine.feature_scores(q, rows)[:, free]
@@ -245,7 +245,7 @@ def test_ranked_candidates_keep_their_parts(index):
 
     engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
     q = engine.analyze(QUERIES[1])
-    rows, _ = engine.candidates(q, 40)
+    rows = engine.candidates(q, 40).rows
     X = engine.feature_scores(q, rows)
     names = list(engine.feature_names)
     ranker = LinearRanker("ranksvm", random_state=0).fit(

@@ -53,7 +53,7 @@ def extra_question():
                     category="Visas", answers=("Yes, a new one.",), best_answer=0)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def train_ranker():
     """:func:`add_ranker`: stores a trained ranker in an index (a new generation)."""
     return add_ranker

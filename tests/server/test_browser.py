@@ -8,6 +8,7 @@ import shutil
 import socket
 import threading
 import time
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -21,6 +22,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+TOY_ARCHIVE = Path(__file__).resolve().parents[1] / "data" / "toy_archive.jsonl"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
@@ -29,12 +31,6 @@ pytestmark = pytest.mark.skipif(
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run",
          "--disable-dev-shm-usage", "--window-size=1280,1000"]
-
-
-@pytest.fixture(scope="module")
-def server(ranked_index):
-    """The server on a free loopback port, in a thread; yields its base URL."""
-    yield from _serve(ranked_index)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +50,25 @@ def hybrid_server(vectors_index, tmp_path_factory):
     yield from _serve(path)
 
 
+@pytest.fixture(scope="module")
+def sharded_hybrid_server(ray_session, tmp_path_factory):
+    """As :func:`hybrid_server`, the demo archive in 2 shards on Ray (the word vectors
+    fitted from the shards, each holding its rows)."""
+    from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir
+    from cqa_search.distributed.build import build_sharded_index
+    from cqa_search.evaluation import read_qrels, read_queries
+    from cqa_search.training import fit_family, train_ranker
+
+    path = tmp_path_factory.mktemp("sharded-hybrid") / "index"
+    build_sharded_index(str(demo_dir() / DEMO_ARCHIVE), path, 2)
+    fit_family(path, "embeddings", dim=16, neighbours=10)
+    train_ranker(path, read_queries(demo_dir() / DEMO_QUERIES),
+                 read_qrels(demo_dir() / DEMO_QRELS), cv=3)
+    yield from _serve(path)
+
+
 def _serve(index):
+    """The server of ``index`` on a free loopback port, in a thread; yields its base URL."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -73,6 +87,22 @@ def _serve(index):
     server.should_exit = True
     thread.join(timeout=30)
     sock.close()
+
+
+@pytest.fixture(scope="module")
+def server(ranked_index):
+    yield from _serve(ranked_index)
+
+
+@pytest.fixture(scope="module")
+def sharded_server(ray_session, tmp_path_factory, train_ranker):
+    """The server of the toy archive in 3 shards on Ray, with its own trained ranker."""
+    from cqa_search.distributed.build import build_sharded_index
+
+    path = tmp_path_factory.mktemp("sharded") / "index"
+    build_sharded_index(str(TOY_ARCHIVE), path, 3)
+    train_ranker(path)
+    yield from _serve(path)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +147,12 @@ def api_doc_ids(server, **query):
     return [h["id"] for h in httpx.get(server + "/api/search", params=query).json()["hits"]]
 
 
-def test_search_facet_explain_keyboard_and_history(server, browser, shots):
+@pytest.mark.parametrize("which", ["server", "sharded_server"])
+def test_search_facet_explain_keyboard_and_history(which, request, browser, shots):
+    """The page's search, on an index and on the same archive in shards on Ray."""
+    server = request.getfixturevalue(which)
+    shots = os.path.join(shots, which)
+    os.makedirs(shots, exist_ok=True)
     d = browser
     d.get(server + "/")
     facet = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#facet a"), "the facet")
@@ -313,11 +348,13 @@ def test_suggestions_while_a_question_is_typed(server, browser, shots):
     assert errors == []
 
 
-def test_why_this_rank_shows_both_parts_of_the_first_stage(hybrid_server, browser, shots):
+@pytest.mark.parametrize("which", ["hybrid_server", "sharded_hybrid_server"])
+def test_why_this_rank_shows_both_parts_of_the_first_stage(which, request, browser, shots):
     """With word vectors, a hit's explanation starts with the two parts of the score that
-    made it a candidate (the BM25 part and the cosine part), then the ranker's."""
+    made it a candidate (the BM25 part and the cosine part), then the ranker's; on a
+    sharded index too."""
     d = browser
-    d.get(hybrid_server + "/?q=" + "sinuses+plugged+up+and+head+feels+heavy")
+    d.get(request.getfixturevalue(which) + "/?q=" + "sinuses+plugged+up+and+head+feels+heavy")
     wait(d, lambda d: hits(d), "the hits")
     status = d.find_element(By.ID, "status").text
     assert "ranked by bm25 + word vectors + ranksvm ranker" in status
@@ -329,4 +366,4 @@ def test_why_this_rank_shows_both_parts_of_the_first_stage(hybrid_server, browse
     assert text.startswith("Candidate score ") and " × bm25 " in text and " × cosine " in text
     caption = first.find_element(By.CSS_SELECTOR, "details.why caption").text
     assert "bm25 + word-vector candidates" in caption
-    d.save_screenshot(os.path.join(shots, "search-hybrid-explain.png"))
+    d.save_screenshot(os.path.join(shots, f"search-{which}-explain.png"))

@@ -46,7 +46,7 @@ def index_copy(demo_index, tmp_path):
 
 
 def scorer_of(engine):
-    return next(s for s in engine._scorers if s.names == FEATURE_NAMES)
+    return next(s for s in engine.searcher._scorers if s.names == FEATURE_NAMES)
 
 
 def query(engine, title, body=None):
@@ -244,7 +244,7 @@ def test_the_query_path_imports_neither_scikit_learn_nor_gensim(demo_index):
 
     code = ("import sys; from cqa_search import SearchEngine, SearchConfig; "
             f"e = SearchEngine.open({str(demo_index)!r}); "
-            "q = e.analyze('stuffy nose'); s = [x for x in e._scorers if 'emb_sif' in x.names][0]; "
+            "q = e.analyze('stuffy nose'); s = [x for x in e.searcher._scorers if 'emb_sif' in x.names][0]; "
             "rows, _ = s.nearest(q, 5); e.feature_scores(q, rows); e.search('stuffy nose'); "
             "print(sorted(m for m in ('sklearn', 'gensim') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
