@@ -573,7 +573,7 @@ class SearchEngine:
                 term_scores=lambda r: model.score_rows(field, q.term_ids, q.qtf, r),
                 cosines=lambda r: self._dense.cosines(q, r), depth=self.config.hybrid_depth,
                 fill=self.config.n_candidates, tie_rank=tie)
-        first_stage.remember_basis(q, model, merged.term_max, a)
+        first_stage.remember_basis(q, model, merged.term_max, a, merged)
         return merged.rows, merged.scores, first_stage.StageParts(
             a, model.feature_name, merged.term_max, merged.term_scores, merged.dense_scores,
             merged.exact)

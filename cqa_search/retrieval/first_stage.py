@@ -167,11 +167,11 @@ def term_matched(query, results) -> bool:
     return bool(len(results)) if basis is None else basis[1] > 0
 
 
-def remember_basis(query, model, term_max, a) -> None:
+def remember_basis(query, model, term_max, a, merged=None) -> None:
     """Record on ``query`` what its first stage ran (the term model, ``max T`` over the
-    rows it could return, ``a``): the ``first_stage`` feature of its candidates uses
-    them."""
-    query.cache[BASIS] = (model, float(term_max), float(a))
+    rows it could return, ``a``, and the hybrid stage's :class:`Merged` rows): the
+    ``first_stage`` feature of its candidates uses them."""
+    query.cache[BASIS] = (model, float(term_max), float(a), merged)
 
 
 @dataclass(frozen=True)
@@ -260,7 +260,9 @@ class FirstStageFeature:
                                   allowed=self.live)[1]
             term_max = float(best[0]) if len(best) else 0.0
         else:
-            model, term_max, a = basis
+            model, term_max, a, merged = basis
+            if merged is not None and np.array_equal(merged.rows, rows):
+                return merged.scores[:, None]  # the stage's candidates: their scores
             field = self.index[model.field]
         term = model.score_rows(field, query.term_ids, query.qtf, rows)
         cosine = self.dense.cosines(query, rows) if a > 0 else np.zeros(len(rows))

@@ -146,6 +146,21 @@ def test_search_is_the_whole_archive_top(index, a):
         assert hit.features["emb_sif"] == pytest.approx(hit.first_stage["cosine"], rel=1e-5)
 
 
+def test_the_first_stage_feature_of_the_stage_candidates_is_their_stage_score(index):
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None, hybrid=0.5))
+    (feature,) = [s for s in engine._scorers if isinstance(s, first_stage.FirstStageFeature)]
+    for text in QUERIES:
+        q = engine.analyze(text)
+        rows, scores, _ = engine._first_stage(q, 30, None, None, engine.config.retrieval)
+        got = feature.score(q, rows)[:, 0]  # the candidates as the stage found them
+        assert got.tolist() == scores.tolist()
+        model, term_max, a, _ = q.cache[first_stage.BASIS]
+        first_stage.remember_basis(q, model, term_max, a)  # the reference: recomputed
+        np.testing.assert_allclose(got, feature.score(q, rows)[:, 0], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(feature.score(q, rows[::-1])[:, 0], got[::-1], rtol=1e-6,
+                                   atol=1e-9)
+
+
 def test_filters_deleted_rows_and_categories(index, tmp_path):
     path = tmp_path / "index"
     shutil.copytree(index, path)
