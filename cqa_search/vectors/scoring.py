@@ -160,12 +160,14 @@ class EmbeddingScorer:
         key = ("softcos", matrix, text)
         entry = query.cache.get(key)
         S = self.matrices[matrix]
-        if entry is None:  # the query's bag of words and x^T M x, once per query
+        if entry is None:  # the query's M x and x^T M x, once per query
             terms, tf = _bag(ids)
             w = tf * softcos.idf_of(self.model.idf_, terms)
-            known = terms < S.shape[0]
-            sub = S[terms[known]][:, terms[known]]
-            norm = float(w @ w + w[known] @ (sub @ w[known]))
-            entry = query.cache[key] = (terms, w, norm)
-        terms, w, norm = entry
-        return softcos.soft_cosines(terms, w, norm, field, rows, self.model.idf_, S, row_norms)
+            z_terms, z = softcos.spread(terms, w, S)
+            norm = float(w @ z[np.searchsorted(z_terms, terms)])
+            entry = query.cache[key] = (z_terms, z, norm)
+        z_terms, z, norm = entry
+        if norm <= 0:
+            return np.zeros(len(rows))
+        return softcos.spread_cosines(z_terms, z, norm, field, rows, self.model.idf_,
+                                      row_norms)

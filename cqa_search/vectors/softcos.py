@@ -26,6 +26,7 @@ import numpy as np
 from .. import compiled
 
 __all__ = ["embedding_neighbours", "char_neighbours", "self_similarity", "soft_cosines",
+           "spread", "spread_cosines",
            "char_ngrams", "bags", "idf_of"]
 
 
@@ -204,17 +205,39 @@ def soft_cosines(query_terms, query_weights, query_norm, field, rows, idf, S,
     -------
     ndarray of float64, shape (len(rows),)
     """
-    out = np.zeros(len(rows))
     if len(query_terms) == 0 or query_norm <= 0:
-        return out
-    # z = M x over the query's words and their neighbours
-    known = query_terms < S.shape[0]
-    sub = S[query_terms[known]]
-    z_terms = np.concatenate([query_terms, sub.indices.astype(np.int64)])
-    z_vals = np.concatenate([query_weights,
-                             sub.data * np.repeat(query_weights[known], np.diff(sub.indptr))])
+        return np.zeros(len(rows))
+    z_terms, z = spread(query_terms, query_weights, S)
+    return spread_cosines(z_terms, z, query_norm, field, rows, idf, row_norms)
+
+
+def spread(query_terms, query_weights, S):
+    """``z = M x`` over the query's words and their neighbours: ``(z_terms, z)``, the
+    terms sorted (read from ``S``'s arrays: a query's rows, without scipy's indexing).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> S = sp.csr_matrix(np.array([[0, .5], [.5, 0]], dtype=np.float32))
+    >>> [v.tolist() for v in spread(np.array([0]), np.array([2.0]), S)]
+    [[0, 1], [2.0, 1.0]]
+    """
+    query_terms = np.asarray(query_terms, dtype=np.int64)
+    known = np.flatnonzero(query_terms < S.shape[0])
+    starts = S.indptr[query_terms[known]].astype(np.int64)
+    lengths = S.indptr[query_terms[known] + 1] - starts
+    at = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) \
+        + np.arange(int(lengths.sum()))
+    z_terms = np.concatenate([query_terms, S.indices[at].astype(np.int64)])
+    z_vals = np.concatenate([query_weights, S.data[at] * np.repeat(query_weights[known],
+                                                                    lengths)])
     z_terms, inverse = np.unique(z_terms, return_inverse=True)
-    z = np.bincount(inverse.ravel(), weights=z_vals)
+    return z_terms, np.bincount(inverse.ravel(), weights=z_vals)
+
+
+def spread_cosines(z_terms, z, query_norm, field, rows, idf, row_norms) -> np.ndarray:
+    """:func:`soft_cosines` from the query's :func:`spread` (kept for its candidates)."""
+    out = np.zeros(len(rows))
     terms, pos = field.sequences_of(rows)  # each occurrence adds its idf: tf * idf
     w = idf_of(idf, terms)
     at = np.searchsorted(z_terms, terms)
