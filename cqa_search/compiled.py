@@ -330,8 +330,17 @@ def search_sorted(keys, needles):
         for k in [k for k, (ref, _) in _fences.items() if ref() is None]:
             _fences.pop(k, None)  # the tables of models no longer open
         entry = _fences[id(keys)] = (weakref.ref(keys), np.ascontiguousarray(keys[::FENCE_STEP]))
-    return _kernels.search_fenced(keys, entry[1], FENCE_STEP,
-                                  np.asarray(needles, dtype=np.int64))
+    needles = np.asarray(needles, dtype=np.int64)
+    # each distinct needle searched once (a query's candidates share many phrases), in
+    # increasing order (successive searches walk the same blocks of the fence)
+    order = np.argsort(needles)
+    ordered = needles[order]
+    first = np.ones(len(ordered), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    found = _kernels.search_fenced(keys, entry[1], FENCE_STEP, ordered[first])
+    out = np.empty(len(needles), dtype=np.int64)
+    out[order] = found[np.cumsum(first) - 1]
+    return out
 
 
 def align(doc, term, prob, last, p_null, n, n_terms):
