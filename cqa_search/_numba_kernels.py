@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots"]
+__all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots",
+           "quadratic_forms", "search_fenced"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -229,6 +230,48 @@ def locate(indptr, indices, term_ids, rows):
                 found_j[c] = j
                 c += 1
     return found_p[:c].copy(), found_i[:c].copy(), found_j[:c].copy()
+
+
+@njit(cache=True, nogil=True)
+def search_fenced(keys, fence, step, needles):
+    """``np.searchsorted(keys, needles)`` (leftmost) through ``fence = keys[::step]``: a
+    binary search in the fence (small: in the CPU cache) finds each needle's block of
+    ``step`` keys, a second one searches that block; a search in a table of tens of
+    millions of keys then touches a few cache lines of it instead of about 25."""
+    out = np.empty(needles.shape[0], dtype=np.int64)
+    n = keys.shape[0]
+    for i in range(needles.shape[0]):
+        x = needles[i]
+        j = _lower_bound(fence, 0, fence.shape[0], x)  # fence[j - 1] < x <= fence[j]
+        lo = 0 if j == 0 else (j - 1) * step + 1
+        out[i] = _lower_bound(keys, lo, min(j * step, n), x)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def quadratic_forms(offsets, terms, weights, s_indptr, s_indices, s_data, mark):
+    """``y^T S y`` of each bag of words ``y`` (bag ``d``: ``terms[offsets[d]:offsets[d +
+    1]]``, distinct ids below ``S``'s size, with ``weights``), ``S`` a CSR matrix: for each
+    word of the bag, its row of ``S`` against the bag's weights laid out in ``mark`` (a
+    zeroed float64 array of ``S``'s size, left zeroed). Reads only the bag's rows of
+    ``S`` where a sparse product forms every word the bag's words are similar to."""
+    n = offsets.shape[0] - 1
+    out = np.zeros(n)
+    for d in range(n):
+        a, b = offsets[d], offsets[d + 1]
+        for p in range(a, b):
+            mark[terms[p]] = weights[p]
+        total = 0.0
+        for p in range(a, b):
+            i = terms[p]
+            row = 0.0
+            for q in range(s_indptr[i], s_indptr[i + 1]):
+                row += np.float64(s_data[q]) * mark[s_indices[q]]
+            total += weights[p] * row
+        for p in range(a, b):
+            mark[terms[p]] = 0.0
+        out[d] = total
+    return out
 
 
 @njit(cache=True, nogil=True)

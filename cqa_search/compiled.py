@@ -19,6 +19,13 @@ rounding); the numpy path stays the reference and the fallback.
 - :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
   over the (candidate, word, query term) entries instead of sorting them by (candidate,
   term) to reduce groups.
+- :func:`quadratic_forms`: ``y^T S y`` of every question's bag of words for the soft
+  cosine's norms (:func:`cqa_search.vectors.softcos.self_similarity`), each bag against
+  its own words' rows of ``S`` instead of a sparse product that forms every word similar
+  to a bag's words and then keeps the bag's.
+- :func:`search_sorted`: ``np.searchsorted`` in the translation model's large sorted
+  tables (phrases, bi-phrases: tens of millions of keys at a million questions) through a
+  fence of every 128th key, a few cache lines a search instead of one per halving.
 - :func:`number_tokens`: the tokens of a batch of questions numbered in a table of the
   tokens met so far (:class:`~cqa_search.index.batches.LocalTerms`), one pass over their
   bytes instead of a ``bytes`` object and a dictionary look-up per token.
@@ -58,7 +65,9 @@ import time
 import numpy as np
 
 __all__ = ["use", "active", "describe", "load", "available", "timed", "top_k_of_postings",
-           "sum_dp", "viterbi", "locate", "align", "number_tokens", "TokenTable",
+           "sum_dp", "viterbi", "locate", "align", "quadratic_forms", "search_sorted",
+           "number_tokens",
+           "TokenTable",
            "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
            "WINDOW", "ENVIRONMENT_VARIABLE"]
 
@@ -293,6 +302,47 @@ def locate(indptr, indices, term_ids, rows):
                            np.asarray(term_ids, dtype=np.int64), np.asarray(rows, dtype=np.int64))
 
 
+def quadratic_forms(offsets, terms, weights, indptr, indices, data):
+    """``y^T S y`` of each bag of words (the kernels must be loaded): bag ``d`` is
+    ``terms[offsets[d]:offsets[d + 1]]`` (distinct ids below ``S``'s size) with
+    ``weights``; ``S`` the square CSR matrix ``(data, indices, indptr)`` (int64 indices
+    and pointers, float32 data: converted once by the caller). See
+    :func:`cqa_search.vectors.softcos.self_similarity`."""
+    return _kernels.quadratic_forms(
+        np.asarray(offsets, dtype=np.int64), np.asarray(terms, dtype=np.int64),
+        np.asarray(weights, dtype=np.float64), indptr, indices, data,
+        np.zeros(len(indptr) - 1))
+
+
+#: Keys per block of :func:`search_sorted`'s fence.
+FENCE_STEP = 128
+_fences = {}  # id(keys) -> (weak reference to keys, fence)
+
+
+def search_sorted(keys, needles):
+    """``np.searchsorted(keys, needles)`` (the kernels must be loaded; int64 ``keys``,
+    sorted): through a fence of every :data:`FENCE_STEP`-th key, made on the first search
+    of ``keys`` and kept while they live."""
+    import weakref
+
+    entry = _fences.get(id(keys))
+    if entry is None or entry[0]() is not keys:
+        for k in [k for k, (ref, _) in _fences.items() if ref() is None]:
+            _fences.pop(k, None)  # the tables of models no longer open
+        entry = _fences[id(keys)] = (weakref.ref(keys), np.ascontiguousarray(keys[::FENCE_STEP]))
+    needles = np.asarray(needles, dtype=np.int64)
+    # each distinct needle searched once (a query's candidates share many phrases), in
+    # increasing order (successive searches walk the same blocks of the fence)
+    order = np.argsort(needles)
+    ordered = needles[order]
+    first = np.ones(len(ordered), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    found = _kernels.search_fenced(keys, entry[1], FENCE_STEP, ordered[first])
+    out = np.empty(len(needles), dtype=np.int64)
+    out[order] = found[np.cumsum(first) - 1]
+    return out
+
+
 def align(doc, term, prob, last, p_null, n, n_terms):
     """Eq. 9's winners, flat ``(n * n_terms,)`` (the kernels must be loaded): see
     :meth:`cqa_search.translation.scoring.TranslationScorer._align`."""
@@ -362,4 +412,10 @@ def _examples():
                               np.zeros(3, dtype=np.int64), 0, np.full(8, -1, dtype=np.int64),
                               np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64),
                               np.zeros(4, dtype=np.uint64), np.zeros(16, dtype=np.uint8), 0, 0),
-            "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2)}
+            "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2),
+            "search_fenced": (np.arange(3, dtype=np.int64), np.zeros(1, dtype=np.int64), 128,
+                              np.ones(2, dtype=np.int64)),
+            "quadratic_forms": (np.array([0, 1], dtype=np.int64), np.zeros(1, dtype=np.int64),
+                                np.ones(1), np.array([0, 1], dtype=np.int64),
+                                np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.float32),
+                                np.zeros(1))}

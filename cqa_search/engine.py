@@ -503,7 +503,7 @@ class SearchEngine:
                 cosines=lambda rows: searcher.cosines(q, rows),
                 depth=self.config.hybrid_depth, fill=self.config.n_candidates,
                 tie_rank=searcher.tie_ranks)
-        first_stage.remember_basis(q, model, merged.term_max, a)
+        first_stage.remember_basis(q, model, merged.term_max, a, merged)
         found = Candidates(merged.rows, merged.scores, searcher.tie_ranks(merged.rows))
         return found, first_stage.StageParts(a, model.feature_name, merged.term_max,
                                              merged.term_scores, merged.dense_scores,

@@ -72,8 +72,10 @@ class SearchConfig:
         embeddings``) and the retrieval model is BM25-like, else the retrieval model
         alone; None or 0: the retrieval model alone.
     hybrid_depth : int, default 2
-        Depth of the term and vector top lists the hybrid stage merges, in candidates
-        (doubled while the merge cannot prove its candidates to be the archive's best).
+        Depth of the term and vector top lists the hybrid stage merges first, in
+        candidates (doubled while the merge cannot prove its candidates to be the
+        archive's best, up to :data:`~cqa_search.retrieval.first_stage.MAX_DEPTH`; the
+        lists are read once at that depth and cut).
     """
 
     retrieval: TermModel = field(default_factory=BM25)

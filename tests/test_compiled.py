@@ -1,6 +1,8 @@
 """The compiled kernels (numba) against the numpy paths, and the switch between them."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cqa_search import SearchConfig
 from cqa_search import compiled
@@ -116,3 +118,18 @@ def test_a_kernel_that_cannot_be_built_leaves_the_numpy_paths_and_says_so(fresh,
     assert "could not build them" in compiled.describe()
     with pytest.raises(RuntimeError, match="cannot be loaded: numba .* could not build them"):
         compiled.use("numba")
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(st.integers(-50, 400), max_size=700),
+       needles=st.lists(st.integers(-60, 420), max_size=80))
+def test_fenced_search_is_searchsorted(keys, needles):
+    compiled.load()
+    keys = np.sort(np.array(keys, dtype=np.int64))
+    needles = np.array(needles, dtype=np.int64)
+    for step in (1, 2, 3, 128):  # blocks of one key up to blocks longer than the table
+        fence = np.ascontiguousarray(keys[::step])
+        got = compiled._kernels.search_fenced(keys, fence, step, needles)
+        assert got.tolist() == np.searchsorted(keys, needles).tolist()
+    assert compiled.search_sorted(keys, needles).tolist() == \
+        np.searchsorted(keys, needles).tolist()

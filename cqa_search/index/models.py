@@ -123,7 +123,7 @@ FAMILIES = {
                          "word with the query: on by default once fitted) and the features "
                          "emb_* (SIF and mean-vector cosines), softcos_* (soft cosine over "
                          "similar words by vector and by spelling; SimBow) and field_* (title "
-                         "vs title, body vs body). Costs: about 3 CPU minutes and 1.1 GB of "
+                         "vs title, body vs body). Costs: about 1.5 CPU minutes and 1.1 GB of "
                          "arrays per million questions (each question's vector twice, 800 "
                          "bytes, and its title and body unless the index has them), a few ms "
                          "per search (BENCHMARKS.md, Word vectors)", "embeddings"),

@@ -14,7 +14,8 @@ Two first stages:
   model's and the vectors' top lists of depth ``m = depth * n``, merged by
   :func:`~cqa_search.retrieval.hybrid.merge`; while the merge cannot prove its top ``n`` to
   be the whole archive's (:attr:`~cqa_search.retrieval.hybrid.Merged.exact`), the lists are
-  deepened (``m`` doubled, up to ``max_depth * n``).
+  deepened (``m`` doubled, up to ``max_depth * n``: the lists are read once at that depth
+  and cut at each ``m``).
 
 The stage asks its back-end four narrow questions, each about the rows the query may
 return (live, in the category, passing the query-syntax filters)::
@@ -100,7 +101,8 @@ def hybrid_candidates(n, *, a, term_top, dense_top, term_scores, cosines, depth=
         Depth of each list, in ``n``.
     max_depth : int, default 16
         The lists are doubled while the merged top ``n`` is not provably the whole
-        archive's, up to this depth (in ``n``).
+        archive's, up to this depth (in ``n``): the back-end is asked for lists of this
+        depth, which each merge cuts.
     fill : int, optional
         With ``n`` None: the least depth of the dense list.
     tie_rank : ndarray of int or callable, optional
@@ -120,19 +122,43 @@ def hybrid_candidates(n, *, a, term_top, dense_top, term_scores, cosines, depth=
         return merge(t[0], t[1], d[0], d[1], None, a=a, term_of=term_scores,
                      dense_of=cosines, term_complete=True, dense_complete=len(d[0]) < m,
                      tie_rank=tie_rank)
+    # The lists are read once, at the deepest, and cut at each depth merged: a term list
+    # of 16n costs the compiled kernel less than twice one of 2n (it reads every posting
+    # either way), and at a million questions most queries need more than 2n
+    # (BENCHMARKS.md, "The hybrid first stage at a million questions"). The rows' missing
+    # parts are computed once for all the merges.
     m = max(1, depth * n)
-    t, d = term_top(m), dense_top(m)
+    deepest = max(m, max_depth * n)
+    t, d = term_top(deepest), dense_top(deepest)
+    term_scores, cosines = _Memo(term_scores), _Memo(cosines)
     while True:
-        out = merge(t[0], t[1], d[0], d[1], n, a=a, term_of=term_scores, dense_of=cosines,
-                    term_complete=len(t[0]) < m, dense_complete=len(d[0]) < m,
-                    tie_rank=tie_rank)
-        if out.exact or m >= max_depth * n:
+        out = merge(t[0][:m], t[1][:m], d[0][:m], d[1][:m], n, a=a, term_of=term_scores,
+                    dense_of=cosines, term_complete=len(t[0]) < m,
+                    dense_complete=len(d[0]) < m, tie_rank=tie_rank)
+        if out.exact or m >= deepest:
             return out
-        m *= 2
-        if len(t[0]) >= m // 2:  # a list shorter than asked holds every row it can
-            t = term_top(m)
-        if len(d[0]) >= m // 2:
-            d = dense_top(m)
+        m = min(2 * m, deepest)
+
+
+class _Memo:
+    """``of(rows) -> values`` computed once per row (rows asked for in increasing order)."""
+
+    def __init__(self, of):
+        self.of, self.rows, self.values = of, np.zeros(0, np.int64), np.zeros(0)
+
+    def __call__(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.rows, rows), max(len(self.rows) - 1, 0))
+        have = self.rows[pos] == rows if len(self.rows) else np.zeros(len(rows), bool)
+        out = np.empty(len(rows))
+        out[have] = self.values[pos[have]]
+        if not have.all():
+            new = rows[~have]
+            out[~have] = values = np.asarray(self.of(new), dtype=np.float64)
+            order = np.argsort(np.concatenate((self.rows, new)), kind="stable")
+            self.rows = np.concatenate((self.rows, new))[order]
+            self.values = np.concatenate((self.values, values))[order]
+        return out
 
 
 def term_matched(query, results) -> bool:
@@ -142,11 +168,11 @@ def term_matched(query, results) -> bool:
     return bool(len(results)) if basis is None else basis[1] > 0
 
 
-def remember_basis(query, model, term_max, a) -> None:
+def remember_basis(query, model, term_max, a, merged=None) -> None:
     """Record on ``query`` what its first stage ran (the term model, ``max T`` over the
-    rows it could return, ``a``): the ``first_stage`` feature of its candidates uses
-    them."""
-    query.cache[BASIS] = (model, float(term_max), float(a))
+    rows it could return, ``a``, and the hybrid stage's :class:`Merged` rows): the
+    ``first_stage`` feature of its candidates uses them."""
+    query.cache[BASIS] = (model, float(term_max), float(a), merged)
 
 
 @dataclass(frozen=True)
@@ -223,7 +249,9 @@ class FirstStageFeature:
 
     def score(self, query, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
-        model, term_max, a = query.cache[BASIS]
+        model, term_max, a, merged = query.cache[BASIS]
+        if merged is not None and np.array_equal(merged.rows, rows):
+            return merged.scores[:, None]  # the stage's candidates: their scores
         term = model.score_rows(self.index[model.field], query.term_ids, query.qtf, rows)
         cosine = self.dense.cosines(query, rows) if a > 0 else np.zeros(len(rows))
         return hybrid_scores(term, cosine, a, term_max)[:, None]

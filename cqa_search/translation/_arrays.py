@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import compiled
+
 __all__ = ["offsets_from_lengths", "segment_ids", "gather_segments", "group",
            "csr_lookup", "search"]
+
+
+#: Keys from which :func:`search` goes through the compiled fence (smaller tables stay in
+#: the CPU cache, where numpy's search is as fast).
+_FENCED = 1 << 16
 
 
 def offsets_from_lengths(lengths) -> np.ndarray:
@@ -38,8 +45,13 @@ def gather_segments(flat, offsets, which):
 def search(sorted_keys, needles) -> np.ndarray:
     """``np.searchsorted(sorted_keys, needles)``, faster for many needles: they are sorted
     first, so each binary search starts where the previous one ended (numpy narrows the
-    range for increasing needles) and walks memory in order."""
+    range for increasing needles) and walks memory in order. In a large table of int64
+    keys, once the compiled kernels run: :func:`cqa_search.compiled.search_sorted` (the
+    same positions, a few cache lines a search)."""
     needles = np.asarray(needles)
+    if len(sorted_keys) >= _FENCED and sorted_keys.dtype == np.int64 \
+            and needles.dtype.kind in "iu" and compiled.active() == "numba":
+        return compiled.search_sorted(sorted_keys, needles)
     if len(needles) < 64:
         return np.searchsorted(sorted_keys, needles)
     order = np.argsort(needles)

@@ -27,14 +27,16 @@ import numpy as np
 
 from .._blas import one_blas_thread
 
-__all__ = ["exact_top_k", "InvertedFile", "spherical_kmeans", "EXACT_LIMIT"]
+__all__ = ["exact_top_k", "exact_scores", "best_of", "InvertedFile", "spherical_kmeans",
+           "EXACT_LIMIT"]
 
 #: Rows up to which the exact product is used (above: the inverted file, when fitted).
 EXACT_LIMIT = 200_000
 
 
-def _top(scores, rows, k, tie_rank):
-    """The ``k`` best of ``scores`` (of ``rows``), sorted by (-score, tie rank)."""
+def best_of(rows, scores, k, tie_rank=None):
+    """The ``k`` best of ``rows`` by ``scores``, sorted by (-score, tie rank): their rows
+    and scores."""
     if k < len(scores):
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         keep = scores >= kth
@@ -62,6 +64,13 @@ def exact_top_k(vectors, query, k, *, allowed=None, tie_rank=None):
     rows : ndarray of int64, sorted by (-score, tie rank)
     scores : ndarray of float32
     """
+    return best_of(*exact_scores(vectors, query, allowed=allowed), k, tie_rank)
+
+
+def exact_scores(vectors, query, *, allowed=None):
+    """``(rows, scores)``: every (allowed) row and its dot product with ``query`` (what
+    :func:`exact_top_k` selects from; a caller keeps them to select again at another
+    ``k``)."""
     query = np.asarray(query, dtype=np.float32)
     with one_blas_thread():
         if allowed is None:
@@ -70,7 +79,7 @@ def exact_top_k(vectors, query, k, *, allowed=None, tie_rank=None):
         else:
             rows = np.flatnonzero(allowed)
             scores = vectors[rows] @ query
-    return _top(scores, rows, k, tie_rank)
+    return rows, scores
 
 
 def spherical_kmeans(X, n_clusters, *, max_iter=20, sample=None, random_state=0):
@@ -171,6 +180,11 @@ class InvertedFile:
     def top_k(self, vectors, query, k, *, allowed=None, tie_rank=None):
         """As :func:`exact_top_k`, over the rows of the probed lists and the rows beyond
         the lists (added since they were made)."""
+        return best_of(*self.scores(vectors, query, allowed=allowed), k, tie_rank)
+
+    def scores(self, vectors, query, *, allowed=None):
+        """``(rows, scores)``: the (allowed) rows of the probed lists and beyond the
+        lists, and their dot products with ``query`` (what :meth:`top_k` selects from)."""
         query = np.asarray(query, dtype=np.float32)
         if self.list_vectors is None:
             self.list_vectors = np.ascontiguousarray(vectors[self.list_rows])
@@ -190,4 +204,4 @@ class InvertedFile:
         if allowed is not None:
             keep = allowed[rows]
             rows, scores = rows[keep], scores[keep]
-        return _top(scores, rows, k, tie_rank)
+        return rows, scores

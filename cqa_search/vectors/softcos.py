@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import compiled
+
 __all__ = ["embedding_neighbours", "char_neighbours", "self_similarity", "soft_cosines",
+           "spread", "spread_cosines",
            "char_ngrams", "bags", "idf_of"]
 
 
@@ -140,21 +143,46 @@ def idf_of(idf, terms) -> np.ndarray:
     return out
 
 
-def self_similarity(field, rows, idf, S, batch=1 << 14) -> np.ndarray:
-    """``y^T M y`` of the tf-idf vector ``y`` of each of ``rows`` of a field (float64)."""
-    import scipy.sparse as sp
+def self_similarity(field, rows, idf, matrices, batch=1 << 14) -> np.ndarray:
+    """``y^T M y`` of the tf-idf vector ``y`` of each of ``rows`` of a field, for ``M = I +
+    S`` of each ``S`` of ``matrices`` (float64, shape ``(len(rows), len(matrices))``).
 
+    The bags of words are made once for every matrix; ``y^T S y`` is then one compiled
+    pass per bag over its own words' rows of ``S`` once the kernels run
+    (:func:`cqa_search.compiled.quadratic_forms`; at a million questions, 3 minutes of
+    sparse products before), else the sparse product ``(Y S) . Y``.
+    """
     rows = np.asarray(rows, dtype=np.int64)
-    n_terms = S.shape[0]
-    out = np.zeros(len(rows))
+    out = np.zeros((len(rows), len(matrices)))
+    csr = [None] * len(matrices)
     for lo in range(0, len(rows), batch):
         part = rows[lo:lo + batch]
         terms, pos, w = bags(field, part, idf)
-        out[lo:lo + len(part)] = np.bincount(pos, weights=w * w, minlength=len(part))
-        known = terms < n_terms
-        Y = sp.csr_matrix((w[known], (pos[known], terms[known])), shape=(len(part), n_terms))
-        out[lo:lo + len(part)] += np.asarray((Y @ S).multiply(Y).sum(axis=1)).ravel()
+        own = np.bincount(pos, weights=w * w, minlength=len(part))
+        for j, S in enumerate(matrices):
+            known = terms < S.shape[0]
+            if compiled.active() == "numba":
+                if csr[j] is None:
+                    csr[j] = (np.asarray(S.indptr, dtype=np.int64),
+                              np.asarray(S.indices, dtype=np.int64),
+                              np.asarray(S.data, dtype=np.float32))
+                offsets = np.concatenate(
+                    ([0], np.cumsum(np.bincount(pos[known], minlength=len(part)))))
+                pair = compiled.quadratic_forms(offsets, terms[known], w[known], *csr[j])
+            else:
+                pair = compiled.timed(_quadratic_forms, pos[known], terms[known], w[known],
+                                      len(part), S)
+            out[lo:lo + len(part), j] = own + pair
     return out
+
+
+def _quadratic_forms(pos, terms, w, n, S) -> np.ndarray:
+    """``y^T S y`` of ``n`` bags given as (bag, term, weight) entries: the numpy path of
+    :func:`cqa_search.compiled.quadratic_forms`."""
+    import scipy.sparse as sp
+
+    Y = sp.csr_matrix((w, (pos, terms)), shape=(n, S.shape[0]))
+    return np.asarray((Y @ S).multiply(Y).sum(axis=1)).ravel()
 
 
 def soft_cosines(query_terms, query_weights, query_norm, field, rows, idf, S,
@@ -177,17 +205,39 @@ def soft_cosines(query_terms, query_weights, query_norm, field, rows, idf, S,
     -------
     ndarray of float64, shape (len(rows),)
     """
-    out = np.zeros(len(rows))
     if len(query_terms) == 0 or query_norm <= 0:
-        return out
-    # z = M x over the query's words and their neighbours
-    known = query_terms < S.shape[0]
-    sub = S[query_terms[known]]
-    z_terms = np.concatenate([query_terms, sub.indices.astype(np.int64)])
-    z_vals = np.concatenate([query_weights,
-                             sub.data * np.repeat(query_weights[known], np.diff(sub.indptr))])
+        return np.zeros(len(rows))
+    z_terms, z = spread(query_terms, query_weights, S)
+    return spread_cosines(z_terms, z, query_norm, field, rows, idf, row_norms)
+
+
+def spread(query_terms, query_weights, S):
+    """``z = M x`` over the query's words and their neighbours: ``(z_terms, z)``, the
+    terms sorted (read from ``S``'s arrays: a query's rows, without scipy's indexing).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> S = sp.csr_matrix(np.array([[0, .5], [.5, 0]], dtype=np.float32))
+    >>> [v.tolist() for v in spread(np.array([0]), np.array([2.0]), S)]
+    [[0, 1], [2.0, 1.0]]
+    """
+    query_terms = np.asarray(query_terms, dtype=np.int64)
+    known = np.flatnonzero(query_terms < S.shape[0])
+    starts = S.indptr[query_terms[known]].astype(np.int64)
+    lengths = S.indptr[query_terms[known] + 1] - starts
+    at = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) \
+        + np.arange(int(lengths.sum()))
+    z_terms = np.concatenate([query_terms, S.indices[at].astype(np.int64)])
+    z_vals = np.concatenate([query_weights, S.data[at] * np.repeat(query_weights[known],
+                                                                    lengths)])
     z_terms, inverse = np.unique(z_terms, return_inverse=True)
-    z = np.bincount(inverse.ravel(), weights=z_vals)
+    return z_terms, np.bincount(inverse.ravel(), weights=z_vals)
+
+
+def spread_cosines(z_terms, z, query_norm, field, rows, idf, row_norms) -> np.ndarray:
+    """:func:`soft_cosines` from the query's :func:`spread` (kept for its candidates)."""
+    out = np.zeros(len(rows))
     terms, pos = field.sequences_of(rows)  # each occurrence adds its idf: tf * idf
     w = idf_of(idf, terms)
     at = np.searchsorted(z_terms, terms)

@@ -74,31 +74,40 @@ def test_deepened_lists_reach_the_whole_archive_top(n_docs, n, a, seed):
     expected = top_k(hybrid_scores(term, dense, a, term_max), n, tie_rank=tie)
     assert got.exact
     assert got.rows.tolist() == expected.tolist()
-    assert asked[0] == n and all(b == 2 * x for x, b in zip(asked, asked[1:]))
+    assert asked == [2 * n_docs * n]  # read once, at the deepest, and cut
 
 
-def test_the_lists_are_deepened_only_while_not_exact():
+def test_the_lists_are_read_once_and_cut_deeper_only_while_not_exact():
     # a = 0.5: row 0 (0.75) is the best; the top-1 lists cannot prove it (a row in neither
     # might score up to 0.5 * 4/4 + 0.5 * 1.0), the top-2 lists can (0.5 * 1/4 + 0.5 * 0.1)
     term = np.array([4.0, 0.0, 1.0, 0.0])
     dense = np.array([0.5, 1.0, 0.0, 0.1])
-    depths = []
+    depths, scored = [], []
 
     def top(values, m):
         depths.append(m)
         rows = top_k(values, m, allowed=values > 0)
         return rows, values[rows]
 
+    def part(values, name):
+        def of(rows):
+            scored.append((name, rows.tolist()))
+            return values[rows]
+        return of
+
     def stage(max_depth):
+        depths.clear(), scored.clear()
         return first_stage.hybrid_candidates(1, a=0.5, term_top=lambda m: top(term, m),
                                              dense_top=lambda m: top(dense, m),
-                                             term_scores=lambda r: term[r],
-                                             cosines=lambda r: dense[r], depth=1,
+                                             term_scores=part(term, "term"),
+                                             cosines=part(dense, "cos"), depth=1,
                                              max_depth=max_depth)
     got = stage(8)
     assert got.rows.tolist() == [0] and got.exact
-    assert depths == [1, 1, 2, 2]  # one doubling, then exact
-    depths.clear()
+    assert depths == [8, 8]  # read once, at the deepest
+    # cut at 1: rows 0 (term) and 1 (dense) lack a part; cut at 2: row 2 lacks its
+    # cosine, row 1's term score is known; exact there, so never cut at 4
+    assert scored == [("term", [1]), ("cos", [0]), ("cos", [2])]
     capped = stage(1)
     assert capped.rows.tolist() == [0] and not capped.exact
     assert depths == [1, 1]  # never deeper than max_depth
@@ -135,6 +144,21 @@ def test_search_is_the_whole_archive_top(index, a):
             pytest.approx(hit.score)
         assert hit.features["first_stage"] == pytest.approx(hit.score, rel=1e-5)
         assert hit.features["emb_sif"] == pytest.approx(hit.first_stage["cosine"], rel=1e-5)
+
+
+def test_the_first_stage_feature_of_the_stage_candidates_is_their_stage_score(index):
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None, hybrid=0.5))
+    (feature,) = [s for s in engine._scorers if isinstance(s, first_stage.FirstStageFeature)]
+    for text in QUERIES:
+        q = engine.analyze(text)
+        rows, scores, _ = engine._first_stage(q, 30, None, None, engine.config.retrieval)
+        got = feature.score(q, rows)[:, 0]  # the candidates as the stage found them
+        assert got.tolist() == scores.tolist()
+        model, term_max, a, _ = q.cache[first_stage.BASIS]
+        first_stage.remember_basis(q, model, term_max, a)  # the reference: recomputed
+        np.testing.assert_allclose(got, feature.score(q, rows)[:, 0], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(feature.score(q, rows[::-1])[:, 0], got[::-1], rtol=1e-6,
+                                   atol=1e-9)
 
 
 def test_filters_deleted_rows_and_categories(index, tmp_path):

@@ -156,7 +156,7 @@ def test_soft_cosines_match_the_formula(seed):
     docs = [list(rng.integers(0, n_terms, rng.integers(0, 6))) for _ in range(20)]
     field = field_of(docs, n_terms)
     rows = rng.permutation(20)[:8]
-    norms = softcos.self_similarity(field, rows, idf, S)
+    norms = softcos.self_similarity(field, rows, idf, [S])[:, 0]
     query = rng.integers(0, n_terms, 4)
     qt, qtf = np.unique(query, return_counts=True)
     x = np.zeros(n_terms)
@@ -169,12 +169,48 @@ def test_soft_cosines_match_the_formula(seed):
         assert got[i] == pytest.approx(want)
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 1000), batch=st.sampled_from([3, 7, 1 << 14]))
+def test_self_similarity_compiled_is_the_sparse_product(seed, batch):
+    pytest.importorskip("numba")
+    from cqa_search import compiled
+
+    rng = np.random.default_rng(seed)
+    n_terms = 20
+    matrices = []
+    for density in (0.1, 0.4):  # two matrices at once, terms 16..19 unknown to both
+        A = np.where(rng.random((16, 16)) < density, rng.random((16, 16)), 0)
+        A = np.maximum(A, A.T)
+        np.fill_diagonal(A, 0)
+        matrices.append(sp.csr_matrix(A.astype(np.float32)))
+    idf = rng.random(16) + 1
+    docs = [list(rng.integers(0, n_terms, rng.integers(0, 9))) for _ in range(25)]
+    field = field_of(docs, n_terms)
+    rows = rng.permutation(25)[:17]
+    before = compiled._chosen
+    try:
+        compiled.use("numpy")
+        reference = softcos.self_similarity(field, rows, idf, matrices, batch=batch)
+        assert compiled.use("numba") == "numba"
+        got = softcos.self_similarity(field, rows, idf, matrices, batch=batch)
+    finally:
+        compiled._chosen = before
+    np.testing.assert_allclose(got, reference, rtol=1e-12, atol=0)
+    full_idf = np.concatenate([idf, [idf.max()] * 4])
+    for j, S in enumerate(matrices):
+        M = np.eye(n_terms)
+        M[:16, :16] += S.toarray()
+        for i, r in enumerate(rows):
+            y = np.bincount(docs[r], minlength=n_terms) * full_idf
+            assert got[i, j] == pytest.approx(y @ M @ y)
+
+
 def test_soft_cosine_with_no_similar_words_is_the_cosine():
     field = field_of([[0, 1, 1], [2], [1, 3]], 4)
     idf = np.ones(4)
     S = sp.csr_matrix((4, 4), dtype=np.float32)
     rows = np.arange(3)
-    norms = softcos.self_similarity(field, rows, idf, S)
+    norms = softcos.self_similarity(field, rows, idf, [S])[:, 0]
     x = np.array([1.0, 1.0])
     got = softcos.soft_cosines(np.array([1, 3]), x, 2.0, field, rows, idf, S, norms)
     np.testing.assert_allclose(got, [2 / np.sqrt(2 * 5), 0, 2 / np.sqrt(2 * 2)])

@@ -107,6 +107,30 @@ def test_features_against_their_definitions(engine, tmp_path):
                                atol=1e-6)
 
 
+def test_soft_cosine_columns_are_the_formula(engine):
+    sc = scorer_of(engine)
+    model = engine.models["embeddings"]
+    q = query(engine, "sinuses plugged up", "my head feels heavy and my nose is stuffy")
+    rows = np.arange(60)
+    F = sc.score(q, rows)
+    n = len(engine.index.vocab)
+    idf = np.concatenate([model.idf_, [model.idf_.max()] * (n - len(model.idf_))])
+    texts = {"title": sc.fields["title"], "body": sc.fields["body"],
+             "question": engine.index["question"]}
+    for matrix, S in (("", model.emb_similarity_), ("char_", model.char_similarity_)):
+        M = np.eye(n)
+        M[:S.shape[0], :S.shape[0]] += S.toarray()
+        for text, field in texts.items():
+            ids = q.sequence if text == "question" else getattr(q, text)
+            x = np.bincount(ids, minlength=n) * idf
+            terms, pos = field.sequences_of(rows)
+            for i in range(len(rows)):
+                y = np.bincount(terms[pos == i], minlength=n) * idf
+                want = (x @ M @ y) / np.sqrt((x @ M @ x) * (y @ M @ y)) if y.any() else 0.0
+                assert F[i, FEATURE_NAMES.index(f"softcos_{matrix}{text}")] == \
+                    pytest.approx(want, rel=1e-5, abs=1e-9)
+
+
 def test_a_free_text_query_is_its_own_title(engine):
     sc = scorer_of(engine)
     rows = np.arange(40)
