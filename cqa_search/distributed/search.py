@@ -51,6 +51,7 @@ from ..index.sharding import load_shard, read_shards, shard_models
 from ..index.store import StoredIndex
 from ..index.term_index import FieldIndex, TermIndex
 from ..index.vocab import Vocabulary
+from ..retrieval import first_stage
 from ..searcher import Candidates, LocalSearcher, SearchConfig, checked_config
 from ._ray import ShardError, connect, remote
 
@@ -480,17 +481,28 @@ class ShardedSearcher:
                 p - self.starts[s]) for s, p in zip(shards, picks)})))
 
     def _local_query(self, q, s, rows):
-        """``q`` for shard ``s``: the given scores and ranks of reranked candidates keyed by
-        the shard's own rows (ranks over all candidates, as ContextFeatures computes them)."""
+        """``q`` for shard ``s``: the given scores and ranks of reranked candidates, and the
+        first stage's candidates with their scores (the ``first_stage`` feature reads
+        them), keyed by the shard's own rows (ranks over all candidates, as
+        ContextFeatures computes them)."""
+        start = int(self.starts[s])
+        cache = q.cache
+        basis = cache.get(first_stage.BASIS)
+        if basis is not None and basis[3] is not None:
+            merged = basis[3]
+            mine = np.isin(merged.rows, rows)  # in the order of the candidates
+            local = dataclasses.replace(
+                merged, rows=merged.rows[mine] - start, scores=merged.scores[mine],
+                term_scores=merged.term_scores[mine], dense_scores=merged.dense_scores[mine])
+            cache = {**cache, first_stage.BASIS: (*basis[:3], local)}
         if not q.given:
-            return q
+            return q if cache is q.cache else dataclasses.replace(q, cache=cache)
         ordered = sorted(q.given, key=lambda r: -q.given[r])  # stable, as ContextFeatures
         rank = {r: i + 1 for i, r in enumerate(ordered)}
-        start = int(self.starts[s])
         mine = rows.tolist()
         return dataclasses.replace(q, given={r - start: q.given[r] for r in mine if r in q.given},
-                                   cache={**q.cache, "given_rank": {r - start: rank[r]
-                                                                    for r in mine if r in rank}})
+                                   cache={**cache, "given_rank": {r - start: rank[r]
+                                                                  for r in mine if r in rank}})
 
     def _scatter(self, rows, method, what, width, *args, query=None) -> np.ndarray:
         """An array of ``len(rows)`` (x ``width``) of the shards' answers for their rows."""

@@ -148,10 +148,12 @@ def test_search_is_the_whole_archive_top(index, a):
 
 def test_the_first_stage_feature_of_the_stage_candidates_is_their_stage_score(index):
     engine = SearchEngine.open(index, config=SearchConfig(ranker=None, hybrid=0.5))
-    (feature,) = [s for s in engine._scorers if isinstance(s, first_stage.FirstStageFeature)]
+    (feature,) = [s for s in engine.searcher._scorers
+                  if isinstance(s, first_stage.FirstStageFeature)]
     for text in QUERIES:
         q = engine.analyze(text)
-        rows, scores, _ = engine._first_stage(q, 30, None, None, engine.config.retrieval)
+        found, _ = engine._first_stage(q, 30, None, None, engine.config.retrieval)
+        rows, scores = found.rows, found.scores
         got = feature.score(q, rows)[:, 0]  # the candidates as the stage found them
         assert got.tolist() == scores.tolist()
         model, term_max, a, _ = q.cache[first_stage.BASIS]
