@@ -67,6 +67,8 @@ logger = logging.getLogger(__name__)
 #: sharded index keeps its statistics in ``stats/<field>/`` as any index, and its shards
 #: their rows of the per-question models).
 FORMAT_VERSION = 4
+#: Older versions still read: an unsharded index of format 3 is laid out as one of 4.
+READABLE = (3,)
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 _LOCK = ".lock"
@@ -265,7 +267,7 @@ def _read_manifest(path, generation) -> dict:
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT_NAME:
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
+    if version != FORMAT_VERSION and not (version in READABLE and "shards" not in manifest):
         raise IndexFormatError(
             f"{path} has index format version {version}, but this cqa_search {__version__} "
             f"reads version {FORMAT_VERSION}: {rebuild_hint()}")

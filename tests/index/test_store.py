@@ -87,6 +87,27 @@ def test_bumped_format_version_raises(index_copy):
         SearchEngine.open(index_copy)
 
 
+def test_an_unsharded_index_of_format_3_is_read_and_written_as_format_4(index_copy, tmp_path):
+    """Format 4 changed the sharded layout only: an unsharded index of format 3 opens, and
+    the next generation a change writes is of format 4; a sharded one asks for a rebuild."""
+    expected = SearchEngine.open(index_copy).search("visa", k=5)
+    _rewrite_manifest(index_copy, lambda m: m.update(format_version=3))
+    assert is_compatible(index_copy)
+    got = SearchEngine.open(index_copy).search("visa", k=5)
+    assert got.doc_ids == expected.doc_ids and list(got.scores) == list(expected.scores)
+    from cqa_search.index.live import add_questions
+
+    add_questions(index_copy, [Question("new-1", "renew my visa")])
+    manifest = json.loads((live(index_copy) / "manifest.json").read_text())
+    assert manifest["format_version"] == FORMAT_VERSION
+    assert "new-1" in SearchEngine.open(index_copy).search("visa", k=50).doc_ids
+    _rewrite_manifest(index_copy, lambda m: m.update(format_version=3, shards=[]))
+    assert not is_compatible(index_copy)
+    with pytest.raises(IndexFormatError, match="format version 3, but this cqa_search .* reads "
+                                               f"version {FORMAT_VERSION}: rebuild it"):
+        SearchEngine.open(index_copy)
+
+
 def test_an_index_of_the_old_layout_asks_for_a_rebuild_and_can_be_rebuilt(tmp_path):
     old = tmp_path / "old"
     (old / "fields" / "question").mkdir(parents=True)
