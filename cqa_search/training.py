@@ -273,7 +273,8 @@ def cv_report(cv) -> list:
         lines.append(f"  {what + ' order (' + cv.baseline + ')':<34} "
                      f"{100 * cv.baseline_score_:6.2f}")
     lines.append(f"  {'best single feature (' + best_single + ')':<34} "
-                 f"{100 * cv.single_scores_[best_single]:6.2f}")
+                 f"{100 * cv.single_scores_[best_single]:6.2f}  (picked on each fold's "
+                 f"training queries: {100 * cv.single_score_:.2f})")
     point = ", ".join(f"{k}={v!r}" for k, v in cv.best_params_.items())
     lines.append(f"  {'learned ranker' + (' (' + point + ')' if point else ''):<34} "
                  f"{100 * cv.learned_score_:6.2f}")

@@ -242,10 +242,10 @@ def test_demo(capsys, tmp_path):
     scores = held_out_scores(out)
     assert list(scores) == ["BM25", "+ word vectors", "models + ranker"]
     # on queries they never saw, the word vectors (the hybrid first stage) and the models
-    # and ranker do better than BM25 (P@1: within one query of it, BENCHMARKS.md)
+    # and ranker do better than BM25, the ranker's first hit too (BENCHMARKS.md)
     assert scores["+ word vectors"][0] > scores["BM25"][0] + 5
     assert scores["models + ranker"][0] >= scores["+ word vectors"][0]
-    assert scores["models + ranker"][1] >= scores["BM25"][1] - 100 / 33 - 0.1  # (rounded)
+    assert scores["models + ranker"][1] >= scores["BM25"][1]
     engine = SearchEngine.open(tmp_path / "demo")
     assert engine.ranker is not None and {"translation", "embeddings", "ranker"} <= \
         set(engine.models)

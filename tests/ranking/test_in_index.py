@@ -214,7 +214,8 @@ def test_the_report_says_left_out_only_of_families_the_stored_ranker_lacks():
     dropped = [{"family": "topics", "features": ["topic_gnmfnc"], "map_with": 0.42,
                 "map_without": 0.43, "p_value": 0.81}]
     cv = SimpleNamespace(n_splits=5, baseline="bm25", baseline_score_=0.30, single_feature_="vsm",
-                         single_scores_={"vsm": 0.38}, best_params_={"C": 10.0},
+                         single_scores_={"vsm": 0.38}, single_score_=0.36,
+                         best_params_={"C": 10.0},
                          learned_score_=0.44, best_score_=0.44, chosen_="learned",
                          dropped_=dropped, features_=["bm25", "vsm"])
     text = "\n".join(cv_report(cv))

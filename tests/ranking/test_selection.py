@@ -106,3 +106,39 @@ def test_errors(rankings, kwargs, message):
     X, y, qid = data(rankings, lambda X: X[:, 0])
     with pytest.raises(ValueError, match=message):
         fit(X, y, qid, **kwargs)
+
+
+def _ap(scores, y):
+    """AP of one query's candidates ranked by ``scores`` (no ties in these data)."""
+    rel = y[np.argsort(-scores, kind="stable")] >= 1
+    hits = np.cumsum(rel)
+    return float(np.sum(hits[rel] / (np.flatnonzero(rel) + 1)) / max(rel.sum(), 1))
+
+
+def test_the_single_feature_is_chosen_in_each_fold_on_its_training_queries(rankings):
+    # relevance is noise: the best of eight features by the held-out scores it is judged
+    # by would win by luck; the single-feature score is the per-fold choice's instead
+    from cqa_search.ranking import LinearRanker
+    from cqa_search.ranking._utils import query_folds
+
+    noise = np.random.default_rng(7)
+    X, y, qid = data(rankings, lambda X: noise.normal(size=len(X)))
+    cv = fit(X, y, qid, baseline="bm25")
+    ids = np.unique(qid)
+    expected = {}
+    for tr, te in query_folds(len(ids), 5, np.random.default_rng(0)):  # the same folds
+        train, test = np.isin(qid, ids[tr]), np.isin(qid, ids[te])
+
+        def train_ap(j):
+            return max(np.mean([_ap(s * X[train & (qid == q), j], y[train & (qid == q)])
+                                for q in ids[tr]]) for s in (1, -1))
+
+        best = max(range(len(NAMES)), key=train_ap)
+        model = LinearRanker("ranksvm", random_state=0).fit(
+            X[train][:, [best]], y[train], qid=qid[train], feature_names=[NAMES[best]])
+        scores = model.predict(X[test][:, [best]], qid[test])
+        expected.update({q: _ap(scores[qid[test] == q], y[test & (qid == q)]) for q in ids[te]})
+    assert cv.single_score_ == pytest.approx(np.mean(list(expected.values())))
+    # what the chosen system scored on each query, for paired comparisons
+    assert list(cv.query_ids_) == list(ids) and len(cv.query_ap_) == len(ids)
+    assert cv.query_ap_.mean() == pytest.approx(cv.best_score_)
