@@ -180,16 +180,22 @@ def compare_models(work) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("archive")
-    ap.add_argument("queries_file", metavar="QUERIES")
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--shards", type=int, default=2)
-    ap.add_argument("--families", nargs="*", default=list(FAMILIES), choices=FAMILIES)
-    ap.add_argument("--params", nargs="*", default=[], metavar="FAMILY:NAME=VALUE")
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    ap.add_argument("archive", help="the archive to index (JSONL or any format build-index reads)")
+    ap.add_argument("queries_file", metavar="QUERIES", help="JSONL queries (the query step's)")
+    ap.add_argument("--work", required=True, help="directory of the two indexes and outputs")
+    ap.add_argument("--shards", type=int, default=2, help="shards of the sharded index "
+                    "(default: %(default)s)")
+    ap.add_argument("--families", nargs="*", default=list(FAMILIES), choices=FAMILIES,
+                    help="model families to fit (in the order of the default, whatever "
+                         "the order given; default: all)")
+    ap.add_argument("--params", nargs="*", default=[], metavar="FAMILY:NAME=VALUE",
+                    help="a fit parameter, e.g. multiview:max_iter=5")
     ap.add_argument("--add", help="JSONL of questions to add (new ids)")
-    ap.add_argument("--delete", type=int, default=100)
-    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--delete", type=int, default=100,
+                    help="delete this many of the added questions (default: %(default)s)")
+    ap.add_argument("--queries", type=int, default=100,
+                    help="run the first N queries (default: %(default)s)")
     ap.add_argument("--steps", nargs="*", help="only these steps (default: all)")
     ap.add_argument("--json", help="write the report here (JSON)")
     ap.add_argument("--step", help=argparse.SUPPRESS)
@@ -199,7 +205,9 @@ def main(argv=None) -> int:
         print(json.dumps(run_step(args)))
         return 0
     os.makedirs(args.work, exist_ok=True)
-    steps = ["build"] + [f"fit-{f}" for f in args.families]
+    # in the families' order whatever the order given: multiview's ibm1 view reads the
+    # translation table
+    steps = ["build"] + [f"fit-{f}" for f in FAMILIES if f in args.families]
     if args.add:
         steps += ["add", "delete", "compact"]
     steps += ["query"]
