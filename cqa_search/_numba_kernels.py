@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots",
-           "quadratic_forms", "search_fenced"]
+           "quadratic_forms", "bucket_starts", "search_directed"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -233,18 +233,45 @@ def locate(indptr, indices, term_ids, rows):
 
 
 @njit(cache=True, nogil=True)
-def search_fenced(keys, fence, step, needles):
-    """``np.searchsorted(keys, needles)`` (leftmost) through ``fence = keys[::step]``: a
-    binary search in the fence (small: in the CPU cache) finds each needle's block of
-    ``step`` keys, a second one searches that block; a search in a table of tens of
-    millions of keys then touches a few cache lines of it instead of about 25."""
+def bucket_starts(keys, low, shift, n_buckets):
+    """The directory of :func:`search_directed`: ``out[b]`` is the first position in
+    ``keys`` (sorted) holding a key ``>= low + (b << shift)``, for ``b`` in
+    ``0..n_buckets`` (``len(keys)`` past the last key: the buckets must cover the keys);
+    one pass over the keys."""
+    n = keys.shape[0]
+    out = np.empty(n_buckets + 1, dtype=np.int64)
+    b = 0
+    for i in range(n):
+        kb = (keys[i] - low) >> shift
+        while b <= kb and b <= n_buckets:
+            out[b] = i
+            b += 1
+    while b <= n_buckets:
+        out[b] = n
+        b += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def search_directed(keys, starts, low, shift, needles):
+    """``np.searchsorted(keys, needles)`` (leftmost) through the directory ``starts`` of
+    :func:`bucket_starts`: a needle's high bits (above ``shift``, from ``low``) give the
+    few keys that can hold its position, one binary search among them; a search in a
+    table of tens of millions of keys then reads one entry of the directory and a cache
+    line or two of keys instead of about 25 lines."""
     out = np.empty(needles.shape[0], dtype=np.int64)
     n = keys.shape[0]
+    last = starts.shape[0] - 2  # the last bucket
     for i in range(needles.shape[0]):
         x = needles[i]
-        j = _lower_bound(fence, 0, fence.shape[0], x)  # fence[j - 1] < x <= fence[j]
-        lo = 0 if j == 0 else (j - 1) * step + 1
-        out[i] = _lower_bound(keys, lo, min(j * step, n), x)
+        if x <= low:  # (low is at most the first key)
+            out[i] = 0
+            continue
+        b = (x - low) >> shift
+        if b > last:
+            out[i] = n
+            continue
+        out[i] = _lower_bound(keys, starts[b], starts[b + 1], x)
     return out
 
 

@@ -25,7 +25,8 @@ rounding); the numpy path stays the reference and the fallback.
   to a bag's words and then keeps the bag's.
 - :func:`search_sorted`: ``np.searchsorted`` in the translation model's large sorted
   tables (phrases, bi-phrases: tens of millions of keys at a million questions) through a
-  fence of every 128th key, a few cache lines a search instead of one per halving.
+  directory of buckets of key values (about 8 keys each), two or three cache lines a
+  search instead of one per halving.
 - :func:`number_tokens`: the tokens of a batch of questions numbered in a table of the
   tokens met so far (:class:`~cqa_search.index.batches.LocalTerms`), one pass over their
   bytes instead of a ``bytes`` object and a dictionary look-up per token.
@@ -314,30 +315,47 @@ def quadratic_forms(offsets, terms, weights, indptr, indices, data):
         np.zeros(len(indptr) - 1))
 
 
-#: Keys per block of :func:`search_sorted`'s fence.
-FENCE_STEP = 128
-_fences = {}  # id(keys) -> (weak reference to keys, fence)
+#: Keys per bucket of :func:`search_sorted`'s directory, on average (8 keys: 64 bytes,
+#: one cache line; the directory then holds one int64 per 8 keys).
+DIRECTORY_KEYS = 8
+_directories = {}  # id(keys) -> (weak reference to keys, (starts, low, shift))
+
+
+def _directory(keys):
+    """``(starts, low, shift)`` of :func:`search_sorted` for ``keys``: buckets of
+    ``2 ** shift`` consecutive key values from the first key, about
+    :data:`DIRECTORY_KEYS` keys each; None when the keys span too wide a range."""
+    low, high = int(keys[0]), int(keys[-1])
+    if low < 0 or high >= 1 << 62:
+        return None
+    n_buckets = max(1, len(keys) // DIRECTORY_KEYS)
+    shift = max(0, (high - low) // n_buckets).bit_length()
+    return _kernels.bucket_starts(keys, low, shift, ((high - low) >> shift) + 1), low, shift
 
 
 def search_sorted(keys, needles):
     """``np.searchsorted(keys, needles)`` (the kernels must be loaded; int64 ``keys``,
-    sorted): through a fence of every :data:`FENCE_STEP`-th key, made on the first search
-    of ``keys`` and kept while they live."""
+    sorted, not empty): through a directory of the first position of each bucket of key
+    values (:func:`_directory`), made on the first search of ``keys`` (one pass over
+    them) and kept while they live."""
     import weakref
 
-    entry = _fences.get(id(keys))
+    entry = _directories.get(id(keys))
     if entry is None or entry[0]() is not keys:
-        for k in [k for k, (ref, _) in _fences.items() if ref() is None]:
-            _fences.pop(k, None)  # the tables of models no longer open
-        entry = _fences[id(keys)] = (weakref.ref(keys), np.ascontiguousarray(keys[::FENCE_STEP]))
+        for k in [k for k, (ref, _) in _directories.items() if ref() is None]:
+            _directories.pop(k, None)  # the tables of models no longer open
+        entry = _directories[id(keys)] = (weakref.ref(keys), _directory(keys))
     needles = np.asarray(needles, dtype=np.int64)
+    if entry[1] is None:
+        return np.searchsorted(keys, needles)
     # each distinct needle searched once (a query's candidates share many phrases), in
-    # increasing order (successive searches walk the same blocks of the fence)
+    # increasing order (successive searches walk the keys in one direction)
     order = np.argsort(needles)
     ordered = needles[order]
     first = np.ones(len(ordered), dtype=bool)
     first[1:] = ordered[1:] != ordered[:-1]
-    found = _kernels.search_fenced(keys, entry[1], FENCE_STEP, ordered[first])
+    starts, low, shift = entry[1]
+    found = _kernels.search_directed(keys, starts, low, shift, ordered[first])
     out = np.empty(len(needles), dtype=np.int64)
     out[order] = found[np.cumsum(first) - 1]
     return out
@@ -413,8 +431,9 @@ def _examples():
                               np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64),
                               np.zeros(4, dtype=np.uint64), np.zeros(16, dtype=np.uint8), 0, 0),
             "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2),
-            "search_fenced": (np.arange(3, dtype=np.int64), np.zeros(1, dtype=np.int64), 128,
-                              np.ones(2, dtype=np.int64)),
+            "bucket_starts": (np.arange(3, dtype=np.int64), 0, 1, 1),
+            "search_directed": (np.arange(3, dtype=np.int64), np.array([0, 2, 3]), 0, 1,
+                                np.ones(2, dtype=np.int64)),
             "quadratic_forms": (np.array([0, 1], dtype=np.int64), np.zeros(1, dtype=np.int64),
                                 np.ones(1), np.array([0, 1], dtype=np.int64),
                                 np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.float32),

@@ -121,15 +121,32 @@ def test_a_kernel_that_cannot_be_built_leaves_the_numpy_paths_and_says_so(fresh,
 
 
 @settings(max_examples=100, deadline=None)
-@given(keys=st.lists(st.integers(-50, 400), max_size=700),
+@given(keys=st.lists(st.integers(0, 400), min_size=1, max_size=700),
        needles=st.lists(st.integers(-60, 420), max_size=80))
-def test_fenced_search_is_searchsorted(keys, needles):
+def test_directed_search_is_searchsorted(keys, needles):
     compiled.load()
     keys = np.sort(np.array(keys, dtype=np.int64))
     needles = np.array(needles, dtype=np.int64)
-    for step in (1, 2, 3, 128):  # blocks of one key up to blocks longer than the table
-        fence = np.ascontiguousarray(keys[::step])
-        got = compiled._kernels.search_fenced(keys, fence, step, needles)
-        assert got.tolist() == np.searchsorted(keys, needles).tolist()
+    low, high = int(keys[0]), int(keys[-1])
+    for shift in (0, 1, 3, 12):  # buckets of one key value up to one bucket for them all
+        for start in {low, low // 2, 0}:  # the directory may start below the first key
+            starts = compiled._kernels.bucket_starts(keys, start, shift,
+                                                     ((high - start) >> shift) + 1)
+            assert starts.tolist() == np.searchsorted(
+                keys, start + (np.arange(len(starts)) << shift)).tolist()
+            got = compiled._kernels.search_directed(keys, starts, start, shift, needles)
+            assert got.tolist() == np.searchsorted(keys, needles).tolist()
     assert compiled.search_sorted(keys, needles).tolist() == \
         np.searchsorted(keys, needles).tolist()
+
+
+def test_directed_search_of_a_wide_or_skewed_table():
+    compiled.load()
+    rng = np.random.default_rng(0)
+    skewed = np.unique(np.concatenate([rng.integers(0, 1000, 5000),
+                                       rng.integers(0, 1 << 50, 50)])).astype(np.int64)
+    wide = np.array([-5, 0, 1 << 62, (1 << 62) + 1], dtype=np.int64)  # numpy's search
+    for keys in (skewed, wide):
+        needles = np.concatenate([keys, keys + 1, keys - 1, rng.integers(-10, 1 << 50, 500)])
+        assert compiled.search_sorted(keys, needles).tolist() == \
+            np.searchsorted(keys, needles).tolist()
