@@ -65,6 +65,7 @@ class EmbeddingScorer:
         self.question = view.index["question"]
         self.matrices = {"emb": model.emb_similarity_, "char": model.char_similarity_}
         self._bm25, self._vsm = BM25(), VSM()
+        self._has_vector = sif.has_vector(model.word_vectors_)  # read once, not per query
 
     # -- a shard's statistics -------------------------------------------------------------
     def row_stats(self) -> dict:
@@ -181,7 +182,7 @@ class EmbeddingScorer:
             return np.zeros(len(rows))
         terms, pos = self.question.sequences_of(rows)
         offsets = np.concatenate(([0], np.cumsum(np.bincount(pos, minlength=len(rows)))))
-        return _dot(sif.mean_rows(terms, offsets, m.word_vectors_), q)
+        return _dot(sif.mean_rows(terms, offsets, m.word_vectors_, self._has_vector), q)
 
     def _soft_cosines(self, query, matrix, text, ids, field, rows, row_norms):
         if len(ids) == 0:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["A0", "sif_weights", "weighted_means", "principal_component", "sif_rows",
-           "mean_rows", "sentence_vector", "normalize_rows"]
+           "mean_rows", "sentence_vector", "normalize_rows", "has_vector"]
 
 #: Arora et al.'s ``a``: weights ``a / (a + p(w))``.
 A0 = 1e-3
@@ -42,7 +42,7 @@ def normalize_rows(X) -> np.ndarray:
     return X
 
 
-def weighted_means(ids, offsets, vectors, weights) -> np.ndarray:
+def weighted_means(ids, offsets, vectors, weights, has=None) -> np.ndarray:
     """``(1 / |s|) sum_{w in s} weight_w v_w`` of every sentence (words without a vector
     left out).
 
@@ -53,6 +53,9 @@ def weighted_means(ids, offsets, vectors, weights) -> np.ndarray:
     vectors : ndarray of float32, shape (n_terms, dim)
         Zero rows: terms without a vector. Ids beyond ``n_terms`` have none.
     weights : ndarray of float32, shape (n_terms,)
+    has : ndarray of bool, shape (n_terms,), optional
+        :func:`has_vector` of ``vectors``, when the caller keeps it (it reads the whole
+        matrix: more than a query's few sentences cost).
 
     Returns
     -------
@@ -61,7 +64,8 @@ def weighted_means(ids, offsets, vectors, weights) -> np.ndarray:
     import scipy.sparse as sp
 
     n_terms, dim = vectors.shape
-    has = np.any(vectors != 0, axis=1)
+    if has is None:
+        has = has_vector(vectors)
     offsets = np.asarray(offsets, dtype=np.int64)
     n = len(offsets) - 1
     out = np.zeros((n, dim), dtype=np.float32)
@@ -77,6 +81,11 @@ def weighted_means(ids, offsets, vectors, weights) -> np.ndarray:
         W = sp.csr_matrix((data, (row, seg)), shape=(hi - lo, n_terms))
         out[lo:hi] = W @ vectors
     return out
+
+
+def has_vector(vectors) -> np.ndarray:
+    """Which terms have a word vector (a row not all zero), shape (n_terms,)."""
+    return np.any(vectors != 0, axis=1)
 
 
 def principal_component(X) -> np.ndarray:
@@ -104,10 +113,11 @@ def sif_rows(ids, offsets, vectors, weights, component) -> np.ndarray:
     return normalize_rows(X)
 
 
-def mean_rows(ids, offsets, vectors) -> np.ndarray:
-    """L2-normalised plain means of the word vectors of many sentences."""
+def mean_rows(ids, offsets, vectors, has=None) -> np.ndarray:
+    """L2-normalised plain means of the word vectors of many sentences (``has``: as
+    :func:`weighted_means` reads it)."""
     return normalize_rows(weighted_means(ids, offsets, vectors,
-                                         np.ones(len(vectors), dtype=np.float32)))
+                                         np.ones(len(vectors), dtype=np.float32), has))
 
 
 def sentence_vector(ids, vectors, weights=None, component=None) -> np.ndarray:
