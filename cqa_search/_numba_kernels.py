@@ -6,7 +6,8 @@ import numpy as np
 from numba import njit
 
 __all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots",
-           "quadratic_forms", "bucket_starts", "search_directed"]
+           "quadratic_forms", "bucket_starts", "search_directed", "hull_spans",
+           "distortion"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -406,3 +407,73 @@ def token_slots(hashes, n_known, size):
             r = (r + 1) & mask
         slots[r] = u
     return slots
+
+
+@njit(cache=True, nogil=True)
+def hull_spans(A, max_length, tight, known):
+    """The bi-phrase candidates of :func:`cqa_search.translation.scoring._hull_spans`, in
+    its order (by length, then row, then start): ``known[length - 1, c or 0, x1]`` says
+    whether the window of that length starting at ``x1`` can be a phrase of the table
+    (one row for every ``c`` when ``known`` has one)."""
+    n, P = A.shape
+    top = min(max_length, P)
+    size = n * P * max(top, 0)
+    o_len = np.empty(size, dtype=np.int64)
+    o_c = np.empty(size, dtype=np.int64)
+    o_x = np.empty(size, dtype=np.int64)
+    o_lo = np.empty(size, dtype=np.int64)
+    o_hi = np.empty(size, dtype=np.int64)
+    per_row = known.shape[1] > 1
+    m = 0
+    for length in range(1, top + 1):
+        for c in range(n):
+            kc = c if per_row else 0
+            for x1 in range(P - length + 1):
+                if not known[length - 1, kc, x1]:
+                    continue
+                if tight and (A[c, x1] < 0 or A[c, x1 + length - 1] < 0):
+                    continue
+                lo = 1 << 40
+                hi = -(1 << 40)
+                linked = False
+                for x in range(x1, x1 + length):
+                    a = A[c, x]
+                    if a >= 0:
+                        linked = True
+                        if a < lo:
+                            lo = a
+                        if a > hi:
+                            hi = a
+                if linked and hi - lo < max_length:
+                    o_len[m] = length
+                    o_c[m] = c
+                    o_x[m] = x1
+                    o_lo[m] = lo
+                    o_hi[m] = hi
+                    m += 1
+    return o_len[:m].copy(), o_c[:m].copy(), o_x[:m].copy(), o_lo[:m].copy(), o_hi[:m].copy()
+
+
+@njit(cache=True, nogil=True)
+def distortion(back, S1, S2, BG):
+    """:meth:`cqa_search.translation.scoring.TranslationScorer._distortion`: each row's
+    Viterbi segmentation walked from its end, the gaps between consecutive segments
+    (background words skipped) summed in the same order."""
+    n, width = back.shape
+    out = np.zeros(n)
+    for c in range(n):
+        cur = width - 1
+        seen = False
+        right = 0
+        steps = 0
+        while cur > 0 and steps < width - 1:
+            length = np.int64(back[c, cur])
+            end = cur - 1
+            if not (length == 1 and BG[c, end]):
+                if seen:
+                    out[c] += abs(right - S2[c, end, length - 1] - 1)
+                right = S1[c, end, length - 1]
+                seen = True
+            cur -= length
+            steps += 1
+    return out

@@ -16,6 +16,11 @@ rounding); the numpy path stays the reference and the fallback.
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
   small ``einsum`` or ``argmax`` per position.
+- :func:`hull_spans` and :func:`distortion`: the bi-phrase candidates (the windows of an
+  alignment whose links span at most the longest phrase) and the phrase-alignment
+  feature along the Viterbi segmentation, loops over positions that numpy runs as a few
+  array operations per window length or per segment (a whole question of 500 words:
+  500 rounds).
 - :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
   over the (candidate, word, query term) entries instead of sorting them by (candidate,
   term) to reduce groups.
@@ -67,6 +72,7 @@ import numpy as np
 
 __all__ = ["use", "active", "describe", "load", "available", "timed", "top_k_of_postings",
            "sum_dp", "viterbi", "locate", "align", "quadratic_forms", "search_sorted",
+           "hull_spans", "distortion",
            "number_tokens",
            "TokenTable",
            "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
@@ -361,6 +367,23 @@ def search_sorted(keys, needles):
     return out
 
 
+def hull_spans(A, max_length, tight, known):
+    """``(length, c, x1, lo, hi)`` of the bi-phrase candidates (the kernels must be
+    loaded): see :func:`cqa_search.translation.scoring._hull_spans`; ``known`` (bool,
+    ``(max_length, n or 1, P)``) marks the windows that can be a phrase of the table."""
+    return _kernels.hull_spans(np.ascontiguousarray(A, dtype=np.int64), int(max_length),
+                               bool(tight), np.ascontiguousarray(known, dtype=np.bool_))
+
+
+def distortion(back, S1, S2, BG):
+    """The phrase-alignment feature of each row (the kernels must be loaded): see
+    :meth:`cqa_search.translation.scoring.TranslationScorer._distortion`."""
+    return _kernels.distortion(np.ascontiguousarray(back, dtype=np.int8),
+                               np.ascontiguousarray(S1, dtype=np.int64),
+                               np.ascontiguousarray(S2, dtype=np.int64),
+                               np.ascontiguousarray(BG, dtype=np.bool_))
+
+
 def align(doc, term, prob, last, p_null, n, n_terms):
     """Eq. 9's winners, flat ``(n * n_terms,)`` (the kernels must be loaded): see
     :meth:`cqa_search.translation.scoring.TranslationScorer._align`."""
@@ -432,6 +455,10 @@ def _examples():
                               np.zeros(4, dtype=np.uint64), np.zeros(16, dtype=np.uint8), 0, 0),
             "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2),
             "bucket_starts": (np.arange(3, dtype=np.int64), 0, 1, 1),
+            "hull_spans": (np.zeros((1, 2), dtype=np.int64), 2, False,
+                           np.ones((2, 1, 2), dtype=np.bool_)),
+            "distortion": (np.array([[0, 1]], dtype=np.int8), np.zeros((1, 1, 2), np.int64),
+                           np.zeros((1, 1, 2), np.int64), np.zeros((1, 1), dtype=np.bool_)),
             "search_directed": (np.arange(3, dtype=np.int64), np.array([0, 2, 3]), 0, 1,
                                 np.ones(2, dtype=np.int64)),
             "quadratic_forms": (np.array([0, 1], dtype=np.int64), np.zeros(1, dtype=np.int64),

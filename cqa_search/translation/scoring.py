@@ -339,9 +339,17 @@ def _hull_spans(A, max_length, tight, known):
     ``A[c, x]`` is the position (in the other sequence) that position ``x`` is aligned
     to, or -1. Returns the windows ``(length, c, x1)`` that hold a link and whose links
     span at most ``max_length`` positions ``(y1, y2)``; with ``tight``, the first and
-    last positions of the window must be aligned. ``known(length)`` (bool, broadcast to
-    ``(n, P - length + 1)``) keeps only windows that can be a phrase of the table.
+    last positions of the window must be aligned. ``known`` (bool, ``(max_length, n or
+    1, P)``): ``known[length - 1, c, x1]`` keeps only windows that can be a phrase of the
+    table (one row: the same for every ``c``). In order of length, then ``c``, then
+    ``x1``.
     """
+    if compiled.active() == "numba":  # the same windows, one pass compiled
+        return compiled.hull_spans(A, max_length, tight, known)
+    return compiled.timed(_hull_spans_numpy, A, max_length, tight, known)
+
+
+def _hull_spans_numpy(A, max_length, tight, known):
     n, P = A.shape
     aligned = A >= 0
     lo1 = np.where(aligned, A, 1 << 40)
@@ -353,7 +361,7 @@ def _hull_spans(A, max_length, tight, known):
             lo = np.minimum(lo[:, :-1], lo1[:, length - 1:])
             hi = np.maximum(hi[:, :-1], hi1[:, length - 1:])
             linked = linked[:, :-1] | aligned[:, length - 1:]
-        ok = linked & (hi - lo < max_length) & known(length)
+        ok = linked & (hi - lo < max_length) & known[length - 1, :, :P - length + 1]
         if tight:
             ok &= aligned[:, :P - length + 1] & aligned[:, length - 1:]
         c, x1 = np.nonzero(ok)
@@ -537,9 +545,8 @@ class TranslationScorer:
         L = self._L
         S1 = np.zeros((n, J, L), dtype=np.int64)
         S2 = np.zeros((n, J, L), dtype=np.int64)
-        known = qng >= 0                                   # query n-grams in the table
-        length, c, j1, s1, s2 = _hull_spans(A, L, self._tight,
-                                            lambda k: known[k - 1, :J - k + 1][None, :])
+        known = (qng >= 0)[:, None, :J]                    # query n-grams in the table
+        length, c, j1, s1, s2 = _hull_spans(A, L, self._tight, known)
         src = docs.ngrams[s2 - s1, docs.offsets[c] + s1]
         idx = self._table.find(src, qng[length - 1, j1])
         hit = idx >= 0
@@ -569,8 +576,7 @@ class TranslationScorer:
         A[docs.doc, docs.local] = tables.i_align[tables.i_map[docs.tokens]]
         known = np.zeros((L, n, I), dtype=bool)            # document n-grams in the table
         known[:, docs.doc, docs.local] = docs.ngrams >= 0
-        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight,
-                                            lambda k: known[k - 1, :, :I - k + 1])
+        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight, known)
         src = docs.ngrams[length - 1, docs.offsets[c] + i1]
         idx = self._table.find(src, qng[j2 - j1, j1])
         hit = idx >= 0
@@ -586,6 +592,12 @@ class TranslationScorer:
     @staticmethod
     def _distortion(back, S1, S2, BG):
         """PA along the Viterbi segmentation (background words skipped)."""
+        if compiled.active() == "numba":  # the same sums, one walk a row compiled
+            return compiled.distortion(back, S1, S2, BG)
+        return compiled.timed(TranslationScorer._distortion_numpy, back, S1, S2, BG)
+
+    @staticmethod
+    def _distortion_numpy(back, S1, S2, BG):
         n, width = back.shape
         # the segmentation, from the last position back: path[c, k] is the end (in
         # positions, exclusive) of the k-th segment from the end, 0 once done

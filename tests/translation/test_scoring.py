@@ -202,13 +202,26 @@ QUERIES = ["stuffy nose cold steam", "visa renewal immigration office passport",
            "garage mechanic engine battery jump"]
 
 
+@pytest.mark.parametrize("implementation", ["numpy", "numba"])
 @pytest.mark.parametrize("params", [
     {},
     {"unaligned_edges": False},
     {"question_weight": 1.0},
     {"segmentation": "max", "unaligned_edges": False},
 ])
-def test_features_match_the_reference(gap_engine, gap_model, params):
+def test_features_match_the_reference(gap_engine, gap_model, params, implementation):
+    before = compiled._chosen
+    try:
+        compiled.use("auto")
+        if implementation == "numba" and not compiled.load():
+            pytest.skip("numba is not installed")
+        compiled.use(implementation)
+        _check_against_reference(gap_engine, gap_model, params)
+    finally:
+        compiled._chosen = before
+
+
+def _check_against_reference(gap_engine, gap_model, params):
     model = gap_model if not params else TranslationModel(
         textrank=False, max_iter=5, tol=None, min_prob=0.0, title_body=True,
         **params).fit(gap_engine.view)
@@ -329,3 +342,42 @@ def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_entries):
     want = TranslationScorer._align_numpy(pairs, p_null)
     got = compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null, n, n_terms)
     assert np.array_equal(got.reshape(n, n_terms), want)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 5), P=st.integers(0, 9),
+       L=st.integers(1, 4), tight=st.booleans(), per_row=st.booleans())
+def test_compiled_hull_spans_are_the_numpy_ones(seed, n, P, L, tight, per_row):
+    """The bi-phrase candidates (windows holding a link whose links span at most L
+    positions, in the table, tight or not) come out the same, in the same order."""
+    from cqa_search.translation.scoring import _hull_spans_numpy
+    if not compiled.load():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(seed)
+    A = np.where(rng.random((n, P)) < 0.3, -1, rng.integers(0, 8, (n, P))).astype(np.int64)
+    known = rng.random((L, n if per_row else 1, P)) < 0.8
+    want = _hull_spans_numpy(A, L, tight, known)
+    got = compiled.hull_spans(A, L, tight, known)
+    assert len(got) == len(want) == 5
+    for g, w in zip(got, want):
+        assert g.tolist() == w.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 5), J=st.integers(1, 12),
+       L=st.integers(1, 4))
+def test_compiled_distortion_is_the_numpy_one(seed, n, J, L):
+    """The phrase-alignment feature walked along any Viterbi back-pointers (each a phrase
+    length that fits) is the numpy path's sum."""
+    from cqa_search.translation.scoring import TranslationScorer
+    if not compiled.load():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(seed)
+    back = np.zeros((n, J + 1), dtype=np.int8)
+    for p in range(1, J + 1):
+        back[:, p] = rng.integers(1, min(L, p) + 1, n)
+    S1 = rng.integers(0, 30, (n, J, L))
+    S2 = rng.integers(0, 30, (n, J, L))
+    BG = rng.random((n, J)) < 0.3
+    want = TranslationScorer._distortion_numpy(back, S1, S2, BG)
+    assert np.array_equal(compiled.distortion(back, S1, S2, BG), want)
