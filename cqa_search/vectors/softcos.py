@@ -240,9 +240,13 @@ def spread_cosines(z_terms, z, query_norm, field, rows, idf, row_norms) -> np.nd
     out = np.zeros(len(rows))
     terms, pos = field.sequences_of(rows)  # each occurrence adds its idf: tf * idf
     w = idf_of(idf, terms)
-    at = np.searchsorted(z_terms, terms)
-    at[at == len(z_terms)] = 0
-    hit = z_terms[at] == terms
+    # each term's place in z_terms by a table over the term ids (a binary search per
+    # occurrence cost more: whole questions as candidates hold tens of thousands)
+    size = 1 + max(int(z_terms[-1]) if len(z_terms) else 0, int(terms.max(initial=0)))
+    place = np.full(size, -1, dtype=np.int64)
+    place[z_terms] = np.arange(len(z_terms))
+    at = place[terms]
+    hit = at >= 0
     dots = np.bincount(pos[hit], weights=w[hit] * z[at[hit]], minlength=len(rows))
     denom = np.sqrt(query_norm * np.asarray(row_norms, dtype=np.float64))
     np.divide(dots, denom, out=out, where=denom > 0)
