@@ -7,7 +7,7 @@ from numba import njit
 
 __all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots",
            "quadratic_forms", "bucket_starts", "search_directed", "hull_spans",
-           "distortion"]
+           "distortion", "group_by_key", "scatter_max"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -477,3 +477,34 @@ def distortion(back, S1, S2, BG):
             cur -= length
             steps += 1
     return out
+
+
+@njit(cache=True, nogil=True)
+def group_by_key(keys, n_keys, col, data):
+    """``(indptr, col, data)`` of the entries ``(keys, col, data)`` grouped by key (keys in
+    ``0..n_keys - 1``), each group in the entries' order: a stable counting sort, two
+    passes where a comparison sort takes ``log n`` (the forward table of
+    :class:`cqa_search.translation.scoring._QueryTables`)."""
+    n = keys.shape[0]
+    indptr = np.zeros(n_keys + 1, dtype=np.int64)
+    for i in range(n):
+        indptr[keys[i] + 1] += 1
+    for k in range(n_keys):
+        indptr[k + 1] += indptr[k]
+    at = indptr[:-1].copy()
+    out_col = np.empty(n, dtype=np.int64)
+    out_data = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        p = at[keys[i]]
+        out_col[p] = col[i]
+        out_data[p] = data[i]
+        at[keys[i]] = p + 1
+    return indptr, out_col, out_data
+
+
+@njit(cache=True, nogil=True)
+def scatter_max(out, idx, values):
+    """``np.maximum.at(out, idx, values)``, in place."""
+    for i in range(idx.shape[0]):
+        if values[i] > out[idx[i]]:
+            out[idx[i]] = values[i]

@@ -21,6 +21,9 @@ rounding); the numpy path stays the reference and the fallback.
   feature along the Viterbi segmentation, loops over positions that numpy runs as a few
   array operations per window length or per segment (a whole question of 500 words:
   500 rounds).
+- :func:`group_by_key` and :func:`scatter_max`: the per-query forward table of the IBM 1
+  probabilities grouped by archive word (a counting sort where numpy sorts) and the
+  inverse alignment's maxima (``np.maximum.at``).
 - :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
   over the (candidate, word, query term) entries instead of sorting them by (candidate,
   term) to reduce groups.
@@ -72,7 +75,7 @@ import numpy as np
 
 __all__ = ["use", "active", "describe", "load", "available", "timed", "top_k_of_postings",
            "sum_dp", "viterbi", "locate", "align", "quadratic_forms", "search_sorted",
-           "hull_spans", "distortion",
+           "hull_spans", "distortion", "group_by_key", "scatter_max",
            "number_tokens",
            "TokenTable",
            "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
@@ -384,6 +387,19 @@ def distortion(back, S1, S2, BG):
                                np.ascontiguousarray(BG, dtype=np.bool_))
 
 
+def group_by_key(keys, n_keys, col, data):
+    """``(indptr, col, data)``: entries grouped by key, stably (the kernels must be
+    loaded); ``data`` as float64. See ``_numba_kernels.group_by_key``."""
+    return _kernels.group_by_key(np.asarray(keys, dtype=np.int64), int(n_keys),
+                                 np.asarray(col, dtype=np.int64), np.asarray(data))
+
+
+def scatter_max(out, idx, values) -> None:
+    """``np.maximum.at(out, idx, values)`` (the kernels must be loaded; ``out`` float64 or
+    int64, changed in place)."""
+    _kernels.scatter_max(out, np.asarray(idx, dtype=np.int64), np.asarray(values, dtype=out.dtype))
+
+
 def align(doc, term, prob, last, p_null, n, n_terms):
     """Eq. 9's winners, flat ``(n * n_terms,)`` (the kernels must be loaded): see
     :meth:`cqa_search.translation.scoring.TranslationScorer._align`."""
@@ -455,6 +471,9 @@ def _examples():
                               np.zeros(4, dtype=np.uint64), np.zeros(16, dtype=np.uint8), 0, 0),
             "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2),
             "bucket_starts": (np.arange(3, dtype=np.int64), 0, 1, 1),
+            "group_by_key": (np.zeros(1, dtype=np.int64), 1, np.zeros(1, dtype=np.int64),
+                             np.ones(1, dtype=np.float32)),
+            "scatter_max": (np.zeros(1), np.zeros(1, dtype=np.int64), np.ones(1)),
             "hull_spans": (np.zeros((1, 2), dtype=np.int64), 2, False,
                            np.ones((2, 1, 2), dtype=np.bool_)),
             "distortion": (np.array([[0, 1]], dtype=np.int8), np.zeros((1, 1, 2), np.int64),

@@ -297,9 +297,14 @@ class _QueryTables:
         self.f_map = np.full(n_rows, len(rows), dtype=np.int64)   # absent: the zero row
         self.f_map[rows] = np.arange(len(rows))
         compact = self.f_map[row]
-        _, by_row = sort_with_index(compact, len(rows) + 1)     # stable
-        self.f_indptr = offsets_from_lengths(np.bincount(compact, minlength=len(rows) + 1))
-        self.f_term, self.f_prob = col[by_row], data[by_row].astype(np.float64)
+        if compiled.active() == "numba":  # the same groups, by a counting sort compiled
+            self.f_indptr, self.f_term, self.f_prob = compiled.group_by_key(
+                compact, len(rows) + 1, col, data)
+        else:
+            _, by_row = compiled.timed(sort_with_index, compact, len(rows) + 1)  # stable
+            self.f_indptr = offsets_from_lengths(np.bincount(compact,
+                                                             minlength=len(rows) + 1))
+            self.f_term, self.f_prob = col[by_row], data[by_row].astype(np.float64)
         self.f_null = np.zeros(len(terms))
         null = slice(self.f_indptr[self.f_map[0]], self.f_indptr[self.f_map[0] + 1])
         self.f_null[self.f_term[null]] = self.f_prob[null]
@@ -317,7 +322,10 @@ class _QueryTables:
         p_null[w[null]] = data[null]
         w, k, data = w[~null], k[~null] - 1, data[~null]
         top = np.zeros(len(words) + 1)
-        np.maximum.at(top, w, data)
+        if compiled.active() == "numba":
+            compiled.scatter_max(top, w, data)
+        else:
+            np.maximum.at(top, w, data)
         win = (data == top[w]) & (data > 0) & (top[w] >= p_null[w])
         self.i_align = np.full(len(words) + 1, -1, dtype=np.int64)
         np.maximum.at(self.i_align, w[win], last_pos[k[win]])

@@ -381,3 +381,27 @@ def test_compiled_distortion_is_the_numpy_one(seed, n, J, L):
     BG = rng.random((n, J)) < 0.3
     want = TranslationScorer._distortion_numpy(back, S1, S2, BG)
     assert np.array_equal(compiled.distortion(back, S1, S2, BG), want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(0, 80), n_keys=st.integers(1, 9))
+def test_compiled_grouping_and_maxima_are_numpys(seed, n, n_keys):
+    """The forward table's entries grouped by archive word (stably) and the inverse
+    maxima: the compiled counting sort and scatter give numpy's sort and maximum.at."""
+    from cqa_search.translation._arrays import offsets_from_lengths, sort_with_index
+    if not compiled.load():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, n_keys, n)
+    col = rng.integers(0, 50, n)
+    data = rng.choice([0.0, 0.25, 0.5, 1.0], n).astype(np.float32)
+    _, order = sort_with_index(keys, n_keys)
+    indptr, got_col, got_data = compiled.group_by_key(keys, n_keys, col, data)
+    assert indptr.tolist() == offsets_from_lengths(np.bincount(keys, minlength=n_keys)).tolist()
+    assert got_col.tolist() == col[order].tolist()
+    assert np.array_equal(got_data, data[order].astype(np.float64))
+    want = rng.random(n_keys)
+    got = want.copy()
+    np.maximum.at(want, keys, data)
+    compiled.scatter_max(got, keys, data)
+    assert np.array_equal(got, want)
