@@ -7,7 +7,7 @@ from numba import njit
 
 __all__ = ["top_k", "sum_dp", "viterbi", "locate", "align", "number_tokens", "token_slots",
            "quadratic_forms", "bucket_starts", "search_directed", "hull_spans",
-           "distortion", "group_by_key", "scatter_max"]
+           "distortion", "forward_table", "scatter_max"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -480,26 +480,51 @@ def distortion(back, S1, S2, BG):
 
 
 @njit(cache=True, nogil=True)
-def group_by_key(keys, n_keys, col, data):
-    """``(indptr, col, data)`` of the entries ``(keys, col, data)`` grouped by key (keys in
-    ``0..n_keys - 1``), each group in the entries' order: a stable counting sort, two
-    passes where a comparison sort takes ``log n`` (the forward table of
-    :class:`cqa_search.translation.scoring._QueryTables`)."""
-    n = keys.shape[0]
-    indptr = np.zeros(n_keys + 1, dtype=np.int64)
-    for i in range(n):
-        indptr[keys[i] + 1] += 1
-    for k in range(n_keys):
-        indptr[k + 1] += indptr[k]
-    at = indptr[:-1].copy()
-    out_col = np.empty(n, dtype=np.int64)
-    out_data = np.empty(n, dtype=np.float64)
-    for i in range(n):
-        p = at[keys[i]]
-        out_col[p] = col[i]
-        out_data[p] = data[i]
-        at[keys[i]] = p + 1
-    return indptr, out_col, out_data
+def forward_table(indptr, indices, data, terms, n_rows):
+    """The forward table of :class:`cqa_search.translation.scoring._QueryTables`: the
+    entries of the columns ``terms`` of a CSC matrix ``(data, indices, indptr)`` with
+    ``n_rows`` rows, grouped by row in increasing row order, each group in the order of
+    ``terms`` then of the column (a stable counting sort: two passes where numpy gathers
+    and sorts). Returns ``(n_distinct, f_map, f_indptr, f_term, f_prob)``: ``f_map[r]``
+    the compact id of row ``r`` (``n_distinct`` for a row in no column), ``f_indptr``
+    (``n_distinct + 2``) the groups' bounds, ``f_term`` the position in ``terms`` and
+    ``f_prob`` the value (float64) of each entry."""
+    f_map = np.full(n_rows, -1, dtype=np.int64)
+    n = 0
+    for j in range(terms.shape[0]):
+        t = terms[j]
+        n += indptr[t + 1] - indptr[t]
+        for q in range(indptr[t], indptr[t + 1]):
+            f_map[indices[q]] = 0
+    n_distinct = 0
+    for r in range(n_rows):
+        if f_map[r] == 0:
+            f_map[r] = n_distinct
+            n_distinct += 1
+        else:
+            f_map[r] = -1
+    for r in range(n_rows):
+        if f_map[r] < 0:
+            f_map[r] = n_distinct
+    f_indptr = np.zeros(n_distinct + 2, dtype=np.int64)
+    for j in range(terms.shape[0]):
+        t = terms[j]
+        for q in range(indptr[t], indptr[t + 1]):
+            f_indptr[f_map[indices[q]] + 1] += 1
+    for k in range(n_distinct + 1):
+        f_indptr[k + 1] += f_indptr[k]
+    at = f_indptr[:-1].copy()
+    f_term = np.empty(n, dtype=np.int64)
+    f_prob = np.empty(n, dtype=np.float64)
+    for j in range(terms.shape[0]):
+        t = terms[j]
+        for q in range(indptr[t], indptr[t + 1]):
+            c = f_map[indices[q]]
+            p = at[c]
+            f_term[p] = j
+            f_prob[p] = data[q]
+            at[c] = p + 1
+    return n_distinct, f_map, f_indptr, f_term, f_prob
 
 
 @njit(cache=True, nogil=True)

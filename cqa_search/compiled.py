@@ -21,9 +21,10 @@ rounding); the numpy path stays the reference and the fallback.
   feature along the Viterbi segmentation, loops over positions that numpy runs as a few
   array operations per window length or per segment (a whole question of 500 words:
   500 rounds).
-- :func:`group_by_key` and :func:`scatter_max`: the per-query forward table of the IBM 1
-  probabilities grouped by archive word (a counting sort where numpy sorts) and the
-  inverse alignment's maxima (``np.maximum.at``).
+- :func:`forward_table` and :func:`scatter_max`: the per-query table of the IBM 1
+  probabilities of the query terms grouped by archive word (one pass over their columns
+  and a counting sort where numpy gathers, sorts and scatters) and the inverse
+  alignment's maxima (``np.maximum.at``).
 - :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
   over the (candidate, word, query term) entries instead of sorting them by (candidate,
   term) to reduce groups.
@@ -75,7 +76,7 @@ import numpy as np
 
 __all__ = ["use", "active", "describe", "load", "available", "timed", "top_k_of_postings",
            "sum_dp", "viterbi", "locate", "align", "quadratic_forms", "search_sorted",
-           "hull_spans", "distortion", "group_by_key", "scatter_max",
+           "hull_spans", "distortion", "forward_table", "scatter_max",
            "number_tokens",
            "TokenTable",
            "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
@@ -387,11 +388,12 @@ def distortion(back, S1, S2, BG):
                                np.ascontiguousarray(BG, dtype=np.bool_))
 
 
-def group_by_key(keys, n_keys, col, data):
-    """``(indptr, col, data)``: entries grouped by key, stably (the kernels must be
-    loaded); ``data`` as float64. See ``_numba_kernels.group_by_key``."""
-    return _kernels.group_by_key(np.asarray(keys, dtype=np.int64), int(n_keys),
-                                 np.asarray(col, dtype=np.int64), np.asarray(data))
+def forward_table(csc, terms):
+    """``(n_distinct, f_map, f_indptr, f_term, f_prob)``: the entries of the columns
+    ``terms`` of the CSC matrix ``csc`` grouped by row (the kernels must be loaded); see
+    ``_numba_kernels.forward_table``."""
+    return _kernels.forward_table(csc.indptr, csc.indices, csc.data,
+                                  np.asarray(terms, dtype=np.int64), int(csc.shape[0]))
 
 
 def scatter_max(out, idx, values) -> None:
@@ -471,8 +473,8 @@ def _examples():
                               np.zeros(4, dtype=np.uint64), np.zeros(16, dtype=np.uint8), 0, 0),
             "token_slots": (np.zeros(1, dtype=np.uint64), 1, 2),
             "bucket_starts": (np.arange(3, dtype=np.int64), 0, 1, 1),
-            "group_by_key": (np.zeros(1, dtype=np.int64), 1, np.zeros(1, dtype=np.int64),
-                             np.ones(1, dtype=np.float32)),
+            "forward_table": (np.array([0, 1], dtype=np.int32), np.zeros(1, dtype=np.int32),
+                              np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.int64), 1),
             "scatter_max": (np.zeros(1), np.zeros(1, dtype=np.int64), np.ones(1)),
             "hull_spans": (np.zeros((1, 2), dtype=np.int64), 2, False,
                            np.ones((2, 1, 2), dtype=np.bool_)),

@@ -291,20 +291,11 @@ class _QueryTables:
 
     def __init__(self, csr, csc, terms, last_pos):
         n_rows, n_terms = csr.shape
-        col, row, data = _slices(csc, terms)        # col: query term, row: table row
-        rows = _distinct(row, n_rows)
-        self.f_zero = len(rows)
-        self.f_map = np.full(n_rows, len(rows), dtype=np.int64)   # absent: the zero row
-        self.f_map[rows] = np.arange(len(rows))
-        compact = self.f_map[row]
-        if compiled.active() == "numba":  # the same groups, by a counting sort compiled
-            self.f_indptr, self.f_term, self.f_prob = compiled.group_by_key(
-                compact, len(rows) + 1, col, data)
+        if compiled.active() == "numba":  # the same table, one pass compiled
+            self.f_zero, self.f_map, self.f_indptr, self.f_term, self.f_prob = \
+                compiled.forward_table(csc, terms)
         else:
-            _, by_row = compiled.timed(sort_with_index, compact, len(rows) + 1)  # stable
-            self.f_indptr = offsets_from_lengths(np.bincount(compact,
-                                                             minlength=len(rows) + 1))
-            self.f_term, self.f_prob = col[by_row], data[by_row].astype(np.float64)
+            compiled.timed(self._forward_numpy, csc, terms, n_rows)
         self.f_null = np.zeros(len(terms))
         null = slice(self.f_indptr[self.f_map[0]], self.f_indptr[self.f_map[0] + 1])
         self.f_null[self.f_term[null]] = self.f_prob[null]
@@ -329,6 +320,17 @@ class _QueryTables:
         win = (data == top[w]) & (data > 0) & (top[w] >= p_null[w])
         self.i_align = np.full(len(words) + 1, -1, dtype=np.int64)
         np.maximum.at(self.i_align, w[win], last_pos[k[win]])
+
+    def _forward_numpy(self, csc, terms, n_rows):
+        col, row, data = _slices(csc, terms)        # col: query term, row: table row
+        rows = _distinct(row, n_rows)
+        self.f_zero = len(rows)
+        self.f_map = np.full(n_rows, len(rows), dtype=np.int64)   # absent: the zero row
+        self.f_map[rows] = np.arange(len(rows))
+        compact = self.f_map[row]
+        _, by_row = sort_with_index(compact, len(rows) + 1)     # stable
+        self.f_indptr = offsets_from_lengths(np.bincount(compact, minlength=len(rows) + 1))
+        self.f_term, self.f_prob = col[by_row], data[by_row].astype(np.float64)
 
     def forward_entries(self, compact_rows):
         """The non-zero ``P(w | word)`` of words given by their compact row: (index into

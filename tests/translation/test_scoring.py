@@ -384,24 +384,31 @@ def test_compiled_distortion_is_the_numpy_one(seed, n, J, L):
 
 
 @settings(max_examples=100, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(0, 80), n_keys=st.integers(1, 9))
-def test_compiled_grouping_and_maxima_are_numpys(seed, n, n_keys):
-    """The forward table's entries grouped by archive word (stably) and the inverse
-    maxima: the compiled counting sort and scatter give numpy's sort and maximum.at."""
-    from cqa_search.translation._arrays import offsets_from_lengths, sort_with_index
+@given(seed=st.integers(0, 10_000), n_rows=st.integers(1, 12), n_cols=st.integers(1, 9),
+       n_terms=st.integers(0, 6), density=st.sampled_from([0.0, 0.2, 0.7]))
+def test_compiled_query_tables_are_numpys(seed, n_rows, n_cols, n_terms, density):
+    """The forward table of the query terms' columns grouped by archive word (stably)
+    and the inverse maxima: the compiled pass gives numpy's gather, sort and scatter."""
+    import scipy.sparse as sp
+
+    from cqa_search.translation.scoring import _QueryTables
     if not compiled.load():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(seed)
-    keys = rng.integers(0, n_keys, n)
-    col = rng.integers(0, 50, n)
-    data = rng.choice([0.0, 0.25, 0.5, 1.0], n).astype(np.float32)
-    _, order = sort_with_index(keys, n_keys)
-    indptr, got_col, got_data = compiled.group_by_key(keys, n_keys, col, data)
-    assert indptr.tolist() == offsets_from_lengths(np.bincount(keys, minlength=n_keys)).tolist()
-    assert got_col.tolist() == col[order].tolist()
-    assert np.array_equal(got_data, data[order].astype(np.float64))
-    want = rng.random(n_keys)
-    got = want.copy()
-    np.maximum.at(want, keys, data)
-    compiled.scatter_max(got, keys, data)
-    assert np.array_equal(got, want)
+    dense = np.where(rng.random((n_rows, n_cols)) < density,
+                     rng.choice([0.25, 0.5, 1.0], (n_rows, n_cols)), 0).astype(np.float32)
+    csc = sp.csc_matrix(dense)
+    terms = np.sort(rng.choice(n_cols, min(n_terms, n_cols), replace=False)).astype(np.int64)
+    want = object.__new__(_QueryTables)
+    want._forward_numpy(csc, terms, n_rows)
+    got = compiled.forward_table(csc, terms)
+    assert got[0] == want.f_zero
+    for g, w in zip(got[1:], (want.f_map, want.f_indptr, want.f_term, want.f_prob)):
+        assert g.dtype == w.dtype and g.tolist() == w.tolist()
+    keys = rng.integers(0, n_rows, 3 * n_cols)
+    values = rng.choice([0.0, 0.25, 0.5, 1.0], len(keys)).astype(np.float32)
+    maxima = rng.random(n_rows)
+    expected = maxima.copy()
+    np.maximum.at(expected, keys, values)
+    compiled.scatter_max(maxima, keys, values)
+    assert np.array_equal(maxima, expected)
