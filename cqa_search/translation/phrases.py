@@ -271,6 +271,39 @@ class PhraseVocabulary:
             out[k][pos[hit]] = self.level_base[k] + at[hit]
         return out
 
+    def span_ids(self, tokens, starts, lengths) -> np.ndarray:
+        """Phrase id of the spans ``tokens[starts[i]:starts[i] + lengths[i]]`` (lengths
+        1..max_length, none crossing a sequence boundary), -1 when the span is not a
+        known phrase: :meth:`ngram_ids`'s value at those spans, for the few spans a caller
+        needs (a phrase's id is found from its prefix's, level by level).
+
+        Examples
+        --------
+        >>> flat = np.array([0, 1, 2])    # the phrases "0 1 2" and "1 2" (and "0 1")
+        >>> v, _ = PhraseVocabulary.build(3, [(flat, np.array([0, 1]), np.array([3, 2]))])
+        >>> v.span_ids(np.array([0, 1, 2, 1]), np.array([0, 0, 1, 2, 0]),
+        ...            np.array([1, 3, 2, 2, 2])).tolist()
+        [0, 5, 4, -1, 3]
+        """
+        tokens = np.asarray(tokens, dtype=np.int64)
+        starts = np.asarray(starts, dtype=np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        ids = tokens[starts]
+        V = self.n_terms
+        for k in range(1, int(lengths.max(initial=1))):
+            longer = lengths > k
+            if k >= self.max_length or len(self.level_keys[k - 1]) == 0:
+                ids[longer] = -1
+                break
+            keys_k = self.level_keys[k - 1]
+            act = np.flatnonzero(longer & (ids >= 0))
+            keys = (ids[act] - self.level_base[k - 1]) * V + tokens[starts[act] + k]
+            at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
+            hit = keys_k[at] == keys
+            ids[longer] = -1
+            ids[act[hit]] = self.level_base[k] + at[hit]
+        return ids
+
     def phrase_id(self, terms) -> int:
         """Id of one phrase given as term ids (-1 if unknown)."""
         terms = np.asarray(terms, dtype=np.int64)

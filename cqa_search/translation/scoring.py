@@ -440,15 +440,12 @@ class TranslationScorer:
         m = self.model
         n, J, L = len(rows), len(seq), self._L
         question = _Docs(*self._fields["question"], rows)
-        vocab = self._table.vocabulary_
-        question.ngrams = vocab.ngram_ids(question.tokens, question.offsets, L)
         q_pairs = _Pairs(question, tables)
         out[:, 0], out[:, 1] = self._word_models(question, q_pairs, terms, query)
         mu1 = m.question_weight if "answers" in self._fields else 1.0
         parts = [(question, q_pairs, mu1)]
         if mu1 < 1.0:
             answers = _Docs(*self._fields["answers"], rows)
-            answers.ngrams = vocab.ngram_ids(answers.tokens, answers.offsets, L)
             parts.append((answers, _Pairs(answers, tables), 1.0 - mu1))
         n_parts = len(parts)
         n_fwd = n_parts * n
@@ -557,7 +554,9 @@ class TranslationScorer:
         S2 = np.zeros((n, J, L), dtype=np.int64)
         known = (qng >= 0)[:, None, :J]                    # query n-grams in the table
         length, c, j1, s1, s2 = _hull_spans(A, L, self._tight, known)
-        src = docs.ngrams[s2 - s1, docs.offsets[c] + s1]
+        # the phrase ids of the document spans the links reach (not of every n-gram of
+        # the candidates: most are never paired with a query phrase)
+        src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + s1, s2 - s1 + 1)
         idx = self._table.find(src, qng[length - 1, j1])
         hit = idx >= 0
         length, c, j2 = length[hit], c[hit], j1[hit] + length[hit] - 1
@@ -584,11 +583,14 @@ class TranslationScorer:
         I = max(docs.width, 1)
         A = np.full((n, I), -1, dtype=np.int64)
         A[docs.doc, docs.local] = tables.i_align[tables.i_map[docs.tokens]]
-        known = np.zeros((L, n, I), dtype=bool)            # document n-grams in the table
-        known[:, docs.doc, docs.local] = docs.ngrams >= 0
-        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight, known)
-        src = docs.ngrams[length - 1, docs.offsets[c] + i1]
-        idx = self._table.find(src, qng[j2 - j1, j1])
+        # every window inside its document, then those whose query span is a phrase of
+        # the table, and only their document spans looked up (a bi-phrase needs both)
+        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight, np.ones((L, 1, I), dtype=bool))
+        tgt = qng[j2 - j1, j1]
+        keep = (tgt >= 0) & (i1 + length <= docs.lengths[c])
+        length, c, i1, tgt = length[keep], c[keep], i1[keep], tgt[keep]
+        src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + i1, length)
+        idx = self._table.find(src, tgt)
         hit = idx >= 0
         length, c, idx = length[hit], c[hit], idx[hit]
         i2 = i1[hit] + length - 1

@@ -169,3 +169,28 @@ def test_phrase_table_state_roundtrip_and_errors():
         np.testing.assert_array_equal(getattr(again, name), getattr(table, name))
     assert again.vocabulary_.terms(len(again.vocabulary_) - 1) == \
         table.vocabulary_.terms(len(table.vocabulary_) - 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), n_terms=st.integers(1, 4), n_seq=st.integers(1, 6))
+def test_span_ids_are_the_ngram_ids_of_those_spans(seed, n_terms, n_seq):
+    """The phrase id of given spans (what the translation features look up now) is
+    ngram_ids' value at each span, known or not, for every length up to the longest
+    phrase and beyond it."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 7, n_seq)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    flat = rng.integers(0, n_terms, int(offsets[-1]))
+    # phrases: random spans of half the sequences (up to 3 words)
+    starts, sizes = [], []
+    for k in range(0, n_seq, 2):
+        size = int(rng.integers(1, min(3, lengths[k]) + 1))
+        starts.append(int(offsets[k] + rng.integers(0, lengths[k] - size + 1)))
+        sizes.append(size)
+    vocab, _ = PhraseVocabulary.build(n_terms, [(flat, np.array(starts), np.array(sizes))])
+    L = vocab.max_length + 1
+    table = vocab.ngram_ids(flat, offsets, L)
+    spans = [(int(offsets[k] + p), n) for k in range(n_seq) for p in range(lengths[k])
+             for n in range(1, min(L, lengths[k] - p) + 1)]
+    got = vocab.span_ids(flat, np.array([p for p, _ in spans]), np.array([n for _, n in spans]))
+    assert got.tolist() == [int(table[n - 1, p]) for p, n in spans]
