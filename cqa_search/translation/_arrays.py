@@ -14,9 +14,9 @@ __all__ = ["offsets_from_lengths", "segment_ids", "gather_segments", "group",
            "csr_lookup", "search"]
 
 
-#: Keys from which :func:`search` goes through the compiled fence (smaller tables stay in
-#: the CPU cache, where numpy's search is as fast).
-_FENCED = 1 << 16
+#: Keys from which :func:`search` goes through the compiled search in a directory of key
+#: buckets (smaller tables stay in the CPU cache, where numpy's search is as fast).
+_DIRECTED = 1 << 16
 
 
 def offsets_from_lengths(lengths) -> np.ndarray:
@@ -49,7 +49,7 @@ def search(sorted_keys, needles) -> np.ndarray:
     keys, once the compiled kernels run: :func:`cqa_search.compiled.search_sorted` (the
     same positions, a few cache lines a search)."""
     needles = np.asarray(needles)
-    if len(sorted_keys) >= _FENCED and sorted_keys.dtype == np.int64 \
+    if len(sorted_keys) >= _DIRECTED and sorted_keys.dtype == np.int64 \
             and needles.dtype.kind in "iu" and compiled.active() == "numba":
         return compiled.search_sorted(sorted_keys, needles)
     if len(needles) < 64:
