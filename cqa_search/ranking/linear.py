@@ -151,13 +151,6 @@ class LinearRanker(BaseEstimator):
         of iterations that maximises MAP on ``validation_fraction`` of the training
         queries, then refit on all training queries with that many iterations.
     validation_fraction : float, default 0.2
-    n_bags : int, default 1
-        Bagging: fit the learner on ``n_bags`` bootstrap resamples of the training
-        queries (drawn with replacement, a query drawn twice counting twice) and average
-        the weights (the step terms of boosting are pooled, each weight divided by
-        ``n_bags``). The result is still one linear ranker over the same normalised
-        features, whose weights are the mean of the bags'; averaging lowers the variance
-        of weights learned on a few dozen queries. 1: no bagging.
     random_state : None, int or numpy.random.Generator
         Seeds every random choice (restarts, query shuffling, folds); an int gives the
         same model bit for bit. (A stored ranker needs None or an int.)
@@ -218,13 +211,11 @@ class LinearRanker(BaseEstimator):
         "tol": Interval(0, None),
         "early_stopping": (False, True),
         "validation_fraction": Interval(0, 1, closed="neither"),
-        "n_bags": Interval(1, None, kind=numbers.Integral),
         "random_state": RANDOM_STATE,
     }
 
     def __init__(self, learner="powell", *, params=None, normalize="zscore", max_iter=None,
-                 tol=1e-4, early_stopping=False, validation_fraction=0.2, n_bags=1,
-                 random_state=None):
+                 tol=1e-4, early_stopping=False, validation_fraction=0.2, random_state=None):
         self.learner = learner
         self.params = params
         self.normalize = normalize
@@ -232,7 +223,6 @@ class LinearRanker(BaseEstimator):
         self.tol = tol
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
-        self.n_bags = n_bags
         self.random_state = random_state
 
     # -- validation --------------------------------------------------------------------
@@ -320,10 +310,11 @@ class LinearRanker(BaseEstimator):
         rng = np.random.default_rng(self.random_state)
 
         self.validation_scores_ = None
-        if self.n_bags > 1:
-            result = self._fit_bagged(Z, yc, groups, opts, rng, feature_names)
+        if self.early_stopping:
+            result = self._fit_early_stopped(Z, yc, groups, opts, rng, feature_names)
         else:
-            result = self._fit_once(Z, yc, groups, opts, rng, feature_names)
+            result = _fit_learner(self.learner, Z, yc, groups, opts, rng, self.max_iter,
+                                  self.tol, feature_names=feature_names)
 
         self.feature_names_in_ = np.array(feature_names, dtype=object)
         self.n_features_in_ = d
@@ -353,43 +344,6 @@ class LinearRanker(BaseEstimator):
                                                                  feature_names)["meta"],
                     "meta_coef": _json(info["meta_coef"])}
         return {}
-
-    def _fit_once(self, Z, y, groups, opts, rng, feature_names) -> LearnerFit:
-        if self.early_stopping:
-            return self._fit_early_stopped(Z, y, groups, opts, rng, feature_names)
-        return _fit_learner(self.learner, Z, y, groups, opts, rng, self.max_iter, self.tol,
-                            feature_names=feature_names)
-
-    def _fit_bagged(self, Z, y, groups, opts, rng, feature_names) -> LearnerFit:
-        """The mean of the learner's fits on ``n_bags`` bootstrap resamples of the queries
-        (a resample without any preference pair is drawn again, up to 100 times)."""
-        has_pairs = np.array([np.ptp(y[s]) > 0 if s.stop > s.start else False
-                              for s in groups.slices()])
-        if not has_pairs.any():
-            raise ValueError("bagging needs at least one query with candidates of different "
-                             "relevance")
-        sizes = np.diff(groups.bounds)
-        fits = []
-        for _ in range(self.n_bags):
-            for _ in range(100):
-                draw = np.sort(rng.integers(groups.n_queries, size=groups.n_queries))
-                if has_pairs[draw].any():
-                    break
-            rows = np.concatenate([np.arange(groups.bounds[q], groups.bounds[q + 1])
-                                   for q in draw])
-            # each draw its own query, so that a query drawn twice weighs twice
-            bag = QueryGroups._from_group(np.repeat(np.arange(len(draw)), sizes[draw]))
-            fits.append(self._fit_once(Z[rows], y[rows], bag, opts, rng, feature_names))
-        b = len(fits)
-        return LearnerFit(
-            coef=np.mean([f.coef for f in fits], axis=0),
-            intercept=float(np.mean([f.intercept for f in fits])),
-            step_feature=np.concatenate([f.step_feature for f in fits]).astype(np.int64),
-            step_threshold=np.concatenate([f.step_threshold for f in fits]),
-            step_coef=np.concatenate([f.step_coef for f in fits]) / b,
-            n_iter=max(int(f.n_iter) for f in fits), loss_curve=fits[0].loss_curve,
-            init_score=fits[0].init_score, converged=all(f.converged for f in fits),
-            info={**fits[0].info, "n_bags": b})
 
     def _fit_early_stopped(self, Z, y, groups, opts, rng, feature_names):
         n_q = groups.n_queries

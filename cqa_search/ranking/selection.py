@@ -176,16 +176,12 @@ class LinearRankerCV(BaseEstimator):
         "n_splits": Interval(2, None, kind=numbers.Integral),
         "max_iter": [(None,), Interval(1, None, kind=numbers.Integral)],
         "tol": Interval(0, None),
-        "n_repeats": Interval(1, None, kind=numbers.Integral),
-        "n_bags": Interval(1, None, kind=numbers.Integral),
-        "one_se": (False, True),
         "random_state": RANDOM_STATE,
     }
 
     def __init__(self, learner="ranksvm", *, params=None, param_grid="auto", normalize="zscore",
                  select_features=True, alpha=0.1, families=None, baseline=None, n_splits=5,
-                 max_iter=None, tol=1e-4, n_repeats=1, n_bags=1, one_se=False,
-                 random_state=None):
+                 max_iter=None, tol=1e-4, random_state=None):
         self.learner = learner
         self.params = params
         self.param_grid = param_grid
@@ -197,9 +193,6 @@ class LinearRankerCV(BaseEstimator):
         self.n_splits = n_splits
         self.max_iter = max_iter
         self.tol = tol
-        self.n_repeats = n_repeats
-        self.n_bags = n_bags
-        self.one_se = one_se
         self.random_state = random_state
 
     # -- the candidates -----------------------------------------------------------------
@@ -222,26 +215,22 @@ class LinearRankerCV(BaseEstimator):
         options = {**(self.params or {}), **{k: v for k, v in point.items() if k != "max_iter"}}
         return LinearRanker(self.learner, params=options or None, normalize=self.normalize,
                             max_iter=point.get("max_iter", self.max_iter), tol=self.tol,
-                            n_bags=self.n_bags, random_state=self.random_state)
+                            random_state=self.random_state)
 
     def _cv(self, step, columns, point, learner=None) -> np.ndarray:
         """Out-of-fold AP of every query for a ranker on ``columns`` (cached; the same
         folds throughout, so that two candidates' APs are paired)."""
-        return self._cv_repeats(step, columns, point, learner).mean(axis=0)
-
-    def _cv_repeats(self, step, columns, point, learner=None) -> np.ndarray:
-        """:meth:`_cv` of each repetition of the folds, shape (n_repeats, n_queries)."""
         key = (tuple(columns), tuple(sorted(point.items())), learner)
         if key not in self._cache:
-            ap = np.zeros((self.n_repeats, self._n_queries))
-            for r, train, test, test_queries in self._folds:
+            ap = np.zeros(self._n_queries)
+            for train, test, test_queries in self._folds:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     model = self._ranker(point, learner).fit(
                         self._X[np.ix_(train, columns)], self._y[train], qid=self._qid[train],
                         feature_names=[self._names[j] for j in columns])
-                ap[r, test_queries] = self._ap(model.predict(self._X[np.ix_(test, columns)],
-                                                             self._qid[test]), test) \
+                ap[test_queries] = self._ap(model.predict(self._X[np.ix_(test, columns)],
+                                                          self._qid[test]), test) \
                     * self._scale[test_queries]
             self._cache[key] = ap
             self.history_.append({"step": step, "features": [self._names[j] for j in columns],
@@ -258,7 +247,7 @@ class LinearRankerCV(BaseEstimator):
     def _order_score(self, column) -> np.ndarray:
         """Per-query AP of ranking by one column as it is (no fitting)."""
         ap = np.zeros(self._n_queries)
-        for _, _, test, test_queries in self._folds[:len(self._folds) // self.n_repeats]:
+        for _, test, test_queries in self._folds:
             ap[test_queries] = self._ap(self._X[test, column], test) * self._scale[test_queries]
         return ap
 
@@ -267,7 +256,7 @@ class LinearRankerCV(BaseEstimator):
         chosen in its fold on the training queries alone (by the mean AP of the feature's
         order, either way, on them), scored by that feature's one-feature ranker."""
         ap = np.zeros(self._n_queries)
-        for r, train, test, test_queries in self._folds:
+        for train, test, test_queries in self._folds:
             groups = QueryGroups(self._qid[train], np.zeros((len(train), 0)), self._y[train])
             y = self._y[train][groups.order]
             scale = self._scale[np.searchsorted(self.query_ids_, groups.qids)]
@@ -278,21 +267,13 @@ class LinearRankerCV(BaseEstimator):
                            for s in (x, -x))
 
             best = max(columns, key=fit_ap)  # first on ties: the columns' order
-            ap[test_queries] += self._cv_repeats("single feature", [best], {},
-                                                 "ranksvm")[r, test_queries] / self.n_repeats
+            ap[test_queries] = self._cv("single feature", [best], {}, "ranksvm")[test_queries]
         return ap
 
     def _best_point(self, step, columns, grid):
-        aps = [self._cv(step, columns, point) for point in grid]
-        best = int(np.argmax([a.mean() for a in aps]))  # first on ties: strong to weak
-        if self.one_se:
-            # the most regularised point within one standard error of the best (the
-            # standard error of the paired per-query AP differences)
-            n = len(aps[best])
-            best = next(i for i, a in enumerate(aps)
-                        if a.mean() >= aps[best].mean()
-                        - np.std(aps[best] - a, ddof=1) / np.sqrt(n))
-        return grid[best], aps[best]
+        scores = [self._cv(step, columns, point).mean() for point in grid]
+        best = int(np.argmax(scores))  # first on ties: the grids go from strong to weak
+        return grid[best], self._cv(step, columns, grid[best])
 
     def _forward(self, columns, point, grid):
         """Forward selection of families from the baseline's (or the best single
@@ -394,10 +375,8 @@ class LinearRankerCV(BaseEstimator):
                 raise ValueError("n_relevant is below the number of relevant candidates of "
                                  "a query")
             self._scale = np.divide(in_list, total, out=np.zeros_like(total), where=total > 0)
-        self._folds = [(r, groups.order[groups.subset(tr)[0]],
-                        groups.order[groups.subset(te)[0]], te)
-                       for r in range(self.n_repeats)
-                       for tr, te in query_folds(groups.n_queries, self.n_splits, rng)]
+        self._folds = [(groups.order[groups.subset(tr)[0]], groups.order[groups.subset(te)[0]],
+                        te) for tr, te in query_folds(groups.n_queries, self.n_splits, rng)]
         self._cache, self.history_, self.dropped_ = {}, [], []
         try:
             self._select(grid)

@@ -109,7 +109,6 @@ def test_not_fitted():
                                         "base_params": {"boosting": {"max_iter": 0}}}},
      r"max_iter must be None or an integer in \[1, inf\); got 0 \(base_params of "
      r"'boosting'\)"),
-    ({"n_bags": 0}, r"n_bags must be an integer in \[1, inf\); got 0"),
     ({"learner": "powell", "early_stopping": True},
      r"early_stopping applies to the learners \{'perceptron', 'boosting', 'lambdarank'\}; "
      r"got learner 'powell'"),
@@ -221,42 +220,3 @@ def test_cross_val_predict_scores_each_query_with_the_ranker_that_held_it_out(ra
         ranker = LinearRanker("ranksvm").fit(X[train], y[train], qid=qid[train])
         np.testing.assert_allclose(scores[test], ranker.predict(X[test]))
         assert ranker.score(X[test], y[test], qid=qid[test]) == pytest.approx(maps[k])
-
-
-@pytest.mark.parametrize("learner", ["ranksvm", "boosting"])
-def test_bagging_is_one_linear_ranker_whose_weights_are_the_bags_mean(learner, rankings,
-                                                                     monkeypatch):
-    X, y, qid = noisy(rankings)
-    fits, bags = [], []
-    once = LinearRanker._fit_once
-
-    def spy(self, Z, y_, groups, *args):
-        fit = once(self, Z, y_, groups, *args)
-        fits.append(fit)
-        bags.append((Z, groups))
-        return fit
-
-    monkeypatch.setattr(LinearRanker, "_fit_once", spy)
-    ranker = fitted(learner, X, y, qid, n_bags=5)
-    assert len(fits) == 5
-    np.testing.assert_allclose(ranker.coef_, np.mean([f.coef for f in fits], axis=0))
-    assert ranker.intercept_ == pytest.approx(np.mean([f.intercept for f in fits]))
-    assert len(ranker.step_coef_) == sum(len(f.step_coef) for f in fits)
-    np.testing.assert_allclose(ranker.step_coef_,
-                               np.concatenate([f.step_coef for f in fits]) / 5)
-    # each bag: 30 queries drawn with replacement from the 30, a query drawn twice being
-    # two queries (its rows twice), so that it weighs twice
-    Z = (X - ranker.norm_offset_) / ranker.norm_scale_
-    originals = {tuple(np.sort(Z[qid == q], axis=0).ravel().round(9)) for q in np.unique(qid)}
-    for Zb, groups in bags:
-        assert groups.n_queries == 30
-        blocks = [tuple(np.sort(Zb[s], axis=0).ravel().round(9)) for s in groups.slices()]
-        assert set(blocks) <= originals and len(set(blocks)) < 30  # some drawn twice
-    # the mean of the bags' scores is the bagged ranker's score
-    np.testing.assert_allclose(ranker.predict(X), np.mean([f.decision(Z) for f in fits], axis=0),
-                               atol=1e-10)
-    # one bag is no bagging; the same seed gives the same bags
-    monkeypatch.setattr(LinearRanker, "_fit_once", once)
-    np.testing.assert_array_equal(fitted(learner, X, y, qid, n_bags=1).coef_,
-                                  fitted(learner, X, y, qid).coef_)
-    np.testing.assert_array_equal(fitted(learner, X, y, qid, n_bags=5).coef_, ranker.coef_)
