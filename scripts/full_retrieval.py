@@ -40,7 +40,11 @@ each query is scored by a system chosen and trained without it):
   family but one, the term features alone and with one family (C chosen by inner
   cross-validation, no family selection); the pipeline over BM25's top 100 (no hybrid
   stage); the families before issue 26 over the hybrid candidates;
-- the term models alone (default analysis).
+- the term models alone (default analysis);
+- SemEval-2016 only: the learned pipeline also trained on train-part2's original questions
+  (:func:`train_part2`: 61 with a relevant question, never scored, their ids mapped onto
+  this archive's), on the default analysis, ``a`` chosen on all the training queries: what
+  a user with those judgments would do (the standard row trains on the folds alone).
 p-values: paired t-test / randomization test of per-query AP against BM25, against the
 pipeline before issue 26 and against the learned pipeline.
 
@@ -61,6 +65,7 @@ Usage: scripts/full_retrieval.py [--data ../shared/data] [--work DIR]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -176,6 +181,30 @@ def read_collection(key, data, work):
     queries = [q for q in queries if any(g >= 1 for g in qrels.get(q["id"], {}).values())]
     scored = [q for q in queries if split is None or q["id"] in split[1]]
     return title, out, folder, queries, qrels, folds(queries, split), scored
+
+
+def train_part2(data, work, folder):
+    """SemEval-2016 train-part2's original questions and qrels (``semeval-train``) with
+    the ids of the scored collection's archive in ``folder``: the two conversions hold the
+    same threads (with other ids where copies were merged), matched by subject and body; a
+    query whose own thread is archived takes that thread's id, so that it never retrieves
+    itself, as the scored queries. Training queries only: their labels are train-part2's,
+    and no label of any split reaches the archive (the conversions drop them)."""
+    _, _, other, queries, qrels, _, _ = read_collection("semeval-train", data, work)
+
+    def ids(path):
+        with open(path, encoding="utf-8") as f:
+            return {(r["title"], r["body"]): r["id"] for r in map(json.loads, f)}
+
+    ours, theirs = ids(os.path.join(folder, "archive.jsonl")), ids(
+        os.path.join(other, "archive.jsonl"))
+    if set(ours) != set(theirs):
+        raise RuntimeError("the archives of semeval and semeval-train differ")
+    rename = {theirs[key]: ours[key] for key in theirs}
+    queries = [{**q, "id": rename.get(q["id"], q["id"])} for q in queries]
+    qrels = {rename.get(q, q): {rename[d]: g for d, g in docs.items()}
+             for q, docs in qrels.items()}
+    return queries, qrels
 
 
 def open_index(out, folder, name, log, models=MODELS):
@@ -294,23 +323,26 @@ def run_collection(key, data, work, log):
 
     # the feature tables (delete --work to recompute): of BM25's top 100 (a = 0), and of
     # the hybrid stage's top 100 at every a a fold chose
-    tables = {}
+    tables, extra_queries, extra_qrels = {}, None, None
 
-    def table_of(name, a):
-        if (name, a) not in tables:
-            cache = os.path.join(out, name, f"features-{a:g}.npz")
+    def table_of(name, a, extra=""):
+        """The feature table of the queries (``extra``: of the extra training queries)."""
+        if (name, a, extra) not in tables:
+            cache = os.path.join(out, name, f"features{extra}-{a:g}.npz")
+            qs, judged = (queries, qrels) if not extra else (extra_queries, extra_qrels)
             if not os.path.exists(cache):
                 engine = engines[name].with_config(SearchConfig(ranker=None, hybrid=a or None))
                 t0 = time.process_time()
-                X, y, qid, docs, names = training_table(engine, queries, qrels, k=DEPTH)
+                X, y, qid, docs, names = training_table(engine, qs, judged, k=DEPTH)
                 np.savez(cache, X=X, y=y, qid=qid, docs=docs, names=np.array(names))
                 log(f"  {name}, a = {a:g}: features of {len(X):,} candidates ({len(names)} "
                     f"columns) in {time.process_time() - t0:.0f} CPU s")
             with np.load(cache, allow_pickle=False) as z:
-                n_relevant = np.array([sum(g >= 1 for g in qrels[q].values()) for q in z["qid"]])
-                tables[name, a] = (z["X"], z["y"], z["qid"], z["docs"],
-                                   [str(n) for n in z["names"]], n_relevant)
-        return tables[name, a]
+                n_relevant = np.array([sum(g >= 1 for g in judged[q].values())
+                                       for q in z["qid"]])
+                tables[name, a, extra] = (z["X"], z["y"], z["qid"], z["docs"],
+                                          [str(n) for n in z["names"]], n_relevant)
+        return tables[name, a, extra]
 
     # the pipelines, on the index of the default analysis unless another's pipeline scores
     # significantly better on the training folds (cross-validated inside them): today's
@@ -361,6 +393,33 @@ def run_collection(key, data, work, log):
         log(f"  {label}: MAP {100 * results[label]['map'].mean():.2f} "
             f"({'; '.join(choices[label])})")
     log(f"  rankers: {time.process_time() - t0:.0f} CPU s")
+    more = None  # SemEval-2016: what a user with train-part2's judgments would do
+    if key == "semeval":
+        extra_queries, extra_qrels = train_part2(data, work, folder)
+        extra_ids = [q["id"] for q in extra_queries]
+        if set(extra_ids) & {q["id"] for q in queries}:
+            raise RuntimeError("a train-part2 query has the id of a scored query")
+        extra_stage = {a: per_query(first_stage_run(engines[DEFAULT_ANALYZER], extra_queries,
+                                                    a=a), extra_qrels, extra_queries)
+                       for a in WEIGHT_GRID}
+        run, more_choices = {}, []
+        for train_ids, test_ids in splits:
+            both = {a: pd.concat([stages[DEFAULT_ANALYZER][a].loc[train_ids], extra_stage[a]])
+                    for a in WEIGHT_GRID}
+            a = choose_weight(both, list(train_ids) + extra_ids)
+            ours, theirs = table_of(DEFAULT_ANALYZER, a), table_of(DEFAULT_ANALYZER, a,
+                                                                  "-train-part2")
+            if ours[4] != theirs[4]:
+                raise RuntimeError("the feature tables have different columns")
+            X, y, qid, docs = (np.concatenate([u, v]) for u, v in zip(ours[:4], theirs[:4]))
+            cv, part = fit_predict((X, y, qid, docs, ours[4], np.concatenate([ours[5],
+                                                                              theirs[5]])),
+                                   list(train_ids) + extra_ids, test_ids)
+            run.update(part)
+            more_choices.append(f"a {a:g}, {describe(cv)}")
+        more = per_query(run, qrels, scored), len(extra_ids), more_choices
+        log(f"  also trained on train-part2: MAP {100 * more[0]['map'].mean():.2f} "
+            f"({'; '.join(more_choices)})")
 
     # the table
     n_rel = sum(g >= 1 for q in scored for g in qrels[q["id"]].values())
@@ -389,6 +448,10 @@ def run_collection(key, data, work, log):
         "multiview)", before_26)
     row("**learned pipeline** (`cqa-search train` defaults: hybrid stage, every family)",
         pipeline)
+    if more is not None:
+        row(f"**the same, also trained on train-part2's queries** ({more[1]} more training "
+            "queries, never scored; default analysis, `a` chosen on all the training queries)",
+            more[0])
     for label, table in results.items():
         if label not in ("pipeline", "before"):
             row(f"ablation: {label}", table)
@@ -414,7 +477,8 @@ def run_collection(key, data, work, log):
           + f"; ranker {'; '.join(choices['before'])}. Learned pipeline: analysis and a "
           + ", ".join(f"{n} {a:g}" for n, a in (chosen["pipeline", tuple(te)]
                                                 for _, te in splits))
-          + f"; ranker {'; '.join(choices['pipeline'])}.")
+          + f"; ranker {'; '.join(choices['pipeline'])}."
+          + ("" if more is None else f" Also trained on train-part2: {'; '.join(more[2])}."))
 
 
 def learners(keys, data, work, log):
