@@ -181,10 +181,25 @@ def run(args) -> int:
             "each question's first tag its category"), file=sys.stderr)
     if args.models:  # the fits import scikit-learn: only when asked for
         from ..training import fit_family
-    for family in sorted(set(args.models), key=list(FAMILIES).index):  # the fitting order
+    families = sorted(set(args.models), key=list(FAMILIES).index)  # the fitting order
+    for i, family in enumerate(families):
         print(f"\ntraining {family} ...")
-        print(fit_family(output, family, progress=not args.quiet))
+        try:
+            print(fit_family(output, family, progress=not args.quiet))
+        except BaseException:  # the index is built: say so, and how to fit the rest
+            print(_unfitted_note(output, summary, families[:i], families[i:]),
+                  file=sys.stderr, flush=True)
+            raise
     return 0
+
+
+def _unfitted_note(output, summary, fitted, unfitted) -> str:
+    """The state a failed (or interrupted) fit of ``--models`` leaves: the index is built
+    and searchable, with the families fitted before; the rest wait for ``cqa-search fit``."""
+    kept = f"; fitted: {', '.join(fitted)}" if fitted else ""
+    return (f"cqa-search: note: the index {output} is built ({summary.n_questions:,} "
+            f"questions{kept}); not fitted: {', '.join(unfitted)} ("
+            + ", ".join(f"`cqa-search fit {output} {family}`" for family in unfitted) + ")")
 
 
 def main(argv=None) -> int:

@@ -489,6 +489,34 @@ def test_build_index_trains_models_after_indexing(capsys, tmp_path, fixtures):
     assert out.index("training translation") < out.index("training multiview")
 
 
+@pytest.mark.parametrize("failure", [OSError(27, "File too large"), KeyboardInterrupt()])
+def test_a_failed_fit_of_build_index_says_what_it_left(capsys, tmp_path, fixtures,
+                                                       monkeypatch, failure):
+    """--models fits after the index is written: a fit that fails (a full disk) or is
+    interrupted leaves the index built with the families fitted before, and says so, with
+    the commands that fit the others."""
+    from cqa_search import training
+
+    fit = training.fit_family
+
+    def failing(index, family, **options):
+        if family == "topics":
+            raise failure
+        return fit(index, family, **options)
+
+    monkeypatch.setattr(training, "fit_family", failing)
+    out_dir = tmp_path / "idx"
+    code, out, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                         out_dir, "-q", "--models", "multiview", "topics", "translation")
+    assert code == (1 if isinstance(failure, OSError) else 130)
+    note = f"cqa-search: note: the index {out_dir} is built ("
+    line = next(x for x in err.splitlines() if x.startswith(note))
+    assert line.endswith(f" questions; fitted: translation); not fitted: topics, multiview "
+                         f"(`cqa-search fit {out_dir} topics`, `cqa-search fit {out_dir} "
+                         "multiview`)")
+    assert list(SearchEngine.open(out_dir).models) == ["translation"]
+
+
 def test_a_bug_says_it_is_one_and_exits_70(capsys, monkeypatch, toy_index):
     from cqa_search.cli import query as query_cli
 
