@@ -120,6 +120,26 @@ def test_fit_family_with_parameters_and_inputs(tmp_path):
         fit_family(source, "topics", labels=qrels)
 
 
+def test_a_family_with_nothing_on_ray_fits_here_and_says_so(tmp_path, monkeypatch):
+    """``ray=`` (``fit --ray``) on a family none of whose steps runs on Ray warns and fits
+    in this process, without starting a Ray session; its --help says so."""
+    from cqa_search.distributed import fitting
+    from cqa_search.index.models import FAMILIES
+
+    def no_ray(*args, **kwargs):
+        raise AssertionError("a Ray session was started")
+
+    monkeypatch.setattr(fitting, "ray_fits", no_ray)
+    build_index(ANSWERED, tmp_path / "idx")
+    with pytest.warns(UserWarning, match="nothing of the multiview family runs on Ray: it is "
+                                         "fitted in this process"):
+        report = fit_family(tmp_path / "idx", "multiview", views="", ray="local",
+                            n_components=2, max_iter=2)
+    assert report.name in SearchEngine.open(tmp_path / "idx").models
+    assert [name for name, family in FAMILIES.items() if family.on_ray] == \
+        ["translation", "topics", "answers"]
+
+
 def _scores_of(ranker, results):
     """What ``ranker`` gives the hits of ``results`` (from their feature columns)."""
     columns = [results.feature_names.index(f) for f in ranker.feature_names_in_]

@@ -626,3 +626,8 @@ def test_every_model_family_says_what_it_adds_and_costs(capsys):
             main(["fit", "idx", family, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert "Adds" in text and "Costs: about" in text, family
+        # --ray says what of this family runs on Ray, or that nothing does
+        ray_help = text[text.index("--ray [ADDRESS] "):]
+        assert (f"fit on Ray (pip install 'cqa-search[distributed]'): "
+                f"{FAMILIES[family].on_ray};" if FAMILIES[family].on_ray else
+                f"nothing of the {family} family runs on Ray") in ray_help, family
