@@ -231,6 +231,20 @@ class Style:
         return ("\x1b[1;33m", "\x1b[0m") if self.on else ("", "")
 
 
+class ListOption(argparse.Action):
+    """``action`` of an option taking several values (``nargs="+"``), separated by spaces
+    or commas as ``--fields`` takes them: ``--models translation,topics`` is
+    ``--models translation topics``, never one value "translation,topics"."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        kwargs.setdefault("nargs", "+")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest,
+                [part.strip() for value in values for part in value.split(",") if part.strip()])
+
+
 def positive_int(text) -> int:
     """argparse type of a count: a positive integer (anything else is a usage error)."""
     try:

@@ -11,8 +11,8 @@ from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS, detect_format
-from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int,
-                      run_command, warning_line)
+from ._common import (COMMANDS, ListOption, add_common_options, os_error_reason,
+                      positive_int, run_command, warning_line)
 
 HELP = COMMANDS["build-index"][1]
 
@@ -50,7 +50,7 @@ def configure(parser) -> None:
                           help="the tokens: matches of this regular expression (default: "
                                "words of 2+ word characters, (?u)\\w{2,})")
     add_reader_options(parser)
-    parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
+    parser.add_argument("--models", action=ListOption, default=[], metavar="FAMILY",
                         help="after indexing, train these model families with their default "
                              "options (like `cqa-search fit DIR FAMILY`), in this order "
                              "whatever the order given (a multiview model's ibm1 view reads "

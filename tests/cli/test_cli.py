@@ -517,6 +517,22 @@ def test_a_failed_fit_of_build_index_says_what_it_left(capsys, tmp_path, fixture
     assert list(SearchEngine.open(out_dir).models) == ["translation"]
 
 
+def test_options_of_several_values_take_commas_too(capsys, tmp_path, fixtures):
+    """--models, --metrics, --features, --exclude: values separated by spaces or commas
+    (as --fields takes them), never one value 'a,b'."""
+    import argparse
+
+    from cqa_search.cli._common import ListOption
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--metrics", action=ListOption)
+    assert parser.parse_args(["--metrics", "map,p@1", "ndcg@10,"]).metrics == \
+        ["map", "p@1", "ndcg@10"]
+    code, _, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                       tmp_path / "idx", "--models", "translation,nonsense")
+    assert code == 1 and "--models: unknown family 'nonsense'" in err
+
+
 def test_a_bug_says_it_is_one_and_exits_70(capsys, monkeypatch, toy_index):
     from cqa_search.cli import query as query_cli
 
