@@ -68,6 +68,7 @@ import copy
 import logging
 import numbers
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -579,6 +580,9 @@ class AnswerSelector(BaseEstimator):
         t_analysis = time.perf_counter()
         self.n_answers_ = answers.n
         self.avg_answer_length_ = float(answers.lengths.mean()) if answers.n else 0.0
+        if not answers.n:  # asked for with every family (build-index --models ...)
+            warnings.warn("the archive has no answers: the answers model has none to "
+                          "choose", UserWarning, stacklevel=2)
         if ranker is not None:
             used = [str(f) for f in ranker.feature_names_in_]
         else:
