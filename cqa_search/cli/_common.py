@@ -358,6 +358,24 @@ def format_question(question, style, width=100) -> str:
     return "\n".join(out)
 
 
+def note_shards(path, file=None) -> None:
+    """On a terminal, say that opening the sharded index at ``path`` starts its Ray actors
+    (a local Ray session first): seconds pass before its first result or prompt."""
+    file = sys.stderr if file is None else file
+    if not file.isatty():
+        return
+    from ..index.store import open_index
+
+    try:
+        shards = open_index(path).manifest.get("shards")
+    except (CQASearchError, OSError, ValueError):
+        return  # opening it for the search says what is wrong
+    if shards:
+        print(f"{PROG}: note: {path} has {len(shards)} shards: starting their Ray actors "
+              "(and a local Ray session unless one runs) takes a few seconds ...", file=file,
+              flush=True)
+
+
 def os_error_reason(exc: OSError) -> str:
     """An OSError in a few words, with the path it concerns."""
     if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:

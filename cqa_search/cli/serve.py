@@ -10,7 +10,8 @@ import threading
 import time
 
 from ..exceptions import CQASearchError, ParameterError
-from ._common import HYBRID_HELP, add_common_options, hybrid_weight, run_command, warning_line
+from ._common import (HYBRID_HELP, add_common_options, hybrid_weight, note_shards, run_command,
+                      warning_line)
 
 #: Seconds that stopping the server (SIGINT, SIGTERM) waits for the requests under way.
 GRACEFUL_SECONDS = 5
@@ -135,6 +136,8 @@ def run(args) -> int:
     if not is_compatible(index):
         print(warning_line(f"no index to serve at {index} yet (the API answers 503 until one "
                            "is built there)"), file=sys.stderr)
+    else:
+        note_shards(index)
     if not _loopback(args.host):
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
               "server (" + ("writes with the token: serve it behind HTTPS" if token else

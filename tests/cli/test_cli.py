@@ -647,3 +647,28 @@ def test_every_model_family_says_what_it_adds_and_costs(capsys):
         assert (f"fit on Ray (pip install 'cqa-search[distributed]'): "
                 f"{FAMILIES[family].on_ray};" if FAMILIES[family].on_ray else
                 f"nothing of the {family} family runs on Ray") in ray_help, family
+
+
+def test_opening_a_sharded_index_on_a_terminal_says_that_ray_starts(toy_index, monkeypatch):
+    """A sharded index's first result (or prompt) comes after its Ray actors start: seconds
+    of a silent terminal without this note; nothing on a pipe, nothing for one index."""
+    from cqa_search.cli import _common
+    from cqa_search.index import store
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    _common.note_shards(toy_index, file=out)
+    assert out.getvalue() == ""
+    real = store.open_index
+    monkeypatch.setattr(store, "open_index", lambda path: type(
+        "Stored", (), {"manifest": {**real(path).manifest, "shards": ["a", "b"]}})())
+    _common.note_shards(toy_index, file=io.StringIO())  # a pipe
+    _common.note_shards(toy_index, file=out)
+    assert out.getvalue() == (f"cqa-search: note: {toy_index} has 2 shards: starting their "
+                              "Ray actors (and a local Ray session unless one runs) takes a "
+                              "few seconds ...\n")
+    _common.note_shards(toy_index.parent / "nowhere", file=out)  # opening it will say why
+    assert out.getvalue().count("\n") == 1
