@@ -157,6 +157,34 @@ def test_more_shards_than_questions_leaves_empty_shards(ray_session, tmp_path, t
         _same(sharded.search(text, 3), one.search(text, 3))
 
 
+def test_the_build_shows_the_shards_work_after_the_reading(ray_session, tmp_path,
+                                                          toy_archive, monkeypatch):
+    """After the reading bar, the shards' steps on Ray (starting it, analysing, writing)
+    have a bar of their own: it was seconds (minutes at scale) of a still screen."""
+    from cqa_search.distributed import build as build_module
+
+    shown = []
+
+    class Bar:
+        def __init__(self, enabled, desc, unit, total=None, **kwargs):
+            shown.append((desc, total))
+
+        def set_postfix_str(self, text):
+            shown.append(text)
+
+        def update(self, n=1):
+            shown.append(n)
+
+        def close(self):
+            shown.append("closed")
+
+    monkeypatch.setattr(build_module, "progress_bar", Bar)
+    build_sharded_index(list(toy_archive)[:4], tmp_path / "s2", 2, progress=True)
+    start = shown.index(("building shards", 4))
+    assert shown[start:] == [("building shards", 4), "starting Ray", "analysing", 1, 1,
+                             "writing", 2, "closed"]
+
+
 def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
     one = engines["one"]
     sharded = SearchEngine.open(indexes / "s2")
