@@ -179,8 +179,26 @@ def _environment_error(exc, args, command) -> str:
     return reason
 
 
+def _check_writable(args, command) -> None:
+    """Refuse at once a change to an index this process cannot write (a read-only file
+    system or directory), rather than after a fit or a training of minutes."""
+    index = getattr(args, "index", None)
+    if command not in _INDEX_WRITERS or not index or getattr(args, "dry_run", False) or \
+            not os.path.isdir(index) or os.access(index, os.W_OK):
+        return
+    try:
+        read_only = bool(os.statvfs(index).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    raise CQASearchError(f"cannot write the index {index}: "
+                         + ("it is on a read-only file system" if read_only else
+                            "no permission to write in its directory")
+                         + " (the index is unchanged; nothing was done)")
+
+
 def _run(run, args, verbose, command) -> int:
     try:
+        _check_writable(args, command)
         status = run(args)
         sys.stdout.flush()  # an output error is seen now, not at exit
         return status

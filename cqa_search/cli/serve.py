@@ -138,6 +138,10 @@ def run(args) -> int:
                            "is built there)"), file=sys.stderr)
     else:
         note_shards(index)
+        if token is not None and not os.access(index, os.W_OK):
+            print(warning_line(f"this process cannot write the index {index} (a read-only "
+                               "file system or directory): its writes will be refused "
+                               "(503)"), file=sys.stderr)
     if not _loopback(args.host):
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
               "server (" + ("writes with the token: serve it behind HTTPS" if token else

@@ -2,6 +2,7 @@
 import io
 import re
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -672,3 +673,32 @@ def test_opening_a_sharded_index_on_a_terminal_says_that_ray_starts(toy_index, m
                               "few seconds ...\n")
     _common.note_shards(toy_index.parent / "nowhere", file=out)  # opening it will say why
     assert out.getvalue().count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["add", "{index}", "{archive}"], ["fit", "{index}", "topics"],
+                                  ["delete", "{index}", "t01"], ["compact", "{index}"]])
+def test_a_read_only_index_is_refused_before_the_work(capsys, toy_index, fixtures, tmp_path,
+                                                      monkeypatch, argv):
+    """A change to an index on a read-only file system (or without write permission) is
+    refused at once, not after a fit of minutes; searching it still works."""
+    import shutil
+
+    from cqa_search.index.store import current_generation
+
+    index = tmp_path / "idx"
+    shutil.copytree(toy_index, index)
+    before = current_generation(index)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if mode == os.W_OK and
+                        os.path.samefile(path, index) else real_access(path, mode))
+    worked = []
+    from cqa_search import training
+
+    monkeypatch.setattr(training, "fit_family", lambda *a, **k: worked.append(a))
+    argv = [a.format(index=index, archive=fixtures / "toy_archive.jsonl") for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 1 and worked == [] and current_generation(index) == before
+    assert err.startswith(f"cqa-search: error: cannot write the index {index}: ") and \
+        err.rstrip().endswith("(the index is unchanged; nothing was done)")
+    code, out, _ = run(capsys, "query", index, "visa", "-k", "1")
+    assert code == 0 and out

@@ -1,5 +1,6 @@
 """The JSON API through the framework's test client: same results as the Python API, the
 documented schema, errors and limits, and an index rebuilt while the server runs."""
+import errno
 import re
 import threading
 import time
@@ -492,3 +493,30 @@ def test_the_hybrid_first_stage_over_http(vectors_index, monkeypatch):
     expected = engine.with_config(SearchConfig(hybrid=0.6)).search("dog barking", k=3)
     assert doc["ranking"]["hybrid"] == 0.6 and [h["id"] for h in doc["hits"]] == \
         list(expected.doc_ids)
+
+
+@pytest.mark.parametrize("error, status", [(errno.ENOSPC, 507), (errno.EFBIG, 507),
+                                           (errno.EROFS, 503), (errno.EACCES, 503)])
+def test_a_write_the_machine_refuses_is_an_error_of_the_service(tmp_path, toy_questions,
+                                                                monkeypatch, error, status):
+    """A full disk or a read-only index under --allow-writes: 507 or 503 saying so, the
+    index as it was; it was a 500 "internal error" and a traceback in the server's log."""
+    import os
+
+    from cqa_search.server import writes
+
+    def refused(*args, **kwargs):
+        raise OSError(error, os.strerror(error), str(tmp_path / "idx" / ".tmp-x"))
+
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    monkeypatch.setattr(writes, "add_questions", refused)
+    monkeypatch.setattr(writes, "delete_questions", refused)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(create_app(path, write_token=TOKEN), raise_server_exceptions=False) as http:
+        for response in [http.post("/api/questions", headers=auth, json={"id": "n", "title": "x"}),
+                         http.delete("/api/questions/t01", headers=auth)]:
+            assert response.status_code == status
+            assert response.json()["detail"] == (f"cannot write the index: "
+                                                 f"{os.strerror(error)} (it is unchanged)")
+        assert http.get("/health").json()["n_docs"] == 12
