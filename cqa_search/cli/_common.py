@@ -179,6 +179,14 @@ def _environment_error(exc, args, command) -> str:
     return reason
 
 
+def _close_bars() -> None:
+    """Close the progress bars a failure left open: closed later (when collected), each
+    would draw itself once more under the command's last line."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
+        bar.close()
+
+
 def _check_writable(args, command) -> None:
     """Refuse at once a change to an index this process cannot write (a read-only file
     system or directory), rather than after a fit or a training of minutes."""
@@ -203,12 +211,14 @@ def _run(run, args, verbose, command) -> int:
         sys.stdout.flush()  # an output error is seen now, not at exit
         return status
     except KeyboardInterrupt:
+        _close_bars()
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `cqa-search query ... | head`
         _discard_stdout(sys.stdout)
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place that reports every failure
+        _close_bars()
         if _user_error(exc):
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return 1

@@ -702,3 +702,24 @@ def test_a_read_only_index_is_refused_before_the_work(capsys, toy_index, fixture
         err.rstrip().endswith("(the index is unchanged; nothing was done)")
     code, out, _ = run(capsys, "query", index, "visa", "-k", "1")
     assert code == 0 and out
+
+
+@pytest.mark.parametrize("failure, status", [(KeyboardInterrupt(), 130),
+                                             (OSError(28, "No space left on device"), 1)])
+def test_a_failure_closes_the_bars_before_its_line(capsys, failure, status):
+    """Ctrl-C (or an error) in a long step: its bar is closed before the last line, not
+    drawn again under "interrupted" when collected."""
+    import argparse
+
+    from tqdm import tqdm
+
+    from cqa_search.cli._common import run_command
+
+    bars = []
+
+    def run(args):
+        bars.append(tqdm(desc="indexing", total=10, file=io.StringIO()))
+        raise failure
+
+    assert run_command(run, argparse.Namespace(verbose=0)) == status
+    assert bars[0].disable  # closed
