@@ -158,27 +158,12 @@ def test_more_shards_than_questions_leaves_empty_shards(ray_session, tmp_path, t
 
 
 def test_the_build_shows_the_shards_work_after_the_reading(ray_session, tmp_path,
-                                                          toy_archive, monkeypatch):
+                                                          toy_archive, shown_bars):
     """After the reading bar, the shards' steps on Ray (starting it, analysing, writing)
     have a bar of their own: it was seconds (minutes at scale) of a still screen."""
     from cqa_search.distributed import build as build_module
 
-    shown = []
-
-    class Bar:
-        def __init__(self, enabled, desc, unit, total=None, **kwargs):
-            shown.append((desc, total))
-
-        def set_postfix_str(self, text):
-            shown.append(text)
-
-        def update(self, n=1):
-            shown.append(n)
-
-        def close(self):
-            shown.append("closed")
-
-    monkeypatch.setattr(build_module, "progress_bar", Bar)
+    shown = shown_bars(build_module)
     build_sharded_index(list(toy_archive)[:4], tmp_path / "s2", 2, progress=True)
     start = shown.index(("building shards", 4))
     assert shown[start:] == [("building shards", 4), "starting Ray", "analysing", 1, 1,

@@ -50,30 +50,15 @@ def test_fit_with_defaults_store_and_reopen(index_copy):
         np.testing.assert_allclose(res.features[:, cols], before[rows], rtol=1e-12)
 
 
-def test_the_fit_shows_which_step_runs(index_copy, monkeypatch):
+def test_the_fit_shows_which_step_runs(index_copy, shown_bars):
     """The corpus's analysis and TextRank and the phrase extraction have no bar of their
     own: a bar of the three steps names the one running."""
     import cqa_search.translation.model as model_module
 
-    shown = []
-
-    class Bar:
-        def __init__(self, enabled, desc, unit, total=None, **kwargs):
-            shown.append((desc, total, enabled))
-
-        def set_postfix_str(self, text):
-            shown.append(text)
-
-        def update(self, n=1):
-            shown.append("done")
-
-        def close(self):
-            shown.append("closed")
-
-    monkeypatch.setattr(model_module, "progress_bar", Bar)
+    shown = shown_bars(model_module)
     TranslationModel(max_iter=2, tol=None).fit(SearchEngine.open(index_copy).view, progress=True)
-    assert shown == [("fitting translation", 3, True), "parallel corpus (analysis, TextRank)",
-                     "done", "IBM Model 1", "done", "phrase table", "done", "closed"]
+    assert shown == [("fitting translation", 3), "parallel corpus (analysis, TextRank)", 1,
+                     "IBM Model 1", 1, "phrase table", 1, "closed"]
 
 
 def test_ibm1_alone_can_be_stored(index_copy):

@@ -276,27 +276,13 @@ def test_the_query_path_imports_neither_scikit_learn_nor_gensim(demo_index):
     assert done.stdout.strip() == "[]"
 
 
-def test_the_fit_bar_names_the_step_running(engine, monkeypatch):
+def test_the_fit_bar_names_the_step_running(engine, shown_bars):
     """The bar shows the step under way (the first, the word vectors, is most of the time:
     it showed no name until it was done)."""
     import cqa_search.vectors.model as model_module
 
-    shown = []
-
-    class Bar:
-        def __init__(self, enabled, desc, unit, total=None, **kwargs):
-            shown.append((desc, total))
-
-        def set_postfix_str(self, text):
-            shown.append(text)
-
-        def update(self, n=1):
-            pass
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr(model_module, "progress_bar", Bar)
+    shown = shown_bars(model_module)
     model = EmbeddingModel(**PARAMS).fit(engine.view, progress=True)
     steps = list(model.fit_seconds_)
-    assert shown == [("fitting embeddings", len(steps)), *steps] and len(steps) == 6
+    assert len(steps) == 6 and shown == [("fitting embeddings", 6), steps[0],
+                                         *[x for s in steps[1:] for x in (1, s)], 1, "closed"]
