@@ -230,6 +230,26 @@ def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
     assert capsys.readouterr().out == sharded_out and "z1" in sharded_out
 
 
+def test_the_raylets_notices_never_reach_standard_output(ray_session, capsys, caplog):
+    """Ray's driver prints its raylet's notices on stdout (a loaded machine's "24 PYTHON
+    worker processes have been started ..." landed in a sharded query's results): they are
+    the ray logger's warnings, shown with -v; a worker's own lines still pass."""
+    import logging
+
+    from ray._private import worker
+
+    caplog.set_level(logging.WARNING, logger="ray")
+    worker.print_to_stdstream({"lines": ["WARNING: 24 PYTHON worker processes have been "
+                                         "started"], "pid": "raylet", "is_err": False},
+                              ignore_prefix=False)
+    assert capsys.readouterr().out == ""
+    assert [r.getMessage() for r in caplog.records if r.name == "ray"] == [
+        "(raylet) WARNING: 24 PYTHON worker processes have been started"]
+    worker.print_to_stdstream({"lines": ["a worker's line"], "pid": 1234, "is_err": False,
+                               "ip": "127.0.0.1"}, ignore_prefix=True)
+    assert "a worker's line" in capsys.readouterr().out
+
+
 def test_ray_says_nothing_on_the_command_line_without_v(tmp_path):
     """A sharded command's stderr is the command's own: Ray's notices (its token
     authentication, ...) only with -v. A process of its own: it starts its Ray session."""
