@@ -68,6 +68,7 @@ import copy
 import logging
 import numbers
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -579,6 +580,9 @@ class AnswerSelector(BaseEstimator):
         t_analysis = time.perf_counter()
         self.n_answers_ = answers.n
         self.avg_answer_length_ = float(answers.lengths.mean()) if answers.n else 0.0
+        if not answers.n:  # asked for with every family (build-index --models ...)
+            warnings.warn("the archive has no answers: the answers model has none to "
+                          "choose", UserWarning, stacklevel=2)
         if ranker is not None:
             used = [str(f) for f in ranker.feature_names_in_]
         else:
@@ -587,10 +591,12 @@ class AnswerSelector(BaseEstimator):
             ibm1 = getattr(translation, "ibm1_", translation)
             if not hasattr(ibm1, "translation_probs_"):
                 raise ValueError("translation must be a fitted IBMModel1 or TranslationModel")
-            if ibm1.n_terms_ != len(view.index.vocab):
+            if ibm1.n_terms_ > len(view.index.vocab):
                 raise ValueError(f"the translation table has {ibm1.n_terms_} terms; the index "
                                  f"has {len(view.index.vocab)}")
-            self.ibm1_ = ibm1
+            # a table fitted before `cqa-search add` grew the vocabulary: the new terms
+            # translate to themselves
+            self.ibm1_ = ibm1.extended(len(view.index.vocab))
         elif any(f in _TRANSLATION for f in used):
             self.ibm1_ = self._train_translation(view, answers, progress)
         else:

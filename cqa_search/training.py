@@ -161,14 +161,16 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
         rows split with them).
     family : str
         A family of :data:`~cqa_search.index.models.FAMILIES` (``"translation"``,
-        ``"topics"``, ``"multiview"``, ``"answers"``).
+        ``"topics"``, ``"multiview"``, ``"answers"``, ``"embeddings"``).
     name : str, optional
         The name to store the model under (default: the family's, e.g.
         ``topics-gnmfnc``); a model of that name is replaced.
     progress : bool, default False
         Progress bars on stderr.
     ray : str, optional
-        Fit on Ray: ``"local"`` (a local Ray session) or a cluster address.
+        Fit on Ray: ``"local"`` (a local Ray session) or a cluster address; what runs
+        there is the family's :attr:`~cqa_search.index.models.Family.on_ray` (a family
+        with nothing on Ray warns and fits here).
     **params
         The estimator's constructor parameters (e.g. ``model="gnmf"`` for topics), and the
         family's other inputs (:data:`FIT_INPUTS`: for ``answers``, ``labels``,
@@ -198,6 +200,10 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
     t0 = time.perf_counter()
     engine = _fit_engine(index)
     fit_inputs = FIT_INPUTS[family](engine, **inputs) if family in FIT_INPUTS else {}
+    if ray is not None and spec.on_ray is None:
+        warnings.warn(f"nothing of the {family} family runs on Ray: it is fitted in this "
+                      "process", UserWarning, stacklevel=2)
+        ray = None
     if ray is None:
         model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
     else:

@@ -140,3 +140,29 @@ def _given_run(qrels) -> dict:
 def given_run():
     """:func:`_given_run`: ``qrels -> run``."""
     return _given_run
+
+
+@pytest.fixture
+def shown_bars(monkeypatch):
+    """``shown_bars(module)`` replaces the module's ``progress_bar`` with a recorder and
+    returns the list of what its bars showed, in order: ``(desc, total)`` as each is made,
+    its postfix texts, the counts of its updates, and ``"closed"``."""
+    shown = []
+
+    class Bar:
+        def __init__(self, enabled, desc, unit, total=None, **kwargs):
+            shown.append((desc, total))
+
+        def set_postfix_str(self, text):
+            shown.append(text)
+
+        def update(self, n=1):
+            shown.append(n)
+
+        def close(self):
+            shown.append("closed")
+
+    def record(module):
+        monkeypatch.setattr(module, "progress_bar", Bar)
+        return shown
+    return record

@@ -367,3 +367,15 @@ def test_the_answer_shown_with_a_hit_is_the_selectors_choice(tmp_path):
     hit = engine.search("renew my residence visa expires")[0]
     label, text = Presenter(engine).answer(hit)
     assert label == "chosen answer" and text.startswith("Go to the immigration office")
+
+
+def test_an_archive_without_answers_warns_that_there_is_none_to_choose(tmp_path):
+    """Every family asked for an archive without answers (build-index --models ...): the
+    answers model says it has nothing to choose instead of a silent empty fit."""
+    build_index([Question("a", "renew my visa", "at the office"),
+                 Question("b", "dog barks at night", "the neighbours complain")],
+                tmp_path / "idx")
+    with pytest.warns(UserWarning, match="the archive has no answers: the answers model has "
+                                         "none to choose"):
+        model = AnswerSelector().fit(SearchEngine.open(tmp_path / "idx").view)
+    assert model.n_answers_ == 0 and (model.choice_ < 0).all()

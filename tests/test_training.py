@@ -2,6 +2,7 @@
 reports."""
 import json
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +119,49 @@ def test_fit_family_with_parameters_and_inputs(tmp_path):
         fit_family(source, "nope")
     with pytest.raises(ParameterError, match="the topics family has no parameter 'labels'"):
         fit_family(source, "topics", labels=qrels)
+
+
+def test_the_families_that_read_the_translation_model_fit_after_add(tmp_path):
+    """`cqa-search add` grows the vocabulary past the stored translation table: multiview's
+    ibm1 view and `fit answers --translation` read it extended (a new term translates to
+    itself), as the translation features do, instead of failing with an internal error."""
+    from cqa_search import add_questions
+
+    path = tmp_path / "idx"
+    build_index(ANSWERED, path)
+    fit_family(path, "translation", max_iter=2, tol=None)
+    add_questions(path, [Question("q4", "zebra crossing rules", "kangaroo",
+                                  answers=("zebra stripes",))])
+    engine = SearchEngine.open(path)
+    assert len(engine.index.vocab) > engine.models["translation"].ibm1_.n_terms_
+    with warnings.catch_warnings():  # (four questions: a short factorization)
+        warnings.simplefilter("ignore")
+        mv = fit_family(path, "multiview", views="ibm1", n_components=2, max_iter=3).model
+    assert mv.view_names_ == ["orig", "ibm1"]
+    answers = fit_family(path, "answers", translation="translation").model
+    assert answers.ibm1_.n_terms_ == len(engine.index.vocab)
+    res = SearchEngine.open(path, config=SearchConfig(ranker=None)).search("zebra", k=2)
+    assert res.doc_ids[0] == "q4" and np.isfinite(res.features).all()
+
+
+def test_a_family_with_nothing_on_ray_fits_here_and_says_so(tmp_path, monkeypatch):
+    """``ray=`` (``fit --ray``) on a family none of whose steps runs on Ray warns and fits
+    in this process, without starting a Ray session; its --help says so."""
+    from cqa_search.distributed import fitting
+    from cqa_search.index.models import FAMILIES
+
+    def no_ray(*args, **kwargs):
+        raise AssertionError("a Ray session was started")
+
+    monkeypatch.setattr(fitting, "ray_fits", no_ray)
+    build_index(ANSWERED, tmp_path / "idx")
+    with pytest.warns(UserWarning, match="nothing of the multiview family runs on Ray: it is "
+                                         "fitted in this process"):
+        report = fit_family(tmp_path / "idx", "multiview", views="", ray="local",
+                            n_components=2, max_iter=2)
+    assert report.name in SearchEngine.open(tmp_path / "idx").models
+    assert [name for name, family in FAMILIES.items() if family.on_ray] == \
+        ["translation", "topics", "answers"]
 
 
 def _scores_of(ranker, results):

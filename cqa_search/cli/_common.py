@@ -179,18 +179,46 @@ def _environment_error(exc, args, command) -> str:
     return reason
 
 
+def _close_bars() -> None:
+    """Close the progress bars a failure left open: closed later (when collected), each
+    would draw itself once more under the command's last line."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
+        bar.close()
+
+
+def _check_writable(args, command) -> None:
+    """Refuse at once a change to an index this process cannot write (a read-only file
+    system or directory), rather than after a fit or a training of minutes."""
+    index = getattr(args, "index", None)
+    if command not in _INDEX_WRITERS or not index or getattr(args, "dry_run", False) or \
+            not os.path.isdir(index) or os.access(index, os.W_OK):
+        return
+    try:
+        read_only = bool(os.statvfs(index).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    raise CQASearchError(f"cannot write the index {index}: "
+                         + ("it is on a read-only file system" if read_only else
+                            "no permission to write in its directory")
+                         + " (the index is unchanged; nothing was done)")
+
+
 def _run(run, args, verbose, command) -> int:
     try:
+        _check_writable(args, command)
         status = run(args)
         sys.stdout.flush()  # an output error is seen now, not at exit
         return status
     except KeyboardInterrupt:
+        _close_bars()
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `cqa-search query ... | head`
         _discard_stdout(sys.stdout)
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place that reports every failure
+        _close_bars()
         if _user_error(exc):
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return 1
@@ -229,6 +257,20 @@ class Style:
     def marks(self):
         """(start, end) strings around highlighted words."""
         return ("\x1b[1;33m", "\x1b[0m") if self.on else ("", "")
+
+
+class ListOption(argparse.Action):
+    """``action`` of an option taking several values (``nargs="+"``), separated by spaces
+    or commas as ``--fields`` takes them: ``--models translation,topics`` is
+    ``--models translation topics``, never one value "translation,topics"."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        kwargs.setdefault("nargs", "+")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest,
+                [part.strip() for value in values for part in value.split(",") if part.strip()])
 
 
 def positive_int(text) -> int:
@@ -342,6 +384,24 @@ def format_question(question, style, width=100) -> str:
     if not question.answers:
         out.append(style.dim("  (no answers)"))
     return "\n".join(out)
+
+
+def note_shards(path, file=None) -> None:
+    """On a terminal, say that opening the sharded index at ``path`` starts its Ray actors
+    (a local Ray session first): seconds pass before its first result or prompt."""
+    file = sys.stderr if file is None else file
+    if not file.isatty():
+        return
+    from ..index.store import open_index
+
+    try:
+        shards = open_index(path).manifest.get("shards")
+    except (CQASearchError, OSError, ValueError):
+        return  # opening it for the search says what is wrong
+    if shards:
+        print(f"{PROG}: note: {path} has {len(shards)} shards: starting their Ray actors "
+              "(and a local Ray session unless one runs) takes a few seconds ...", file=file,
+              flush=True)
 
 
 def os_error_reason(exc: OSError) -> str:

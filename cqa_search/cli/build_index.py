@@ -11,8 +11,8 @@ from ..index.build import DEFAULT_FIELDS, build_index
 from ..index.models import FAMILIES
 from ..index.term_index import FIELDS
 from ..readers import FORMATS, detect_format
-from ._common import (COMMANDS, add_common_options, os_error_reason, positive_int,
-                      run_command, warning_line)
+from ._common import (COMMANDS, ListOption, add_common_options, os_error_reason,
+                      positive_int, run_command, warning_line)
 
 HELP = COMMANDS["build-index"][1]
 
@@ -50,7 +50,7 @@ def configure(parser) -> None:
                           help="the tokens: matches of this regular expression (default: "
                                "words of 2+ word characters, (?u)\\w{2,})")
     add_reader_options(parser)
-    parser.add_argument("--models", nargs="+", default=[], metavar="FAMILY",
+    parser.add_argument("--models", action=ListOption, default=[], metavar="FAMILY",
                         help="after indexing, train these model families with their default "
                              "options (like `cqa-search fit DIR FAMILY`), in this order "
                              "whatever the order given (a multiview model's ibm1 view reads "
@@ -181,10 +181,25 @@ def run(args) -> int:
             "each question's first tag its category"), file=sys.stderr)
     if args.models:  # the fits import scikit-learn: only when asked for
         from ..training import fit_family
-    for family in sorted(set(args.models), key=list(FAMILIES).index):  # the fitting order
+    families = sorted(set(args.models), key=list(FAMILIES).index)  # the fitting order
+    for i, family in enumerate(families):
         print(f"\ntraining {family} ...")
-        print(fit_family(output, family, progress=not args.quiet))
+        try:
+            print(fit_family(output, family, progress=not args.quiet))
+        except BaseException:  # the index is built: say so, and how to fit the rest
+            print(_unfitted_note(output, summary, families[:i], families[i:]),
+                  file=sys.stderr, flush=True)
+            raise
     return 0
+
+
+def _unfitted_note(output, summary, fitted, unfitted) -> str:
+    """The state a failed (or interrupted) fit of ``--models`` leaves: the index is built
+    and searchable, with the families fitted before; the rest wait for ``cqa-search fit``."""
+    kept = f"; fitted: {', '.join(fitted)}" if fitted else ""
+    return (f"cqa-search: note: the index {output} is built ({summary.n_questions:,} "
+            f"questions{kept}); not fitted: {', '.join(unfitted)} ("
+            + ", ".join(f"`cqa-search fit {output} {family}`" for family in unfitted) + ")")
 
 
 def main(argv=None) -> int:

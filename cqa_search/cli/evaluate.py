@@ -10,8 +10,8 @@ from ..evaluation.significance import N_RESAMPLES
 from ..evaluation.trec import check_writable
 from ..exceptions import QueryError
 from ..retrieval import parse_model
-from ._common import (COMMANDS, HYBRID_HELP, add_common_options, hybrid_weight, positive_int,
-                      run_command)
+from ._common import (COMMANDS, HYBRID_HELP, ListOption, add_common_options, hybrid_weight,
+                      positive_int, run_command)
 from .query import open_engine
 
 HELP = COMMANDS["evaluate"][1]
@@ -58,7 +58,7 @@ def configure(parser) -> None:
                              "the given-run features ranks with its NAME-search")
     parser.add_argument("--hybrid", type=hybrid_weight, default="auto", metavar="A|none",
                         help=HYBRID_HELP + "; full retrieval only")
-    parser.add_argument("--metrics", nargs="+",
+    parser.add_argument("--metrics", action=ListOption,
                         help="map, mrr, p@K, r@K, ndcg@K (default: "
                              f"{' '.join(RERANK_METRICS)} with --candidates, else "
                              f"{' '.join(METRICS)})")

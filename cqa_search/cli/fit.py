@@ -55,9 +55,12 @@ def configure(parser) -> None:
         p.add_argument("--name", help=f"model name in the index (default: "
                                       f"{family.default_name})")
         p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
-                       help="fit on Ray (pip install 'cqa-search[distributed]'): the IBM Model "
-                            "1 E-step over shards of the pairs, the topic models' categories "
-                            "in parallel; a local Ray session, or the cluster at ADDRESS")
+                       help=(f"fit on Ray (pip install 'cqa-search[distributed]'): "
+                             f"{family.on_ray}; a local Ray session, or the cluster at "
+                             "ADDRESS") if family.on_ray else
+                       f"nothing of the {name} family runs on Ray: it fits in this process "
+                       "(the option is taken, with a warning, for scripts that give it "
+                       "to every family)")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
         add_common_options(p)
 

@@ -19,7 +19,8 @@ from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import Presenter
 from ..query_parser import date_filter
 from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options, format_explanation,
-                      format_hit, format_question, hybrid_weight, positive_int, run_command)
+                      format_hit, format_question, hybrid_weight, note_shards, positive_int,
+                      run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -102,6 +103,7 @@ def open_engine(args, *, given=False, **config) -> SearchEngine:
     if args.ranker is not None:
         config["ranker"] = None if args.ranker.lower() == "none" else args.ranker
     config.setdefault("hybrid", getattr(args, "hybrid", "auto"))
+    note_shards(args.index)
     engine = SearchEngine.open(args.index, verify=getattr(args, "verify", False),
                                config=SearchConfig(**config))
     if args.ranker and args.ranker.lower() != "none" and \

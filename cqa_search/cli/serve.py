@@ -4,10 +4,14 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import socket
 import sys
+import threading
+import time
 
 from ..exceptions import CQASearchError, ParameterError
-from ._common import HYBRID_HELP, add_common_options, hybrid_weight, run_command, warning_line
+from ._common import (HYBRID_HELP, add_common_options, hybrid_weight, note_shards, run_command,
+                      warning_line)
 
 #: Seconds that stopping the server (SIGINT, SIGTERM) waits for the requests under way.
 GRACEFUL_SECONDS = 5
@@ -89,6 +93,27 @@ def _write_token(args, variable) -> str | None:
     return token
 
 
+def _say_when_listening(host, port, message, *, timeout=600.0) -> threading.Thread:
+    """Print ``message`` on stderr once ``host:port`` accepts connections (from a daemon
+    thread polling it; nothing when it never does within ``timeout`` seconds)."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+
+    def wait():
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((target, port), timeout=1).close()
+            except OSError:
+                time.sleep(0.1)
+                continue
+            print(message, file=sys.stderr, flush=True)
+            return
+
+    thread = threading.Thread(target=wait, name="cqa-search-listening", daemon=True)
+    thread.start()
+    return thread
+
+
 def run(args) -> int:
     if not 0 < args.port < 65536:
         raise ParameterError(f"--port must be between 1 and 65535; got {args.port}")
@@ -111,6 +136,12 @@ def run(args) -> int:
     if not is_compatible(index):
         print(warning_line(f"no index to serve at {index} yet (the API answers 503 until one "
                            "is built there)"), file=sys.stderr)
+    else:
+        note_shards(index)
+        if token is not None and not os.access(index, os.W_OK):
+            print(warning_line(f"this process cannot write the index {index} (a read-only "
+                               "file system or directory): its writes will be refused "
+                               "(503)"), file=sys.stderr)
     if not _loopback(args.host):
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
               "server (" + ("writes with the token: serve it behind HTTPS" if token else
@@ -131,9 +162,12 @@ def run(args) -> int:
     except OSError as exc:
         raise CQASearchError(f"cannot listen on {args.host}:{args.port}: "
                              f"{exc.strerror or exc}") from None
-    print(f"serving {index} on http://{args.host}:{args.port}/"
-          + (" (writes allowed with the token)" if token else "") + " (Ctrl-C stops)",
-          file=sys.stderr, flush=True)
+    # said once the port answers: loading the index and the compiled kernels takes
+    # seconds, during which the address printed would refuse a browser's connection
+    _say_when_listening(args.host, args.port,
+                        f"serving {index} on http://{args.host}:{args.port}/"
+                        + (" (writes allowed with the token)" if token else "")
+                        + " (Ctrl-C stops)")
     if args.workers == 1:
         uvicorn.run(create_app(index, verify=args.verify, write_token=token,
                                hybrid=args.hybrid), **options)

@@ -21,7 +21,8 @@ from ..evaluation import read_qrels, read_queries, read_run
 from ..exceptions import QueryError
 from ..ranking import LEARNERS
 from ..training import train_ranker
-from ._common import COMMANDS, add_common_options, hybrid_weight, positive_int, run_command
+from ._common import (COMMANDS, ListOption, add_common_options, hybrid_weight, positive_int,
+                      run_command)
 
 HELP = COMMANDS["train"][1]
 #: The defaults of the options: those of :func:`~cqa_search.training.train_ranker`.
@@ -75,10 +76,10 @@ def configure(parser) -> None:
     parser.add_argument("--random-state", type=int, default=DEFAULTS["random_state"],
                         metavar="SEED", help="seed of every random choice (default: "
                                              "%(default)s)")
-    parser.add_argument("--features", nargs="+", metavar="PREFIX",
+    parser.add_argument("--features", action=ListOption, metavar="PREFIX",
                         help="use only the feature columns whose names start with one of "
                              "these prefixes (e.g. bm25 lm_ given_)")
-    parser.add_argument("--exclude", nargs="+", metavar="PREFIX",
+    parser.add_argument("--exclude", action=ListOption, metavar="PREFIX",
                         help="leave out the feature columns whose names start with these "
                              "prefixes (e.g. given_)")
     parser.add_argument("--graded", action="store_true",

@@ -87,8 +87,30 @@ def connect(address=None):
         where = "start a local Ray session" if address is None else \
             f"join the Ray cluster at {address}"
         raise DistributedError(f"cannot {where}: {exc}") from None
+    _route_notices(sys.modules.get("ray._private.worker"))
     logger.info("Ray session: %s", "local" if address is None else address)
     return ray
+
+
+def _route_notices(worker_module) -> None:
+    """Send the notices the Ray driver prints on standard output for its raylet (e.g.
+    "N worker processes have been started ... maximum expected startup concurrency" on a
+    loaded machine) to the ``ray`` logger instead: on stdout they land inside a command's
+    results (``query --json``); as log records they show with ``-v`` only, like Ray's other
+    notices. Ray's function is looked up when it prints: replaced here once, if present."""
+    original = getattr(worker_module, "print_to_stdstream", None)
+    if original is None or getattr(original, "routed_by_cqa_search", False):
+        return
+
+    def routed(data, *args, **kwargs):
+        if isinstance(data, dict) and data.get("pid") == "raylet":
+            for line in data.get("lines", ()):
+                logging.getLogger("ray").warning("(raylet) %s", line)
+            return None
+        return original(data, *args, **kwargs)
+
+    routed.routed_by_cqa_search = True
+    worker_module.print_to_stdstream = routed
 
 
 def _reachable(address, timeout=5.0) -> None:

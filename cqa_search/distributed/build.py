@@ -205,8 +205,12 @@ def build_sharded_index(archive, path, n_shards, *, address=None, analyzer=None,
                                           reader_options=reader_options)
         n_docs = len(offsets) - 1
         bounds = [n_docs * s // n_shards for s in range(n_shards + 1)]
-        ray = connect(address)
         parts = [s for s in range(n_shards) if bounds[s + 1] > bounds[s]]
+        # after the reading, the shards' work on Ray: its steps named as they run
+        bar = progress_bar(progress, "building shards", "steps", total=2 * len(parts))
+        bar.set_postfix_str("starting Ray")
+        ray = connect(address)
+        bar.set_postfix_str("analysing")
         ranges = {s: (int(offsets[bounds[s]]), int(offsets[bounds[s + 1]])) for s in parts}
         logger.info("analysing %d questions in %d shards", n_docs, len(parts))
         analyse = remote(_analyse, num_returns=3)
@@ -215,6 +219,7 @@ def build_sharded_index(archive, path, n_shards, *, address=None, analyzer=None,
         vocab, stats, mappings = Vocabulary(), {}, {}
         for s in parts:  # in shard order: term ids in order of first occurrence
             terms, local_stats = _get(ray, refs[s][:2], f"analysing shard {s}")
+            bar.update()
             mapping = mappings[s] = np.asarray(vocab.add_many(terms), dtype=np.int64)
             for name, (n, df, tf, total) in local_stats.items():
                 st = CollectionStats(n, _scatter(df, mapping), _scatter(tf, mapping), total)
@@ -228,10 +233,13 @@ def build_sharded_index(archive, path, n_shards, *, address=None, analyzer=None,
         terms_ref = ray.put(vocab.terms)
         stats_id = secrets.token_hex(8)
         write = remote(_write)
+        bar.set_postfix_str("writing")
         written = _get(ray, [write.remote(
             refs[s][2], spool, *ranges[s], os.path.join(writer.tmp, shard_dir(s)), terms_ref,
             mappings[s], stats_ref, stats_id, analyzer.to_config(), sources)
             for s in parts], "writing the shards")
+        bar.update(len(parts))
+        bar.close()
         del refs
         os.unlink(spool)
         return _commit(writer, path, t0, analyzer, vocab, stats, stats_id, parts, bounds,

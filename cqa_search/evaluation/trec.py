@@ -17,15 +17,14 @@ import numpy as np
 
 from ..archive import FIELD_ALIASES
 from ..exceptions import ArchiveError, ParameterError
+from ..readers._base import check_file
 
 __all__ = ["read_qrels", "write_qrels", "read_run", "write_run", "read_queries",
            "write_queries", "write_svmrank", "as_run", "as_qrels", "as_queries"]
 
 
 def _lines(path, what):
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ArchiveError(f"no such {what} file: {path}")
+    path = check_file(path, what)  # a file, or a pipe (``--qrels <(grep ...)``)
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:

@@ -481,7 +481,8 @@ class MultiViewModel(BaseEstimator):
         specs = parse_views(self.views)
         table = None
         if "ibm1" in specs:
-            table = find_translation_table(view.models, self.translation_model)
+            table = find_translation_table(view.models, self.translation_model,
+                                           n_terms=len(view.index.vocab))
         return [make_translator(s, dict_dir=self.dict_dir, n_translations=self.n_translations,
                                 translation_probs=table) for s in specs]
 

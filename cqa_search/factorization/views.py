@@ -359,7 +359,7 @@ def make_translator(spec, *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
     raise ParameterError(f"unknown view {spec!r}: use dict:LANG, ibm1, archive:LANG or dummy")
 
 
-def find_translation_table(models, name=None):
+def find_translation_table(models, name=None, n_terms=None):
     """The IBM Model 1 table (``translation_probs_``) of a stored model.
 
     Parameters
@@ -368,6 +368,10 @@ def find_translation_table(models, name=None):
         E.g. ``SearchEngine.models``.
     name : str, optional
         The model to use; by default the only model with a ``translation_probs_``.
+    n_terms : int, optional
+        The index's vocabulary size: a table fitted before ``cqa-search add`` grew the
+        vocabulary is extended to it (a new term translates to itself, as
+        :meth:`IBMModel1.extended <cqa_search.translation.IBMModel1.extended>` says).
 
     Returns
     -------
@@ -384,12 +388,19 @@ def find_translation_table(models, name=None):
     if name is not None:
         if name not in tables:
             raise ParameterError(f"model {name!r} has no IBM Model 1 table (translation_probs_); "
-                             f"models with one: {', '.join(tables) or 'none'}")
-        return tables[name].translation_probs_
-    if len(tables) > 1:
+                                 f"models with one: {', '.join(tables) or 'none'}")
+        model = tables[name]
+    elif len(tables) > 1:
         raise ParameterError(f"several models have a translation table ({', '.join(tables)}): "
-                         "choose one by name")
-    return next(iter(tables.values())).translation_probs_ if tables else None
+                             "choose one by name")
+    elif not tables:
+        return None
+    else:
+        model = next(iter(tables.values()))
+    ibm1 = getattr(model, "ibm1_", model)  # a TranslationModel's word table
+    if n_terms is not None and hasattr(ibm1, "extended"):
+        return ibm1.extended(n_terms).translation_probs_
+    return model.translation_probs_
 
 
 # ---------------------------------------------------------------------------------------

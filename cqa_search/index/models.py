@@ -73,6 +73,9 @@ class Family:
     default_name : str
         Name the model is stored under; ``{param}`` fields are filled from its parameters
         (e.g. ``"topics-{model}"``).
+    on_ray : str or None
+        What of its fit runs on Ray with ``fit --ray`` (None: nothing, it fits in the
+        calling process).
 
     Fitting one is :func:`cqa_search.training.fit_family`; what a fit reads besides the
     estimator's parameters (labels, another model) is
@@ -82,6 +85,7 @@ class Family:
     kind: str
     summary: str
     default_name: str
+    on_ray: str | None = None
 
     def store_name(self, params) -> str:
         return self.default_name.format(**params)
@@ -97,13 +101,15 @@ FAMILIES = {
                           "phrase translations (learned from how answers word the "
                           "questions). Costs: about a "
                           "CPU minute and 140 MB of tables per 100,000 questions with "
-                          "answers (BENCHMARKS.md, Translation models)", "translation"),
+                          "answers (BENCHMARKS.md, Translation models)", "translation",
+                          "the IBM Model 1 E-step, over shards of the pairs"),
     "topics": Family("topics", "topic model of the term-question matrix grouped by category "
                      "(NMF, CNMF, GNMF, GNMFNC; Zhou et al. 2014). Adds the feature "
                      "topic_<model>: the query's and the question's topics compared. Costs: "
                      "about 0.25 s per sweep per 200,000 questions (up to 100 sweeps) and 28 "
                      "coefficients per question (GNMFNC's defaults; BENCHMARKS.md, Topic "
-                     "models)", "topics-{model}"),
+                     "models)", "topics-{model}",
+                     "the categories' blocks of the updates, in parallel"),
     "multiview": Family("multiview", "SMT + MF: the questions factorized jointly with their "
                         "translations (dictionaries, IBM Model 1, supplied translations; Zhou "
                         "et al. 2013). Adds one feature mv_<view> per view. Costs: about 0.05 "
@@ -116,7 +122,9 @@ FAMILIES = {
                       "Adds no feature: it chooses the answer shown with each hit. Costs: "
                       "about the time of build-index (unsupervised), 8 times that with a "
                       "translation table, and one number per question (BENCHMARKS.md, "
-                      "Best-answer selection)", "answers"),
+                      "Best-answer selection)", "answers",
+                      "the E-step of the IBM Model 1 table it trains (none with "
+                      "--translation NAME)"),
     "embeddings": Family("embeddings", "word vectors learned from the archive's own text "
                          "(PPMI-SVD or word2vec) and every question's SIF vector. Adds the "
                          "hybrid first stage (searches also find the questions that share no "

@@ -222,9 +222,7 @@ def _locate(path) -> tuple:
             raise IndexFormatError(f"{path} is one generation of the index {parent}: open "
                                    "the index directory itself")
         if isinstance(old, dict) and old.get("format") == _FORMAT_NAME:
-            raise IndexFormatError(
-                f"{path} has index format version {old.get('format_version')}, but this "
-                f"cqa_search {__version__} reads version {FORMAT_VERSION}: {rebuild_hint()}")
+            raise _version_refusal(path, old.get("format_version"))
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     try:
         entries = os.listdir(path)
@@ -254,6 +252,18 @@ def is_live(stored) -> bool:
         return False
 
 
+def _version_refusal(path, version) -> IndexFormatError:
+    """The error of an index whose format version this code does not read: what it reads,
+    and the way out (a newer cqa_search for a newer index, else a rebuild)."""
+    reads = f"version {FORMAT_VERSION}" + "".join(f" (and {v} for an unsharded index)"
+                                                   for v in READABLE)
+    newer = isinstance(version, int) and version > FORMAT_VERSION
+    return IndexFormatError(
+        f"{path} has index format version {version}, but this cqa_search {__version__} "
+        f"reads {reads}: " + ("a newer cqa_search wrote it: upgrade cqa_search, or "
+                              if newer else "") + rebuild_hint())
+
+
 def _read_manifest(path, generation) -> dict:
     name = f"{generation}/{MANIFEST}"
     try:
@@ -268,9 +278,7 @@ def _read_manifest(path, generation) -> dict:
         raise IndexFormatError(f"{path} is not a cqa_search index ({MANIFEST} is foreign)")
     version = manifest.get("format_version")
     if version != FORMAT_VERSION and not (version in READABLE and "shards" not in manifest):
-        raise IndexFormatError(
-            f"{path} has index format version {version}, but this cqa_search {__version__} "
-            f"reads version {FORMAT_VERSION}: {rebuild_hint()}")
+        raise _version_refusal(path, version)
     files = manifest.get("files")
     if not isinstance(files, dict) or not all(
             isinstance(info, dict) and isinstance(info.get("bytes"), int)

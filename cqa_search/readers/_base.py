@@ -90,8 +90,10 @@ def make_question(report: ReadReport, path, line, **fields):
         return None
 
 
-def check_file(path) -> str:
-    """Return ``os.fspath(path)`` when it names a file (or a pipe) that can be read.
+def check_file(path, what=None) -> str:
+    """Return ``os.fspath(path)`` when it names a file (or a pipe: a shell's ``<(...)``)
+    that can be read; ``what`` names its kind in the messages (e.g. ``"qrels"``; default:
+    an archive).
 
     Raises
     ------
@@ -99,17 +101,19 @@ def check_file(path) -> str:
         When it does not exist, or is a directory, a socket or a device.
     """
     path = os.fspath(path)
+    noun = f"{what} file" if what else "file"
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise ArchiveError(f"no such file: {path}") from None
+        raise ArchiveError(f"no such {noun}: {path}") from None
     except OSError as exc:
         raise ArchiveError(f"cannot read: {exc.strerror}", path) from None
     if stat.S_ISDIR(mode):
-        raise ArchiveError(f"expected a file but got a directory: {path}")
+        raise ArchiveError(f"expected a {noun} but got a directory: {path}")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         kind = "a socket" if stat.S_ISSOCK(mode) else "a device"
-        raise ArchiveError(f"{path} is {kind}, not an archive file")
+        raise ArchiveError(f"{path} is {kind}, not {'an archive' if what is None else 'a ' + what}"
+                           " file")
     return path
 
 

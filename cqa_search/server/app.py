@@ -69,6 +69,10 @@ WRITE_TOKEN_VARIABLE = "CQA_SEARCH_WRITE_TOKEN"
 HYBRID_VARIABLE = "CQA_SEARCH_HYBRID"
 #: Where questions are added and deleted (``serve --allow-writes``).
 WRITE_PATH = "/api/questions"
+#: The methods of a write: refused by a read-only server with :data:`READ_ONLY` (405).
+_WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+READ_ONLY = (f"this API is read-only; `cqa-search serve --allow-writes` takes POST "
+             f"{WRITE_PATH} and DELETE {WRITE_PATH}/ID with a token")
 #: Largest body of a write (questions added at once).
 MAX_BODY_BYTES = 64 << 20
 
@@ -125,6 +129,11 @@ class _Guard:
                              f"bytes; at most {MAX_TARGET_BYTES:,} are taken")
         elif self.writes and scope["method"] == "POST" and scope["path"] == WRITE_PATH:
             refusal = _body_refusal(scope["headers"])
+        elif not self.writes and scope["method"] in _WRITE_METHODS and \
+                (scope["path"] + "/").startswith(WRITE_PATH + "/"):
+            # a write sent to a read-only server, with a body or not: the method is what
+            # is refused (before any body is read, and before a route's slash redirect)
+            refusal = _error(405, READ_ONLY, headers={"Allow": "GET, HEAD"})
         else:
             for name, value in scope["headers"]:
                 if (name == b"content-length" and value.strip() not in (b"", b"0")) or \
@@ -190,12 +199,7 @@ def _handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(request, exc):
-        detail = str(exc.detail)
-        if exc.status_code == 405 and request.url.path.startswith(WRITE_PATH) and \
-                request.method in ("POST", "PUT", "DELETE", "PATCH"):
-            detail = (f"this API is read-only; `cqa-search serve --allow-writes` takes POST "
-                      f"{WRITE_PATH} and DELETE {WRITE_PATH}/ID with a token")
-        return _error(exc.status_code, detail, headers=getattr(exc, "headers", None))
+        return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def bug(request, exc):  # the ASGI server logs the traceback

@@ -15,6 +15,7 @@ server serves the new generation at once (its other processes within their inter
 """
 from __future__ import annotations
 
+import errno
 import hmac
 from typing import Annotated
 
@@ -31,7 +32,13 @@ from . import schema
 __all__ = ["add_write_routes", "parse_questions"]
 
 _AUTH = {401: {"model": schema.Error, "description": "no token"},
-         403: {"model": schema.Error, "description": "a wrong token"}}
+         403: {"model": schema.Error, "description": "a wrong token"},
+         503: {"model": schema.Error, "description": "the index cannot be written (a "
+                                                    "read-only file system, no permission)"},
+         507: {"model": schema.Error, "description": "no space to write the index"}}
+#: OSError numbers of a write the machine refuses -> the status that says so.
+_REFUSED = {errno.ENOSPC: 507, errno.EDQUOT: 507, errno.EFBIG: 507,
+            errno.EROFS: 503, errno.EACCES: 503, errno.EPERM: 503}
 
 
 def parse_questions(body: bytes) -> list:
@@ -81,6 +88,17 @@ def add_write_routes(app, live, token: str) -> None:
         if not hmac.compare_digest(given.strip().encode("utf-8"), expected):
             raise HTTPException(403, "wrong token")
 
+    async def change(function, *args, **kwargs):
+        """``function`` (add or delete) in a thread; the machine refusing the write (a full
+        disk, a read-only file system) is an error of the service, not a traceback."""
+        try:
+            return await run_in_threadpool(function, *args, **kwargs)
+        except OSError as exc:
+            if exc.errno not in _REFUSED:
+                raise
+            raise HTTPException(_REFUSED[exc.errno], f"cannot write the index: "
+                                f"{exc.strerror or exc} (it is unchanged)") from None
+
     def changed(summary) -> dict:
         live.refresh()  # serve the new generation now (it opens it)
         return {"added": summary.added, "deleted": summary.deleted,
@@ -97,8 +115,7 @@ def add_write_routes(app, live, token: str) -> None:
         authorize(request)
         questions = parse_questions(await request.body())
         try:
-            summary = await run_in_threadpool(add_questions, live.path, questions,
-                                              replace=replace)
+            summary = await change(add_questions, live.path, questions, replace=replace)
         except ArchiveError as exc:  # (its advice names the command line's option)
             raise ArchiveError(str(exc).replace("with --replace", "with ?replace=true")) \
                 from None
@@ -113,8 +130,7 @@ def add_write_routes(app, live, token: str) -> None:
         engine, _ = live.current()
         if doc_id not in engine.archive:
             raise HTTPException(404, f"no question {doc_id!r} in the archive")
-        summary = await run_in_threadpool(delete_questions, live.path, [doc_id],
-                                          missing_ok=True)
+        summary = await change(delete_questions, live.path, [doc_id], missing_ok=True)
         if not summary.deleted:  # deleted by another request meanwhile
             raise HTTPException(404, f"no question {doc_id!r} in the archive")
         return await run_in_threadpool(changed, summary)

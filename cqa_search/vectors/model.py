@@ -89,6 +89,11 @@ def _csr_from(arrays, name, n):
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 
+#: The steps of :meth:`EmbeddingModel.fit`, in order (its progress bar names the running one).
+_FIT_STEPS = ("word vectors", "question vectors", "inverted file", "similar words",
+              "titles and bodies", "soft-cosine norms")
+
+
 class EmbeddingModel:
     """Word vectors learned from an index's archive; question vectors for the dense first
     stage; embedding, soft-cosine and per-field features.
@@ -249,7 +254,8 @@ class EmbeddingModel:
         validate_params(self)
         seconds = {}
         t0 = time.perf_counter()
-        bar = progress_bar(progress, "fitting embeddings", "steps", total=6)
+        bar = progress_bar(progress, "fitting embeddings", "steps", total=len(_FIT_STEPS))
+        bar.set_postfix_str(_FIT_STEPS[0])  # the step running (the first takes longest)
 
         def step(name):
             nonlocal t0
@@ -258,7 +264,8 @@ class EmbeddingModel:
             t0 = now
             logger.info("embeddings: %s in %.1f s", name, seconds[name])
             bar.update()
-            bar.set_postfix_str(f"{name} done")
+            if len(seconds) < len(_FIT_STEPS):
+                bar.set_postfix_str(_FIT_STEPS[len(seconds)])
 
         try:
             self._fit(view, step)

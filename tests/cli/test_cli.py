@@ -2,6 +2,7 @@
 import io
 import re
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -489,6 +490,50 @@ def test_build_index_trains_models_after_indexing(capsys, tmp_path, fixtures):
     assert out.index("training translation") < out.index("training multiview")
 
 
+@pytest.mark.parametrize("failure", [OSError(27, "File too large"), KeyboardInterrupt()])
+def test_a_failed_fit_of_build_index_says_what_it_left(capsys, tmp_path, fixtures,
+                                                       monkeypatch, failure):
+    """--models fits after the index is written: a fit that fails (a full disk) or is
+    interrupted leaves the index built with the families fitted before, and says so, with
+    the commands that fit the others."""
+    from cqa_search import training
+
+    fit = training.fit_family
+
+    def failing(index, family, **options):
+        if family == "topics":
+            raise failure
+        return fit(index, family, **options)
+
+    monkeypatch.setattr(training, "fit_family", failing)
+    out_dir = tmp_path / "idx"
+    code, out, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                         out_dir, "-q", "--models", "multiview", "topics", "translation")
+    assert code == (1 if isinstance(failure, OSError) else 130)
+    note = f"cqa-search: note: the index {out_dir} is built ("
+    line = next(x for x in err.splitlines() if x.startswith(note))
+    assert line.endswith(f" questions; fitted: translation); not fitted: topics, multiview "
+                         f"(`cqa-search fit {out_dir} topics`, `cqa-search fit {out_dir} "
+                         "multiview`)")
+    assert list(SearchEngine.open(out_dir).models) == ["translation"]
+
+
+def test_options_of_several_values_take_commas_too(capsys, tmp_path, fixtures):
+    """--models, --metrics, --features, --exclude: values separated by spaces or commas
+    (as --fields takes them), never one value 'a,b'."""
+    import argparse
+
+    from cqa_search.cli._common import ListOption
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--metrics", action=ListOption)
+    assert parser.parse_args(["--metrics", "map,p@1", "ndcg@10,"]).metrics == \
+        ["map", "p@1", "ndcg@10"]
+    code, _, err = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
+                       tmp_path / "idx", "--models", "translation,nonsense")
+    assert code == 1 and "--models: unknown family 'nonsense'" in err
+
+
 def test_a_bug_says_it_is_one_and_exits_70(capsys, monkeypatch, toy_index):
     from cqa_search.cli import query as query_cli
 
@@ -598,3 +643,83 @@ def test_every_model_family_says_what_it_adds_and_costs(capsys):
             main(["fit", "idx", family, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert "Adds" in text and "Costs: about" in text, family
+        # --ray says what of this family runs on Ray, or that nothing does
+        ray_help = text[text.index("--ray [ADDRESS] "):]
+        assert (f"fit on Ray (pip install 'cqa-search[distributed]'): "
+                f"{FAMILIES[family].on_ray};" if FAMILIES[family].on_ray else
+                f"nothing of the {family} family runs on Ray") in ray_help, family
+
+
+def test_opening_a_sharded_index_on_a_terminal_says_that_ray_starts(toy_index, monkeypatch):
+    """A sharded index's first result (or prompt) comes after its Ray actors start: seconds
+    of a silent terminal without this note; nothing on a pipe, nothing for one index."""
+    from cqa_search.cli import _common
+    from cqa_search.index import store
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    _common.note_shards(toy_index, file=out)
+    assert out.getvalue() == ""
+    real = store.open_index
+    monkeypatch.setattr(store, "open_index", lambda path: type(
+        "Stored", (), {"manifest": {**real(path).manifest, "shards": ["a", "b"]}})())
+    _common.note_shards(toy_index, file=io.StringIO())  # a pipe
+    _common.note_shards(toy_index, file=out)
+    assert out.getvalue() == (f"cqa-search: note: {toy_index} has 2 shards: starting their "
+                              "Ray actors (and a local Ray session unless one runs) takes a "
+                              "few seconds ...\n")
+    _common.note_shards(toy_index.parent / "nowhere", file=out)  # opening it will say why
+    assert out.getvalue().count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["add", "{index}", "{archive}"], ["fit", "{index}", "topics"],
+                                  ["delete", "{index}", "t01"], ["compact", "{index}"]])
+def test_a_read_only_index_is_refused_before_the_work(capsys, toy_index, fixtures, tmp_path,
+                                                      monkeypatch, argv):
+    """A change to an index on a read-only file system (or without write permission) is
+    refused at once, not after a fit of minutes; searching it still works."""
+    import shutil
+
+    from cqa_search.index.store import current_generation
+
+    index = tmp_path / "idx"
+    shutil.copytree(toy_index, index)
+    before = current_generation(index)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if mode == os.W_OK and
+                        os.path.samefile(path, index) else real_access(path, mode))
+    worked = []
+    from cqa_search import training
+
+    monkeypatch.setattr(training, "fit_family", lambda *a, **k: worked.append(a))
+    argv = [a.format(index=index, archive=fixtures / "toy_archive.jsonl") for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 1 and worked == [] and current_generation(index) == before
+    assert err.startswith(f"cqa-search: error: cannot write the index {index}: ") and \
+        err.rstrip().endswith("(the index is unchanged; nothing was done)")
+    code, out, _ = run(capsys, "query", index, "visa", "-k", "1")
+    assert code == 0 and out
+
+
+@pytest.mark.parametrize("failure, status", [(KeyboardInterrupt(), 130),
+                                             (OSError(28, "No space left on device"), 1)])
+def test_a_failure_closes_the_bars_before_its_line(capsys, failure, status):
+    """Ctrl-C (or an error) in a long step: its bar is closed before the last line, not
+    drawn again under "interrupted" when collected."""
+    import argparse
+
+    from tqdm import tqdm
+
+    from cqa_search.cli._common import run_command
+
+    bars = []
+
+    def run(args):
+        bars.append(tqdm(desc="indexing", total=10, file=io.StringIO()))
+        raise failure
+
+    assert run_command(run, argparse.Namespace(verbose=0)) == status
+    assert bars[0].disable  # closed

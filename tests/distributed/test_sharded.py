@@ -157,6 +157,19 @@ def test_more_shards_than_questions_leaves_empty_shards(ray_session, tmp_path, t
         _same(sharded.search(text, 3), one.search(text, 3))
 
 
+def test_the_build_shows_the_shards_work_after_the_reading(ray_session, tmp_path,
+                                                          toy_archive, shown_bars):
+    """After the reading bar, the shards' steps on Ray (starting it, analysing, writing)
+    have a bar of their own: it was seconds (minutes at scale) of a still screen."""
+    from cqa_search.distributed import build as build_module
+
+    shown = shown_bars(build_module)
+    build_sharded_index(list(toy_archive)[:4], tmp_path / "s2", 2, progress=True)
+    start = shown.index(("building shards", 4))
+    assert shown[start:] == [("building shards", 4), "starting Ray", "analysing", 1, 1,
+                             "writing", 2, "closed"]
+
+
 def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
     one = engines["one"]
     sharded = SearchEngine.open(indexes / "s2")
@@ -215,6 +228,26 @@ def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
     sharded_out = capsys.readouterr().out
     assert cli(["query", str(tmp_path / "one"), "laptop battery", "-k", "3"]) == 0
     assert capsys.readouterr().out == sharded_out and "z1" in sharded_out
+
+
+def test_the_raylets_notices_never_reach_standard_output(ray_session, capsys, caplog):
+    """Ray's driver prints its raylet's notices on stdout (a loaded machine's "24 PYTHON
+    worker processes have been started ..." landed in a sharded query's results): they are
+    the ray logger's warnings, shown with -v; a worker's own lines still pass."""
+    import logging
+
+    from ray._private import worker
+
+    caplog.set_level(logging.WARNING, logger="ray")
+    worker.print_to_stdstream({"lines": ["WARNING: 24 PYTHON worker processes have been "
+                                         "started"], "pid": "raylet", "is_err": False},
+                              ignore_prefix=False)
+    assert capsys.readouterr().out == ""
+    assert [r.getMessage() for r in caplog.records if r.name == "ray"] == [
+        "(raylet) WARNING: 24 PYTHON worker processes have been started"]
+    worker.print_to_stdstream({"lines": ["a worker's line"], "pid": 1234, "is_err": False,
+                               "ip": "127.0.0.1"}, ignore_prefix=True)
+    assert "a worker's line" in capsys.readouterr().out
 
 
 def test_ray_says_nothing_on_the_command_line_without_v(tmp_path):

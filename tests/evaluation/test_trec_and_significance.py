@@ -128,3 +128,29 @@ def test_files_given_by_path(tmp_path):
         evaluate([("q1", "a")], tmp_path / "qrels.txt")
     with pytest.raises(ParameterError, match=r"qrels must be a path or a dict .* as read_qrels"):
         evaluate({"q1": {"a": 1.0}}, {"q1": ["a"]})
+
+
+def test_qrels_runs_and_queries_are_read_from_a_pipe(tmp_path):
+    """A shell's ``--qrels <(grep ...)`` is a pipe, read like a file (as archives are);
+    a directory or a device is named as what it is, not as missing."""
+    import os
+    import threading
+
+    def piped(name, text):
+        path = tmp_path / name
+        os.mkfifo(path)
+
+        def write():
+            with open(path, "w") as f:
+                f.write(text)
+        threading.Thread(target=write, daemon=True).start()
+        return path
+
+    assert read_qrels(piped("qrels", "q1 0 d1 1\nq1 0 d2 0\n")) == {"q1": {"d1": 1, "d2": 0}}
+    assert [q["id"] for q in read_queries(piped("queries.tsv", "q1\tdead battery\n"))] == ["q1"]
+    with pytest.raises(ArchiveError, match="expected a qrels file but got a directory"):
+        read_qrels(tmp_path)
+    with pytest.raises(ArchiveError, match="/dev/null is a device, not a queries file"):
+        read_queries("/dev/null")
+    with pytest.raises(ArchiveError, match="no such run file"):
+        read_run(tmp_path / "none.run")

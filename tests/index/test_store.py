@@ -82,8 +82,16 @@ def test_bumped_format_version_raises(index_copy):
     _rewrite_manifest(index_copy, lambda m: m.update(format_version=FORMAT_VERSION + 1))
     assert not is_compatible(index_copy)
     with pytest.raises(IndexFormatError, match=rf"format version {FORMAT_VERSION + 1}, but this "
-                                               rf"cqa_search .* reads version {FORMAT_VERSION}: "
-                                               r"rebuild it with `cqa-search build-index`"):
+                                               rf"cqa_search .* reads version {FORMAT_VERSION} "
+                                               r"\(and 3 for an unsharded index\): a newer cqa_search wrote "
+                                               r"it: upgrade cqa_search, or rebuild it with "
+                                               r"`cqa-search build-index`"):
+        SearchEngine.open(index_copy)
+    _rewrite_manifest(index_copy, lambda m: m.update(format_version=2))
+    with pytest.raises(IndexFormatError, match=r"format version 2, but this cqa_search .* "
+                                               rf"reads version {FORMAT_VERSION} \(and 3 for "
+                                               r"an unsharded index\): rebuild it with `cqa-search "
+                                               r"build-index`$"):
         SearchEngine.open(index_copy)
 
 
@@ -104,7 +112,8 @@ def test_an_unsharded_index_of_format_3_is_read_and_written_as_format_4(index_co
     _rewrite_manifest(index_copy, lambda m: m.update(format_version=3, shards=[]))
     assert not is_compatible(index_copy)
     with pytest.raises(IndexFormatError, match="format version 3, but this cqa_search .* reads "
-                                               f"version {FORMAT_VERSION}: rebuild it"):
+                                               f"version {FORMAT_VERSION} \\(and 3 for an "
+                                               "unsharded index\\): rebuild it"):
         SearchEngine.open(index_copy)
 
 
@@ -118,7 +127,8 @@ def test_an_index_of_the_old_layout_asks_for_a_rebuild_and_can_be_rebuilt(tmp_pa
         "files": {"vocab.json": {"bytes": 2, "sha256": "0" * 64},
                   "fields/question/indptr.npy": {"bytes": 0, "sha256": "0" * 64}}}))
     with pytest.raises(IndexFormatError, match="format version 2, but this cqa_search .* reads "
-                                               f"version {FORMAT_VERSION}: rebuild it"):
+                                               f"version {FORMAT_VERSION} \\(and 3 for an "
+                                               "unsharded index\\): rebuild it"):
         SearchEngine.open(old)
     build_index([Question("a", "renew visa")], old)
     assert sorted(p.name for p in old.iterdir()) == [".lock", CURRENT, "gen-000001"]

@@ -1,5 +1,6 @@
 """The JSON API through the framework's test client: same results as the Python API, the
 documented schema, errors and limits, and an index rebuilt while the server runs."""
+import errno
 import re
 import threading
 import time
@@ -15,7 +16,7 @@ from cqa_search.presentation import Presenter
 from cqa_search.query_parser import MAX_QUERY_CHARS
 from cqa_search.server import create_app
 from cqa_search.server import schema
-from cqa_search.server.app import MAX_K, MAX_TARGET_BYTES
+from cqa_search.server.app import MAX_K, MAX_TARGET_BYTES, READ_ONLY
 
 QUERIES = [("renew my visa", None), ("category:cars engine battery", None),
            ('"second hand" sofa', None), ("+visa -family office", None),
@@ -381,10 +382,14 @@ def test_writes_need_the_token_and_are_served_at_once(tmp_path, toy_questions):
     build_index(toy_questions, path)
     auth = {"Authorization": f"Bearer {TOKEN}"}
     with TestClient(create_app(path)) as http:  # read-only by default
-        refused = http.post("/api/questions", json=[{"id": "n1", "title": "kayak"}])
-        assert refused.status_code == 413 and "--allow-writes" in refused.json()["detail"]
-        refused = http.delete("/api/questions/t01", headers=auth)
-        assert refused.status_code == 405 and "read-only" in refused.json()["detail"]
+        # a write is refused by its method, whether it has a body or not (it was a 413
+        # with a body, and a redirect to /api/questions/ without one)
+        for refused in [http.post("/api/questions", json=[{"id": "n1", "title": "kayak"}]),
+                        http.post("/api/questions", follow_redirects=False),
+                        http.put("/api/questions/t01", json={"id": "t01"}),
+                        http.delete("/api/questions/t01", headers=auth)]:
+            assert refused.status_code == 405 and refused.json()["detail"] == READ_ONLY
+            assert refused.headers["allow"] == "GET, HEAD"
         assert "/api/questions" not in http.get("/openapi.json").json()["paths"]
     with TestClient(create_app(path, write_token=TOKEN)) as http:
         for headers, status in [({}, 401), ({"Authorization": "Bearer wrong"}, 403),
@@ -393,6 +398,9 @@ def test_writes_need_the_token_and_are_served_at_once(tmp_path, toy_questions):
                                  headers=headers)
             assert response.status_code == status, headers
         assert http.get("/api/search", params={"q": "kayak"}).json()["hits"] == []
+        # writes allowed: another method is not allowed, and the API is not "read-only"
+        assert http.put("/api/questions/t01", headers=auth).json()["detail"] == \
+            "Method Not Allowed"
         # a JSON list, then JSONL; served at once
         doc = http.post("/api/questions", headers=auth, json=[
             {"id": "n1", "title": "Where to rent a kayak?", "category": "Shopping"}]).json()
@@ -485,3 +493,30 @@ def test_the_hybrid_first_stage_over_http(vectors_index, monkeypatch):
     expected = engine.with_config(SearchConfig(hybrid=0.6)).search("dog barking", k=3)
     assert doc["ranking"]["hybrid"] == 0.6 and [h["id"] for h in doc["hits"]] == \
         list(expected.doc_ids)
+
+
+@pytest.mark.parametrize("error, status", [(errno.ENOSPC, 507), (errno.EFBIG, 507),
+                                           (errno.EROFS, 503), (errno.EACCES, 503)])
+def test_a_write_the_machine_refuses_is_an_error_of_the_service(tmp_path, toy_questions,
+                                                                monkeypatch, error, status):
+    """A full disk or a read-only index under --allow-writes: 507 or 503 saying so, the
+    index as it was; it was a 500 "internal error" and a traceback in the server's log."""
+    import os
+
+    from cqa_search.server import writes
+
+    def refused(*args, **kwargs):
+        raise OSError(error, os.strerror(error), str(tmp_path / "idx" / ".tmp-x"))
+
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    monkeypatch.setattr(writes, "add_questions", refused)
+    monkeypatch.setattr(writes, "delete_questions", refused)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(create_app(path, write_token=TOKEN), raise_server_exceptions=False) as http:
+        for response in [http.post("/api/questions", headers=auth, json={"id": "n", "title": "x"}),
+                         http.delete("/api/questions/t01", headers=auth)]:
+            assert response.status_code == status
+            assert response.json()["detail"] == (f"cannot write the index: "
+                                                 f"{os.strerror(error)} (it is unchanged)")
+        assert http.get("/health").json()["n_docs"] == 12

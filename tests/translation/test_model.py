@@ -50,6 +50,17 @@ def test_fit_with_defaults_store_and_reopen(index_copy):
         np.testing.assert_allclose(res.features[:, cols], before[rows], rtol=1e-12)
 
 
+def test_the_fit_shows_which_step_runs(index_copy, shown_bars):
+    """The corpus's analysis and TextRank and the phrase extraction have no bar of their
+    own: a bar of the three steps names the one running."""
+    import cqa_search.translation.model as model_module
+
+    shown = shown_bars(model_module)
+    TranslationModel(max_iter=2, tol=None).fit(SearchEngine.open(index_copy).view, progress=True)
+    assert shown == [("fitting translation", 3), "parallel corpus (analysis, TextRank)", 1,
+                     "IBM Model 1", 1, "phrase table", 1, "closed"]
+
+
 def test_ibm1_alone_can_be_stored(index_copy):
     engine = SearchEngine.open(index_copy)
     model = TranslationModel(textrank=False, tol=None).fit(engine.view)

@@ -274,3 +274,15 @@ def test_the_query_path_imports_neither_scikit_learn_nor_gensim(demo_index):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_fit_bar_names_the_step_running(engine, shown_bars):
+    """The bar shows the step under way (the first, the word vectors, is most of the time:
+    it showed no name until it was done)."""
+    import cqa_search.vectors.model as model_module
+
+    shown = shown_bars(model_module)
+    model = EmbeddingModel(**PARAMS).fit(engine.view, progress=True)
+    steps = list(model.fit_seconds_)
+    assert len(steps) == 6 and shown == [("fitting embeddings", 6), steps[0],
+                                         *[x for s in steps[1:] for x in (1, s)], 1, "closed"]
