@@ -185,19 +185,25 @@ def sum_dp(probs, lengths, running, rescale):
 
 
 @njit(cache=True, nogil=True)
-def viterbi(logp, floor):
-    """The max-form DP of :func:`cqa_search.translation.scoring._viterbi` (the first
-    best length on ties, as ``argmax``): ``pad`` (P + L, R) and ``back`` (P + 1, R)."""
-    P, L, R = logp.shape
-    pad = np.full((P + L, R), floor)
+def viterbi(probs, n_rows, floor):
+    """The max-form DP of :func:`cqa_search.translation.scoring._viterbi` over the first
+    ``n_rows`` rows of ``probs`` (the first best length on ties, as ``argmax``): ``pad``
+    (P + L, n_rows) and ``back`` (P + 1, n_rows). The log of a span probability is taken
+    here, of the non-zero ones only (most are zero: numpy's log of 0 takes a slow path),
+    ``floor`` for the others (numpy's ``maximum(log(p), floor)``; libm's log may differ
+    from numpy's in the last bit)."""
+    P, L, _ = probs.shape
+    pad = np.full((P + L, n_rows), floor)
     pad[L - 1, :] = 0.0
-    back = np.zeros((P + 1, R), dtype=np.int8)
+    back = np.zeros((P + 1, n_rows), dtype=np.int8)
     for p in range(1, P + 1):
-        for r in range(R):
-            best = pad[p - 1, r] + logp[p - 1, 0, r]
+        for r in range(n_rows):
+            x = probs[p - 1, 0, r]
+            best = pad[p - 1, r] + (np.log(x) if x > 0.0 else floor)
             arg = 0
             for length in range(1, L):
-                v = pad[p - 1 + length, r] + logp[p - 1, length, r]
+                x = probs[p - 1, length, r]
+                v = pad[p - 1 + length, r] + (np.log(x) if x > 0.0 else floor)
                 if v > best:
                     best = v
                     arg = length

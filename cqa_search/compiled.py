@@ -300,10 +300,12 @@ def sum_dp(probs, lengths, running, rescale):
                            np.asarray(running, dtype=np.int64), int(rescale))
 
 
-def viterbi(logp, floor):
-    """``(pad, back)`` of the max-form DP (the kernels must be loaded): see
+def viterbi(probs, n_rows, floor):
+    """``(pad, back)`` of the max-form DP over the first ``n_rows`` rows of the span
+    probabilities ``probs`` (the kernels must be loaded): see
     :func:`cqa_search.translation.scoring._viterbi`."""
-    return _kernels.viterbi(np.ascontiguousarray(logp, dtype=np.float64), float(floor))
+    return _kernels.viterbi(np.ascontiguousarray(probs, dtype=np.float64), int(n_rows),
+                            float(floor))
 
 
 def locate(indptr, indices, term_ids, rows):
@@ -463,7 +465,7 @@ def _examples():
     probs = np.full((2, 2, 1), 0.5)
     return {"top_k": top_k,
             "sum_dp": (probs, np.array([2]), np.array([1, 1, 1]), 4),
-            "viterbi": (np.log(probs), -1e30),
+            "viterbi": (probs, 1, -1e30),
             "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64)),
             "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
                       np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1),

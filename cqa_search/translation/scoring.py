@@ -180,14 +180,20 @@ def _sum_dp_numpy(probs, lengths, running):
         return np.log(alpha[L - 1 + lengths, np.arange(R)]) + log_scale
 
 
-def _viterbi(logp):
-    """Max-form DP over rows of ``logp`` (P, L, R) (log-probabilities, lengths reversed
-    as in :func:`_sum_dp`, at least ``_FLOOR``): ``alpha`` (R, P + 1) and the length
-    of the last phrase ``back`` (R, P + 1), the same as :func:`segment_dp`."""
-    L = logp.shape[1]
-    if compiled.active() == "numba":  # the same arithmetic, compiled
-        pad, back = compiled.viterbi(logp, _FLOOR)
+def _viterbi(probs, n_rows=None):
+    """Max-form DP over the first ``n_rows`` rows (default: all) of the span
+    probabilities ``probs`` (P, L, R) (lengths reversed as in :func:`_sum_dp`), in log
+    space, the log of an impossible span floored at ``_FLOOR``: ``alpha`` (n_rows, P + 1)
+    and the length of the last phrase ``back`` (n_rows, P + 1), the same as
+    :func:`segment_dp`."""
+    L, R = probs.shape[1:]
+    n_rows = R if n_rows is None else n_rows
+    if compiled.active() == "numba":  # the same arithmetic compiled, the logs of the
+        # non-zero probabilities only (to the last bit of the log: libm's against numpy's)
+        pad, back = compiled.viterbi(probs, n_rows, _FLOOR)
     else:
+        with np.errstate(divide="ignore"):
+            logp = np.maximum(np.log(probs[:, :, :n_rows]), _FLOOR)
         pad, back = compiled.timed(_viterbi_numpy, logp)
     alpha = pad[L - 1:].T
     alpha[alpha < _FLOOR / 2] = _NEG
@@ -476,13 +482,13 @@ class TranslationScorer:
             if m.segmentation == "sum":
                 final = _sum_dp(fwd_probs, np.full(2 * n_fwd, J))
                 inv = _sum_dp(inv_probs, inv_len[np.argsort(col)])[col]
-                vit, back = _viterbi(np.maximum(np.log(fwd_probs[:, :, :n_fwd]), _FLOOR))
+                vit, back = _viterbi(fwd_probs, n_fwd)
                 vit_final = vit[:, J]
             else:               # every DP in max form; the PT rows give the Viterbi B^
-                alpha, back = _viterbi(np.maximum(np.log(fwd_probs), _FLOOR))
+                alpha, back = _viterbi(fwd_probs)
                 final = alpha[:, J]
                 vit_final, back = final[:n_fwd], back[:n_fwd]
-                alpha, _ = _viterbi(np.maximum(np.log(inv_probs), _FLOOR))
+                alpha, _ = _viterbi(inv_probs)
                 inv = alpha[col, inv_len]
         fwd = final[:2 * n_fwd].reshape(2, n_parts, n)              # (pt|lw, part, n)
         out[:, 2], out[:, 4] = np.logaddexp.reduce(fwd + logmu[None, :, None], axis=1)
