@@ -466,16 +466,13 @@ class TranslationScorer:
         col[np.argsort(-inv_len, kind="stable")] = np.arange(2 * n)
         inv_probs = np.zeros((max(question.width, 1), L, 2 * n))
         bg_q = m.lam * self._bg[seq]
-        S1, S2, BG, aligned = [], [], [], []
+        links, BG, unaligned = [], [], []
         for k, (docs, pairs, _) in enumerate(parts):
             A = self._align(pairs, tables.f_null)[:, pos_term]      # (n, J)
-            s1, s2, bg = self._forward_spans(docs, A, qng, bg_q, fwd_probs,
-                                             np.arange(k * n, (k + 1) * n),
-                                             np.arange(n_fwd + k * n, n_fwd + (k + 1) * n))
-            S1.append(s1)
-            S2.append(s2)
+            spans, bg = self._forward_spans(docs, A, qng, bg_q, fwd_probs, k * n, n_fwd + k * n)
+            links.append(spans)
             BG.append(bg)
-            aligned.append(A >= 0)
+            unaligned.append((A < 0).sum(axis=1))
         self._inverse_spans(question, tables, qng, inv_probs, col[:n], col[n:])
         logmu = np.log(np.array([mu for _, _, mu in parts]))
         with np.errstate(divide="ignore"):
@@ -495,10 +492,19 @@ class TranslationScorer:
         out[:, 3], out[:, 5] = inv.reshape(2, n)
         # Viterbi segmentation B^ of the part with the higher mu * max-probability
         best = (vit_final.reshape(n_parts, n) + logmu[:, None]).argmax(axis=0)
-        pick = best * n + np.arange(n)
-        out[:, 6] = self._distortion(back[pick, :J + 1], np.concatenate(S1)[pick],
-                                     np.concatenate(S2)[pick], np.concatenate(BG)[pick])
-        out[:, 7] = (~np.concatenate(aligned)[pick]).sum(axis=1) / J
+        cands = np.arange(n)
+        # the document span of each bi-phrase of that part ((candidate, end, length) ->
+        # first and last position), dense for the walk along the segmentation
+        S1 = np.zeros((n, J, L), dtype=np.int64)
+        S2 = np.zeros((n, J, L), dtype=np.int64)
+        for k, (c, j2, length, s1, s2) in enumerate(links):
+            mine = best[c] == k
+            c, j2, length = c[mine], j2[mine], length[mine] - 1
+            S1[c, j2, length] = s1[mine]
+            S2[c, j2, length] = s2[mine]
+        out[:, 6] = self._distortion(back[best * n + cands, :J + 1], S1, S2,
+                                     np.stack(BG)[best, cands])
+        out[:, 7] = np.stack(unaligned)[best, cands] / J
         return out
 
     def _word_models(self, docs, pairs, terms, query):
@@ -550,14 +556,13 @@ class TranslationScorer:
             A[flat] = np.maximum.reduceat(np.where(win, pairs.last[order], -1), starts)
         return A.reshape(pairs.n, pairs.n_terms)
 
-    def _forward_spans(self, docs, A, qng, bg_q, probs, pt_cols, lw_cols):
+    def _forward_spans(self, docs, A, qng, bg_q, probs, pt0, lw0):
         """phi(w|t) and lex(w|t) of the bi-phrases ending at each query position, into
-        ``probs[:J, :, pt_cols[c]]`` and ``probs[:J, :, lw_cols[c]]``; returns the
-        document spans (S1, S2) of each bi-phrase and the background positions BG."""
+        ``probs[:J, :, pt0 + c]`` and ``probs[:J, :, lw0 + c]``; returns the bi-phrases
+        ``(c, j2, length, s1, s2)`` (candidate, last query position, length, first and
+        last document position) and the background positions BG (n, J)."""
         n, J = A.shape
         L = self._L
-        S1 = np.zeros((n, J, L), dtype=np.int64)
-        S2 = np.zeros((n, J, L), dtype=np.int64)
         known = (qng >= 0)[:, None, :J]                    # query n-grams in the table
         length, c, j1, s1, s2 = _hull_spans(A, L, self._tight, known)
         # the phrase ids of the document spans the links reach (not of every n-gram of
@@ -567,15 +572,13 @@ class TranslationScorer:
         hit = idx >= 0
         length, c, j2 = length[hit], c[hit], j1[hit] + length[hit] - 1
         idx = idx[hit]
-        probs[j2, L - length, pt_cols[c]] = self._table.forward_[idx]
-        probs[j2, L - length, lw_cols[c]] = self._table.lex_forward_[idx]
-        S1[c, j2, length - 1] = s1[hit]
-        S2[c, j2, length - 1] = s2[hit]
+        probs[j2, L - length, pt0 + c] = self._table.forward_[idx]
+        probs[j2, L - length, lw0 + c] = self._table.lex_forward_[idx]
         ones = probs[:J, L - 1]                                     # length-1 spans
-        BG = ones[:, pt_cols] == 0                                  # (J, n)
-        for cols in (pt_cols, lw_cols):
-            ones[:, cols] = np.where(BG, bg_q[:, None], ones[:, cols])
-        return S1, S2, BG.T
+        BG = ones[:, pt0:pt0 + n] == 0                              # (J, n)
+        for c0 in (pt0, lw0):
+            np.copyto(ones[:, c0:c0 + n], bg_q[:, None], where=BG)
+        return (c, j2, length, s1[hit], s2[hit]), BG.T
 
     def _inverse_spans(self, docs, tables, qng, probs, pt_cols, lw_cols):
         """phi(t|w) and lex(t|w) of the bi-phrases ending at each document position, into
