@@ -429,14 +429,18 @@ def token_slots(hashes, n_known, size):
 
 
 @njit(cache=True, nogil=True)
-def hull_spans(A, max_length, tight, known):
+def hull_spans(A, max_length, tight, known, lengths):
     """The bi-phrase candidates of :func:`cqa_search.translation.scoring._hull_spans`, in
     its order (by length, then row, then start): ``known[length - 1, c or 0, x1]`` says
     whether the window of that length starting at ``x1`` can be a phrase of the table
-    (one row for every ``c`` when ``known`` has one)."""
+    (one row for every ``c`` when ``known`` has one); the windows of row ``c`` lie in its
+    first ``lengths[c]`` positions (at most ``P``)."""
     n, P = A.shape
     top = min(max_length, P)
-    size = n * P * max(top, 0)
+    size = 0
+    for c in range(n):
+        size += lengths[c]
+    size *= max(top, 0)
     o_len = np.empty(size, dtype=np.int64)
     o_c = np.empty(size, dtype=np.int64)
     o_x = np.empty(size, dtype=np.int64)
@@ -447,7 +451,7 @@ def hull_spans(A, max_length, tight, known):
     for length in range(1, top + 1):
         for c in range(n):
             kc = c if per_row else 0
-            for x1 in range(P - length + 1):
+            for x1 in range(lengths[c] - length + 1):
                 if not known[length - 1, kc, x1]:
                     continue
                 if tight and (A[c, x1] < 0 or A[c, x1 + length - 1] < 0):

@@ -373,12 +373,14 @@ def search_sorted(keys, needles):
     return out
 
 
-def hull_spans(A, max_length, tight, known):
+def hull_spans(A, max_length, tight, known, lengths):
     """``(length, c, x1, lo, hi)`` of the bi-phrase candidates (the kernels must be
     loaded): see :func:`cqa_search.translation.scoring._hull_spans`; ``known`` (bool,
-    ``(max_length, n or 1, P)``) marks the windows that can be a phrase of the table."""
+    ``(max_length, n or 1, P)``) marks the windows that can be a phrase of the table,
+    ``lengths`` (n,) bounds each row's windows (at most ``P``)."""
     return _kernels.hull_spans(np.ascontiguousarray(A, dtype=np.int64), int(max_length),
-                               bool(tight), np.ascontiguousarray(known, dtype=np.bool_))
+                               bool(tight), np.ascontiguousarray(known, dtype=np.bool_),
+                               np.ascontiguousarray(lengths, dtype=np.int64))
 
 
 def distortion(back, S1, S2, BG):
@@ -479,7 +481,7 @@ def _examples():
                               np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.int64), 1),
             "scatter_max": (np.zeros(1), np.zeros(1, dtype=np.int64), np.ones(1)),
             "hull_spans": (np.zeros((1, 2), dtype=np.int64), 2, False,
-                           np.ones((2, 1, 2), dtype=np.bool_)),
+                           np.ones((2, 1, 2), dtype=np.bool_), np.full(1, 2, dtype=np.int64)),
             "distortion": (np.array([[0, 1]], dtype=np.int8), np.zeros((1, 1, 2), np.int64),
                            np.zeros((1, 1, 2), np.int64), np.zeros((1, 1), dtype=np.bool_)),
             "search_directed": (np.arange(3, dtype=np.int64), np.array([0, 2, 3]), 0, 1,

@@ -349,7 +349,7 @@ class _QueryTables:
             self.f_prob[idx]
 
 
-def _hull_spans(A, max_length, tight, known):
+def _hull_spans(A, max_length, tight, known, lengths=None):
     """Bi-phrase candidates: the windows of ``A`` (n, P) of every length.
 
     ``A[c, x]`` is the position (in the other sequence) that position ``x`` is aligned
@@ -357,15 +357,20 @@ def _hull_spans(A, max_length, tight, known):
     span at most ``max_length`` positions ``(y1, y2)``; with ``tight``, the first and
     last positions of the window must be aligned. ``known`` (bool, ``(max_length, n or
     1, P)``): ``known[length - 1, c, x1]`` keeps only windows that can be a phrase of the
-    table (one row: the same for every ``c``). In order of length, then ``c``, then
-    ``x1``.
+    table (one row: the same for every ``c``). ``lengths`` (n,): the windows of row
+    ``c`` lie in its first ``lengths[c]`` positions (default: all ``P``; rows of
+    sequences of different lengths, padded: the compiled pass then never visits the
+    padding). In order of length, then ``c``, then ``x1``.
     """
+    n, P = A.shape
+    lengths = np.full(n, P, dtype=np.int64) if lengths is None else \
+        np.minimum(lengths, P).astype(np.int64)
     if compiled.active() == "numba":  # the same windows, one pass compiled
-        return compiled.hull_spans(A, max_length, tight, known)
-    return compiled.timed(_hull_spans_numpy, A, max_length, tight, known)
+        return compiled.hull_spans(A, max_length, tight, known, lengths)
+    return compiled.timed(_hull_spans_numpy, A, max_length, tight, known, lengths)
 
 
-def _hull_spans_numpy(A, max_length, tight, known):
+def _hull_spans_numpy(A, max_length, tight, known, lengths):
     n, P = A.shape
     aligned = A >= 0
     lo1 = np.where(aligned, A, 1 << 40)
@@ -377,7 +382,8 @@ def _hull_spans_numpy(A, max_length, tight, known):
             lo = np.minimum(lo[:, :-1], lo1[:, length - 1:])
             hi = np.maximum(hi[:, :-1], hi1[:, length - 1:])
             linked = linked[:, :-1] | aligned[:, length - 1:]
-        ok = linked & (hi - lo < max_length) & known[length - 1, :, :P - length + 1]
+        ok = linked & (hi - lo < max_length) & known[length - 1, :, :P - length + 1] \
+            & (np.arange(P - length + 1) + length <= lengths[:, None])
         if tight:
             ok &= aligned[:, :P - length + 1] & aligned[:, length - 1:]
         c, x1 = np.nonzero(ok)
@@ -594,9 +600,10 @@ class TranslationScorer:
         A[docs.doc, docs.local] = tables.i_align[tables.i_map[docs.tokens]]
         # every window inside its document, then those whose query span is a phrase of
         # the table, and only their document spans looked up (a bi-phrase needs both)
-        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight, np.ones((L, 1, I), dtype=bool))
+        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight, np.ones((L, 1, I), dtype=bool),
+                                            docs.lengths)
         tgt = qng[j2 - j1, j1]
-        keep = (tgt >= 0) & (i1 + length <= docs.lengths[c])
+        keep = tgt >= 0
         length, c, i1, tgt = length[keep], c[keep], i1[keep], tgt[keep]
         src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + i1, length)
         idx = self._table.find(src, tgt)

@@ -357,18 +357,26 @@ def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_entries):
        L=st.integers(1, 4), tight=st.booleans(), per_row=st.booleans())
 def test_compiled_hull_spans_are_the_numpy_ones(seed, n, P, L, tight, per_row):
     """The bi-phrase candidates (windows holding a link whose links span at most L
-    positions, in the table, tight or not) come out the same, in the same order."""
+    positions, in the table, tight or not, inside each row's length) come out the same,
+    in the same order."""
     from cqa_search.translation.scoring import _hull_spans_numpy
     if not compiled.load():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(seed)
     A = np.where(rng.random((n, P)) < 0.3, -1, rng.integers(0, 8, (n, P))).astype(np.int64)
     known = rng.random((L, n if per_row else 1, P)) < 0.8
-    want = _hull_spans_numpy(A, L, tight, known)
-    got = compiled.hull_spans(A, L, tight, known)
-    assert len(got) == len(want) == 5
-    for g, w in zip(got, want):
-        assert g.tolist() == w.tolist()
+    lengths = rng.integers(0, P + 1, n)
+    for bound in (np.full(n, P), lengths):
+        want = _hull_spans_numpy(A, L, tight, known, bound)
+        got = compiled.hull_spans(A, L, tight, known, bound)
+        assert len(got) == len(want) == 5
+        for g, w in zip(got, want):
+            assert g.tolist() == w.tolist()
+    # a row's bound keeps exactly its windows that end inside it
+    full = _hull_spans_numpy(A, L, tight, known, np.full(n, P))
+    inside = full[2] + full[0] <= lengths[full[1]]
+    for g, w in zip(_hull_spans_numpy(A, L, tight, known, lengths), full):
+        assert g.tolist() == w[inside].tolist()
 
 
 @settings(max_examples=150, deadline=None)
