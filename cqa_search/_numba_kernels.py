@@ -322,27 +322,35 @@ def quadratic_forms(offsets, terms, weights, s_indptr, s_indices, s_data, mark):
 
 
 @njit(cache=True, nogil=True)
-def align(doc, term, prob, last, p_null, n, n_terms):
-    """Eq. 9 of :meth:`cqa_search.translation.scoring.TranslationScorer._align`, one pass
-    over the entries (candidate, query term, ``P(w | word)``, the word's last position):
-    for each (candidate, term) the last position among the words of largest probability,
-    when that is above 0 and at least NULL's; else -1. Comparisons only: its result
-    exactly."""
+def align(doc, row, last, count, f_indptr, f_term, f_prob, p_null, n, n_terms):
+    """Eq. 9 of :meth:`cqa_search.translation.scoring.TranslationScorer._align` and the
+    word-translation sums, one pass over the (candidate, word) pairs and the non-zero
+    ``P(w | word)`` of each word's table row ``f_indptr[row]:f_indptr[row + 1]`` (query
+    term, probability), in the order of the numpy path's entries: for each (candidate,
+    term), the last position among the words of largest probability, when that is above 0
+    and at least NULL's, else -1 (comparisons only: its result exactly); and ``sum
+    P(w | word) * count`` (added in the entries' order, as ``bincount``: the same sums)."""
     size = n * n_terms
     top = np.zeros(size)
     best = np.full(size, -1, dtype=np.int64)
-    for e in range(doc.shape[0]):
-        k = doc[e] * n_terms + term[e]
-        p = prob[e]
-        if p > top[k]:
-            top[k] = p
-            best[k] = last[e]
-        elif p == top[k] and p > 0.0 and last[e] > best[k]:
-            best[k] = last[e]
+    sums = np.zeros(size)
+    for g in range(doc.shape[0]):
+        base = doc[g] * n_terms
+        at = last[g]
+        c = count[g]
+        for e in range(f_indptr[row[g]], f_indptr[row[g] + 1]):
+            k = base + f_term[e]
+            p = f_prob[e]
+            sums[k] += p * c
+            if p > top[k]:
+                top[k] = p
+                best[k] = at
+            elif p == top[k] and p > 0.0 and at > best[k]:
+                best[k] = at
     for k in range(size):
         if best[k] >= 0 and top[k] < p_null[k % n_terms]:
             best[k] = -1
-    return best
+    return best, sums
 
 
 _FNV_OFFSET = np.uint64(14695981039346656037)

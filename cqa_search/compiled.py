@@ -413,12 +413,16 @@ def scatter_max(out, idx, values) -> None:
     _kernels.scatter_max(out, np.asarray(idx, dtype=np.int64), np.asarray(values, dtype=out.dtype))
 
 
-def align(doc, term, prob, last, p_null, n, n_terms):
-    """Eq. 9's winners, flat ``(n * n_terms,)`` (the kernels must be loaded): see
-    :meth:`cqa_search.translation.scoring.TranslationScorer._align`."""
-    return _kernels.align(np.asarray(doc, dtype=np.int64), np.asarray(term, dtype=np.int64),
-                          np.asarray(prob, dtype=np.float64), np.asarray(last, dtype=np.int64),
-                          np.asarray(p_null, dtype=np.float64), int(n), int(n_terms))
+def align(doc, row, last, count, f_indptr, f_term, f_prob, p_null, n, n_terms):
+    """Eq. 9's winners and the word-translation sums of the (candidate, word) pairs, flat
+    ``(n * n_terms,)`` each (the kernels must be loaded): see
+    :class:`cqa_search.translation.scoring._Pairs`."""
+    i64, f64 = np.int64, np.float64
+    return _kernels.align(np.asarray(doc, dtype=i64), np.asarray(row, dtype=i64),
+                          np.asarray(last, dtype=i64), np.asarray(count, dtype=f64),
+                          np.asarray(f_indptr, dtype=i64), np.asarray(f_term, dtype=i64),
+                          np.asarray(f_prob, dtype=f64), np.asarray(p_null, dtype=f64),
+                          int(n), int(n_terms))
 
 
 class TokenTable:
@@ -476,8 +480,9 @@ def _examples():
             "sum_dp": (probs, np.array([2]), np.array([1, 1, 1]), 4),
             "viterbi": (probs, 1, -1e30),
             "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64)),
-            "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
-                      np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1),
+            "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                      np.zeros(1, dtype=np.int64), np.ones(1), np.array([0, 1]),
+                      np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), 1, 1),
             "number_tokens": (np.frombuffer(b"ab \x01 ab", dtype=np.uint8), 0,
                               np.zeros(3, dtype=np.int64), 0, np.full(8, -1, dtype=np.int64),
                               np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64),

@@ -237,7 +237,9 @@ class _Pairs:
 
     ``P(w | word)`` depends on the word only, and is zero for all but a few query terms,
     so eq. 9 and the word-translation sums need these entries rather than a dense
-    (token, query term) block.
+    (token, query term) block. The compiled path reads them from the query's table rows
+    in one pass (:func:`cqa_search.compiled.align`: ``aligned`` and ``sums`` at once);
+    the numpy path lists them (``doc``, ``term``, ``prob``, ``last``, ``count``).
     """
 
     def __init__(self, docs, tables):
@@ -250,11 +252,26 @@ class _Pairs:
         np.not_equal(keys[1:], keys[:-1], out=last[:-1])
         ends = np.flatnonzero(last)
         count = np.diff(ends, prepend=-1).astype(np.float64)
-        doc = keys[ends] // zero
-        pair, term, self.prob = tables.forward_entries(keys[ends] % zero)
-        self.doc, self.term = doc[pair], term
-        self.last, self.count = local[ends][pair], count[pair]
+        doc, row, last = keys[ends] // zero, keys[ends] % zero, local[ends]
         self.n, self.n_terms = docs.n, len(tables.f_null)
+        if compiled.active() == "numba":  # the same winners and sums, one pass compiled
+            aligned, sums = compiled.align(doc, row, last, count, tables.f_indptr,
+                                           tables.f_term, tables.f_prob, tables.f_null,
+                                           self.n, self.n_terms)
+            self.aligned = aligned.reshape(self.n, self.n_terms)
+            self.sums = sums.reshape(self.n, self.n_terms)
+            return
+        self.aligned = self.sums = None
+        pair, term, self.prob = tables.forward_entries(row)
+        self.doc, self.term = doc[pair], term
+        self.last, self.count = last[pair], count[pair]
+
+    def translation_sums(self):
+        """``sum P(w | word) * count`` over the words of each (candidate, query term)."""
+        if self.sums is not None:
+            return self.sums
+        return np.bincount(self.doc * self.n_terms + self.term, weights=self.prob * self.count,
+                           minlength=self.n * self.n_terms).reshape(self.n, self.n_terms)
 
     def by_doc_term(self):
         """Entries grouped by (candidate, query term): their order, group starts, and
@@ -521,8 +538,7 @@ class TranslationScorer:
             return 0.0, 0.0
         J = len(terms)
         length = np.maximum(docs.lengths, 1)[:, None]
-        p_tr = np.bincount(pairs.doc * J + pairs.term, weights=pairs.prob * pairs.count,
-                           minlength=docs.n * J).reshape(docs.n, J) / length
+        p_tr = pairs.translation_sums() / length
         at = np.minimum(np.searchsorted(terms, docs.tokens), J - 1)
         hit = np.flatnonzero(terms[at] == docs.tokens)
         p_ml = np.bincount(docs.doc[hit] * J + at[hit], minlength=docs.n * J).reshape(
@@ -545,9 +561,8 @@ class TranslationScorer:
         The winners are the words of largest ``P(w | word) > 0`` (at least NULL's); the
         last position among them.
         """
-        if compiled.active() == "numba":  # the same winners, one pass compiled
-            return compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null,
-                                  pairs.n, pairs.n_terms).reshape(pairs.n, pairs.n_terms)
+        if pairs.aligned is not None:  # (the compiled pass made them with the pairs)
+            return pairs.aligned
         return compiled.timed(TranslationScorer._align_numpy, pairs, p_null)
 
     @staticmethod

@@ -332,24 +332,35 @@ def test_dp_kernels_match_segment_dp(seed, n_rows, P, L, tiny):
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 6), n_terms=st.integers(1, 5),
-       n_entries=st.integers(0, 60))
-def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_entries):
+       n_words=st.integers(1, 6), n_pairs=st.integers(0, 20))
+def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_words, n_pairs):
     """Eq. 9's winners (largest probability, at least NULL's, the last position among
-    ties) are the same in one compiled pass as by numpy's group reductions."""
-    from cqa_search.translation.scoring import TranslationScorer, _Pairs
+    ties) and the word-translation sums are the same in one compiled pass over the
+    query's table rows as by numpy's entries, group reductions and bincount."""
+    from cqa_search.translation.scoring import TranslationScorer, _Pairs, _QueryTables
     if not compiled.load():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(seed)
-    pairs = object.__new__(_Pairs)
-    pairs.n, pairs.n_terms = n, n_terms
-    pairs.doc = np.sort(rng.integers(0, n, n_entries))            # candidate-major
-    pairs.term = rng.integers(0, n_terms, n_entries)
-    pairs.prob = rng.choice([0.0, 0.1, 0.25, 0.5], n_entries)      # ties and zeros
-    pairs.last = rng.integers(0, 9, n_entries)
+    tables = object.__new__(_QueryTables)        # the rows of P(w | word), w a query term
+    sizes = rng.integers(0, n_terms + 1, n_words)
+    tables.f_indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    tables.f_term = np.concatenate([rng.choice(n_terms, k, replace=False) for k in sizes]
+                                   ).astype(np.int64)
+    tables.f_prob = rng.choice([0.0, 0.1, 0.25, 0.5], int(sizes.sum()))  # ties and zeros
+    doc = np.sort(rng.integers(0, n, n_pairs))                  # (candidate, word) pairs
+    row = rng.integers(0, n_words, n_pairs)
+    last = rng.integers(0, 9, n_pairs)
+    count = rng.integers(1, 4, n_pairs).astype(np.float64)
     p_null = rng.choice([0.0, 0.2, 0.3], n_terms)
-    want = TranslationScorer._align_numpy(pairs, p_null)
-    got = compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null, n, n_terms)
-    assert np.array_equal(got.reshape(n, n_terms), want)
+    pairs = object.__new__(_Pairs)
+    pairs.n, pairs.n_terms, pairs.sums = n, n_terms, None
+    pair, pairs.term, pairs.prob = tables.forward_entries(row)
+    pairs.doc, pairs.last, pairs.count = doc[pair], last[pair], count[pair]
+    aligned, sums = compiled.align(doc, row, last, count, tables.f_indptr, tables.f_term,
+                                   tables.f_prob, p_null, n, n_terms)
+    assert np.array_equal(aligned.reshape(n, n_terms),
+                          TranslationScorer._align_numpy(pairs, p_null))
+    assert np.array_equal(sums.reshape(n, n_terms), pairs.translation_sums())
 
 
 @settings(max_examples=150, deadline=None)
