@@ -15,7 +15,9 @@ rounding); the numpy path stays the reference and the fallback.
   scoring).
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
-  small ``einsum`` or ``argmax`` per position.
+  small ``einsum`` or ``argmax`` per position (the Viterbi pass takes the span
+  probabilities and logs only the non-zero ones: numpy's log of the mostly-zero block
+  takes its slow path for 0).
 - :func:`hull_spans` and :func:`distortion`: the bi-phrase candidates (the windows of an
   alignment whose links span at most the longest phrase) and the phrase-alignment
   feature along the Viterbi segmentation, loops over positions that numpy runs as a few
@@ -25,24 +27,27 @@ rounding); the numpy path stays the reference and the fallback.
   probabilities of the query terms grouped by archive word (one pass over their columns
   and a counting sort where numpy gathers, sorts and scatters) and the inverse
   alignment's maxima (``np.maximum.at``).
-- :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
-  over the (candidate, word, query term) entries instead of sorting them by (candidate,
-  term) to reduce groups.
+- :func:`align`: eq. 9's alignment of each candidate's words to the query terms and the
+  word-translation sums, one pass over the (candidate, word) pairs and each word's row of
+  the query's table instead of listing the (candidate, word, query term) entries and
+  sorting them by (candidate, term) to reduce groups.
 - :func:`quadratic_forms`: ``y^T S y`` of every question's bag of words for the soft
   cosine's norms (:func:`cqa_search.vectors.softcos.self_similarity`), each bag against
   its own words' rows of ``S`` instead of a sparse product that forms every word similar
   to a bag's words and then keeps the bag's.
-- :func:`search_sorted`: ``np.searchsorted`` in the translation model's large sorted
-  tables (phrases, bi-phrases: tens of millions of keys at a million questions) through a
+- :func:`search_sorted`: ``np.searchsorted`` in the translation model's sorted tables
+  (phrases, bi-phrases: tens of millions of keys at a million questions) through a
   directory of buckets of key values (about 8 keys each), two or three cache lines a
-  search instead of one per halving.
+  search instead of one per halving; in a table that fits in the cache, without sorting
+  the needles first.
 - :func:`number_tokens`: the tokens of a batch of questions numbered in a table of the
   tokens met so far (:class:`~cqa_search.index.batches.LocalTerms`), one pass over their
   bytes instead of a ``bytes`` object and a dictionary look-up per token.
 - :func:`locate`: the posting positions of (term, candidate) pairs that the term features
-  read (:func:`cqa_search.retrieval.postings.locate`), one binary search a pair instead
-  of numpy's rounds over all pairs at once (as many rounds as the longest posting list
-  has bits).
+  read (:func:`cqa_search.retrieval.postings.locate`), the rows in increasing order,
+  galloping on in each posting list from the previous row's place, instead of numpy's
+  rounds of binary search over all pairs at once (as many rounds as the longest posting
+  list has bits).
 
 Which implementation runs
 -------------------------
