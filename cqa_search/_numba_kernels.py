@@ -185,19 +185,25 @@ def sum_dp(probs, lengths, running, rescale):
 
 
 @njit(cache=True, nogil=True)
-def viterbi(logp, floor):
-    """The max-form DP of :func:`cqa_search.translation.scoring._viterbi` (the first
-    best length on ties, as ``argmax``): ``pad`` (P + L, R) and ``back`` (P + 1, R)."""
-    P, L, R = logp.shape
-    pad = np.full((P + L, R), floor)
+def viterbi(probs, n_rows, floor):
+    """The max-form DP of :func:`cqa_search.translation.scoring._viterbi` over the first
+    ``n_rows`` rows of ``probs`` (the first best length on ties, as ``argmax``): ``pad``
+    (P + L, n_rows) and ``back`` (P + 1, n_rows). The log of a span probability is taken
+    here, of the non-zero ones only (most are zero: numpy's log of 0 takes a slow path),
+    ``floor`` for the others (numpy's ``maximum(log(p), floor)``; libm's log may differ
+    from numpy's in the last bit)."""
+    P, L, _ = probs.shape
+    pad = np.full((P + L, n_rows), floor)
     pad[L - 1, :] = 0.0
-    back = np.zeros((P + 1, R), dtype=np.int8)
+    back = np.zeros((P + 1, n_rows), dtype=np.int8)
     for p in range(1, P + 1):
-        for r in range(R):
-            best = pad[p - 1, r] + logp[p - 1, 0, r]
+        for r in range(n_rows):
+            x = probs[p - 1, 0, r]
+            best = pad[p - 1, r] + (np.log(x) if x > 0.0 else floor)
             arg = 0
             for length in range(1, L):
-                v = pad[p - 1 + length, r] + logp[p - 1, length, r]
+                x = probs[p - 1, length, r]
+                v = pad[p - 1 + length, r] + (np.log(x) if x > 0.0 else floor)
                 if v > best:
                     best = v
                     arg = length
@@ -209,24 +215,37 @@ def viterbi(logp, floor):
 @njit(cache=True, nogil=True)
 def locate(indptr, indices, term_ids, rows):
     """:func:`cqa_search.retrieval.postings.locate`'s search: the posting position of
-    every (term, row) pair that occurs, term-major, rows in their order; one binary search
-    a pair."""
+    every (term, row) pair that occurs, term-major, rows in their order. The rows are
+    visited in increasing order, each search galloping on from where the previous one
+    ended (a few probes where a binary search over the whole posting list takes about
+    log2 of its length), then emitted in their given order."""
     n = rows.shape[0]
     size = n * term_ids.shape[0]
     found_p = np.empty(size, dtype=np.int64)
     found_i = np.empty(size, dtype=np.int64)
     found_j = np.empty(size, dtype=np.int64)
+    order = np.argsort(rows)
+    slot = np.empty(n, dtype=np.int64)
     c = 0
     for j in range(term_ids.shape[0]):
         lo = indptr[term_ids[j]]
         hi = indptr[term_ids[j] + 1]
         if lo == hi:
             continue
-        for i in range(n):
+        slot[:] = -1
+        at = lo
+        for m in range(n):
+            i = order[m]
             r = rows[i]
-            a = _lower_bound(indices, lo, hi, r)
-            if a < hi and indices[a] == r:
-                found_p[c] = a
+            if indices[at] < r:
+                at = _gallop(indices, at, hi, r)
+                if at == hi:
+                    break
+            if indices[at] == r:
+                slot[i] = at
+        for i in range(n):
+            if slot[i] >= 0:
+                found_p[c] = slot[i]
                 found_i[c] = i
                 found_j[c] = j
                 c += 1
@@ -303,27 +322,35 @@ def quadratic_forms(offsets, terms, weights, s_indptr, s_indices, s_data, mark):
 
 
 @njit(cache=True, nogil=True)
-def align(doc, term, prob, last, p_null, n, n_terms):
-    """Eq. 9 of :meth:`cqa_search.translation.scoring.TranslationScorer._align`, one pass
-    over the entries (candidate, query term, ``P(w | word)``, the word's last position):
-    for each (candidate, term) the last position among the words of largest probability,
-    when that is above 0 and at least NULL's; else -1. Comparisons only: its result
-    exactly."""
+def align(doc, row, last, count, f_indptr, f_term, f_prob, p_null, n, n_terms):
+    """Eq. 9 of :meth:`cqa_search.translation.scoring.TranslationScorer._align` and the
+    word-translation sums, one pass over the (candidate, word) pairs and the non-zero
+    ``P(w | word)`` of each word's table row ``f_indptr[row]:f_indptr[row + 1]`` (query
+    term, probability), in the order of the numpy path's entries: for each (candidate,
+    term), the last position among the words of largest probability, when that is above 0
+    and at least NULL's, else -1 (comparisons only: its result exactly); and ``sum
+    P(w | word) * count`` (added in the entries' order, as ``bincount``: the same sums)."""
     size = n * n_terms
     top = np.zeros(size)
     best = np.full(size, -1, dtype=np.int64)
-    for e in range(doc.shape[0]):
-        k = doc[e] * n_terms + term[e]
-        p = prob[e]
-        if p > top[k]:
-            top[k] = p
-            best[k] = last[e]
-        elif p == top[k] and p > 0.0 and last[e] > best[k]:
-            best[k] = last[e]
+    sums = np.zeros(size)
+    for g in range(doc.shape[0]):
+        base = doc[g] * n_terms
+        at = last[g]
+        c = count[g]
+        for e in range(f_indptr[row[g]], f_indptr[row[g] + 1]):
+            k = base + f_term[e]
+            p = f_prob[e]
+            sums[k] += p * c
+            if p > top[k]:
+                top[k] = p
+                best[k] = at
+            elif p == top[k] and p > 0.0 and at > best[k]:
+                best[k] = at
     for k in range(size):
         if best[k] >= 0 and top[k] < p_null[k % n_terms]:
             best[k] = -1
-    return best
+    return best, sums
 
 
 _FNV_OFFSET = np.uint64(14695981039346656037)
@@ -410,14 +437,18 @@ def token_slots(hashes, n_known, size):
 
 
 @njit(cache=True, nogil=True)
-def hull_spans(A, max_length, tight, known):
+def hull_spans(A, max_length, tight, known, lengths):
     """The bi-phrase candidates of :func:`cqa_search.translation.scoring._hull_spans`, in
     its order (by length, then row, then start): ``known[length - 1, c or 0, x1]`` says
     whether the window of that length starting at ``x1`` can be a phrase of the table
-    (one row for every ``c`` when ``known`` has one)."""
+    (one row for every ``c`` when ``known`` has one); the windows of row ``c`` lie in its
+    first ``lengths[c]`` positions (at most ``P``)."""
     n, P = A.shape
     top = min(max_length, P)
-    size = n * P * max(top, 0)
+    size = 0
+    for c in range(n):
+        size += lengths[c]
+    size *= max(top, 0)
     o_len = np.empty(size, dtype=np.int64)
     o_c = np.empty(size, dtype=np.int64)
     o_x = np.empty(size, dtype=np.int64)
@@ -428,7 +459,7 @@ def hull_spans(A, max_length, tight, known):
     for length in range(1, top + 1):
         for c in range(n):
             kc = c if per_row else 0
-            for x1 in range(P - length + 1):
+            for x1 in range(lengths[c] - length + 1):
                 if not known[length - 1, kc, x1]:
                     continue
                 if tight and (A[c, x1] < 0 or A[c, x1 + length - 1] < 0):

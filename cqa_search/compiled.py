@@ -15,7 +15,9 @@ rounding); the numpy path stays the reference and the fallback.
   scoring).
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
-  small ``einsum`` or ``argmax`` per position.
+  small ``einsum`` or ``argmax`` per position (the Viterbi pass takes the span
+  probabilities and logs only the non-zero ones: numpy's log of the mostly-zero block
+  takes its slow path for 0).
 - :func:`hull_spans` and :func:`distortion`: the bi-phrase candidates (the windows of an
   alignment whose links span at most the longest phrase) and the phrase-alignment
   feature along the Viterbi segmentation, loops over positions that numpy runs as a few
@@ -25,24 +27,27 @@ rounding); the numpy path stays the reference and the fallback.
   probabilities of the query terms grouped by archive word (one pass over their columns
   and a counting sort where numpy gathers, sorts and scatters) and the inverse
   alignment's maxima (``np.maximum.at``).
-- :func:`align`: eq. 9's alignment of each candidate's words to the query terms, one pass
-  over the (candidate, word, query term) entries instead of sorting them by (candidate,
-  term) to reduce groups.
+- :func:`align`: eq. 9's alignment of each candidate's words to the query terms and the
+  word-translation sums, one pass over the (candidate, word) pairs and each word's row of
+  the query's table instead of listing the (candidate, word, query term) entries and
+  sorting them by (candidate, term) to reduce groups.
 - :func:`quadratic_forms`: ``y^T S y`` of every question's bag of words for the soft
   cosine's norms (:func:`cqa_search.vectors.softcos.self_similarity`), each bag against
   its own words' rows of ``S`` instead of a sparse product that forms every word similar
   to a bag's words and then keeps the bag's.
-- :func:`search_sorted`: ``np.searchsorted`` in the translation model's large sorted
-  tables (phrases, bi-phrases: tens of millions of keys at a million questions) through a
+- :func:`search_sorted`: ``np.searchsorted`` in the translation model's sorted tables
+  (phrases, bi-phrases: tens of millions of keys at a million questions) through a
   directory of buckets of key values (about 8 keys each), two or three cache lines a
-  search instead of one per halving.
+  search instead of one per halving; in a table that fits in the cache, without sorting
+  the needles first.
 - :func:`number_tokens`: the tokens of a batch of questions numbered in a table of the
   tokens met so far (:class:`~cqa_search.index.batches.LocalTerms`), one pass over their
   bytes instead of a ``bytes`` object and a dictionary look-up per token.
 - :func:`locate`: the posting positions of (term, candidate) pairs that the term features
-  read (:func:`cqa_search.retrieval.postings.locate`), one binary search a pair instead
-  of numpy's rounds over all pairs at once (as many rounds as the longest posting list
-  has bits).
+  read (:func:`cqa_search.retrieval.postings.locate`), the rows in increasing order,
+  galloping on in each posting list from the previous row's place, instead of numpy's
+  rounds of binary search over all pairs at once (as many rounds as the longest posting
+  list has bits).
 
 Which implementation runs
 -------------------------
@@ -300,10 +305,12 @@ def sum_dp(probs, lengths, running, rescale):
                            np.asarray(running, dtype=np.int64), int(rescale))
 
 
-def viterbi(logp, floor):
-    """``(pad, back)`` of the max-form DP (the kernels must be loaded): see
+def viterbi(probs, n_rows, floor):
+    """``(pad, back)`` of the max-form DP over the first ``n_rows`` rows of the span
+    probabilities ``probs`` (the kernels must be loaded): see
     :func:`cqa_search.translation.scoring._viterbi`."""
-    return _kernels.viterbi(np.ascontiguousarray(logp, dtype=np.float64), float(floor))
+    return _kernels.viterbi(np.ascontiguousarray(probs, dtype=np.float64), int(n_rows),
+                            float(floor))
 
 
 def locate(indptr, indices, term_ids, rows):
@@ -328,6 +335,10 @@ def quadratic_forms(offsets, terms, weights, indptr, indices, data):
 #: Keys per bucket of :func:`search_sorted`'s directory, on average (8 keys: 64 bytes,
 #: one cache line; the directory then holds one int64 per 8 keys).
 DIRECTORY_KEYS = 8
+#: Up to this many keys (1 MiB of int64, within a core's L2 cache) :func:`search_sorted`
+#: searches the needles in their order; above, sorted and distinct first (an argsort of
+#: 20,000 needles costs more than their searches in a table in the cache).
+UNSORTED_KEYS = 1 << 17
 _directories = {}  # id(keys) -> (weak reference to keys, (starts, low, shift))
 
 
@@ -347,7 +358,8 @@ def search_sorted(keys, needles):
     """``np.searchsorted(keys, needles)`` (the kernels must be loaded; int64 ``keys``,
     sorted, not empty): through a directory of the first position of each bucket of key
     values (:func:`_directory`), made on the first search of ``keys`` (one pass over
-    them) and kept while they live."""
+    them) and kept while they live. Needles are searched in their order in a table of up
+    to :data:`UNSORTED_KEYS` keys, sorted and distinct first in a larger one."""
     import weakref
 
     entry = _directories.get(id(keys))
@@ -358,6 +370,8 @@ def search_sorted(keys, needles):
     needles = np.asarray(needles, dtype=np.int64)
     if entry[1] is None:
         return np.searchsorted(keys, needles)
+    if len(keys) <= UNSORTED_KEYS:  # in the cache: each needle where it stands
+        return _kernels.search_directed(keys, *entry[1], needles)
     # each distinct needle searched once (a query's candidates share many phrases), in
     # increasing order (successive searches walk the keys in one direction)
     order = np.argsort(needles)
@@ -371,12 +385,14 @@ def search_sorted(keys, needles):
     return out
 
 
-def hull_spans(A, max_length, tight, known):
+def hull_spans(A, max_length, tight, known, lengths):
     """``(length, c, x1, lo, hi)`` of the bi-phrase candidates (the kernels must be
     loaded): see :func:`cqa_search.translation.scoring._hull_spans`; ``known`` (bool,
-    ``(max_length, n or 1, P)``) marks the windows that can be a phrase of the table."""
+    ``(max_length, n or 1, P)``) marks the windows that can be a phrase of the table,
+    ``lengths`` (n,) bounds each row's windows (at most ``P``)."""
     return _kernels.hull_spans(np.ascontiguousarray(A, dtype=np.int64), int(max_length),
-                               bool(tight), np.ascontiguousarray(known, dtype=np.bool_))
+                               bool(tight), np.ascontiguousarray(known, dtype=np.bool_),
+                               np.ascontiguousarray(lengths, dtype=np.int64))
 
 
 def distortion(back, S1, S2, BG):
@@ -402,12 +418,16 @@ def scatter_max(out, idx, values) -> None:
     _kernels.scatter_max(out, np.asarray(idx, dtype=np.int64), np.asarray(values, dtype=out.dtype))
 
 
-def align(doc, term, prob, last, p_null, n, n_terms):
-    """Eq. 9's winners, flat ``(n * n_terms,)`` (the kernels must be loaded): see
-    :meth:`cqa_search.translation.scoring.TranslationScorer._align`."""
-    return _kernels.align(np.asarray(doc, dtype=np.int64), np.asarray(term, dtype=np.int64),
-                          np.asarray(prob, dtype=np.float64), np.asarray(last, dtype=np.int64),
-                          np.asarray(p_null, dtype=np.float64), int(n), int(n_terms))
+def align(doc, row, last, count, f_indptr, f_term, f_prob, p_null, n, n_terms):
+    """Eq. 9's winners and the word-translation sums of the (candidate, word) pairs, flat
+    ``(n * n_terms,)`` each (the kernels must be loaded): see
+    :class:`cqa_search.translation.scoring._Pairs`."""
+    i64, f64 = np.int64, np.float64
+    return _kernels.align(np.asarray(doc, dtype=i64), np.asarray(row, dtype=i64),
+                          np.asarray(last, dtype=i64), np.asarray(count, dtype=f64),
+                          np.asarray(f_indptr, dtype=i64), np.asarray(f_term, dtype=i64),
+                          np.asarray(f_prob, dtype=f64), np.asarray(p_null, dtype=f64),
+                          int(n), int(n_terms))
 
 
 class TokenTable:
@@ -463,10 +483,11 @@ def _examples():
     probs = np.full((2, 2, 1), 0.5)
     return {"top_k": top_k,
             "sum_dp": (probs, np.array([2]), np.array([1, 1, 1]), 4),
-            "viterbi": (np.log(probs), -1e30),
+            "viterbi": (probs, 1, -1e30),
             "locate": top_k[:2] + (np.zeros(1, dtype=np.int64), np.array([1], dtype=np.int64)),
-            "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
-                      np.zeros(1, dtype=np.int64), np.zeros(1), 1, 1),
+            "align": (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                      np.zeros(1, dtype=np.int64), np.ones(1), np.array([0, 1]),
+                      np.zeros(1, dtype=np.int64), np.ones(1), np.zeros(1), 1, 1),
             "number_tokens": (np.frombuffer(b"ab \x01 ab", dtype=np.uint8), 0,
                               np.zeros(3, dtype=np.int64), 0, np.full(8, -1, dtype=np.int64),
                               np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64),
@@ -477,7 +498,7 @@ def _examples():
                               np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.int64), 1),
             "scatter_max": (np.zeros(1), np.zeros(1, dtype=np.int64), np.ones(1)),
             "hull_spans": (np.zeros((1, 2), dtype=np.int64), 2, False,
-                           np.ones((2, 1, 2), dtype=np.bool_)),
+                           np.ones((2, 1, 2), dtype=np.bool_), np.full(1, 2, dtype=np.int64)),
             "distortion": (np.array([[0, 1]], dtype=np.int8), np.zeros((1, 1, 2), np.int64),
                            np.zeros((1, 1, 2), np.int64), np.zeros((1, 1), dtype=np.bool_)),
             "search_directed": (np.arange(3, dtype=np.int64), np.array([0, 2, 3]), 0, 1,

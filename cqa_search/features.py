@@ -181,10 +181,11 @@ class TermFeatures:
     def score(self, query: AnalyzedQuery, rows) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         out = np.zeros((len(rows), len(self.models)))
-        gathered = {}  # the postings of the rows are looked up once per field
+        gathered = {}  # the postings of the rows are looked up once per field and terms
         for j, m in enumerate(self.models):
             field = self.index[m.field]
-            key = (m.field, type(m)._usable)  # (the query terms a model scores)
+            # (the query terms a model scores: models of different types may share them)
+            key = (m.field, m._usable(field, query.term_ids, query.qtf)[0].tobytes())
             if key not in gathered:
                 gathered[key] = m.gather_rows(field, query.term_ids, query.qtf, rows)
             out[:, j] = m.score_rows(field, query.term_ids, query.qtf, rows, gathered[key])

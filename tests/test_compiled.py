@@ -140,13 +140,18 @@ def test_directed_search_is_searchsorted(keys, needles):
         np.searchsorted(keys, needles).tolist()
 
 
-def test_directed_search_of_a_wide_or_skewed_table():
+@pytest.mark.parametrize("unsorted_keys", [compiled.UNSORTED_KEYS, 0])
+def test_directed_search_of_a_wide_or_skewed_table(unsorted_keys, monkeypatch):
+    """The same positions with the needles searched as given (a table in the cache) and
+    sorted and distinct first (a larger one)."""
     compiled.load()
+    monkeypatch.setattr(compiled, "UNSORTED_KEYS", unsorted_keys)
     rng = np.random.default_rng(0)
     skewed = np.unique(np.concatenate([rng.integers(0, 1000, 5000),
                                        rng.integers(0, 1 << 50, 50)])).astype(np.int64)
     wide = np.array([-5, 0, 1 << 62, (1 << 62) + 1], dtype=np.int64)  # numpy's search
     for keys in (skewed, wide):
         needles = np.concatenate([keys, keys + 1, keys - 1, rng.integers(-10, 1 << 50, 500)])
+        needles = rng.permutation(needles)
         assert compiled.search_sorted(keys, needles).tolist() == \
             np.searchsorted(keys, needles).tolist()

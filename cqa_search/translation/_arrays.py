@@ -14,11 +14,6 @@ __all__ = ["offsets_from_lengths", "segment_ids", "gather_segments", "group",
            "csr_lookup", "search"]
 
 
-#: Keys from which :func:`search` goes through the compiled search in a directory of key
-#: buckets (smaller tables stay in the CPU cache, where numpy's search is as fast).
-_DIRECTED = 1 << 16
-
-
 def offsets_from_lengths(lengths) -> np.ndarray:
     """int64 offsets (n + 1,) of consecutive segments of the given lengths."""
     out = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -45,12 +40,13 @@ def gather_segments(flat, offsets, which):
 def search(sorted_keys, needles) -> np.ndarray:
     """``np.searchsorted(sorted_keys, needles)``, faster for many needles: they are sorted
     first, so each binary search starts where the previous one ended (numpy narrows the
-    range for increasing needles) and walks memory in order. In a large table of int64
-    keys, once the compiled kernels run: :func:`cqa_search.compiled.search_sorted` (the
-    same positions, a few cache lines a search)."""
+    range for increasing needles) and walks memory in order. In a table of int64 keys,
+    once the compiled kernels run: :func:`cqa_search.compiled.search_sorted` (the same
+    positions, a few cache lines a search; the needles left unsorted when the table fits
+    in the cache)."""
     needles = np.asarray(needles)
-    if len(sorted_keys) >= _DIRECTED and sorted_keys.dtype == np.int64 \
-            and needles.dtype.kind in "iu" and compiled.active() == "numba":
+    if len(sorted_keys) and sorted_keys.dtype == np.int64 and needles.dtype.kind in "iu" \
+            and compiled.active() == "numba":
         return compiled.search_sorted(sorted_keys, needles)
     if len(needles) < 64:
         return np.searchsorted(sorted_keys, needles)

@@ -180,14 +180,20 @@ def _sum_dp_numpy(probs, lengths, running):
         return np.log(alpha[L - 1 + lengths, np.arange(R)]) + log_scale
 
 
-def _viterbi(logp):
-    """Max-form DP over rows of ``logp`` (P, L, R) (log-probabilities, lengths reversed
-    as in :func:`_sum_dp`, at least ``_FLOOR``): ``alpha`` (R, P + 1) and the length
-    of the last phrase ``back`` (R, P + 1), the same as :func:`segment_dp`."""
-    L = logp.shape[1]
-    if compiled.active() == "numba":  # the same arithmetic, compiled
-        pad, back = compiled.viterbi(logp, _FLOOR)
+def _viterbi(probs, n_rows=None):
+    """Max-form DP over the first ``n_rows`` rows (default: all) of the span
+    probabilities ``probs`` (P, L, R) (lengths reversed as in :func:`_sum_dp`), in log
+    space, the log of an impossible span floored at ``_FLOOR``: ``alpha`` (n_rows, P + 1)
+    and the length of the last phrase ``back`` (n_rows, P + 1), the same as
+    :func:`segment_dp`."""
+    L, R = probs.shape[1:]
+    n_rows = R if n_rows is None else n_rows
+    if compiled.active() == "numba":  # the same arithmetic compiled, the logs of the
+        # non-zero probabilities only (to the last bit of the log: libm's against numpy's)
+        pad, back = compiled.viterbi(probs, n_rows, _FLOOR)
     else:
+        with np.errstate(divide="ignore"):
+            logp = np.maximum(np.log(probs[:, :, :n_rows]), _FLOOR)
         pad, back = compiled.timed(_viterbi_numpy, logp)
     alpha = pad[L - 1:].T
     alpha[alpha < _FLOOR / 2] = _NEG
@@ -231,7 +237,9 @@ class _Pairs:
 
     ``P(w | word)`` depends on the word only, and is zero for all but a few query terms,
     so eq. 9 and the word-translation sums need these entries rather than a dense
-    (token, query term) block.
+    (token, query term) block. The compiled path reads them from the query's table rows
+    in one pass (:func:`cqa_search.compiled.align`: ``aligned`` and ``sums`` at once);
+    the numpy path lists them (``doc``, ``term``, ``prob``, ``last``, ``count``).
     """
 
     def __init__(self, docs, tables):
@@ -244,11 +252,26 @@ class _Pairs:
         np.not_equal(keys[1:], keys[:-1], out=last[:-1])
         ends = np.flatnonzero(last)
         count = np.diff(ends, prepend=-1).astype(np.float64)
-        doc = keys[ends] // zero
-        pair, term, self.prob = tables.forward_entries(keys[ends] % zero)
-        self.doc, self.term = doc[pair], term
-        self.last, self.count = local[ends][pair], count[pair]
+        doc, row, last = keys[ends] // zero, keys[ends] % zero, local[ends]
         self.n, self.n_terms = docs.n, len(tables.f_null)
+        if compiled.active() == "numba":  # the same winners and sums, one pass compiled
+            aligned, sums = compiled.align(doc, row, last, count, tables.f_indptr,
+                                           tables.f_term, tables.f_prob, tables.f_null,
+                                           self.n, self.n_terms)
+            self.aligned = aligned.reshape(self.n, self.n_terms)
+            self.sums = sums.reshape(self.n, self.n_terms)
+            return
+        self.aligned = self.sums = None
+        pair, term, self.prob = tables.forward_entries(row)
+        self.doc, self.term = doc[pair], term
+        self.last, self.count = last[pair], count[pair]
+
+    def translation_sums(self):
+        """``sum P(w | word) * count`` over the words of each (candidate, query term)."""
+        if self.sums is not None:
+            return self.sums
+        return np.bincount(self.doc * self.n_terms + self.term, weights=self.prob * self.count,
+                           minlength=self.n * self.n_terms).reshape(self.n, self.n_terms)
 
     def by_doc_term(self):
         """Entries grouped by (candidate, query term): their order, group starts, and
@@ -343,7 +366,7 @@ class _QueryTables:
             self.f_prob[idx]
 
 
-def _hull_spans(A, max_length, tight, known):
+def _hull_spans(A, max_length, tight, known, lengths=None):
     """Bi-phrase candidates: the windows of ``A`` (n, P) of every length.
 
     ``A[c, x]`` is the position (in the other sequence) that position ``x`` is aligned
@@ -351,15 +374,20 @@ def _hull_spans(A, max_length, tight, known):
     span at most ``max_length`` positions ``(y1, y2)``; with ``tight``, the first and
     last positions of the window must be aligned. ``known`` (bool, ``(max_length, n or
     1, P)``): ``known[length - 1, c, x1]`` keeps only windows that can be a phrase of the
-    table (one row: the same for every ``c``). In order of length, then ``c``, then
-    ``x1``.
+    table (one row: the same for every ``c``). ``lengths`` (n,): the windows of row
+    ``c`` lie in its first ``lengths[c]`` positions (default: all ``P``; rows of
+    sequences of different lengths, padded: the compiled pass then never visits the
+    padding). In order of length, then ``c``, then ``x1``.
     """
+    n, P = A.shape
+    lengths = np.full(n, P, dtype=np.int64) if lengths is None else \
+        np.minimum(lengths, P).astype(np.int64)
     if compiled.active() == "numba":  # the same windows, one pass compiled
-        return compiled.hull_spans(A, max_length, tight, known)
-    return compiled.timed(_hull_spans_numpy, A, max_length, tight, known)
+        return compiled.hull_spans(A, max_length, tight, known, lengths)
+    return compiled.timed(_hull_spans_numpy, A, max_length, tight, known, lengths)
 
 
-def _hull_spans_numpy(A, max_length, tight, known):
+def _hull_spans_numpy(A, max_length, tight, known, lengths):
     n, P = A.shape
     aligned = A >= 0
     lo1 = np.where(aligned, A, 1 << 40)
@@ -371,7 +399,8 @@ def _hull_spans_numpy(A, max_length, tight, known):
             lo = np.minimum(lo[:, :-1], lo1[:, length - 1:])
             hi = np.maximum(hi[:, :-1], hi1[:, length - 1:])
             linked = linked[:, :-1] | aligned[:, length - 1:]
-        ok = linked & (hi - lo < max_length) & known[length - 1, :, :P - length + 1]
+        ok = linked & (hi - lo < max_length) & known[length - 1, :, :P - length + 1] \
+            & (np.arange(P - length + 1) + length <= lengths[:, None])
         if tight:
             ok &= aligned[:, :P - length + 1] & aligned[:, length - 1:]
         c, x1 = np.nonzero(ok)
@@ -460,39 +489,45 @@ class TranslationScorer:
         col[np.argsort(-inv_len, kind="stable")] = np.arange(2 * n)
         inv_probs = np.zeros((max(question.width, 1), L, 2 * n))
         bg_q = m.lam * self._bg[seq]
-        S1, S2, BG, aligned = [], [], [], []
+        links, BG, unaligned = [], [], []
         for k, (docs, pairs, _) in enumerate(parts):
             A = self._align(pairs, tables.f_null)[:, pos_term]      # (n, J)
-            s1, s2, bg = self._forward_spans(docs, A, qng, bg_q, fwd_probs,
-                                             np.arange(k * n, (k + 1) * n),
-                                             np.arange(n_fwd + k * n, n_fwd + (k + 1) * n))
-            S1.append(s1)
-            S2.append(s2)
+            spans, bg = self._forward_spans(docs, A, qng, bg_q, fwd_probs, k * n, n_fwd + k * n)
+            links.append(spans)
             BG.append(bg)
-            aligned.append(A >= 0)
+            unaligned.append((A < 0).sum(axis=1))
         self._inverse_spans(question, tables, qng, inv_probs, col[:n], col[n:])
         logmu = np.log(np.array([mu for _, _, mu in parts]))
         with np.errstate(divide="ignore"):
             if m.segmentation == "sum":
                 final = _sum_dp(fwd_probs, np.full(2 * n_fwd, J))
                 inv = _sum_dp(inv_probs, inv_len[np.argsort(col)])[col]
-                vit, back = _viterbi(np.maximum(np.log(fwd_probs[:, :, :n_fwd]), _FLOOR))
+                vit, back = _viterbi(fwd_probs, n_fwd)
                 vit_final = vit[:, J]
             else:               # every DP in max form; the PT rows give the Viterbi B^
-                alpha, back = _viterbi(np.maximum(np.log(fwd_probs), _FLOOR))
+                alpha, back = _viterbi(fwd_probs)
                 final = alpha[:, J]
                 vit_final, back = final[:n_fwd], back[:n_fwd]
-                alpha, _ = _viterbi(np.maximum(np.log(inv_probs), _FLOOR))
+                alpha, _ = _viterbi(inv_probs)
                 inv = alpha[col, inv_len]
         fwd = final[:2 * n_fwd].reshape(2, n_parts, n)              # (pt|lw, part, n)
         out[:, 2], out[:, 4] = np.logaddexp.reduce(fwd + logmu[None, :, None], axis=1)
         out[:, 3], out[:, 5] = inv.reshape(2, n)
         # Viterbi segmentation B^ of the part with the higher mu * max-probability
         best = (vit_final.reshape(n_parts, n) + logmu[:, None]).argmax(axis=0)
-        pick = best * n + np.arange(n)
-        out[:, 6] = self._distortion(back[pick, :J + 1], np.concatenate(S1)[pick],
-                                     np.concatenate(S2)[pick], np.concatenate(BG)[pick])
-        out[:, 7] = (~np.concatenate(aligned)[pick]).sum(axis=1) / J
+        cands = np.arange(n)
+        # the document span of each bi-phrase of that part ((candidate, end, length) ->
+        # first and last position), dense for the walk along the segmentation
+        S1 = np.zeros((n, J, L), dtype=np.int64)
+        S2 = np.zeros((n, J, L), dtype=np.int64)
+        for k, (c, j2, length, s1, s2) in enumerate(links):
+            mine = best[c] == k
+            c, j2, length = c[mine], j2[mine], length[mine] - 1
+            S1[c, j2, length] = s1[mine]
+            S2[c, j2, length] = s2[mine]
+        out[:, 6] = self._distortion(back[best * n + cands, :J + 1], S1, S2,
+                                     np.stack(BG)[best, cands])
+        out[:, 7] = np.stack(unaligned)[best, cands] / J
         return out
 
     def _word_models(self, docs, pairs, terms, query):
@@ -503,8 +538,7 @@ class TranslationScorer:
             return 0.0, 0.0
         J = len(terms)
         length = np.maximum(docs.lengths, 1)[:, None]
-        p_tr = np.bincount(pairs.doc * J + pairs.term, weights=pairs.prob * pairs.count,
-                           minlength=docs.n * J).reshape(docs.n, J) / length
+        p_tr = pairs.translation_sums() / length
         at = np.minimum(np.searchsorted(terms, docs.tokens), J - 1)
         hit = np.flatnonzero(terms[at] == docs.tokens)
         p_ml = np.bincount(docs.doc[hit] * J + at[hit], minlength=docs.n * J).reshape(
@@ -527,9 +561,8 @@ class TranslationScorer:
         The winners are the words of largest ``P(w | word) > 0`` (at least NULL's); the
         last position among them.
         """
-        if compiled.active() == "numba":  # the same winners, one pass compiled
-            return compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null,
-                                  pairs.n, pairs.n_terms).reshape(pairs.n, pairs.n_terms)
+        if pairs.aligned is not None:  # (the compiled pass made them with the pairs)
+            return pairs.aligned
         return compiled.timed(TranslationScorer._align_numpy, pairs, p_null)
 
     @staticmethod
@@ -544,14 +577,13 @@ class TranslationScorer:
             A[flat] = np.maximum.reduceat(np.where(win, pairs.last[order], -1), starts)
         return A.reshape(pairs.n, pairs.n_terms)
 
-    def _forward_spans(self, docs, A, qng, bg_q, probs, pt_cols, lw_cols):
+    def _forward_spans(self, docs, A, qng, bg_q, probs, pt0, lw0):
         """phi(w|t) and lex(w|t) of the bi-phrases ending at each query position, into
-        ``probs[:J, :, pt_cols[c]]`` and ``probs[:J, :, lw_cols[c]]``; returns the
-        document spans (S1, S2) of each bi-phrase and the background positions BG."""
+        ``probs[:J, :, pt0 + c]`` and ``probs[:J, :, lw0 + c]``; returns the bi-phrases
+        ``(c, j2, length, s1, s2)`` (candidate, last query position, length, first and
+        last document position) and the background positions BG (n, J)."""
         n, J = A.shape
         L = self._L
-        S1 = np.zeros((n, J, L), dtype=np.int64)
-        S2 = np.zeros((n, J, L), dtype=np.int64)
         known = (qng >= 0)[:, None, :J]                    # query n-grams in the table
         length, c, j1, s1, s2 = _hull_spans(A, L, self._tight, known)
         # the phrase ids of the document spans the links reach (not of every n-gram of
@@ -561,15 +593,13 @@ class TranslationScorer:
         hit = idx >= 0
         length, c, j2 = length[hit], c[hit], j1[hit] + length[hit] - 1
         idx = idx[hit]
-        probs[j2, L - length, pt_cols[c]] = self._table.forward_[idx]
-        probs[j2, L - length, lw_cols[c]] = self._table.lex_forward_[idx]
-        S1[c, j2, length - 1] = s1[hit]
-        S2[c, j2, length - 1] = s2[hit]
+        probs[j2, L - length, pt0 + c] = self._table.forward_[idx]
+        probs[j2, L - length, lw0 + c] = self._table.lex_forward_[idx]
         ones = probs[:J, L - 1]                                     # length-1 spans
-        BG = ones[:, pt_cols] == 0                                  # (J, n)
-        for cols in (pt_cols, lw_cols):
-            ones[:, cols] = np.where(BG, bg_q[:, None], ones[:, cols])
-        return S1, S2, BG.T
+        BG = ones[:, pt0:pt0 + n] == 0                              # (J, n)
+        for c0 in (pt0, lw0):
+            np.copyto(ones[:, c0:c0 + n], bg_q[:, None], where=BG)
+        return (c, j2, length, s1[hit], s2[hit]), BG.T
 
     def _inverse_spans(self, docs, tables, qng, probs, pt_cols, lw_cols):
         """phi(t|w) and lex(t|w) of the bi-phrases ending at each document position, into
@@ -585,9 +615,10 @@ class TranslationScorer:
         A[docs.doc, docs.local] = tables.i_align[tables.i_map[docs.tokens]]
         # every window inside its document, then those whose query span is a phrase of
         # the table, and only their document spans looked up (a bi-phrase needs both)
-        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight, np.ones((L, 1, I), dtype=bool))
+        length, c, i1, j1, j2 = _hull_spans(A, L, self._tight, np.ones((L, 1, I), dtype=bool),
+                                            docs.lengths)
         tgt = qng[j2 - j1, j1]
-        keep = (tgt >= 0) & (i1 + length <= docs.lengths[c])
+        keep = tgt >= 0
         length, c, i1, tgt = length[keep], c[keep], i1[keep], tgt[keep]
         src = self._table.vocabulary_.span_ids(docs.tokens, docs.offsets[c] + i1, length)
         idx = self._table.find(src, tgt)

@@ -305,12 +305,17 @@ def test_dp_kernels_match_segment_dp(seed, n_rows, P, L, tiny):
     for r in range(n_rows):
         alpha, _ = segment_dp(logp[r:r + 1, :lengths[r]], "sum")
         assert final[r] == pytest.approx(alpha[0, -1], rel=1e-12, abs=1e-12)
-    with np.errstate(divide="ignore"):
-        vit, back = _viterbi(np.maximum(np.log(probs), _FLOOR))
+    vit, back = _viterbi(probs)
     ref, ref_back = segment_dp(logp, "max")
-    assert np.array_equal(vit, ref) and np.array_equal(back, ref_back)
-    if compiled.load():  # the compiled twins give the numpy paths' values (Viterbi: bit
-        # for bit; the sums: to rounding, numpy's einsum may associate the terms otherwise)
+    np.testing.assert_allclose(vit, ref, rtol=1e-13, atol=0)
+    assert np.array_equal(back, ref_back)
+    head = (n_rows + 1) // 2                            # the first rows only
+    vit, back = _viterbi(probs, head)
+    np.testing.assert_allclose(vit, ref[:head], rtol=1e-13, atol=0)
+    assert np.array_equal(back, ref_back[:head])
+    if compiled.load():  # the compiled twins give the numpy paths' values to rounding (the
+        # sums: numpy's einsum may associate the terms otherwise; Viterbi: libm's log may
+        # differ from numpy's in the last bit), the same segmentations
         from cqa_search.translation.scoring import _RESCALE, _sum_dp_numpy, _viterbi_numpy
         running = np.searchsorted(-lengths, -np.arange(P + 1), side="right")
         with np.errstate(divide="ignore"):
@@ -318,30 +323,44 @@ def test_dp_kernels_match_segment_dp(seed, n_rows, P, L, tiny):
             floored = np.maximum(np.log(probs), _FLOOR)
         np.testing.assert_allclose(compiled.sum_dp(probs, lengths, running, _RESCALE), want,
                                    rtol=1e-13, atol=0)
-        for got, want in zip(compiled.viterbi(floored, _FLOOR), _viterbi_numpy(floored)):
-            assert np.array_equal(got, want)
+        for rows in (n_rows, head):
+            (pad, back), (want_pad, want_back) = (compiled.viterbi(probs, rows, _FLOOR),
+                                                  _viterbi_numpy(floored[:, :, :rows]))
+            np.testing.assert_allclose(pad, want_pad, rtol=1e-13, atol=0)
+            assert np.array_equal(back, want_back)
 
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 6), n_terms=st.integers(1, 5),
-       n_entries=st.integers(0, 60))
-def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_entries):
+       n_words=st.integers(1, 6), n_pairs=st.integers(0, 20))
+def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_words, n_pairs):
     """Eq. 9's winners (largest probability, at least NULL's, the last position among
-    ties) are the same in one compiled pass as by numpy's group reductions."""
-    from cqa_search.translation.scoring import TranslationScorer, _Pairs
+    ties) and the word-translation sums are the same in one compiled pass over the
+    query's table rows as by numpy's entries, group reductions and bincount."""
+    from cqa_search.translation.scoring import TranslationScorer, _Pairs, _QueryTables
     if not compiled.load():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(seed)
-    pairs = object.__new__(_Pairs)
-    pairs.n, pairs.n_terms = n, n_terms
-    pairs.doc = np.sort(rng.integers(0, n, n_entries))            # candidate-major
-    pairs.term = rng.integers(0, n_terms, n_entries)
-    pairs.prob = rng.choice([0.0, 0.1, 0.25, 0.5], n_entries)      # ties and zeros
-    pairs.last = rng.integers(0, 9, n_entries)
+    tables = object.__new__(_QueryTables)        # the rows of P(w | word), w a query term
+    sizes = rng.integers(0, n_terms + 1, n_words)
+    tables.f_indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    tables.f_term = np.concatenate([rng.choice(n_terms, k, replace=False) for k in sizes]
+                                   ).astype(np.int64)
+    tables.f_prob = rng.choice([0.0, 0.1, 0.25, 0.5], int(sizes.sum()))  # ties and zeros
+    doc = np.sort(rng.integers(0, n, n_pairs))                  # (candidate, word) pairs
+    row = rng.integers(0, n_words, n_pairs)
+    last = rng.integers(0, 9, n_pairs)
+    count = rng.integers(1, 4, n_pairs).astype(np.float64)
     p_null = rng.choice([0.0, 0.2, 0.3], n_terms)
-    want = TranslationScorer._align_numpy(pairs, p_null)
-    got = compiled.align(pairs.doc, pairs.term, pairs.prob, pairs.last, p_null, n, n_terms)
-    assert np.array_equal(got.reshape(n, n_terms), want)
+    pairs = object.__new__(_Pairs)
+    pairs.n, pairs.n_terms, pairs.sums = n, n_terms, None
+    pair, pairs.term, pairs.prob = tables.forward_entries(row)
+    pairs.doc, pairs.last, pairs.count = doc[pair], last[pair], count[pair]
+    aligned, sums = compiled.align(doc, row, last, count, tables.f_indptr, tables.f_term,
+                                   tables.f_prob, p_null, n, n_terms)
+    assert np.array_equal(aligned.reshape(n, n_terms),
+                          TranslationScorer._align_numpy(pairs, p_null))
+    assert np.array_equal(sums.reshape(n, n_terms), pairs.translation_sums())
 
 
 @settings(max_examples=150, deadline=None)
@@ -349,18 +368,26 @@ def test_compiled_alignment_is_the_numpy_one(seed, n, n_terms, n_entries):
        L=st.integers(1, 4), tight=st.booleans(), per_row=st.booleans())
 def test_compiled_hull_spans_are_the_numpy_ones(seed, n, P, L, tight, per_row):
     """The bi-phrase candidates (windows holding a link whose links span at most L
-    positions, in the table, tight or not) come out the same, in the same order."""
+    positions, in the table, tight or not, inside each row's length) come out the same,
+    in the same order."""
     from cqa_search.translation.scoring import _hull_spans_numpy
     if not compiled.load():
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(seed)
     A = np.where(rng.random((n, P)) < 0.3, -1, rng.integers(0, 8, (n, P))).astype(np.int64)
     known = rng.random((L, n if per_row else 1, P)) < 0.8
-    want = _hull_spans_numpy(A, L, tight, known)
-    got = compiled.hull_spans(A, L, tight, known)
-    assert len(got) == len(want) == 5
-    for g, w in zip(got, want):
-        assert g.tolist() == w.tolist()
+    lengths = rng.integers(0, P + 1, n)
+    for bound in (np.full(n, P), lengths):
+        want = _hull_spans_numpy(A, L, tight, known, bound)
+        got = compiled.hull_spans(A, L, tight, known, bound)
+        assert len(got) == len(want) == 5
+        for g, w in zip(got, want):
+            assert g.tolist() == w.tolist()
+    # a row's bound keeps exactly its windows that end inside it
+    full = _hull_spans_numpy(A, L, tight, known, np.full(n, P))
+    inside = full[2] + full[0] <= lengths[full[1]]
+    for g, w in zip(_hull_spans_numpy(A, L, tight, known, lengths), full):
+        assert g.tolist() == w[inside].tolist()
 
 
 @settings(max_examples=150, deadline=None)
