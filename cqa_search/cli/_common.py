@@ -187,21 +187,29 @@ def _close_bars() -> None:
         bar.close()
 
 
-def _check_writable(args, command) -> None:
-    """Refuse at once a change to an index this process cannot write (a read-only file
-    system or directory), rather than after a fit or a training of minutes."""
-    index = getattr(args, "index", None)
-    if command not in _INDEX_WRITERS or not index or getattr(args, "dry_run", False) or \
-            not os.path.isdir(index) or os.access(index, os.W_OK):
-        return
+def unwritable(index) -> str | None:
+    """Why this process cannot write the index directory ``index`` (a read-only file
+    system, no permission), or None (it can, or there is no such directory yet)."""
+    if not os.path.isdir(index) or os.access(index, os.W_OK):
+        return None
     try:
         read_only = bool(os.statvfs(index).f_flag & os.ST_RDONLY)
     except OSError:
         read_only = False
-    raise CQASearchError(f"cannot write the index {index}: "
-                         + ("it is on a read-only file system" if read_only else
-                            "no permission to write in its directory")
-                         + " (the index is unchanged; nothing was done)")
+    return ("it is on a read-only file system" if read_only else
+            "no permission to write in its directory")
+
+
+def _check_writable(args, command) -> None:
+    """Refuse at once a change to an index this process cannot write (a read-only file
+    system or directory), rather than after a fit or a training of minutes."""
+    index = getattr(args, "index", None)
+    if command not in _INDEX_WRITERS or not index or getattr(args, "dry_run", False):
+        return
+    reason = unwritable(index)
+    if reason is not None:
+        raise CQASearchError(f"cannot write the index {index}: {reason} (the index is "
+                             "unchanged; nothing was done)")
 
 
 def _run(run, args, verbose, command) -> int:

@@ -11,7 +11,7 @@ import time
 
 from ..exceptions import CQASearchError, ParameterError
 from ._common import (HYBRID_HELP, add_common_options, hybrid_weight, note_shards, run_command,
-                      warning_line)
+                      unwritable, warning_line)
 
 #: Seconds that stopping the server (SIGINT, SIGTERM) waits for the requests under way.
 GRACEFUL_SECONDS = 5
@@ -138,10 +138,10 @@ def run(args) -> int:
                            "is built there)"), file=sys.stderr)
     else:
         note_shards(index)
-        if token is not None and not os.access(index, os.W_OK):
-            print(warning_line(f"this process cannot write the index {index} (a read-only "
-                               "file system or directory): its writes will be refused "
-                               "(503)"), file=sys.stderr)
+        reason = unwritable(index) if token is not None else None
+        if reason is not None:
+            print(warning_line(f"this process cannot write the index {index} ({reason}): "
+                               "its writes will be refused (503)"), file=sys.stderr)
     if not _loopback(args.host):
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
               "server (" + ("writes with the token: serve it behind HTTPS" if token else

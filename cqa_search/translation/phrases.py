@@ -258,17 +258,13 @@ class PhraseVocabulary:
             return out
         out[0] = tokens
         seq = segment_ids(np.asarray(offsets, dtype=np.int64))
-        V = self.n_terms
         for k in range(1, min(L, self.max_length)):
             keys_k = self.level_keys[k - 1]
             pos = np.flatnonzero(out[k - 1][: n - k] >= 0)
             pos = pos[seq[pos] == seq[pos + k]]
             if len(pos) == 0 or len(keys_k) == 0:
                 break
-            keys = (out[k - 1][pos] - self.level_base[k - 1]) * V + tokens[pos + k]
-            at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
-            hit = keys_k[at] == keys
-            out[k][pos[hit]] = self.level_base[k] + at[hit]
+            out[k][pos] = self._extend(k, out[k - 1][pos], tokens[pos + k])
         return out
 
     def span_ids(self, tokens, starts, lengths) -> np.ndarray:
@@ -289,20 +285,25 @@ class PhraseVocabulary:
         starts = np.asarray(starts, dtype=np.int64)
         lengths = np.asarray(lengths, dtype=np.int64)
         ids = tokens[starts]
-        V = self.n_terms
         for k in range(1, int(lengths.max(initial=1))):
             longer = lengths > k
             if k >= self.max_length or len(self.level_keys[k - 1]) == 0:
                 ids[longer] = -1
                 break
-            keys_k = self.level_keys[k - 1]
             act = np.flatnonzero(longer & (ids >= 0))
-            keys = (ids[act] - self.level_base[k - 1]) * V + tokens[starts[act] + k]
-            at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
-            hit = keys_k[at] == keys
+            extended = self._extend(k, ids[act], tokens[starts[act] + k])
             ids[longer] = -1
-            ids[act[hit]] = self.level_base[k] + at[hit]
+            ids[act] = extended
         return ids
+
+    def _extend(self, k, ids, next_tokens) -> np.ndarray:
+        """Ids of the phrases of ``k + 1`` words made of the phrases ``ids`` (of ``k``
+        words) and the tokens ``next_tokens``, -1 where that phrase is not known (level
+        ``k`` holds keys)."""
+        keys_k = self.level_keys[k - 1]
+        keys = (ids - self.level_base[k - 1]) * self.n_terms + next_tokens
+        at = np.minimum(search(keys_k, keys), len(keys_k) - 1)
+        return np.where(keys_k[at] == keys, self.level_base[k] + at, -1)
 
     def phrase_id(self, terms) -> int:
         """Id of one phrase given as term ids (-1 if unknown)."""
