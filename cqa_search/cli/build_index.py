@@ -142,6 +142,11 @@ def run(args) -> int:
     if unknown:
         raise ParameterError(f"--models: unknown family {unknown[0]!r}; families: "
                              f"{', '.join(FAMILIES)}")
+    *archives, last = args.archive
+    if args.output is None and archives and not os.path.exists(last):
+        # `build-index ARCHIVE DIR`: the directory read as a second archive
+        raise ParameterError(f"no such archive: {last}; the index directory is given with "
+                             f"-o: cqa-search build-index {' '.join(archives)} -o {last}")
     options = reader_options(args)
     output = args.output
     if output is None:

@@ -460,6 +460,16 @@ def test_build_index_text_analysis_options(capsys, tmp_path, fixtures):
     assert code == 1 and "--stopwords must be 'english', 'lucene', 'none' or a file" in err
 
 
+def test_build_index_output_given_as_an_archive(capsys, tmp_path, fixtures):
+    """`build-index ARCHIVE DIR` (the directory where -o DIR belongs) says how to write it."""
+    archive = fixtures / "toy_archive.jsonl"
+    code, _, err = run(capsys, "build-index", archive, tmp_path / "idx")
+    assert code == 1 and err.strip() == (
+        f"cqa-search: error: no such archive: {tmp_path / 'idx'}; the index directory is "
+        f"given with -o: cqa-search build-index {archive} -o {tmp_path / 'idx'}")
+    assert not (tmp_path / "idx").exists()
+
+
 def test_build_index_jobs(capsys, tmp_path, fixtures):
     for jobs in ("1", "-1", "3"):
         code, _, _ = run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o",
