@@ -394,10 +394,13 @@ class SearchEngine:
             query = dataclasses.replace(query, not_categories=tuple(
                 self.categories[self.categories.id(name)] for name in query.not_categories))
         if not query.text.strip():
-            raise QueryError("empty query: type some words to search for (NOT and - only "
-                             "leave words out)")
+            raise QueryError("empty query: type some words to search for (-word and NOT "
+                             "only leave words out)"
+                             + "".join(f"; {notice}" for notice in query.notices))
         q = self.analyze(query.text, self._name(cid), title=title, body=body)
-        results = self._retrieve(q, k, cid, query)
+        # what the results say was applied: the category searched by name
+        query = dataclasses.replace(query, category=self._name(cid))
+        results = self._retrieve(q, k, cid, query).replace(parsed=query)
         retrieval = self.config.retrieval
         if not first_stage.term_matched(q, results) and len(q.term_ids) \
                 and retrieval.field == "question" and "answers" in self.index.fields:
@@ -410,7 +413,7 @@ class SearchEngine:
             again = dataclasses.replace(q, cache={})
             fallback = self._retrieve(again, k, cid, in_answers, retrieval=answers)
             if first_stage.term_matched(again, fallback):
-                results = fallback
+                results = fallback.replace(parsed=in_answers)
         kept = tuple(units for units in query.must if any(u.field == "tag" for u in units))
         if not len(results) and len(kept) < len(query.must):
             # Nothing has every required word or phrase (a quotation pasted with a question,
@@ -449,7 +452,8 @@ class SearchEngine:
         question = self.archive[row]
         q = self.analyze(question.text, self._name(cid), title=question.title,
                          body=question.body)
-        return self._retrieve(q, None if k is None else k + 1, cid)._excluding(row, k)
+        found = self._retrieve(q, None if k is None else k + 1, cid)._excluding(row, k)
+        return found.replace(parsed=ParsedQuery(question.text, self._name(cid)))
 
     def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
                   retrieval=None) -> Results:

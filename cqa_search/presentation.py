@@ -516,14 +516,18 @@ class Presenter:
 
     def results_dict(self, results, *, typed=None, explain=False) -> dict:
         """Results as JSON-ready data: ``query`` (the words searched), ``category`` (the
-        filter applied), ``query_terms``, ``matched_in`` (the field the hits matched in),
+        filter applied), ``filters`` (every requirement and filter applied, in the query
+        syntax: :meth:`~cqa_search.query_parser.ParsedQuery.filters`), ``notices`` (what
+        of the query was not read as the syntax it looks like), ``query_terms``, ``matched_in`` (the field the hits matched in),
         ``relaxed`` (the query's requirements were dropped: nothing met them),
         ``unknown_words``, ``suggestions``, ``did_you_mean`` (``typed``, the query as
         typed, corrected; None without a correction or ``typed``), ``ranking``
         (:meth:`ranking`) and ``hits`` (:meth:`hit_dict`)."""
         suggestions = self.suggestions(results)
-        terms = frozenset(results.query_terms)
+        terms, parsed = frozenset(results.query_terms), results.parsed
         return {"query": results.query, "category": results.category,
+                "filters": [] if parsed is None else list(parsed.filters()),
+                "notices": [] if parsed is None else list(parsed.notices),
                 "query_terms": list(results.query_terms), "matched_in": results.field,
                 "relaxed": results.relaxed,
                 "unknown_words": list(results.unknown_words), "suggestions": suggestions,

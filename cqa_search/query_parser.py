@@ -6,8 +6,8 @@ line and the server. The syntax (what ``:help`` and the README list):
 
 ======================================  ===============================================
 ``renew work visa``                     any of the words (ranked by the retrieval model)
-``+visa renew``, ``visa AND renew``     ``visa`` required (both required)
-``-used``, ``NOT used``                 leave out questions with ``used``
+``+visa renew``, ``+visa +renew``       ``visa`` required (both required)
+``-used``                               leave out questions with ``used``
 ``"reset button"``                      the words next to each other (a phrase; required)
 ``(visa OR permit) AND renew``          one of the words in brackets, and ``renew``
 ``title:visa`` ``body:`` ``answers:``   the word in that part of the question (required);
@@ -22,6 +22,18 @@ line and the server. The syntax (what ``:help`` and the README list):
 ``-category:Travel``                    leave this category out
 ======================================  ===============================================
 
+``AND``, ``OR`` and ``NOT`` (upper case) are operators in a query written in the syntax:
+one with other syntax too (a field with its value, a quoted phrase, ``+word`` or
+``-word``, a ``date:`` filter, a range or a boost, or brackets an operator opens, closes or
+is inside of: ``visa NOT (work permit)``, ``title:visa AND renew``). In text with none of
+these they are words, as in a pasted question ("I can NOT sleep at night" searches
+``sleep``; Elasticsearch's ``simple_query_string`` never reads them, Lucene's classic
+parser always does): the query's :attr:`~ParsedQuery.notices` say so, and ``-word``
+leaves a word out in any query. A field name with nothing right after its colon
+(``tag:``, ``Date: tomorrow``) is no filter and no word: it is left out, with a notice.
+What a query applied is :meth:`ParsedQuery.filters` (the search page, the command line and
+the API show it).
+
 Field names may be written in any case (``Title:visa``). A query keeps one category.
 Dates are those the archive's records keep (:mod:`cqa_search.index.attributes`), in UTC;
 a date filter leaves out the questions without a date.
@@ -32,7 +44,7 @@ spaces ("Doha - any ideas?"), brackets without an operator, square brackets and 
 without a range (``[a TO b]``), a caret without a boost (``word^2``), a colon not after a
 field name, single quotes. Text without any syntax is taken as it is (repeated words
 counted), without a parser; text whoosh's
-parser cannot read (``NOT NOT NOT``) falls back to its plain words.
+parser cannot read (``title:x NOT NOT``) falls back to its plain words, with a notice.
 """
 from __future__ import annotations
 
@@ -58,14 +70,26 @@ MAX_QUERY_CHARS = 10_000
 # a field name before its colon, in any case
 _FIELD = r"(?i:\b(?:category|" + "|".join(FIELD_PREFIXES) + r"):)"
 
+_OPERATOR = r"\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b"
 # Text with none of these is plain words, searched as typed without the parser (whoosh's
-# parser costs milliseconds on a long question). Colons, parentheses and apostrophes of
-# ordinary prose are not syntax: a colon only after a field name, parentheses only with an
-# operator (which is syntax itself), a caret only before a boost (word^2), brackets and
-# braces only around a range (a TO b); prose keeps its repeated words as plain text does.
-_SYNTAX = re.compile(_FIELD + r'|"|\^[0-9.]'
-                     r'|[\[{][^\]}]*\bTO\b|(?:^|(?<=[\s(]))[-+]'
-                     r'|\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b')
+# parser costs milliseconds on a long question), its operator words words too: they are
+# operators only next to other syntax (the module docstring). Colons, parentheses and
+# quotes of ordinary prose are not syntax: a colon only after a field name and before its
+# value, a quote only around a phrase, parentheses only with an operator, a caret only
+# before a boost (word^2), brackets and braces only around a range (a TO b); prose keeps
+# its repeated words as plain text does.
+_SYNTAX = re.compile(_FIELD + r'(?=\S)|"[^"\n]*"|\^[0-9.]'
+                     r'|[\[{][^\]}]*\bTO\b|(?:^|(?<=[\s(]))[-+](?=[^\s)])'
+                     r"|" + _OPERATOR + r"\s*\(|\)\s*" + _OPERATOR
+                     + r"|\([^()]*" + _OPERATOR + r"[^()]*\)")
+_OPERATOR_WORD = re.compile(_OPERATOR)
+# the words around the operator words of plain text (what their notice suggests)
+_AFTER_NOT = re.compile(r"\bNOT\s+(\w[\w'-]*)")
+_AROUND_AND = re.compile(r"(\w[\w'-]*)\s+AND\s+(\w[\w'-]*)")
+# a field name with nothing right after its colon (tag:, -tag:, "Date: tomorrow"): no
+# filter and no word
+_EMPTY_FIELD = re.compile(r"(?:^|(?<=[\s(]))[-+]?((?i:(?:category|date|"
+                          + "|".join(FIELD_PREFIXES) + r"):))(?=[\s)]|\Z)")
 _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
 # The common syntax, read without whoosh (whoosh's parser tries each of its taggers at each
 # character: ~4 ms on a long question with a quotation in it): words, +word, -word and
@@ -78,8 +102,7 @@ _WORD = re.compile(r"[^\s\"()\[\]{}^:+]+")
 # a sign before a bracket (+(a b): one of them required), a range ([a TO b]), a boost (a^2).
 _PHRASE = re.compile(r'"(.*?)"')  # whoosh's PhrasePlugin (no newline in a phrase)
 _SPACE = re.compile(r"\s+")
-_NOT_COMMON = re.compile(_FIELD + r"|"
-                         r"\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b|(?:^|(?<=\s))[-+][(\[{]|"
+_NOT_COMMON = re.compile(_FIELD + r"|" + _OPERATOR + r"|(?:^|(?<=\s))[-+][(\[{]|"
                          r"[\[{][^\]}]*\bTO\b|\^[0-9.]")
 # + and - alone between spaces: punctuation of prose, removed before parsing
 _LONE_SIGN = re.compile(r"(?:^|(?<=\s))[-+]+(?=\s|\Z)")
@@ -125,6 +148,9 @@ class ParsedQuery:
     dates : tuple of (int or None, int or None)
         ``date:`` filters: each a range ``[low, high)`` of seconds since 1970 (UTC), None
         for no bound.
+    notices : tuple of str
+        What of the typed text was not read as the syntax it looks like (operator words
+        searched as words, a field without a value left out), one sentence each.
     """
 
     text: str
@@ -133,10 +159,57 @@ class ParsedQuery:
     must_not: tuple = ()
     not_categories: tuple = ()
     dates: tuple = ()
+    notices: tuple = ()
 
     @property
     def has_filters(self) -> bool:
         return bool(self.must or self.must_not or self.not_categories or self.dates)
+
+    def filters(self) -> tuple:
+        """The requirements and filters the query applies, each written in the query
+        syntax (what a person is shown of how the query was read): ``+word``, a phrase or
+        a field's word (required), ``+(a OR b)``, ``-word``, ``-(a AND b)``,
+        ``category:NAME``, ``-category:NAME``, ``date:A..B`` (days, both included),
+        ``date:>=A``, ``date:<B``.
+
+        Examples
+        --------
+        >>> parse_query('+visa "work permit" -used title:(renew OR extend) date:2014').filters()
+        ('+visa', '"work permit"', '+(title:renew OR title:extend)', '-used', \
+'date:2014-01-01..2014-12-31')
+        >>> parse_query("I can NOT sleep at night").filters()
+        ()
+        """
+        required = [_clause(units, " OR ", "+") for units in self.must]
+        excluded = [_clause(units, " AND ", "-") for units in self.must_not]
+        categories = [f"category:{_quoted(self.category)}"] if self.category else []
+        categories += [f"-category:{_quoted(name)}" for name in self.not_categories]
+        return tuple(required + excluded + categories + [_date_clause(*r) for r in self.dates])
+
+
+def _quoted(value) -> str:
+    return f'"{value}"' if any(c.isspace() or c in '()"' for c in value) else value
+
+
+def _clause(units, joint, sign) -> str:
+    """One requirement (``sign`` "+": one of ``units``) or exclusion ("-": all of them)
+    in the syntax; a lone phrase or field's word is required without a sign."""
+    written = [("" if u.field == "question" else u.field + ":")
+               + (f'"{" ".join(u.words)}"' if u.phrase or len(u.words) > 1 else u.words[0])
+               for u in units]
+    if len(written) > 1:
+        return f"{sign}({joint.join(written)})"
+    bare = sign == "+" and (units[0].phrase or units[0].field != "question")
+    return written[0] if bare else sign + written[0]
+
+
+def _date_clause(low, high) -> str:
+    """A ``date:`` filter of the range ``[low, high)`` (seconds of whole days)."""
+    day = lambda seconds: datetime.datetime.fromtimestamp(  # noqa: E731
+        seconds, datetime.timezone.utc).date().isoformat()
+    if low is not None and high is not None:
+        return f"date:{day(low)}..{day(high - 86400)}"
+    return f"date:>={day(low)}" if high is None else f"date:<{day(high)}"
 
 
 def _parser():
@@ -288,22 +361,74 @@ def parse_query(typed: str) -> ParsedQuery:
     ((Unit(field='question', words=('reset', 'button'), phrase=True),),)
     >>> q.must_not
     ((Unit(field='question', words=('wifi',), phrase=False),),)
-    >>> parse_query("NOT NOT NOT").text   # unreadable: its plain words
-    'NOT NOT NOT'
+    >>> parse_query("title:x NOT NOT NOT").text   # unreadable: its plain words
+    'title x NOT NOT NOT'
+    >>> q = parse_query("I can NOT sleep at night")
+    >>> q.text, q.must_not
+    ('I can NOT sleep at night', ())
+    >>> q.notices[0].partition(" (")[0]
+    'NOT was searched as a word'
     """
+    notices = []
+    if ":" in typed:
+        typed, notices = _without_empty_fields(typed)
     typed, dates = _dates(typed)
     # (each pattern only where its character occurs: a whole question is a long query)
     if "+" in typed or "-" in typed:
         typed = _LONE_SIGN.sub(" ", typed)
     if ":" in typed:
         typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), typed)
-    if not _SYNTAX.search(typed):
+    if not (dates or _SYNTAX.search(typed)):
         parsed = ParsedQuery(" ".join(typed.split()))
+        # (OR read as a word asks what OR asks, any of the words: nothing to say of it)
+        operators = [w for w in dict.fromkeys(_OPERATOR_WORD.findall(typed)) if w != "OR"]
+        if operators:
+            notices.append(_operators_notice(typed, operators))
     else:
         parsed = _common_syntax(typed)
         if parsed is None:
             parsed = _parsed(typed)
-    return dataclasses.replace(parsed, dates=dates) if dates else parsed
+    if dates or notices:
+        parsed = dataclasses.replace(parsed, dates=dates, notices=tuple(notices))
+    return parsed
+
+
+def _operators_notice(typed, operators) -> str:
+    """The notice of operator words searched as words in plain text, with what would
+    apply them."""
+    hints = []
+    if "NOT" in operators:
+        after = _AFTER_NOT.search(typed)
+        hints.append(f"-{after[1]} leaves out the questions with {after[1]!r}" if after else
+                     "-word leaves a word out")
+    if "AND" in operators:
+        around = _AROUND_AND.search(typed)
+        hints.append(f"+{around[1]} +{around[2]} requires both" if around else
+                     "+word requires a word")
+    many = len(operators) > 1
+    return (f"{' and '.join(operators)} {'were' if many else 'was'} searched as "
+            f"{'words' if many else 'a word'} (operators only next to other syntax: +word, "
+            '-word, "a phrase", field:value, brackets)' + "".join(f"; {h}" for h in hints))
+
+
+def _without_empty_fields(typed) -> tuple:
+    """``typed`` without its field names that have no value (``tag:`` alone), and the
+    notices that say so."""
+    found = []
+
+    def drop(m):
+        found.append(m.group(1))
+        return " "
+
+    typed = _EMPTY_FIELD.sub(drop, typed)
+    return typed, [f"{name!r} has no value right after its colon: left out (write e.g. "
+                   f"{_EXAMPLE[name[:-1].lower()]})" for name in dict.fromkeys(found)]
+
+
+# what an empty field's notice suggests
+_EXAMPLE = {"title": "title:visa", "body": "body:visa", "answers": "answers:passport",
+            "tags": "tags:family", "tag": "tag:machine-learning", "category": "category:Travel",
+            "date": "date:>=2014-01-01"}
 
 
 # date:EXPR (a sign before it: refused), read before the rest of the syntax
@@ -397,7 +522,9 @@ def _parsed(typed: str) -> ParsedQuery:
     try:
         walk.walk(parser.parse(typed))
     except Exception:  # noqa: BLE001 - whoosh fails on odd input in many ways
-        return ParsedQuery(" ".join(_WORD.findall(typed)))
+        return ParsedQuery(" ".join(_WORD.findall(typed)), notices=(
+            "the query syntax could not be read (an operator without a word on each side?): "
+            "its words were searched, without filters",))
     wanted = list(dict.fromkeys(walk.categories))
     if len({c.casefold() for c in wanted}) > 1:
         raise QueryError(f"a query keeps one category; got {' and '.join(map(repr, wanted))}")

@@ -72,17 +72,23 @@ class Results:
         the word-vector cosine, :class:`~cqa_search.retrieval.first_stage.StageParts`)
         when the hybrid first stage found them; None after the retrieval model alone.
         A hit's are ``hit.first_stage`` (a dict).
+    parsed : ParsedQuery or None
+        How the query was read (:func:`~cqa_search.query_parser.parse_query`): its
+        requirements and filters as applied (:meth:`ParsedQuery.filters
+        <cqa_search.query_parser.ParsedQuery.filters>`, the category the search kept
+        included) and its notices (after :meth:`~cqa_search.SearchEngine.similar`: the
+        question's text as plain text, and the category).
 
     Iterating gives :class:`Hit` objects (the questions are read from the index lazily).
     """
 
     __slots__ = ("query", "doc_ids", "scores", "feature_names", "_features", "query_terms",
                  "unknown_words", "field", "category", "relaxed", "_archive", "_rows",
-                 "first_stage")
+                 "first_stage", "parsed")
 
     def __init__(self, query, rows, doc_ids, scores, feature_names, features, query_terms,
                  unknown_words, archive, field="question", category=None, relaxed=False,
-                 first_stage=None):
+                 first_stage=None, parsed=None):
         set_ = object.__setattr__
         set_(self, "query", query)
         set_(self, "doc_ids", tuple(doc_ids))
@@ -97,6 +103,7 @@ class Results:
         set_(self, "_archive", archive)
         set_(self, "_rows", _frozen(rows, np.int64))
         set_(self, "first_stage", first_stage)
+        set_(self, "parsed", parsed)
 
     @property
     def features(self) -> np.ndarray:

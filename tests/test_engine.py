@@ -260,10 +260,12 @@ def test_feature_table_matches_the_features_of_each_result(toy_engine):
 
 @pytest.mark.parametrize("typed, expected", [
     ("cheap sofa furniture", {"t04", "t06"}),
-    ("cheap sofa furniture NOT budget", {"t06"}),        # t04's body: "on a budget"
+    ("cheap sofa furniture +sofa NOT budget", {"t06"}),  # t04's body: "on a budget"
+    ("cheap sofa furniture NOT budget", {"t04", "t06"}),  # plain text: NOT is a word
     ("cheap sofa furniture -budget", {"t06"}),
     ("+sofa cheap furniture", {"t04"}),
-    ("cheap AND shops", {"t06"}),
+    ("+cheap +shops", {"t06"}),
+    ("-budget cheap AND shops", {"t06"}),                # AND next to other syntax
     ("visa renewal", {"t01", "t02", "t03", "t11"}),
     ('"visa renewal"', {"t02"}),                          # t01: "renew my residence visa"
     ("title:visa", {"t01", "t02", "t03", "t11"}),
@@ -303,7 +305,7 @@ def test_odd_syntax_never_fails_with_a_traceback(toy_engine, typed):
 
 
 def test_negative_only_and_too_long_queries_are_clear_errors(toy_engine):
-    with pytest.raises(QueryError, match="NOT and - only leave words out"):
+    with pytest.raises(QueryError, match="-word and NOT only leave words out"):
         toy_engine.search("-visa")
     with pytest.raises(QueryError, match="the query has 20,001 characters; at most 10,000"):
         toy_engine.search("v" * 20_001)

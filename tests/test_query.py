@@ -35,8 +35,13 @@ def test_parse_query():
 def test_parse_required_excluded_and_fields():
     assert parse_query("+visa renew -work") == ParsedQuery(
         "visa renew", must=((U("question", "visa"),),), must_not=((U("question", "work"),),))
-    assert parse_query("visa AND renew") == ParsedQuery(
+    assert parse_query("+visa +renew") == ParsedQuery(
         "visa renew", must=((U("question", "visa"),), (U("question", "renew"),)))
+    # AND is an operator in a query with other syntax (in plain text: a word, see
+    # test_operator_words_are_words_in_plain_text)
+    assert parse_query("-fee visa AND renew") == ParsedQuery(
+        "visa renew", must=((U("question", "visa"),), (U("question", "renew"),)),
+        must_not=((U("question", "fee"),),))
     assert parse_query("(visa OR permit) AND renew").must == (
         (U("question", "visa"), U("question", "permit")), (U("question", "renew"),))
     assert parse_query("title:visa answers:passport tag:family x") == ParsedQuery(
@@ -46,7 +51,10 @@ def test_parse_required_excluded_and_fields():
     assert parse_query("tags:family Tag:c++ x").must == ((U("tags", "family"),), (U("tag", "c++"),))
     assert parse_query("x date:2014 DATE:>=2014-06") == ParsedQuery(
         "x", dates=((1388534400, 1420070400), (1401580800, None)))
-    assert parse_query("Date: tomorrow") == ParsedQuery("Date: tomorrow")  # prose
+    # prose: a field name without its value is no filter (nor searched: a notice says so)
+    assert parse_query("Date: tomorrow") == ParsedQuery("tomorrow", notices=(
+        "'Date:' has no value right after its colon: left out (write e.g. "
+        "date:>=2014-01-01)",))
     # operators only at the start of a word; unknown prefixes are words
     assert parse_query("C++ e-mail foo:bar").text == "C++ e-mail foo:bar"
     # an OR between fields or phrases is one requirement either side meets; side by side,
@@ -61,7 +69,7 @@ def test_parse_required_excluded_and_fields():
     # field names in any case; a capitalised word before a colon and a space is prose
     assert parse_query("Category:Travel TITLE:visa x") == ParsedQuery(
         "visa x", category="Travel", must=((U("title", "visa"),),))
-    assert parse_query("Title: the movie") == ParsedQuery("Title: the movie")
+    assert parse_query("Title: the movie").text == "the movie"
 
 
 _WORDS = st.one_of(st.text("abAND", min_size=1, max_size=3),
@@ -130,8 +138,67 @@ def test_a_sign_alone_between_spaces_is_punctuation():
         must_not=((U("question", "fee"),),))
 
 
+def test_operator_words_are_words_in_plain_text():
+    """A pasted question keeps its words: NOT, AND and OR are operators only next to
+    other syntax, and the notice says what they were read as."""
+    for typed in ("I can NOT sleep at night", "MY CAR WILL NOT START AND I NEED HELP",
+                  "visa AND renew", "NOT visa", "visa OR permit"):
+        parsed = parse_query(typed)
+        assert (parsed.text, parsed.must, parsed.must_not) == (typed, (), ()), typed
+        assert parsed.filters() == ()
+    assert parse_query("I can NOT sleep at night").notices == (
+        'NOT was searched as a word (operators only next to other syntax: +word, -word, "a '
+        "phrase\", field:value, brackets); -sleep leaves out the questions with 'sleep'",)
+    assert parse_query("WILL NOT START AND STOP").notices[0].startswith(
+        "NOT and AND were searched as words") and parse_query(
+        "WILL NOT START AND STOP").notices[0].endswith(
+        "-START leaves out the questions with 'START'; +START +STOP requires both")
+    assert parse_query("visa OR permit").notices == ()  # OR as a word asks the same
+    # next to other syntax they are operators: a field, a phrase, a sign, a date, brackets
+    sleep = ((U("question", "sleep"),),)
+    for typed in ('"can not" NOT sleep', "title:night NOT sleep", "+night NOT sleep",
+                  "night date:2014 NOT sleep", "night NOT (sleep)", "(night OR day) NOT sleep"):
+        parsed = parse_query(typed)
+        assert parsed.must_not == sleep and parsed.notices == (), typed
+    # brackets without an operator next to them are prose
+    assert parse_query("I can NOT sleep (at all)").must_not == ()
+
+
+def test_a_field_without_a_value_is_left_out_with_a_notice(toy_engine):
+    for typed in ("tag: dogs", "dogs tag:", "-tag: dogs", "TAG: dogs", "dogs\ttag:"):
+        parsed = parse_query(typed)
+        assert parsed.text.split() == ["dogs"] and not parsed.has_filters, typed
+        assert len(parsed.notices) == 1 and "e.g. tag:machine-learning" in parsed.notices[0]
+    assert parse_query("title: category: date: x").notices == tuple(
+        f"'{name}:' has no value right after its colon: left out (write e.g. {example})"
+        for name, example in [("title", "title:visa"), ("category", "category:Travel"),
+                              ("date", "date:>=2014-01-01")])
+    with pytest.raises(QueryError, match=r"empty query: .*'tag:' has no value"):
+        toy_engine.search("tag:")
+    res = toy_engine.search("visa tag:")
+    assert res.query == "visa" and res.parsed.notices and len(res)
+
+
+def test_filters_say_what_a_query_applies():
+    assert parse_query('router "reset button" NOT wifi -(a AND b) category:"Doha Shopping" '
+                       "-category:Travel tag:c++ date:>=2014-03 date:<2015").filters() == (
+        '"reset button"', "tag:c++", "-wifi", "-(a AND b)", 'category:"Doha Shopping"',
+        "-category:Travel", "date:>=2014-03-01", "date:<2015-01-01")
+    assert parse_query("+(visa OR permit) renew date:2014-01..2014-02").filters() == (
+        "+(visa OR permit)", "date:2014-01-01..2014-02-28")
+    # what filters() writes reads back as the same filters
+    for typed in ('"reset button" -wifi tag:c++ +(title:visa OR permit) -(a AND b)',
+                  "+visa +renew -category:Travel date:2014"):
+        once = parse_query(typed)
+        again = parse_query(" ".join(once.filters()))
+        assert again.filters() == once.filters(), typed
+
+
 def test_unreadable_syntax_falls_back_to_its_words():
-    assert parse_query("NOT NOT NOT") == ParsedQuery("NOT NOT NOT")
+    # (plain text since operators act only next to other syntax: see above)
+    assert parse_query("title:x NOT NOT NOT") == ParsedQuery("title x NOT NOT NOT", notices=(
+        "the query syntax could not be read (an operator without a word on each side?): "
+        "its words were searched, without filters",))
     assert parse_query("[a TO z] visa").text == "visa"
 
 

@@ -38,26 +38,35 @@ Type a question to search. Commands (Tab completes them and category names):
   :explain on|off   show why each result ranks there (now {explain})
   :help             this help
   :quit             leave (also Ctrl-D; Ctrl-C clears the line or cancels a search)
+{syntax}"""
+
+SYNTAX_HELP = """\
 Query syntax (one query at a time):
   renew work visa          any of the words, best matches first
-  +visa renew              visa required        visa AND renew    both required
-  -used  or  NOT used      leave out questions with "used"
+  +visa renew              visa required        +visa +renew      both required
+  -used                    leave out questions with "used"
   "reset button"           the words next to each other
-  (visa OR permit) AND renew
+  (visa OR permit) NOT work   visa or permit, and not work
+  AND OR NOT               operators only next to other syntax (brackets, a field:,
+                           a "phrase", +word, -word); in plain text they are words
+                           ("I can NOT sleep" searches sleep)
   title:visa  body:visa  answers:passport  tags:family   the word in that part
   tag:machine-learning  -tag:java                         exactly this tag (or not)
   date:>=2014-01-01  date:2014  date:2014-01..2014-06     created then
   title:visa OR title:permit                              either
   category:Travel  or  category:"Doha Shopping"           only that category
-  -category:Travel                                        all but that category\
+  -category:Travel                                        all but that category
+Each search prints the filters it applied, and notes what was not read as syntax.\
 """
 
 
 def configure(parser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # the syntax's columns
+    parser.epilog = SYNTAX_HELP
     parser.add_argument("index", metavar="INDEX", help="index directory (from build-index)")
     parser.add_argument("text", nargs="*", metavar="TEXT",
-                        help="the question to search for (omit for an interactive session, "
-                             "or pipe one query per line)")
+                        help="the question to search for, in the query syntax below (omit "
+                             "for an interactive session, or pipe one query per line)")
     parser.add_argument("-k", type=positive_int, default=10,
                         help="number of results (default: 10)")
     parser.add_argument("--like", metavar="ID",
@@ -127,6 +136,12 @@ NOTHING_TO_SEARCH = ("no words to search for (the index leaves out its stopwords
 
 
 def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
+    parsed = results.parsed
+    if parsed is not None:
+        for notice in parsed.notices:
+            print(style.dim(f"note: {notice}"), file=out)
+        if parsed.filters():
+            print(style.dim("filters: " + " ".join(parsed.filters())), file=out)
     if results.relaxed:
         print(style.dim("no question has every required word or phrase; questions with the "
                         "words:"), file=out)
@@ -219,7 +234,8 @@ class _Session:
         if name in ("h", "help", "?"):
             self.say(REPL_HELP.format(k=self.k, category=self.category or "all",
                                       answers="on" if self.answers else "off",
-                                      explain="on" if self.explain else "off"))
+                                      explain="on" if self.explain else "off",
+                                      syntax=SYNTAX_HELP))
         elif name == "k":
             if not (arg.isascii() and arg.isdigit()) or int(arg) < 1:
                 self.say("usage: :k N (a positive number)")

@@ -35,7 +35,9 @@ def _compact(presenter, results) -> dict:
         compact["answer"] = None if full["answer"] is None else {
             "label": full["answer"]["label"], "snippet": full["answer"]["snippet"]}
         hits.append(compact)
-    return {"category": results.category, "relaxed": results.relaxed,
+    parsed = results.parsed  # how the query was read (the API's filters and notices)
+    return {"category": results.category, "filters": list(parsed.filters()),
+            "notices": list(parsed.notices), "relaxed": results.relaxed,
             "unknown_words": list(results.unknown_words), "hits": hits}
 
 

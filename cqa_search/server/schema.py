@@ -85,6 +85,14 @@ class Ranking(BaseModel):
 class SearchResults(BaseModel):
     query: str = Field(description="the words searched (the query syntax removed)")
     category: str | None = Field(description="the category filter applied")
+    filters: list[str] = Field(description="every requirement and filter the search "
+                                           "applied, each in the query syntax (+word, "
+                                           '"a phrase", title:word, -word, tag:NAME, '
+                                           "category:NAME, date:A..B, ...): how q was read")
+    notices: list[str] = Field(description="what of q was not read as the syntax it looks "
+                                           "like: AND, OR, NOT searched as words in a query "
+                                           "without other syntax, a field name without a "
+                                           "value left out")
     query_terms: list[str] = Field(description="the analysed query terms found in the index")
     matched_in: str = Field(description='the field the hits matched in: "question", or '
                                         '"answers" when no question holds the words')

@@ -112,6 +112,22 @@ def test_interactive_session(toy_index):
     assert "  category  questions" in out  # :categories: a table with counts
 
 
+def test_a_search_shows_the_filters_it_applied_and_its_notes(toy_index, capsys):
+    """A pasted question keeps its words, and the output says how each query was read."""
+    session, out = _session(toy_index)
+    session.loop(io.StringIO("\n".join([":category visas", "I can NOT renew my visa",
+                                        "visa -family tag:"])))
+    lines = out.getvalue().splitlines()
+    assert "note: NOT was searched as a word (operators only next to other syntax: +word, " \
+        "-word, \"a phrase\", field:value, brackets); -renew leaves out the questions with " \
+        "'renew'" in lines
+    assert lines.count("filters: category:Visas") == 1
+    assert "note: 'tag:' has no value right after its colon: left out (write e.g. " \
+        "tag:machine-learning)" in lines and "filters: -family category:Visas" in lines
+    code, out, _ = run(capsys, "query", toy_index, "renew +visa -family", "--color", "never")
+    assert code == 0 and out.startswith("filters: +visa -family\n")
+
+
 def test_more_like_this(capsys, toy_index):
     code, out, _ = run(capsys, "query", toy_index, "--like", "t01", "-k", "2", "--color", "never")
     expected = SearchEngine.open(toy_index).similar("t01", 2).doc_ids

@@ -162,7 +162,7 @@ def test_health(client, toy_index):
     ("GET", "/api/search", {}, 400, r"^give the question: q, or its title and body"),
     ("GET", "/api/search", {"q": ""}, 400, r"^q: String should have at least 1 character"),
     ("GET", "/api/search", {"q": "   "}, 400, r"empty query"),
-    ("GET", "/api/search", {"q": "NOT visa"}, 400, r"empty query"),
+    ("GET", "/api/search", {"q": "-visa"}, 400, r"empty query"),
     ("GET", "/api/search", {"q": "visa", "k": 0}, 400, r"^k: Input should be greater than"),
     ("GET", "/api/search", {"q": "visa", "k": MAX_K + 1}, 400, r"^k: .*less than or equal to 100"),
     ("GET", "/api/search", {"q": "visa", "k": "ten"}, 400, r"^k: Input should be a valid integer"),
@@ -370,6 +370,20 @@ def test_tag_facet_and_date_filters(tmp_path):
         assert bad.status_code == 400 and bad.json()["detail"] == (
             "bad date filter 'date:>=2014-13': month must be in 1..12")
         assert http.get("/api/search", params={"q": "visa date:soon"}).status_code == 400
+
+
+def test_the_filters_applied_and_the_notices_come_with_the_hits(client):
+    """How the query was read is in the response: the filters applied (the after and
+    category parameters included), and what was not read as syntax."""
+    doc = client.get("/api/search", params={"q": "visa -family tag:", "after": "2014",
+                                            "category": "visas"}).json()
+    schema.SearchResults.model_validate(doc, strict=True)
+    assert doc["filters"] == ["-family", "category:Visas", "date:>=2014-01-01"]
+    assert doc["notices"] == ["'tag:' has no value right after its colon: left out (write "
+                              "e.g. tag:machine-learning)"]
+    pasted = client.get("/api/search", params={"q": "I can NOT renew my visa"}).json()
+    assert pasted["filters"] == [] and pasted["hits"]
+    assert pasted["notices"][0].startswith("NOT was searched as a word")
 
 
 TOKEN = "0123456789abcdef-test-token"

@@ -46,6 +46,8 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     assert set(hit) == {"rank", "id", "score", "title", "category", "tags", "url", "n_answers",
                         "snippet", "answer"} and hit["answer"]["label"] == "best answer"
     assert dated["hits"] == [] and dated["category"] == "Visas"  # the toy archive has no dates
+    assert dated["filters"] == ["category:Visas", "date:>=2000-01-01"]
+    assert found["filters"] == found["notices"] == []
     assert [h["id"] for h in like["hits"]] == list(engine.similar("t01", 2).doc_ids)
     assert like["like"] == "t01" and "t01" not in [h["id"] for h in like["hits"]]
     assert question["id"] == "t01" and len(question["answers"]) == 2

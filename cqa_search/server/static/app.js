@@ -275,6 +275,9 @@
         `Not in the archive: ${missing.map((w) => `“${w}”`).join(", ")}.`);
     }
     const notes = [];
+    // how the query was read: the filters applied, and what was not read as syntax
+    if (data.filters.length) notes.push(`Filters: ${data.filters.join(" ")}.`);
+    for (const notice of data.notices) notes.push(`Note: ${notice}.`);
     if (data.relaxed) notes.push("No question has every required word or phrase: questions with the words.");
     if (data.matched_in === "answers") notes.push("No question holds these words: questions whose answers do.");
     if (notes.length) didYouMean.append(didYouMean.childNodes.length ? " " : "", notes.join(" "));
