@@ -212,7 +212,9 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
         with ray_fits(address=None if ray == "local" else ray):
             model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
     name = name or spec.store_name(model.get_params())
-    add_model(engine, name, model)
+    # the stored models given to the fit (answers --translation NAME) are what it read
+    read = [n for n, m in engine.models.items() if any(m is v for v in fit_inputs.values())]
+    add_model(engine, name, model, inputs=read)
     return FitReport(family, name, engine.path, model, time.perf_counter() - t0)
 
 

@@ -7,6 +7,7 @@ import json
 from .._utils import counted
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
+from ..index.models import FAMILIES
 from ..retrieval.first_stage import DEFAULT_WEIGHT
 from ._common import COMMANDS, add_common_options, run_command
 
@@ -47,6 +48,19 @@ def _first_stage(info) -> str:
                           else f"chosen by `train`, stored with the ranker {name!r}") + ")")
 
 
+def _refresh(path, name, kind) -> str:
+    """The command that fits the model ``name`` of ``kind`` again (a family's options
+    other than its name are as the user gave them before)."""
+    if kind == "ranker":
+        return f"cqa-search train {path} --queries Q --qrels R" + (
+            f" --name {name}" if name != "ranker" else "")
+    family = FAMILIES.get(kind)  # (a family's models are of its kind)
+    if family is None:  # stored from Python (add_model)
+        return f"cqa_search.index.models.add_model({str(path)!r}, {name!r}, fitted model)"
+    named = "{" not in family.default_name and name == family.default_name
+    return f"cqa-search fit {path} {kind}" + ("" if named else f" --name {name}")
+
+
 def format_info(info) -> str:
     segments = info["segments"]
     deleted = sum(s["deleted"] for s in segments)
@@ -72,8 +86,10 @@ def format_info(info) -> str:
             stale.append(f"{counted(m['added_since'], 'question')} added since")
         if m["deleted_since"]:
             stale.append(f"{m['deleted_since']:,} deleted since")
-        again = "retrain it with `cqa-search train`" if m["kind"] == "ranker" else \
-            "refit with `cqa-search fit`"
+        if m.get("refitted_since"):
+            stale.append(f"{' and '.join(m['refitted_since'])} fitted again since")
+        again = f"{'retrain it' if m['kind'] == 'ranker' else 'refit'} with " \
+            f"`{_refresh(info['path'], name, m['kind'])}`"
         lines.append(f"model      {name} ({m['kind']}, fitted {m['created']}): "
                      + ("; ".join(stale) + f" ({again})" if stale else "up to date")
                      + _ranks(name, m, info["models"]))

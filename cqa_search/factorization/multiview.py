@@ -428,6 +428,10 @@ class MultiViewModel(BaseEstimator):
     lambdas_, loss_curve_, n_iter_ : as :class:`MultiViewNMF`
     fit_seconds_ : float
         Time of the factorization (views excluded).
+    inputs_ : tuple of str
+        The stored model whose table the ``ibm1`` view read (none without that view):
+        ``cqa-search info`` calls this model stale once that one is fitted again (not
+        stored: :func:`~cqa_search.index.models.add_model` records it).
 
     Examples
     --------
@@ -479,10 +483,11 @@ class MultiViewModel(BaseEstimator):
         """The translators of the ``views`` specifications (``ibm1`` reads the table of a
         translation model stored in the index: ``view.models``)."""
         specs = parse_views(self.views)
-        table = None
+        table, read = None, []
         if "ibm1" in specs:
             table = find_translation_table(view.models, self.translation_model,
-                                           n_terms=len(view.index.vocab))
+                                           n_terms=len(view.index.vocab), found=read)
+        self.inputs_ = tuple(read)  # the stored model read (stale once it is fitted again)
         return [make_translator(s, dict_dir=self.dict_dir, n_translations=self.n_translations,
                                 translation_probs=table) for s in specs]
 

@@ -359,7 +359,7 @@ def make_translator(spec, *, dict_dir=DEFAULT_DICT_DIR, n_translations=3,
     raise ParameterError(f"unknown view {spec!r}: use dict:LANG, ibm1, archive:LANG or dummy")
 
 
-def find_translation_table(models, name=None, n_terms=None):
+def find_translation_table(models, name=None, n_terms=None, *, found=None):
     """The IBM Model 1 table (``translation_probs_``) of a stored model.
 
     Parameters
@@ -372,6 +372,8 @@ def find_translation_table(models, name=None, n_terms=None):
         The index's vocabulary size: a table fitted before ``cqa-search add`` grew the
         vocabulary is extended to it (a new term translates to itself, as
         :meth:`IBMModel1.extended <cqa_search.translation.IBMModel1.extended>` says).
+    found : list, optional
+        Gets the name of the model whose table is returned appended.
 
     Returns
     -------
@@ -389,14 +391,16 @@ def find_translation_table(models, name=None, n_terms=None):
         if name not in tables:
             raise ParameterError(f"model {name!r} has no IBM Model 1 table (translation_probs_); "
                                  f"models with one: {', '.join(tables) or 'none'}")
-        model = tables[name]
     elif len(tables) > 1:
         raise ParameterError(f"several models have a translation table ({', '.join(tables)}): "
                              "choose one by name")
     elif not tables:
         return None
     else:
-        model = next(iter(tables.values()))
+        name = next(iter(tables))
+    model = tables[name]
+    if found is not None:
+        found.append(name)
     ibm1 = getattr(model, "ibm1_", model)  # a TranslationModel's word table
     if n_terms is not None and hasattr(ibm1, "extended"):
         return ibm1.extended(n_terms).translation_probs_

@@ -41,7 +41,7 @@ from ..exceptions import ArchiveError, IndexFormatError
 from .build import checked_questions, nothing_read, read_archive
 from .layout import (SegmentRows, SegmentWriter, SortedIds, load_index, read_head,
                      segment_dir, write_globals)
-from .models import load_models, row_arrays, write_model
+from .models import load_models, row_arrays, stale_inputs, write_model
 from .sharding import is_sharded, read_shards
 from .store import IndexWriter, open_index
 from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
@@ -471,8 +471,10 @@ def _ranker_meta(stored, name):
 
 def index_info(path) -> dict:
     """What ``cqa-search info`` shows: generation, segments, questions, and for every stored
-    model how many questions were added and deleted since its fit (and for a ranker, the
-    ``features`` it reads and its ``hybrid_weight``)."""
+    model how many questions were added and deleted since its fit, the stored models it
+    was fitted from that were fitted again since (``refitted_since``:
+    :func:`~cqa_search.index.models.stale_inputs`; for a ranker, the models of its
+    features), and for a ranker the ``features`` it reads and its ``hybrid_weight``."""
     stored = open_index(path)
     m = stored.manifest
     counters = m.get("counters", {})
@@ -484,7 +486,8 @@ def index_info(path) -> dict:
                         "added_since": int(counters.get("added", 0))
                         - int(fitted.get("added", 0)),
                         "deleted_since": int(counters.get("deleted", 0))
-                        - int(fitted.get("deleted", 0))}
+                        - int(fitted.get("deleted", 0)),
+                        "refitted_since": stale_inputs(stored.models, name)}
         if entry["kind"] == "ranker":
             models[name]["features"], models[name]["hybrid_weight"] = \
                 _ranker_meta(stored, name)

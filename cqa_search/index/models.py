@@ -37,6 +37,7 @@ imports them (nor scikit-learn).
 from __future__ import annotations
 
 import importlib
+import uuid
 from dataclasses import dataclass
 
 from .._utils import validate_params
@@ -45,7 +46,7 @@ from .store import IndexWriter, damage_advice, open_index
 from .validate import InvalidArray
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
-           "load_models", "model_dir", "write_model", "row_arrays"]
+           "load_models", "model_dir", "write_model", "row_arrays", "stale_inputs"]
 
 #: Model kind -> estimator class, or ``"module:Class"`` imported on first use.
 MODEL_KINDS = {
@@ -188,7 +189,7 @@ def write_model(writer, name, model, state=None, *, only=None) -> None:
                                           "meta": meta, "arrays": list(arrays)})
 
 
-def add_model(index, name, model) -> str:
+def add_model(index, name, model, *, inputs=()) -> str:
     """Store a fitted model in an index under ``name`` (a new generation, atomically).
 
     A model of the same name is replaced; the index's other models are kept, including
@@ -203,6 +204,11 @@ def add_model(index, name, model) -> str:
     name : str
         Letters, digits, ``-`` and ``_``.
     model : estimator of a registered kind, fitted
+    inputs : iterable of str, optional
+        The stored models whose fitted state its fit read, besides those it names itself
+        (its ``inputs_``, e.g. the translation model of a multiview model's ``ibm1`` view)
+        and, for a ranker, those whose features it reads: ``cqa-search info`` reports it
+        stale once one of them is fitted again (:func:`stale_inputs`).
 
     Returns
     -------
@@ -239,6 +245,8 @@ def add_model(index, name, model) -> str:
     prefix = model_dir(name) + "/"
     # the feature columns the model adds to every hit (rankers and answer choosers add none)
     produced = list(getattr(model, "feature_names", ())) if hasattr(model, "scorer") else []
+    read = [*inputs, *getattr(model, "inputs_", ())]
+    uses = set(getattr(model, "feature_names_in_", ())) if hasattr(model, "predict") else set()
 
     def manifest(base):
         if base is None:
@@ -260,11 +268,16 @@ def add_model(index, name, model) -> str:
                     f"model {other!r} gives already: store it as {other!r} to replace that "
                     "one, or give its features other names (the feature_name / "
                     "feature_prefix parameter)")
-        # What the model saw: `cqa-search info` counts the questions added or deleted since.
+        # What the model saw: `cqa-search info` counts the questions added or deleted since,
+        # and tells the models it read that were fitted again since (each fit its own id).
+        sources = read + [other for other, entry in models.items()
+                          if uses.intersection(entry.get("features", ()))]
         models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created(),
                         "counters": dict(fitted_on.get("counters", {})),
                         "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
-                        "features": produced}
+                        "features": produced, "fit": uuid.uuid4().hex,
+                        "inputs": {n: models[n].get("fit") for n in dict.fromkeys(sources)
+                                   if n in models and n != name}}
         _check_rankers(base, models, f"storing model {name!r}")
         return {**base.manifest, "models": models}
 
@@ -281,6 +294,14 @@ def add_model(index, name, model) -> str:
         return writer.commit(manifest, keep=lambda base: [
             rel for rel in base.manifest["files"]
             if not rel.startswith((prefix, *(d + "/" for d in rewritten)))])
+
+
+def stale_inputs(models, name) -> list:
+    """The stored models that model ``name`` was fitted from (see :func:`add_model`) and
+    that were fitted again since, in a manifest's ``models``: refitting ``name`` brings it
+    up to date with them."""
+    return [other for other, fit in models[name].get("inputs", {}).items()
+            if other in models and models[other].get("fit") != fit]
 
 
 def _check_rankers(base, models, change) -> None:

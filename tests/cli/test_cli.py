@@ -643,6 +643,40 @@ def test_the_hybrid_first_stage_from_the_command_line(capsys, vectors_copy):
     assert f"a = {a:g} (chosen by `train`, stored with the ranker 'ranker')" in out
 
 
+def test_info_calls_a_model_stale_once_a_model_it_read_is_fitted_again(capsys, tmp_path,
+                                                                         fixtures):
+    """A multiview model's ibm1 view is built from the stored translation table, and a
+    ranker weighs the features of stored models: refitting one of these makes them
+    stale, and info says so with the command that refreshes them."""
+    import numpy as np
+
+    from cqa_search.index.models import add_model
+    from cqa_search.ranking import LinearRanker
+
+    index = tmp_path / "idx"
+    run(capsys, "build-index", fixtures / "toy_archive.jsonl", "-o", index, "-q")
+    fit = ["-q", "--max-iter", "2"]
+    assert run(capsys, "fit", index, "translation", *fit)[0] == 0  # (warns: a tiny fit)
+    assert run(capsys, "fit", index, "multiview", "--n-components", "2", *fit)[0] == 0
+    ranker = LinearRanker("ranksvm").fit(np.eye(4), [1, 0, 0, 1], qid=[0, 0, 1, 1],
+                                         feature_names=["bm25", "wt", "mv_orig", "lm_jm"])
+    add_model(index, "ranker", ranker)
+    code, out, _ = run(capsys, "info", index)
+    assert code == 0 and out.count(": up to date") == 3
+    assert run(capsys, "fit", index, "translation", *fit)[0] == 0
+    code, out, _ = run(capsys, "info", index)
+    assert "): translation fitted again since (refit with `cqa-search fit " \
+        f"{index} multiview`)" in out
+    assert "): translation fitted again since (retrain it with `cqa-search train " \
+        f"{index} --queries Q --qrels R`)" in out
+    assert re.search(r"model      translation \(translation, fitted [^)]*\): up to date", out)
+    code, out, _ = run(capsys, "info", index, "--json")
+    assert json.loads(out)["models"]["multiview"]["refitted_since"] == ["translation"]
+    assert run(capsys, "fit", index, "multiview", "--n-components", "2", *fit)[0] == 0
+    code, out, _ = run(capsys, "info", index)
+    assert out.count(": up to date") == 2 and "(retrain it with" in out  # the ranker read both
+
+
 def test_the_help_says_the_default_weight():
     from cqa_search.cli._common import HYBRID_HELP
     from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT

@@ -167,8 +167,11 @@ def test_models_follow_additions_and_compaction(tmp_path):
     shown = format_info({**index_info(path), "models": {
         **info, "ranker": {**info["topics"], "kind": "ranker"}}})
     assert "topics (topics, fitted " in shown
-    assert "27 questions added since (refit with `cqa-search fit`)" in shown
-    assert "27 questions added since (retrain it with `cqa-search train`)" in shown
+    assert f"27 questions added since (refit with `cqa-search fit {path} topics --name " \
+        "topics`)" in shown  # (its default name would be topics-gnmfnc)
+    assert f"27 questions added since (retrain it with `cqa-search train {path} --queries Q " \
+        "--qrels R`)" in shown
+    assert info["multiview"]["refitted_since"] == []
     grown = SearchEngine.open(path)  # the new questions are folded into the models
     assert len(grown.index.vocab) > len(small.index.vocab)
     res = grown.search("my rice is always sticky", k=5)
