@@ -17,8 +17,14 @@ import warnings
 from bisect import bisect_left, bisect_right
 
 __all__ = ["highlight", "snippet", "segments", "source_url", "corrected_query", "Suggester",
-           "Presenter", "MAX_SUGGESTED_WORD", "MAX_SUGGESTED_WORDS"]
+           "Presenter", "MAX_K", "MAX_SUGGESTED_WORD", "MAX_SUGGESTED_WORDS"]
 
+#: Most results a person is shown of one search (the interactive session's ``:k``, the
+#: search page, the API and the MCP tools): the candidates a ranker reorders by default
+#: (:attr:`SearchConfig.n_candidates <cqa_search.SearchConfig>`). Past the questions that
+#: share a word with the query, the hybrid first stage ranks every question by its vector:
+#: a larger k lists the whole archive. (``cqa-search query -k N`` writes runs of any depth.)
+MAX_K = 100
 #: Longest word "did you mean" looks at: the edit automaton of a longer word costs
 #: seconds and memory (a 20,000-character word took 41 s), and no real word is longer.
 MAX_SUGGESTED_WORD = 40

@@ -16,7 +16,7 @@ from ..engine import SearchConfig, SearchEngine
 from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
 from ..features import GIVEN_FEATURES, search_ranker_name
-from ..presentation import Presenter
+from ..presentation import MAX_K, Presenter
 from ..query_parser import date_filter
 from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options, format_explanation,
                       format_hit, format_question, hybrid_weight, note_shards, positive_int,
@@ -29,7 +29,7 @@ COMMAND_NAMES = (":k", ":category", ":categories", ":show", ":like", ":answers",
 
 REPL_HELP = """\
 Type a question to search. Commands (Tab completes them and category names):
-  :k N              show N results (now {k})
+  :k N              show N results, at most {max_k} (now {k})
   :category NAME    search only this category; ':category' alone clears it (now {category})
   :categories       the categories of the index, with their questions
   :show N           result N of the last search in full, with all its answers
@@ -68,7 +68,8 @@ def configure(parser) -> None:
                         help="the question to search for, in the query syntax below (omit "
                              "for an interactive session, or pipe one query per line)")
     parser.add_argument("-k", type=positive_int, default=10,
-                        help="number of results (default: 10)")
+                        help="number of results (default: 10; the interactive session shows "
+                             f"at most {MAX_K})")
     parser.add_argument("--like", metavar="ID",
                         help="instead of TEXT: the questions most similar to the archived "
                              "question ID (more like this: its title and body searched, the "
@@ -185,13 +186,21 @@ class _Session:
         self.engine, self.style = engine, style
         self.presenter = Presenter(engine)
         self.out = sys.stdout if out is None else out
-        self.k, self.category, self.answers = args.k, args.category, args.answers
+        self.category, self.answers = args.category, args.answers
+        self.k = self.capped(args.k)
         self.dates = date_filter(args.after, args.before)
         self.explain = args.explain
         self.last = None
 
     def say(self, text=""):
         print(text, file=self.out)
+
+    def capped(self, k) -> int:
+        """``k``, at most :data:`~cqa_search.presentation.MAX_K` (said when it is more)."""
+        if k > MAX_K:
+            self.say(f"k capped at {MAX_K}, the most a search shows here; for more, pipe the "
+                     "queries to `cqa-search query INDEX -k N`")
+        return min(k, MAX_K)
 
     @property
     def prompt(self) -> str:
@@ -235,12 +244,12 @@ class _Session:
             self.say(REPL_HELP.format(k=self.k, category=self.category or "all",
                                       answers="on" if self.answers else "off",
                                       explain="on" if self.explain else "off",
-                                      syntax=SYNTAX_HELP))
+                                      syntax=SYNTAX_HELP, max_k=MAX_K))
         elif name == "k":
             if not (arg.isascii() and arg.isdigit()) or int(arg) < 1:
                 self.say("usage: :k N (a positive number)")
             else:
-                self.k = int(arg)
+                self.k = self.capped(int(arg))
         elif name == "category":
             if arg:
                 cid = self.engine.categories.id(arg.strip('"'))

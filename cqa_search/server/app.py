@@ -45,15 +45,13 @@ from starlette.exceptions import HTTPException
 from .._version import __version__
 from ..engine import SearchConfig
 from ..exceptions import CQASearchError, IndexFormatError, QueryError
-from ..presentation import source_url
+from ..presentation import MAX_K, source_url
 from ..query_parser import MAX_QUERY_CHARS, ParsedQuery, date_filter, parse_query
 from . import schema
 from .live import LiveIndex
 
 __all__ = ["create_app", "app_from_environment", "MAX_K", "MAX_TARGET_BYTES"]
 
-#: Largest ``k`` a client may ask for.
-MAX_K = 100
 #: Longest request target (path and query string) in bytes: a query of MAX_QUERY_CHARS
 #: characters fits, percent-encoded, when they take at most two UTF-8 bytes (as Latin,
 #: Greek, Cyrillic, Arabic or Hebrew letters do).

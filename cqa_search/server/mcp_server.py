@@ -15,14 +15,12 @@ message the command line would print.
 from __future__ import annotations
 
 from ..exceptions import CQASearchError
-from ..presentation import source_url
+from ..presentation import MAX_K, source_url
 from ..query_parser import date_filter
 from .live import LiveIndex
 
 __all__ = ["create_mcp_server", "MAX_K"]
 
-#: Largest ``k`` a tool takes.
-MAX_K = 100
 _HIT_KEYS = ("rank", "id", "score", "title", "category", "tags", "url", "n_answers", "snippet")
 
 

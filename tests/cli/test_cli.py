@@ -88,8 +88,8 @@ def _session(toy_index, **options):
     from cqa_search.cli._common import Style
     from cqa_search.cli.query import _Session
 
-    args = Namespace(k=10, category=None, answers=True, explain=False, after=None, before=None,
-                     **options)
+    args = Namespace(**{"k": 10, "category": None, "answers": True, "explain": False,
+                        "after": None, "before": None, **options})
     out = io.StringIO()
     return _Session(SearchEngine.open(toy_index), args, Style("never"), out=out), out
 
@@ -126,6 +126,21 @@ def test_a_search_shows_the_filters_it_applied_and_its_notes(toy_index, capsys):
         "tag:machine-learning)" in lines and "filters: -family category:Visas" in lines
     code, out, _ = run(capsys, "query", toy_index, "renew +visa -family", "--color", "never")
     assert code == 0 and out.startswith("filters: +visa -family\n")
+
+
+def test_the_session_caps_k(toy_index):
+    """:k N shows at most MAX_K results, and says so: with word vectors a large k would
+    list the whole archive."""
+    from cqa_search.presentation import MAX_K
+
+    capped = (f"k capped at {MAX_K}, the most a search shows here; for more, pipe the queries "
+              "to `cqa-search query INDEX -k N`")
+    session, out = _session(toy_index)
+    session.loop(io.StringIO(":k 100000\n:help\n:k 100\n"))
+    assert out.getvalue().count(capped) == 1 and session.k == MAX_K
+    assert f"show N results, at most {MAX_K} (now {MAX_K})" in out.getvalue()
+    session, out = _session(toy_index, k=MAX_K + 1)  # cqa-search query INDEX -k 101
+    assert out.getvalue() == capped + "\n" and session.k == MAX_K
 
 
 def test_more_like_this(capsys, toy_index):
