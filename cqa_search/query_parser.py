@@ -23,7 +23,7 @@ line and the server. The syntax (what ``:help`` and the README list):
 ======================================  ===============================================
 
 ``AND``, ``OR`` and ``NOT`` (upper case) are operators in a query written in the syntax:
-one with other syntax too (a field with its value, a quoted phrase, ``+word`` or
+one with other syntax too (a field with its value, a quoted phrase of two words or more, ``+word`` or
 ``-word``, a ``date:`` filter, a range or a boost, or brackets an operator opens, closes or
 is inside of: ``visa NOT (work permit)``, ``title:visa AND renew``). In text with none of
 these they are words, as in a pasted question ("I can NOT sleep at night" searches
@@ -71,14 +71,15 @@ MAX_QUERY_CHARS = 10_000
 _FIELD = r"(?i:\b(?:category|" + "|".join(FIELD_PREFIXES) + r"):)"
 
 _OPERATOR = r"\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b"
-# Text with none of these is plain words, searched as typed without the parser (whoosh's
-# parser costs milliseconds on a long question), its operator words words too: they are
-# operators only next to other syntax (the module docstring). Colons, parentheses and
-# quotes of ordinary prose are not syntax: a colon only after a field name and before its
-# value, a quote only around a phrase, parentheses only with an operator, a caret only
-# before a boost (word^2), brackets and braces only around a range (a TO b); prose keeps
-# its repeated words as plain text does.
-_SYNTAX = re.compile(_FIELD + r'(?=\S)|"[^"\n]*"|\^[0-9.]'
+# Text with none of these (nor a phrase: _has_syntax) is plain words, searched as typed
+# without the parser (whoosh's parser costs milliseconds on a long question), its operator
+# words words too: they are operators only next to other syntax (the module docstring).
+# Colons, parentheses and quotes of ordinary prose are not syntax: a colon only after a
+# field name and before its value, quotes only around two words or more (a "word" in
+# quotes asks nothing of it), parentheses only with an operator, a caret only before a
+# boost (word^2), brackets and braces only around a range (a TO b); prose keeps its
+# repeated words as plain text does.
+_SYNTAX = re.compile(_FIELD + r'(?=\S)|\^[0-9.]'
                      r'|[\[{][^\]}]*\bTO\b|(?:^|(?<=[\s(]))[-+](?=[^\s)])'
                      r"|" + _OPERATOR + r"\s*\(|\)\s*" + _OPERATOR
                      + r"|\([^()]*" + _OPERATOR + r"[^()]*\)")
@@ -378,7 +379,7 @@ def parse_query(typed: str) -> ParsedQuery:
         typed = _LONE_SIGN.sub(" ", typed)
     if ":" in typed:
         typed = _FIELD_NAME.sub(lambda m: m.group(0).lower(), typed)
-    if not (dates or _SYNTAX.search(typed)):
+    if not (dates or _has_syntax(typed)):
         parsed = ParsedQuery(" ".join(typed.split()))
         # (OR read as a word asks what OR asks, any of the words: nothing to say of it)
         operators = [w for w in dict.fromkeys(_OPERATOR_WORD.findall(typed)) if w != "OR"]
@@ -391,6 +392,12 @@ def parse_query(typed: str) -> ParsedQuery:
     if dates or notices:
         parsed = dataclasses.replace(parsed, dates=dates, notices=tuple(notices))
     return parsed
+
+
+def _has_syntax(typed) -> bool:
+    """Whether ``typed`` uses the syntax beyond operator words (see ``_SYNTAX``)."""
+    return bool(_SYNTAX.search(typed)) or ('"' in typed and any(
+        len(m.group(1).split()) > 1 for m in _PHRASE.finditer(typed)))
 
 
 def _operators_notice(typed, operators) -> str:

@@ -160,8 +160,12 @@ def test_operator_words_are_words_in_plain_text():
                   "night date:2014 NOT sleep", "night NOT (sleep)", "(night OR day) NOT sleep"):
         parsed = parse_query(typed)
         assert parsed.must_not == sleep and parsed.notices == (), typed
-    # brackets without an operator next to them are prose
+    # brackets without an operator next to them are prose, and so is a "word" in quotes
+    # (it asks nothing of the word)
     assert parse_query("I can NOT sleep (at all)").must_not == ()
+    assert parse_query('a "good" sofa in Doha? NOT IKEA please').must_not == ()
+    assert parse_query('a "good sofa" in Doha? NOT IKEA').must_not == (
+        (U("question", "IKEA"),),)
 
 
 def test_a_field_without_a_value_is_left_out_with_a_notice(toy_engine):
