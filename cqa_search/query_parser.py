@@ -23,10 +23,10 @@ line and the server. The syntax (what ``:help`` and the README list):
 ======================================  ===============================================
 
 ``AND``, ``OR`` and ``NOT`` (upper case) are operators in a query written in the syntax:
-one with other syntax too (a field with its value, a quoted phrase of two words or more, ``+word`` or
-``-word``, a ``date:`` filter, a range or a boost, or brackets an operator opens, closes or
-is inside of: ``visa NOT (work permit)``, ``title:visa AND renew``). In text with none of
-these they are words, as in a pasted question ("I can NOT sleep at night" searches
+one with other syntax too (a field with its value, a quoted phrase of two words or more,
+``+word`` or ``-word``, a ``date:`` filter, a range or a boost, or brackets an operator
+opens, closes or is inside of: ``visa NOT (work permit)``, ``title:visa AND renew``). In
+text with none of these they are words, as in a pasted question ("I can NOT sleep at night" searches
 ``sleep``; Elasticsearch's ``simple_query_string`` never reads them, Lucene's classic
 parser always does): the query's :attr:`~ParsedQuery.notices` say so, and ``-word``
 leaves a word out in any query. A field name with nothing right after its colon
