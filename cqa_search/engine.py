@@ -34,7 +34,7 @@ from .index.attributes import attributes_of
 from .index.layout import IndexData
 from .index.store import is_live, read_consistent
 from .parallel import map_queries, n_workers
-from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query
+from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query, without_empty_units
 from .results import Results
 from .retrieval import first_stage
 from .searcher import _REFIT, Candidates, LocalSearcher, SearchConfig, implausible
@@ -389,6 +389,7 @@ class SearchEngine:
                 raise QueryError(f"the query has {len(query):,} characters; at most "
                                  f"{MAX_QUERY_CHARS:,} are taken")
             query = parse_query(query)
+        query = without_empty_units(query, self.analyzer.analyze)
         cid = self.categories.id(query.category or category)
         if query.not_categories:  # -category:travel: the exact names, checked once here
             query = dataclasses.replace(query, not_categories=tuple(

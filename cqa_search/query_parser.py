@@ -57,8 +57,8 @@ from dataclasses import dataclass
 
 from .exceptions import QueryError
 
-__all__ = ["ParsedQuery", "Unit", "parse_query", "date_filter", "FIELD_PREFIXES",
-           "MAX_QUERY_CHARS"]
+__all__ = ["ParsedQuery", "Unit", "parse_query", "date_filter", "without_empty_units",
+           "FIELD_PREFIXES", "MAX_QUERY_CHARS"]
 
 #: Field prefixes of the syntax (``title:word``); ``text`` is the default (the question:
 #: title and body). Not the index's fields (:data:`cqa_search.index.term_index.FIELDS`):
@@ -392,6 +392,42 @@ def parse_query(typed: str) -> ParsedQuery:
     if dates or notices:
         parsed = dataclasses.replace(parsed, dates=dates, notices=tuple(notices))
     return parsed
+
+
+def without_empty_units(parsed: ParsedQuery, analyze) -> ParsedQuery:
+    """``parsed`` without the requirements and exclusions whose words ``analyze`` (the
+    index's analyzer) turns into no term: stopwords and words too short to index, which
+    the index does not hold ("-5" or "-the" would otherwise leave out every question, and
+    "+the" requires nothing), with a notice each.
+
+    Examples
+    --------
+    >>> from cqa_search.analysis import Analyzer
+    >>> q = without_empty_units(parse_query("beer -5 days +the -(a AND fresh)"),
+    ...                         Analyzer().analyze)
+    >>> q.filters(), q.notices
+    (('-fresh',), ('+the, -5 and -a ask nothing: their words are not in the index \
+(stopwords and words too short to index are not)',))
+    """
+    def empty(unit):
+        return unit.field != "tag" and not any(analyze(w) for w in unit.words)
+
+    dropped = [_clause((u,), " OR ", "+") for units in parsed.must for u in units if empty(u)]
+    dropped += [_clause((u,), " AND ", "-") for units in parsed.must_not for u in units
+                if empty(u)]
+    if not dropped:
+        return parsed
+    # (a OR the: the second side matches every question, so the requirement asks nothing)
+    must = tuple(units for units in parsed.must if not any(map(empty, units)))
+    must_not = tuple(kept for units in parsed.must_not
+                     for kept in [tuple(u for u in units if not empty(u))] if kept)
+    listed = " and ".join([", ".join(dropped[:-1]), dropped[-1]] if len(dropped) > 1
+                          else dropped)
+    notice = (f"{listed} {'asks' if len(dropped) == 1 else 'ask'} nothing: "
+              f"{'its' if len(dropped) == 1 else 'their'} words are not in the index "
+              "(stopwords and words too short to index are not)")
+    return dataclasses.replace(parsed, must=must, must_not=must_not,
+                               notices=(*parsed.notices, notice))
 
 
 def _has_syntax(typed) -> bool:

@@ -288,6 +288,19 @@ def test_the_query_syntax_filters_what_it_says(toy_engine, typed, expected):
     assert set(res.doc_ids) == expected, typed
 
 
+def test_a_filter_of_words_the_index_does_not_hold_asks_nothing(toy_engine):
+    """'-5' (too short to index) or '-the' (a stopword) left out every question: they ask
+    nothing, and the results say so."""
+    plain = toy_engine.search("cheap sofa furniture", k=None)
+    for typed in ("cheap sofa furniture -5", "cheap sofa -the furniture", "+the cheap sofa "
+                  "furniture", "cheap sofa furniture -(5 AND the)"):
+        res = toy_engine.search(typed, k=None)
+        assert res.doc_ids == plain.doc_ids, typed
+        assert res.parsed.filters() == () and "ask" in res.parsed.notices[-1], typed
+    res = toy_engine.search("cheap sofa furniture -(budget AND the)", k=None)
+    assert set(res.doc_ids) == {"t06"} and res.parsed.filters() == ("-budget",)
+
+
 def test_filters_keep_the_scores_of_the_words(toy_engine):
     plain = toy_engine.search("cheap sofa furniture", k=None)
     filtered = toy_engine.search("cheap sofa furniture -budget", k=None)
