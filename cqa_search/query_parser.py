@@ -259,6 +259,7 @@ class _Walk:
         self.words, self.categories, self.not_categories = [], [], []
         self.negated = 0  # inside a NOT
         self.must, self.must_not = [], []
+        self.ranges = []  # [a TO b]: no filter of this syntax (the notices say so)
 
     def unit(self, node):
         """The Unit of a leaf, or None (not a word: a range, the category, ...)."""
@@ -267,6 +268,9 @@ class _Walk:
             words = tuple(w for w in node.words if w)
             return Unit("question" if field == "text" else field, words, len(words) > 1) \
                 if words else None
+        if isinstance(node, self.wq.TermRange):
+            self.ranges.append(f"{'' if field == 'text' else field + ':'}"
+                               f"[{node.start or ''} TO {node.end or ''}]")
         text = getattr(node, "text", None)
         if not isinstance(text, str) or not text:
             return None
@@ -390,7 +394,8 @@ def parse_query(typed: str) -> ParsedQuery:
         if parsed is None:
             parsed = _parsed(typed)
     if dates or notices:
-        parsed = dataclasses.replace(parsed, dates=dates, notices=tuple(notices))
+        parsed = dataclasses.replace(parsed, dates=dates,
+                                     notices=(*notices, *parsed.notices))
     return parsed
 
 
@@ -571,8 +576,11 @@ def _parsed(typed: str) -> ParsedQuery:
     wanted = list(dict.fromkeys(walk.categories))
     if len({c.casefold() for c in wanted}) > 1:
         raise QueryError(f"a query keeps one category; got {' and '.join(map(repr, wanted))}")
+    notices = [f"{' '.join(dict.fromkeys(walk.ranges))}: a range is no filter here (dates: "
+               "date:2014-01..2014-06), left out"] if walk.ranges else []
     return ParsedQuery(" ".join(walk.words), wanted[0] if wanted else None, tuple(walk.must),
-                       tuple(walk.must_not), tuple(dict.fromkeys(walk.not_categories)))
+                       tuple(walk.must_not), tuple(dict.fromkeys(walk.not_categories)),
+                       notices=tuple(notices))
 
 
 def _common_syntax(typed: str) -> ParsedQuery | None:

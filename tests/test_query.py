@@ -203,7 +203,10 @@ def test_unreadable_syntax_falls_back_to_its_words():
     assert parse_query("title:x NOT NOT NOT") == ParsedQuery("title x NOT NOT NOT", notices=(
         "the query syntax could not be read (an operator without a word on each side?): "
         "its words were searched, without filters",))
-    assert parse_query("[a TO z] visa").text == "visa"
+    assert parse_query("[a TO z] visa") == ParsedQuery("visa", notices=(
+        "[a TO z]: a range is no filter here (dates: date:2014-01..2014-06), left out",))
+    assert parse_query("title:{1 TO } x").notices[0].startswith("title:[1 TO ]: a range")
+    assert len(parse_query("tag: [a TO z] x date:2014").notices) == 2  # every notice kept
 
 
 def test_highlight_fragments_and_marks():
