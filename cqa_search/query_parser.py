@@ -77,10 +77,10 @@ _OPERATOR = r"\b(?:AND|OR|NOT|ANDNOT|ANDMAYBE)\b"
 # Colons, parentheses and quotes of ordinary prose are not syntax: a colon only after a
 # field name and before its value, quotes only around two words or more (a "word" in
 # quotes asks nothing of it), parentheses only with an operator, a caret only before a
-# boost (word^2), brackets and braces only around a range (a TO b); prose keeps its
-# repeated words as plain text does.
+# boost (word^2), brackets and braces only around a range (a TO b), a sign only before a
+# word that is no number ("-5 degrees"); prose keeps its repeated words as plain text does.
 _SYNTAX = re.compile(_FIELD + r'(?=\S)|\^[0-9.]'
-                     r'|[\[{][^\]}]*\bTO\b|(?:^|(?<=[\s(]))[-+](?=[^\s)])'
+                     r'|[\[{][^\]}]*\bTO\b|(?:^|(?<=[\s(]))[-+](?=[^\s)\d])'
                      r"|" + _OPERATOR + r"\s*\(|\)\s*" + _OPERATOR
                      + r"|\([^()]*" + _OPERATOR + r"[^()]*\)")
 _OPERATOR_WORD = re.compile(_OPERATOR)

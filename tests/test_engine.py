@@ -292,7 +292,7 @@ def test_a_filter_of_words_the_index_does_not_hold_asks_nothing(toy_engine):
     """'-5' (too short to index) or '-the' (a stopword) left out every question: they ask
     nothing, and the results say so."""
     plain = toy_engine.search("cheap sofa furniture", k=None)
-    for typed in ("cheap sofa furniture -5", "cheap sofa -the furniture", "+the cheap sofa "
+    for typed in ("cheap sofa furniture -the -5", "cheap sofa -the furniture", "+the cheap sofa "
                   "furniture", "cheap sofa furniture -(5 AND the)"):
         res = toy_engine.search(typed, k=None)
         assert res.doc_ids == plain.doc_ids, typed

@@ -164,6 +164,10 @@ def test_operator_words_are_words_in_plain_text():
     # (it asks nothing of the word)
     assert parse_query("I can NOT sleep (at all)").must_not == ()
     assert parse_query('a "good" sofa in Doha? NOT IKEA please').must_not == ()
+    # and so is a number with a sign (the beer 5 days past its date, -5 degrees outside)
+    assert parse_query("beer -5 days old? I can NOT tell").must_not == ()
+    assert set(parse_query("beer -5 days +old? NOT tell").must_not) == {
+        (U("question", "5"),), (U("question", "tell"),)}  # (next to other syntax: a sign)
     assert parse_query('a "good sofa" in Doha? NOT IKEA').must_not == (
         (U("question", "IKEA"),),)
 
