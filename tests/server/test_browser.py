@@ -367,3 +367,37 @@ def test_why_this_rank_shows_both_parts_of_the_first_stage(which, request, brows
     caption = first.find_element(By.CSS_SELECTOR, "details.why caption").text
     assert "bm25 + word-vector candidates" in caption
     d.save_screenshot(os.path.join(shots, f"search-{which}-explain.png"))
+
+
+@pytest.fixture(scope="module")
+def long_names_server(tmp_path_factory):
+    """An archive whose category is a site name without spaces (as --category-from site
+    gives: quantumcomputing.stackexchange.com)."""
+    from cqa_search import Question, build_index
+
+    path = tmp_path_factory.mktemp("long-names") / "index"
+    site = "quantumcomputing.stackexchange.com"
+    build_index([Question(f"q{i}", f"{title} qubit", category=site) for i, title in
+                 enumerate(["How to sleep", "Can not sleep at night", "A Hadamard gate"])],
+                path)
+    yield from _serve(path)
+
+
+def test_the_page_says_how_it_read_the_query(long_names_server, browser, shots):
+    """A pasted question keeps its words, the page says so and shows the filters applied;
+    a long category name stays in its column."""
+    d = browser
+    d.get(long_names_server + "/?q=" + "I can NOT sleep at night tag:".replace(" ", "+"))
+    wait(d, lambda d: hits(d), "the hits")
+    assert {h.get_attribute("id") for h in d.find_elements(
+        By.CSS_SELECTOR, "#hits .hit-title")} >= {"hit-1", "hit-2"}  # 'sleep' not left out
+    note = d.find_element(By.ID, "did-you-mean").text
+    assert "Note: NOT was searched as a word" in note and "'tag:' has no value" in note
+    d.get(long_names_server + "/?q=qubit+-sleep")
+    wait(d, lambda d: "Filters: -sleep." in d.find_element(By.ID, "did-you-mean").text,
+         "the filters")
+    assert len(hits(d)) == 1
+    side = d.find_element(By.CSS_SELECTOR, ".side").rect
+    for name in d.find_elements(By.CSS_SELECTOR, ".facet .name"):
+        assert name.rect["x"] + name.rect["width"] <= side["x"] + side["width"] + 1, name.text
+    d.save_screenshot(os.path.join(shots, "search-filters.png"))
