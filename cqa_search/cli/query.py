@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+from .._utils import counted
 from ..engine import SearchConfig, SearchEngine
 from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
@@ -413,7 +414,7 @@ def _batch(engine, args, style, stdin) -> int:
             print()
     if args.run_out:
         write_run(run, args.run_out, tag="cqa-search")
-    print(f"{n} queries searched" + (f", {errors} refused" if errors else "")
+    print(f"{counted(n, 'query')} searched" + (f", {errors:,} refused" if errors else "")
           + (f"; run written to {args.run_out}" if args.run_out else ""), file=sys.stderr)
     return 1 if errors and errors == n else 0
 

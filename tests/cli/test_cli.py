@@ -242,6 +242,8 @@ def test_piped_queries_give_json_lines_and_a_run(capsys, monkeypatch, toy_index,
     run_lines = (tmp_path / "run.txt").read_text().splitlines()
     assert run_lines[0].split()[:4] == ["a", "Q0", "t02", "1"] and len(run_lines) == 4
     assert "3 queries searched, 1 refused" in err
+    monkeypatch.setattr(sys, "stdin", io.StringIO("renew visa\n"))
+    assert run(capsys, "query", toy_index, "-k", "1")[2] == "1 query searched\n"
     # ids a run line cannot hold, or given twice, are refused; the run stays readable
     monkeypatch.setattr(sys, "stdin", io.StringIO("a\tvisa\na\tsofa\n\tcar\nmy id\tvisa\n"))
     code, out, err = run(capsys, "query", toy_index, "-k", "1", "--run-out",
