@@ -274,8 +274,10 @@ class _Walk:
         text = getattr(node, "text", None)
         if not isinstance(text, str) or not text:
             return None
-        if field == "category":
-            (self.not_categories if self.negated else self.categories).append(text)
+        if field == "category":  # (the quote of category:"Doha Shopping left unclosed: no
+            # part of the name)
+            (self.not_categories if self.negated else self.categories).append(
+                text.strip('"') or text)
             return None
         return Unit("question" if field == "text" else field, (text,))
 

@@ -28,6 +28,8 @@ def test_parse_query():
     for typed in ("-category:Health water", "NOT category:Health water"):
         assert parse_query(typed) == ParsedQuery("water", not_categories=("Health",))
     assert parse_query("category:Pets category:pets dog") == ParsedQuery("dog", "Pets")
+    # an unclosed quote is no part of the name (the engine's error suggests the category)
+    assert parse_query('category:"Doha Shopping sofa').category == "Doha"
     with pytest.raises(QueryError, match="a query keeps one category; got 'Pets' and 'Nope'"):
         parse_query("category:Pets category:Nope dog")
 
