@@ -26,10 +26,10 @@ line and the server. The syntax (what ``:help`` and the README list):
 one with other syntax too (a field with its value, a quoted phrase of two words or more,
 ``+word`` or ``-word``, a ``date:`` filter, a range or a boost, or brackets an operator
 opens, closes or is inside of: ``visa NOT (work permit)``, ``title:visa AND renew``). In
-text with none of these they are words, as in a pasted question ("I can NOT sleep at night" searches
-``sleep``; Elasticsearch's ``simple_query_string`` never reads them, Lucene's classic
-parser always does): the query's :attr:`~ParsedQuery.notices` say so, and ``-word``
-leaves a word out in any query. A field name with nothing right after its colon
+text with none of these they are words, as in a pasted question ("I can NOT sleep at
+night" searches ``sleep``; Elasticsearch's ``simple_query_string`` never reads them,
+Lucene's classic parser always does): the query's :attr:`~ParsedQuery.notices` say so,
+and ``-word`` leaves a word out in any query. A field name with nothing right after its colon
 (``tag:``, ``Date: tomorrow``) is no filter and no word: it is left out, with a notice.
 What a query applied is :meth:`ParsedQuery.filters` (the search page, the command line and
 the API show it).
