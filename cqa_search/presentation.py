@@ -524,8 +524,9 @@ class Presenter:
         """Results as JSON-ready data: ``query`` (the words searched), ``category`` (the
         filter applied), ``filters`` (every requirement and filter applied, in the query
         syntax: :meth:`~cqa_search.query_parser.ParsedQuery.filters`), ``notices`` (what
-        of the query was not read as the syntax it looks like), ``query_terms``, ``matched_in`` (the field the hits matched in),
-        ``relaxed`` (the query's requirements were dropped: nothing met them),
+        of the query was not read as the syntax it looks like), ``query_terms``,
+        ``matched_in`` (the field the hits matched in), ``relaxed`` (the query's
+        requirements were dropped: nothing met them),
         ``unknown_words``, ``suggestions``, ``did_you_mean`` (``typed``, the query as
         typed, corrected; None without a correction or ``typed``), ``ranking``
         (:meth:`ranking`) and ``hits`` (:meth:`hit_dict`)."""
