@@ -384,9 +384,10 @@ class Suggester:
         (none for a word longer than :data:`MAX_SUGGESTED_WORD`).
 
         Only words that share the first letter (a misspelling seldom changes it, as
-        Lucene's spell checker assumes): "sinuses" gets no "minutes".
+        Lucene's spell checker assumes): "sinuses" gets no "minutes"; none for a number
+        (a phone number's "4444" is no misspelling of "444").
         """
-        if len(word) > MAX_SUGGESTED_WORD:
+        if len(word) > MAX_SUGGESTED_WORD or word.isdigit():
             return []
         if len(word) <= 3:
             maxdist = 1

@@ -228,3 +228,6 @@ def test_suggester_ranks_by_distance_then_frequency():
     assert s.suggest("vsa") == ["visa"]
     assert s.suggest("qqqqqq") == []
     assert s.suggest("h" * (MAX_SUGGESTED_WORD + 1)) == []  # no automaton for huge words
+    # a number is no misspelling (a pasted phone number: +974 4444 5555)
+    numbers = Suggester({"444": 3, "4x4": 2, "440": 1})
+    assert numbers.suggest("4444") == [] and numbers.suggest("4x44") == ["444", "4x4", "440"]
