@@ -85,7 +85,8 @@ _SYNTAX = re.compile(_FIELD + r'(?=\S)|\^[0-9.]'
                      + r"|\([^()]*" + _OPERATOR + r"[^()]*\)")
 _OPERATOR_WORD = re.compile(_OPERATOR)
 # the words around the operator words of plain text (what their notice suggests)
-_AFTER_NOT = re.compile(r"\bNOT\s+(\w[\w'-]*)")
+_AFTER_NOT = re.compile(r"\bNOT\s+(?:(?i:a|an|the|to|be|my|your|his|her|its|our|their|any|"
+                        r"so|that|this|at|in|on|of)\s+)*(\w[\w'-]*)")  # the word, not "a"
 _AROUND_AND = re.compile(r"(\w[\w'-]*)\s+AND\s+(\w[\w'-]*)")
 # a field name with nothing right after its colon (tag:, -tag:, "Date: tomorrow"): no
 # filter and no word

@@ -156,6 +156,8 @@ def test_operator_words_are_words_in_plain_text():
         "WILL NOT START AND STOP").notices[0].endswith(
         "-START leaves out the questions with 'START'; +START +STOP requires both")
     assert parse_query("visa OR permit").notices == ()  # OR as a word asks the same
+    assert parse_query("a business visa and NOT a working visa").notices[0].endswith(
+        "-working leaves out the questions with 'working'")  # (not "-a")
     # next to other syntax they are operators: a field, a phrase, a sign, a date, brackets
     sleep = ((U("question", "sleep"),),)
     for typed in ('"can not" NOT sleep', "title:night NOT sleep", "+night NOT sleep",
