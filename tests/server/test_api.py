@@ -509,6 +509,25 @@ def test_the_hybrid_first_stage_over_http(vectors_index, monkeypatch):
         list(expected.doc_ids)
 
 
+def test_a_question_another_process_added_can_be_deleted(tmp_path, toy_questions):
+    """serve --workers N: a DELETE can reach a process that has not yet followed the
+    generation where another process added the question. The index on disk decides: it
+    was a 404 "no question" (seen in test_serve_command under load)."""
+    from cqa_search.index.live import add_questions
+
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(create_app(path, interval=3600, write_token=TOKEN)) as http:
+        add_questions(path, [Question("n1", "Where to rent a kayak?")])  # another process
+        deleted = http.delete("/api/questions/n1", headers=auth)
+        assert deleted.status_code == 200 and deleted.json()["deleted"] == 1
+        missing = http.delete("/api/questions/n1", headers=auth)
+        assert missing.status_code == 404 and missing.json()["detail"] == \
+            "no question 'n1' in the archive"
+    assert SearchEngine.open(path).n_questions == 12
+
+
 @pytest.mark.parametrize("error, status", [(errno.ENOSPC, 507), (errno.EFBIG, 507),
                                            (errno.EROFS, 503), (errno.EACCES, 503)])
 def test_a_write_the_machine_refuses_is_an_error_of_the_service(tmp_path, toy_questions,
