@@ -49,7 +49,8 @@ each query is scored by a system chosen and trained without it):
   questions, from the derived CSV, their related questions mapped onto this archive by
   text), as SemEval systems train on both parts.
 p-values: paired t-test / randomization test of per-query AP against BM25, against the
-pipeline before issue 26 and against the learned pipeline.
+pipeline before issue 26 and against the learned pipeline (and the rows trained on more
+queries against each other).
 
 ``--learners`` instead prints the hybrid first stage alone (``a`` per fold) with word
 vectors learned by PPMI-SVD (the default) and by word2vec, three seeds each: R@100, MAP
@@ -606,6 +607,10 @@ def run_collection(key, data, work, log):
         config = SearchConfig(retrieval=parse_model(spec), features=(), models=(), ranker=None)
         run = run_queries(engines[DEFAULT_ANALYZER].with_config(config), queries, k=DEPTH)
         row(f"{spec} alone", per_query(run, qrels, scored))
+    if len(more) == 2:  # the row trained on both parts against the one on train-part2
+        (fewer, (t_fewer, _, _)), (most, (t_most, _, _)) = more.items()
+        print(f"\nAlso trained on {most} against also trained on {fewer}: MAP p (t / rand.) "
+              f"{p_values(t_most, t_fewer)}.")
     print("\nBM25 (k1=1.2, b=0.75) MAP by analysis: " + ", ".join(
         f"{a} {100 * bm25[a, 1.2, 0.75].loc[ids, 'map'].mean():.2f}" for a in ANALYZERS)
         + "; best k1, b per analysis: " + ", ".join(
