@@ -124,15 +124,21 @@ def semeval_xml(data, split) -> str:
     return os.path.join(data, SEMEVAL2016, XML.format(split))
 
 
+def semeval_part1_csv(data) -> str:
+    """The derived copy of SemEval-2016 train-part1 (columns ``feature`` = OrgQSubject + " "
+    + RelQSubject, ``question`` = OrgQBody, ``rel_question`` = RelQBody, ``labels``; no ids;
+    ../shared/data/semeval2016-task3-cqa-ql/README.md)."""
+    return os.path.join(data, SEMEVAL2016, "train-part1-derived", "TRAIN-BASE.csv")
+
+
 def semeval_extra_questions(data):
     """The archive's questions besides the 2016 threads: the distinct related questions of
-    the derived part-1 CSV and the 2015 threads, minus the five that are 2016 test
-    questions."""
+    the derived part-1 CSV (their bodies: the CSV has no related subject of its own) and
+    the 2015 threads, minus the five that are 2016 test questions."""
     from cqa_search.readers import read_questions
 
-    part1 = read_questions(os.path.join(data, SEMEVAL2016, "train-part1-derived",
-                                        "TRAIN-BASE.csv"),
-                           columns={"body": "rel_question"}, auto_id=True)
+    part1 = read_questions(semeval_part1_csv(data), columns={"body": "rel_question"},
+                           auto_id=True)
     threads2015 = read_questions([os.path.join(data, "semeval2015-task3-reformatted", name)
                                   for name in SEMEVAL2015])
     return itertools.chain({q.body: q for q in part1}.values(),

@@ -44,9 +44,13 @@ each query is scored by a system chosen and trained without it):
 - SemEval-2016 only: the learned pipeline also trained on train-part2's original questions
   (:func:`train_part2`: 61 with a relevant question, never scored, their ids mapped onto
   this archive's), on the default analysis, ``a`` chosen on all the training queries: what
-  a user with those judgments would do (the standard row trains on the folds alone).
+  a user with those judgments would do (the standard row trains on the folds alone); and
+  the same also trained on train-part1's (:func:`train_part1`: 173 of its 200 original
+  questions, from the derived CSV, their related questions mapped onto this archive by
+  text), as SemEval systems train on both parts.
 p-values: paired t-test / randomization test of per-query AP against BM25, against the
-pipeline before issue 26 and against the learned pipeline.
+pipeline before issue 26 and against the learned pipeline (and the rows trained on more
+queries against each other).
 
 ``--learners`` instead prints the hybrid first stage alone (``a`` per fold) with word
 vectors learned by PPMI-SVD (the default) and by word2vec, three seeds each: R@100, MAP
@@ -79,8 +83,8 @@ from cqa_search import Analyzer, SearchConfig, SearchEngine, build_index
 from cqa_search.data import DEMO_ARCHIVE, DEMO_QRELS, DEMO_QUERIES, demo_dir, demo_split
 from cqa_search.evaluation import (evaluate, judged_only, read_qrels, read_queries,
                                    run_of_scores, run_queries, summarize)
-from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
-                                            convert_stackfaq)
+from cqa_search.evaluation.datasets import (_query, _words, convert_semeval,
+                                            convert_stackexchange, convert_stackfaq)
 from cqa_search.index.store import CURRENT
 from cqa_search.ranking import LinearRankerCV, NoImprovementWarning
 from cqa_search.ranking._utils import query_folds
@@ -89,8 +93,8 @@ from cqa_search.retrieval import BM25, parse_model
 from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT, WEIGHT_GRID
 from cqa_search.training import best_weight, training_table
 
-from _common import (DATA, fit_default_models, p_values, semeval_extra_questions, semeval_xml,
-                     stackexchange_sites)
+from _common import (DATA, fit_default_models, p_values, semeval_extra_questions,
+                     semeval_part1_csv, semeval_xml, stackexchange_sites)
 
 METRICS = ["map", "p@1", "p@5", "ndcg@10", "mrr", "r@100"]
 DEPTH = 100
@@ -205,6 +209,139 @@ def train_part2(data, work, folder):
     qrels = {rename.get(q, q): {rename[d]: g for d, g in docs.items()}
              for q, docs in qrels.items()}
     return queries, qrels
+
+
+#: The grades of train-part1's labels (those of ``convert_semeval``).
+PART1_GRADES = {"PerfectMatch": 2, "Relevant": 1, "Irrelevant": 0}
+
+
+def part1_subject(features, subjects=None):
+    """The OrgQSubject of one of train-part1's original questions, from the ``feature``
+    cells of its rows (OrgQSubject + " " + RelQSubject, no other separator).
+
+    The subject ends at a space of the cells' common prefix. There is a choice when that
+    prefix holds several spaces (the longest split is always possible; a shorter one means
+    every related subject starts with the same words): the split under which the most
+    related subjects are ones that the archive holds for the same body, and on a tie (no
+    such evidence) the longest.
+
+    Parameters
+    ----------
+    features : list of str
+        The ``feature`` cells of the original question's rows.
+    subjects : list of set, optional
+        Per row, the subjects (word tuples, :func:`~cqa_search.evaluation.datasets._words`)
+        of the archive's copies of its related question.
+
+    Returns
+    -------
+    subject : str
+    n_splits : int
+        The possible splits (1: no choice; 0: no space in common, the subject is empty).
+    n_confirmed : int
+        Rows whose related subject under the chosen split is one of ``subjects``.
+    """
+    subjects = subjects or [set()] * len(features)
+    common = os.path.commonprefix(list(features))
+    splits = [k for k, c in enumerate(common) if c == " "]
+    if not splits:
+        return "", 0, 0
+
+    def confirmed(k):
+        return sum(_words("", f[k + 1:]) in s for f, s in zip(features, subjects))
+
+    best = max(splits, key=lambda k: (confirmed(k), k))
+    return features[0][:best], len(splits), confirmed(best)
+
+
+def train_part1(csv_path, folder):
+    """SemEval-2016 train-part1's original questions as training queries of the scored
+    collection in ``folder``, from the derived CSV (:func:`_common.semeval_part1_csv`):
+    each query is an original question's subject (:func:`part1_subject`) and body, with
+    no category (as the scored queries); its judgments (:data:`PART1_GRADES`) go to the
+    archive's copies of each related question: the records with the same body words and
+    the related subject's words, or no subject and a body with words (the archive's part-1
+    copies have no subject, and the bodies without words are many questions'). A
+    query whose own text is archived (the same test) takes that record's id, so that it
+    never retrieves itself, as the scored queries; one with two such records (two ids) is
+    left out. Only the archive's texts are read, never a label of it. Training queries
+    only: their labels are train-part1's.
+
+    Returns
+    -------
+    queries : list of dict
+        The original questions with at least one relevant question mapped.
+    qrels : dict
+    report : dict
+        Counts: ``originals``, ``one_split`` (subjects without a choice), ``confirmed``
+        (chosen split confirmed by the archive's subjects), ``unconfirmed`` (a choice the
+        archive cannot confirm: the longest split), ``self_archived`` (queries whose text is
+        archived: they take its id), ``left_out`` (two archived copies of themselves),
+        ``relevant_pairs``, ``relevant_mapped`` (pairs with at least one archive record),
+        ``relevant_records`` (their records), ``queries`` (with a relevant record).
+    """
+    from collections import Counter, defaultdict
+
+    from cqa_search.readers import read_questions
+
+    records = defaultdict(list)  # body words -> archive records (id, subject words)
+    with open(os.path.join(folder, "archive.jsonl"), encoding="utf-8") as f:
+        for r in map(json.loads, f):
+            records[_words("", r["body"])].append((r["id"], _words("", r["title"] or "")))
+
+    def copies(body, subject):  # a record without a subject is a copy if it has words
+        words = _words("", body)
+        return [i for i, s in records.get(words, ()) if s == _words("", subject)
+                or not s and words]
+
+    originals = defaultdict(list)  # OrgQBody -> its rows, in the file's order
+    for row in read_questions(csv_path, columns={"body": "question"}, auto_id=True):
+        originals[row.body].append(row.extra)
+    queries, qrels, report = [], {}, Counter(originals=len(originals))
+    for n, (body, rows) in enumerate(originals.items(), 1):
+        features = [r["feature"] for r in rows]
+        related = [_words("", r["rel_question"]) for r in rows]
+        subject, n_splits, n_confirmed = part1_subject(
+            features, [{s for _, s in records.get(w, ()) if s} if w else set()
+                       for w in related])
+        report["one_split" if n_splits <= 1 else "confirmed" if n_confirmed
+               else "unconfirmed"] += 1
+        own = copies(body, subject)
+        if len(own) > 1:
+            report["left_out"] += 1
+            continue
+        report["self_archived"] += len(own)
+        qid = own[0] if own else f"part1-{n}"
+        judged = {}
+        for r in rows:
+            grade = PART1_GRADES[r["labels"]]
+            docs = [d for d in copies(r["rel_question"], r["feature"][len(subject) + 1:])
+                    if d != qid]
+            if grade:
+                report["relevant_pairs"] += 1
+                report["relevant_mapped"] += bool(docs)
+                report["relevant_records"] += len(docs)
+            for d in docs:
+                judged[d] = max(grade, judged.get(d, grade))
+        if qid in qrels:
+            raise RuntimeError(f"two of train-part1's original questions are {qid}")
+        if any(g >= 1 for g in judged.values()):
+            queries.append(_query(qid, subject, body))
+            qrels[qid] = judged
+    report["queries"] = len(queries)
+    return queries, qrels, dict(report)
+
+
+def distinct_queries(extra, queries):
+    """Raise when an extra training query has the id or the text (subject and body, or
+    body) of one of ``queries`` (the scored queries, or another set of extra ones)."""
+    def texts(qs):
+        return {t for q in qs for t in (_words(q["title"] or "", q["body"] or ""),
+                                        _words("", q["body"] or ""))}
+
+    for what, of in (("id", lambda qs: {q["id"] for q in qs}), ("text", texts)):
+        if of(extra) & of(queries):
+            raise RuntimeError(f"an extra training query has the {what} of another query")
 
 
 def open_index(out, folder, name, log, models=MODELS):
@@ -323,13 +460,14 @@ def run_collection(key, data, work, log):
 
     # the feature tables (delete --work to recompute): of BM25's top 100 (a = 0), and of
     # the hybrid stage's top 100 at every a a fold chose
-    tables, extra_queries, extra_qrels = {}, None, None
+    tables, extras = {}, {"": (queries, qrels)}  # extra training queries: their name
 
     def table_of(name, a, extra=""):
-        """The feature table of the queries (``extra``: of the extra training queries)."""
+        """The feature table of the queries (``extra``: of a set of extra training
+        queries, ``-train-part1`` or ``-train-part2``)."""
         if (name, a, extra) not in tables:
             cache = os.path.join(out, name, f"features{extra}-{a:g}.npz")
-            qs, judged = (queries, qrels) if not extra else (extra_queries, extra_qrels)
+            qs, judged = extras[extra]
             if not os.path.exists(cache):
                 engine = engines[name].with_config(SearchConfig(ranker=None, hybrid=a or None))
                 t0 = time.process_time()
@@ -393,33 +531,43 @@ def run_collection(key, data, work, log):
         log(f"  {label}: MAP {100 * results[label]['map'].mean():.2f} "
             f"({'; '.join(choices[label])})")
     log(f"  rankers: {time.process_time() - t0:.0f} CPU s")
-    more = None  # SemEval-2016: what a user with train-part2's judgments would do
+    more = {}  # SemEval-2016: what a user with the training parts' judgments would do
     if key == "semeval":
-        extra_queries, extra_qrels = train_part2(data, work, folder)
-        extra_ids = [q["id"] for q in extra_queries]
-        if set(extra_ids) & {q["id"] for q in queries}:
-            raise RuntimeError("a train-part2 query has the id of a scored query")
-        extra_stage = {a: per_query(first_stage_run(engines[DEFAULT_ANALYZER], extra_queries,
-                                                    a=a), extra_qrels, extra_queries)
-                       for a in WEIGHT_GRID}
-        run, more_choices = {}, []
-        for train_ids, test_ids in splits:
-            both = {a: pd.concat([stages[DEFAULT_ANALYZER][a].loc[train_ids], extra_stage[a]])
-                    for a in WEIGHT_GRID}
-            a = choose_weight(both, list(train_ids) + extra_ids)
-            ours, theirs = table_of(DEFAULT_ANALYZER, a), table_of(DEFAULT_ANALYZER, a,
-                                                                  "-train-part2")
-            if ours[4] != theirs[4]:
-                raise RuntimeError("the feature tables have different columns")
-            X, y, qid, docs = (np.concatenate([u, v]) for u, v in zip(ours[:4], theirs[:4]))
-            cv, part = fit_predict((X, y, qid, docs, ours[4], np.concatenate([ours[5],
-                                                                              theirs[5]])),
-                                   list(train_ids) + extra_ids, test_ids)
-            run.update(part)
-            more_choices.append(f"a {a:g}, {describe(cv)}")
-        more = per_query(run, qrels, scored), len(extra_ids), more_choices
-        log(f"  also trained on train-part2: MAP {100 * more[0]['map'].mean():.2f} "
-            f"({'; '.join(more_choices)})")
+        extras["-train-part2"] = train_part2(data, work, folder)
+        part1, part1_qrels, report = train_part1(semeval_part1_csv(data), folder)
+        extras["-train-part1"] = part1, part1_qrels
+        log(f"  train-part1: {report}")
+        every = read_queries(os.path.join(folder, "queries.jsonl"))  # with those scoring 0
+        for extra, other in ((extras["-train-part2"][0], every), (part1, every),
+                             (part1, extras["-train-part2"][0])):
+            distinct_queries(extra, other)
+        extra_stage = {}
+        for extra, (qs, judged) in extras.items():
+            if extra:
+                extra_stage[extra] = {a: per_query(first_stage_run(
+                    engines[DEFAULT_ANALYZER], qs, a=a), judged, qs) for a in WEIGHT_GRID}
+        for label, parts in (("train-part2", ("-train-part2",)),
+                             ("train-part1 and train-part2", ("-train-part1",
+                                                              "-train-part2"))):
+            extra_ids = [q["id"] for part in parts for q in extras[part][0]]
+            run, more_choices = {}, []
+            for train_ids, test_ids in splits:
+                both = {a: pd.concat([stages[DEFAULT_ANALYZER][a].loc[train_ids]]
+                                     + [extra_stage[part][a] for part in parts])
+                        for a in WEIGHT_GRID}
+                a = choose_weight(both, list(train_ids) + extra_ids)
+                ours = [table_of(DEFAULT_ANALYZER, a, part) for part in ("", *parts)]
+                if any(t[4] != ours[0][4] for t in ours):
+                    raise RuntimeError("the feature tables have different columns")
+                X, y, qid, docs, n_relevant = (np.concatenate([t[j] for t in ours])
+                                               for j in (0, 1, 2, 3, 5))
+                cv, part = fit_predict((X, y, qid, docs, ours[0][4], n_relevant),
+                                       list(train_ids) + extra_ids, test_ids)
+                run.update(part)
+                more_choices.append(f"a {a:g}, {describe(cv)}")
+            more[label] = per_query(run, qrels, scored), len(extra_ids), more_choices
+            log(f"  also trained on {label}: MAP {100 * more[label][0]['map'].mean():.2f} "
+                f"({'; '.join(more_choices)})")
 
     # the table
     n_rel = sum(g >= 1 for q in scored for g in qrels[q["id"]].values())
@@ -448,10 +596,10 @@ def run_collection(key, data, work, log):
         "multiview)", before_26)
     row("**learned pipeline** (`cqa-search train` defaults: hybrid stage, every family)",
         pipeline)
-    if more is not None:
-        row(f"**the same, also trained on train-part2's queries** ({more[1]} more training "
+    for label, (table, n_extra, _) in more.items():
+        row(f"**the same, also trained on {label}'s queries** ({n_extra} more training "
             "queries, never scored; default analysis, `a` chosen on all the training queries)",
-            more[0])
+            table)
     for label, table in results.items():
         if label not in ("pipeline", "before"):
             row(f"ablation: {label}", table)
@@ -459,6 +607,10 @@ def run_collection(key, data, work, log):
         config = SearchConfig(retrieval=parse_model(spec), features=(), models=(), ranker=None)
         run = run_queries(engines[DEFAULT_ANALYZER].with_config(config), queries, k=DEPTH)
         row(f"{spec} alone", per_query(run, qrels, scored))
+    if len(more) == 2:  # the row trained on both parts against the one on train-part2
+        (fewer, (t_fewer, _, _)), (most, (t_most, _, _)) = more.items()
+        print(f"\nAlso trained on {most} against also trained on {fewer}: MAP p (t / rand.) "
+              f"{p_values(t_most, t_fewer)}.")
     print("\nBM25 (k1=1.2, b=0.75) MAP by analysis: " + ", ".join(
         f"{a} {100 * bm25[a, 1.2, 0.75].loc[ids, 'map'].mean():.2f}" for a in ANALYZERS)
         + "; best k1, b per analysis: " + ", ".join(
@@ -478,7 +630,8 @@ def run_collection(key, data, work, log):
           + ", ".join(f"{n} {a:g}" for n, a in (chosen["pipeline", tuple(te)]
                                                 for _, te in splits))
           + f"; ranker {'; '.join(choices['pipeline'])}."
-          + ("" if more is None else f" Also trained on train-part2: {'; '.join(more[2])}."))
+          + "".join(f" Also trained on {label}: {'; '.join(choices)}."
+                    for label, (_, _, choices) in more.items()))
 
 
 def learners(keys, data, work, log):
