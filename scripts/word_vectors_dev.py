@@ -19,9 +19,12 @@ defaults, scored by query-grouped 5-fold cross-validation (trec AP at depth 100)
 
 No scored query's label is read. Each run writes ``WORK/word_vectors_dev/COLL-VARIANT.json``
 (per-query AP, the choices, the fit's CPU seconds); ``--table`` prints every variant against
-``ppmi-svd`` (today's default) with paired t-test p-values per dev set and pooled.
+``ppmi-svd`` (U·S^0.5, the default before this measure) with paired t-test p-values per dev set and pooled.
 
-Usage: scripts/word_vectors_dev.py --work WORK COLLECTION VARIANT
+``VARIANT@SEED`` refits with another seed (of the SVD or of word2vec): the seed moves the
+pipeline's MAP by about a point, so learners are compared over several seeds.
+
+Usage: scripts/word_vectors_dev.py --work WORK COLLECTION VARIANT[@SEED]
        scripts/word_vectors_dev.py --work WORK --table
 """
 import argparse
@@ -48,18 +51,16 @@ from full_retrieval import (DATA, DEFAULT_ANALYZER, DEPTH, choose_weight, first_
 
 #: name -> (EmbeddingModel parameters, extra ppmi_svd parameters, label)
 VARIANTS = {
-    "ppmi-svd": ({}, {}, "PPMI-SVD as today (U·S^0.5, 100 dims)"),
-    "word2vec": ({"method": "word2vec"}, {}, "word2vec skip-gram (gensim, 1 worker, seed 0, "
-                                             "20 epochs)"),
-    "eig0": ({}, {"eig": 0.0}, "PPMI-SVD, U (eigenvalue weight p = 0)"),
+    "ppmi-svd": ({}, {"eig": 0.5}, "PPMI-SVD, U·S^0.5 (the default before this measure), "
+                                   "100 dims"),
+    "word2vec": ({"method": "word2vec"}, {}, "word2vec skip-gram (gensim, 1 worker, 20 "
+                                             "epochs)"),
+    "eig0": ({}, {"eig": 0.0}, "PPMI-SVD, U (eigenvalue weight p = 0; the default now)"),
     "eig1": ({}, {"eig": 1.0}, "PPMI-SVD, U·S (p = 1)"),
-    "wc": ({}, {"context": True}, "PPMI-SVD, W + C (U·S^0.5 + V·S^0.5)"),
+    "wc": ({}, {"eig": 0.5, "context": True}, "PPMI-SVD, W + C (U·S^0.5 + V·S^0.5)"),
     "eig0-wc": ({}, {"eig": 0.0, "context": True}, "PPMI-SVD, p = 0, W + C"),
-    "shift5": ({}, {"shift": 5.0}, "PPMI-SVD, shifted PPMI (log 5)"),
-    "dim300": ({"dim": 300}, {}, "PPMI-SVD, 300 dims"),
-    "seed1": ({"random_state": 1}, {}, "PPMI-SVD as today, seed 1 (the seed's noise)"),
-    "word2vec-seed1": ({"method": "word2vec", "random_state": 1}, {},
-                       "word2vec, seed 1"),
+    "shift5": ({}, {"eig": 0.5, "shift": 5.0}, "PPMI-SVD, U·S^0.5, shifted PPMI (log 5)"),
+    "dim300": ({"dim": 300}, {"eig": 0.5}, "PPMI-SVD, U·S^0.5, 300 dims"),
 }
 BASE = "ppmi-svd"
 COLUMNS = [("semeval-train", "SemEval-2016 train-part2, 61 queries"),
@@ -94,9 +95,17 @@ def held_out_ap(table, train, test):
     return dict(zip(g.qids.tolist(), (ap * found / total).tolist())), cv
 
 
+def parse(variant):
+    """``(name, seed)`` of ``NAME`` (seed 0) or ``NAME@SEED``."""
+    name, _, seed = variant.partition("@")
+    return name, int(seed or 0)
+
+
 def fit_model(view, variant):
     """The embeddings model of ``variant`` fitted on ``view``, and its CPU seconds."""
-    params, extra, _ = VARIANTS[variant]
+    name, seed = parse(variant)
+    params, extra, _ = VARIANTS[name]
+    params = {**params, "random_state": seed}
     learner = functools.partial(embeddings.ppmi_svd, **extra)
     t0 = time.process_time()
     with mock.patch.object(embeddings, "ppmi_svd", learner), warnings.catch_warnings():
@@ -143,6 +152,8 @@ def run(work, coll, variant, log):
 
 
 def table(work):
+    """Every variant against today's PPMI-SVD, seed 0; then, for the learners run with
+    several seeds, the per-query AP averaged over the seeds against PPMI-SVD's average."""
     from scipy.stats import ttest_rel
 
     runs = {}
@@ -150,28 +161,45 @@ def table(work):
         with open(path) as f:
             d = json.load(f)
         runs.setdefault(d["coll"], {})[d["variant"]] = d
+
+    def ap_of(ds, variants):
+        """Per-query AP averaged over ``variants`` (those run), keys sorted."""
+        done = [runs[ds][v] for v in variants if v in runs.get(ds, {})]
+        if not done:
+            return None, 0
+        keys = sorted(done[0]["ap"])
+        return np.mean([[d["ap"][k] for k in keys] for d in done], axis=0), np.mean(
+            [np.mean(list(d["r@100"].values())) for d in done])
+
+    seeds = sorted({parse(v)[1] for r in runs.values() for v in r})
+    rows = [(v, [v], label) for v, (_, _, label) in VARIANTS.items()]
+    rows += [(f"{name}, seeds", [name] + [f"{name}@{s}" for s in seeds if s],
+              f"{label}: mean over seeds {', '.join(map(str, seeds))}")
+             for name, (_, _, label) in VARIANTS.items()
+             if sum(f"{name}@{s}" in r for r in runs.values() for s in seeds) > 0]
     print("| word vectors (everything else as `train`) | " + " | ".join(c for _, c in COLUMNS)
           + " | pooled Δ (evaluations), p |")
     print("|---|" + "---:|" * (len(COLUMNS) + 1))
-    for v, (_, _, label) in VARIANTS.items():
+    for key, variants, label in rows:
+        base_variants = [BASE] if len(variants) == 1 else [BASE] + [
+            f"{BASE}@{s}" for s in seeds if s]
         cells, diffs = [], []
         for ds, _ in COLUMNS:
-            r = runs.get(ds, {})
-            if v not in r or BASE not in r:
+            x, rec = ap_of(ds, variants)
+            b, _ = ap_of(ds, base_variants)
+            if x is None or b is None:
                 cells.append("–")
                 continue
-            keys = sorted(r[v]["ap"])
-            x = np.array([r[v]["ap"][k] for k in keys])
-            b = np.array([r[BASE]["ap"][k] for k in keys])
-            rec = np.mean(list(r[v]["r@100"].values()))
-            if v == BASE:
+            n = len([v for v in variants if v in runs[ds]])
+            runs_note = f"; {n} seeds" if len(variants) > 1 else ""
+            if variants == base_variants:
                 cells.append(f"{100 * x.mean():.2f} (R@100 {rec:.1f})")
                 continue
             p = ttest_rel(x, b).pvalue if np.any(x != b) else 1.0
             cells.append(f"{100 * x.mean():.2f} ({100 * (x - b).mean():+.2f}, p {p:.2f}; "
-                         f"R@100 {rec:.1f})")
+                         f"R@100 {rec:.1f}{runs_note})")
             diffs.append(x - b)
-        if v == BASE or not diffs:
+        if variants == base_variants or not diffs:
             pooled = "–"
         else:
             d = np.concatenate(diffs)
@@ -189,10 +217,10 @@ def main(argv=None):
     if args.table:
         table(args.work)
     elif (len(args.args) == 2 and args.args[0] in dict(COLUMNS)
-          and args.args[1] in VARIANTS):
+          and parse(args.args[1])[0] in VARIANTS):
         run(args.work, *args.args, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     else:
-        ap.error(f"give COLLECTION ({', '.join(dict(COLUMNS))}) and VARIANT "
+        ap.error(f"give COLLECTION ({', '.join(dict(COLUMNS))}) and VARIANT[@SEED] "
                  f"({', '.join(VARIANTS)}), or --table")
 
 

@@ -285,6 +285,21 @@ def test_ppmi_svd_variants_match_a_dense_oracle(eig, context, shift):
     np.testing.assert_allclose(v @ v.T, W @ W.T, atol=1e-3 * np.abs(W @ W.T).max())
 
 
+def test_ppmi_svd_default_is_the_singular_vectors_alone():
+    """The default eigenvalue weighting is 0 (chosen on dev data, BENCHMARKS.md): the
+    vectors of the kept words are the orthonormal columns of ``U``, and the default is
+    ``eig=0`` given explicitly, not ``U * sqrt(S)``."""
+    rng = np.random.default_rng(4)
+    terms = [f"w{i:02d}" for i in range(20)]
+    corpus = corpus_of([list(rng.integers(0, 5, 6) + 5 * (i % 4)) for i in range(300)],
+                       terms)
+    v = embeddings.ppmi_svd(corpus, dim=6, seed=2)
+    order, _ = embeddings._alphabetical(corpus, 2)
+    np.testing.assert_allclose(v[order].T @ v[order], np.eye(6), atol=1e-5)
+    np.testing.assert_array_equal(v, embeddings.ppmi_svd(corpus, dim=6, eig=0.0, seed=2))
+    assert not np.allclose(v, embeddings.ppmi_svd(corpus, dim=6, eig=0.5, seed=2))
+
+
 _W2V = """
 import sys, numpy as np
 from cqa_search.vectors import embeddings
