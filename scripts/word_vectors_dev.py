@@ -191,9 +191,9 @@ def table(work):
                 cells.append("–")
                 continue
             n = len([v for v in variants if v in runs[ds]])
-            runs_note = f"; {n} seeds" if len(variants) > 1 else ""
+            runs_note = f"; {n} seed{'s' * (n > 1)}" if len(variants) > 1 else ""
             if variants == base_variants:
-                cells.append(f"{100 * x.mean():.2f} (R@100 {rec:.1f})")
+                cells.append(f"{100 * x.mean():.2f} (R@100 {rec:.1f}{runs_note})")
                 continue
             p = ttest_rel(x, b).pvalue if np.any(x != b) else 1.0
             cells.append(f"{100 * x.mean():.2f} ({100 * (x - b).mean():+.2f}, p {p:.2f}; "
