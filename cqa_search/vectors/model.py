@@ -109,7 +109,8 @@ class EmbeddingModel:
     ----------
     method : {"ppmi-svd", "word2vec"}, default "ppmi-svd"
         How word vectors are learned: truncated SVD of the positive PMI matrix of window
-        co-occurrences (scipy; counted once, so fast on large archives), or skip-gram
+        co-occurrences, its left singular vectors (scipy; counted once, so fast on large
+        archives), or skip-gram
         word2vec by gensim (``pip install 'cqa-search[word2vec]'``; one thread and a seed,
         so a refit gives the same vectors, but about ten times slower).
     dim : int, default 100

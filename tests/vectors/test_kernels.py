@@ -260,6 +260,46 @@ def test_ppmi_svd_is_seeded_and_ignores_term_ids_order():
     assert not few[0].any() and not few[3].any() and few[1].any()
 
 
+@pytest.mark.parametrize("eig,context,shift", [(0.5, False, 1.0), (0.0, False, 1.0),
+                                               (1.0, True, 1.0), (0.5, False, 1.5)])
+def test_ppmi_svd_variants_match_a_dense_oracle(eig, context, shift):
+    """Every variant of Levy, Goldberg and Dagan (2015) against numpy: the PPMI matrix
+    from the co-occurrence counts (smoothed contexts, shifted), its full SVD, and the
+    vectors' Gram matrix (free of the SVD's signs) of ``U S^eig`` (+ ``V S^eig``)."""
+    rng = np.random.default_rng(3)
+    terms = [f"w{i:02d}" for i in range(12)]
+    # two topics of six words each: PMI about log 2 within a topic, more than the shift
+    sentences = [list(rng.integers(0, 6, 7) + 6 * (i % 2)) for i in range(200)]
+    corpus = corpus_of(sentences, terms)
+    got = embeddings.ppmi_svd(corpus, dim=11, window=2, eig=eig, context=context,
+                              shift=shift, seed=0)
+    order, rank = embeddings._alphabetical(corpus, 2)
+    C = embeddings._cooccurrences(corpus, rank, len(order), 2).toarray()
+    ctx = C.sum(axis=0) ** 0.75
+    with np.errstate(divide="ignore"):
+        pmi = np.log(C * ctx.sum() / np.outer(C.sum(axis=1), ctx)) - np.log(shift)
+    U, S, Vt = np.linalg.svd(np.maximum(pmi, 0))
+    W = U[:, :11] * S[:11] ** eig + (Vt[:11].T * S[:11] ** eig if context else 0)
+    assert np.abs(W).max() > 0.1
+    v = got[order].astype(np.float64)
+    np.testing.assert_allclose(v @ v.T, W @ W.T, atol=1e-3 * np.abs(W @ W.T).max())
+
+
+def test_ppmi_svd_default_is_the_singular_vectors_alone():
+    """The default eigenvalue weighting is 0 (chosen on dev data, BENCHMARKS.md): the
+    vectors of the kept words are the orthonormal columns of ``U``, and the default is
+    ``eig=0`` given explicitly, not ``U * sqrt(S)``."""
+    rng = np.random.default_rng(4)
+    terms = [f"w{i:02d}" for i in range(20)]
+    corpus = corpus_of([list(rng.integers(0, 5, 6) + 5 * (i % 4)) for i in range(300)],
+                       terms)
+    v = embeddings.ppmi_svd(corpus, dim=6, seed=2)
+    order, _ = embeddings._alphabetical(corpus, 2)
+    np.testing.assert_allclose(v[order].T @ v[order], np.eye(6), atol=1e-5)
+    np.testing.assert_array_equal(v, embeddings.ppmi_svd(corpus, dim=6, eig=0.0, seed=2))
+    assert not np.allclose(v, embeddings.ppmi_svd(corpus, dim=6, eig=0.5, seed=2))
+
+
 _W2V = """
 import sys, numpy as np
 from cqa_search.vectors import embeddings
