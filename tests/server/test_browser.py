@@ -249,7 +249,9 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     box = d.find_element(By.ID, "q")
     box.clear()
     box.send_keys("cheap furnture", Keys.ENTER)
+    # (the line also shows the filters of a search: the tag's, until this search's answer)
     hint = wait(d, lambda d: d.find_element(By.ID, "did-you-mean").is_displayed()
+                and d.find_element(By.ID, "did-you-mean").text.startswith("Did you mean")
                 and d.find_element(By.ID, "did-you-mean"), "did you mean")
     assert hint.text == "Did you mean cheap furniture?"
     hint.find_element(By.TAG_NAME, "a").click()
