@@ -42,14 +42,14 @@ import glob
 import json
 import os
 import sys
-import warnings
 
 import numpy as np
 
 from cqa_search.data import DEMO_QUERIES, demo_dir, demo_split
 from cqa_search.evaluation import read_qrels, read_queries
-from cqa_search.ranking import LinearRankerCV, selection
-from cqa_search.ranking._utils import QueryGroups, average_precision, query_folds
+from cqa_search.ranking import selection
+
+from _common import held_out_ap, split5
 
 NEW = {"align": [f"align_{d}_{p}" for p in ("title", "body", "question")
                  for d in ("recall", "precision")],
@@ -194,28 +194,6 @@ def columns(work, coll, a):
 
 
 # -- the comparison (learner_dev.py's protocol) ---------------------------------------------
-def split5(ids, seed=0):
-    ids = sorted(ids)
-    return [([ids[i] for i in tr], [ids[i] for i in te])
-            for tr, te in query_folds(len(ids), 5, np.random.default_rng(seed))]
-
-
-def held_out_ap(X, y, qid, names, n_rel, train, test):
-    tr, te = np.isin(qid, train), np.isin(qid, test)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cv = LinearRankerCV(baseline="first_stage", random_state=0).fit(
-            X[tr], y[tr], qid=qid[tr], feature_names=names, n_relevant=n_rel[tr])
-    cols = [names.index(f) for f in cv.feature_names_in_]
-    s = cv.predict(X[np.ix_(te, cols)], qid[te])
-    g = QueryGroups(qid[te], X[te][:, :0], y[te])
-    ap = average_precision(s[g.order], y[te][g.order], g)
-    found = np.bincount(g.group, weights=(y[te][g.order] >= 1), minlength=g.n_queries)
-    total = np.zeros(g.n_queries)
-    total[g.group] = n_rel[te][g.order]
-    return dict(zip(g.qids.tolist(), (ap * found / total).tolist())), cv
-
-
 def run(work, coll, a, fam, inner):
     for f, cols in NEW.items():  # the new families, by prefix
         selection.FAMILIES.setdefault(f, (f + "_",))

@@ -40,12 +40,11 @@ from unittest import mock
 import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine
-from cqa_search.ranking import LinearRankerCV
-from cqa_search.ranking._utils import QueryGroups, average_precision, query_folds
 from cqa_search.retrieval.first_stage import WEIGHT_GRID
 from cqa_search.training import training_table
 from cqa_search.vectors import EmbeddingModel, embeddings
 
+from _common import held_out_ap, split5
 from full_retrieval import (DATA, DEFAULT_ANALYZER, DEPTH, choose_weight, first_stage_run,
                             open_index, per_query, read_collection)
 
@@ -68,31 +67,6 @@ COLUMNS = [("semeval-train", "SemEval-2016 train-part2, 61 queries"),
            ("semeval", "SemEval-2016 training folds, 5 × 78"),
            ("stackexchange", "StackExchange training folds, 5 × 40")]
 INNER = ("semeval", "stackexchange")
-
-
-def split5(ids, seed=0):
-    ids = sorted(ids)
-    return [([ids[i] for i in tr], [ids[i] for i in te])
-            for tr, te in query_folds(len(ids), 5, np.random.default_rng(seed))]
-
-
-def held_out_ap(table, train, test):
-    """Trec AP (over every relevant question) of the test queries under ``train``'s
-    defaults trained on the training queries, and the fitted LinearRankerCV."""
-    X, y, qid, names, n_rel = table
-    tr, te = np.isin(qid, train), np.isin(qid, test)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cv = LinearRankerCV(baseline="first_stage", random_state=0).fit(
-            X[tr], y[tr], qid=qid[tr], feature_names=names, n_relevant=n_rel[tr])
-    cols = [names.index(f) for f in cv.feature_names_in_]
-    s = cv.predict(X[np.ix_(te, cols)], qid[te])
-    g = QueryGroups(qid[te], X[te][:, :0], y[te])
-    ap = average_precision(s[g.order], y[te][g.order], g)
-    found = np.bincount(g.group, weights=(y[te][g.order] >= 1), minlength=g.n_queries)
-    total = np.zeros(g.n_queries)
-    total[g.group] = n_rel[te][g.order]
-    return dict(zip(g.qids.tolist(), (ap * found / total).tolist())), cv
 
 
 def parse(variant):
@@ -140,7 +114,7 @@ def run(work, coll, variant, log):
             tables[a] = (X, y, qid, names, n_rel)
         recall[k] = 100 * stages[a].loc[pool, "r@100"].mean()
         for tr, te in split5(pool, seed=1 if coll in INNER else 0):
-            ap, cv = held_out_ap(tables[a], tr, te)
+            ap, cv = held_out_ap(*tables[a], tr, te)
             res.update({f"{k}|{q}": v for q, v in ap.items()})
             choices.append(f"a={a:g} {cv.chosen_}:{cv.best_params_}:{len(cv.features_)}")
     os.makedirs(os.path.join(work, "word_vectors_dev"), exist_ok=True)

@@ -155,10 +155,14 @@ def test_bench_sharded_tiny(tmp_path):
 def _script_module(name):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        name[:-3], os.path.join(ROOT, "scripts", name))
+    scripts = os.path.join(ROOT, "scripts")
+    spec = importlib.util.spec_from_file_location(name[:-3], os.path.join(scripts, name))
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, scripts)  # the scripts import their _common
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(scripts)
     return module
 
 
