@@ -1,6 +1,7 @@
 """Sharded indexes on Ray: the build, and fan-out search equal to one unsharded index."""
 import json
 import os
+import time
 from importlib import resources
 
 import numpy as np
@@ -185,7 +186,16 @@ def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
     _same(sharded.search(text), expected)
     # killed for good mid-query: the search fails, naming the shard
     def kill_for_good(q, rows):
-        ray.kill(sharded.searcher.actors[1], no_restart=True)
+        actor = sharded.searcher.actors[1]
+        ray.kill(actor, no_restart=True)
+        # ray.kill only asks: a call sent at once can still be served (seen under load)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                ray.get(actor.row_stats.remote(), timeout=10)
+            except ray.exceptions.RayActorError:
+                break
+            time.sleep(0.05)
         return real(q, rows)
     sharded.feature_scores = kill_for_good
     with pytest.raises(ShardError, match=r"shard 1 of 2 \(shards/00001\) failed while "
