@@ -142,8 +142,9 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
     if parsed is not None:
         for notice in parsed.notices:
             print(style.dim(f"note: {notice}"), file=out)
-        if parsed.filters():
-            print(style.dim("filters: " + " ".join(parsed.filters())), file=out)
+        filters = parsed.filters()
+        if filters:
+            print(style.dim("filters: " + " ".join(filters)), file=out)
     if results.relaxed:
         print(style.dim("no question has every required word or phrase; questions with the "
                         "words:"), file=out)
