@@ -1,4 +1,5 @@
-"""Every code block of README.md runs, in order, as a reader would run them.
+"""Every code block of README.md, then of the docs/ pages it links to (the reference it
+points a reader to), runs, in order, as a reader would run them.
 
 The two set-up commands are checked against what CI runs (`.ci/run`): the test install is
 exactly that command (CI runs it from a clean clone, so it is not run again here), and the
@@ -27,21 +28,38 @@ BIN = os.path.dirname(sys.executable)
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 
 
+#: Records of earlier benchmark runs: their commands are not examples to run.
+HISTORY = "docs/benchmark-history.md"
+LINK = re.compile(r"\]\((docs/[\w.-]+\.md)(?:#[\w-]*)?\)")
+
+
+def read(page) -> str:
+    with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+        return f.read()
+
+
+def pages() -> list:
+    """README.md, then the docs/ pages it links to in the order of their first link (their
+    blocks may use what the README's made: the same scratch clone)."""
+    linked = dict.fromkeys(m.group(1) for m in LINK.finditer(read("README.md")))
+    return ["README.md", *(page for page in linked if page != HISTORY)]
+
+
 def blocks():
-    """``(where, lang, code, expected)`` of each code block; ``expected`` is the ``text``
-    block that follows it (only blank lines between), or None."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-        text = f.read()
-    found = list(FENCE.finditer(text))
+    """``(where, lang, code, expected)`` of each code block of :func:`pages`; ``expected``
+    is the ``text`` block that follows it (only blank lines between), or None."""
     out = []
-    for i, m in enumerate(found):
-        if m.group(1) == "text":
-            continue
-        after = found[i + 1] if i + 1 < len(found) else None
-        expected = after.group(2) if after is not None and after.group(1) == "text" and \
-            not text[m.end():after.start()].strip() else None
-        line = text.count("\n", 0, m.start()) + 1
-        out.append((f"README.md:{line}", m.group(1), m.group(2), expected))
+    for page in pages():
+        text = read(page)
+        found = list(FENCE.finditer(text))
+        for i, m in enumerate(found):
+            if m.group(1) == "text":
+                continue
+            after = found[i + 1] if i + 1 < len(found) else None
+            expected = after.group(2) if after is not None and after.group(1) == "text" and \
+                not text[m.end():after.start()].strip() else None
+            line = text.count("\n", 0, m.start()) + 1
+            out.append((f"{page}:{line}", m.group(1), m.group(2), expected))
     return out
 
 
@@ -111,10 +129,19 @@ def test_setup_commands_are_what_ci_runs():
 
 def test_output_blocks_follow_a_command():
     assert all(block[1] != "text" for block in BLOCKS)
-    text_blocks = sum(1 for m in FENCE.finditer(open(os.path.join(ROOT, "README.md"),
-                                                     encoding="utf-8").read())
+    text_blocks = sum(1 for page in pages() for m in FENCE.finditer(read(page))
                       if m.group(1) == "text")
     assert text_blocks == sum(expected is not None for *_, expected in BLOCKS)
+
+
+def test_every_docs_page_with_code_is_run():
+    """A docs/ page with code blocks is linked from the README (so its blocks run here),
+    or it is the benchmark history."""
+    run = set(pages())
+    for name in sorted(os.listdir(os.path.join(ROOT, "docs"))):
+        page = f"docs/{name}"
+        if name.endswith(".md") and page != HISTORY and FENCE.search(read(page)):
+            assert page in run, f"{page} has code blocks but the README does not link it"
 
 
 @pytest.mark.parametrize("where,lang,code,expected", BLOCKS, ids=[b[0] for b in BLOCKS])
