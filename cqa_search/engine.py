@@ -404,12 +404,12 @@ class SearchEngine:
         query = dataclasses.replace(query, category=self._name(cid))
         results = self._retrieve(q, k, cid, query).replace(parsed=query)
         retrieval = self.config.retrieval
-        if not first_stage.term_matched(q, results) and len(q.term_ids) \
-                and retrieval.field == "question" and "answers" in self.index.fields \
-                and retrieval.on_field("answers") is not None:
+        answers = retrieval.on_field("answers") if retrieval.field == "question" \
+            and "answers" in self.index.fields else None
+        if answers is not None and not first_stage.term_matched(q, results) \
+                and len(q.term_ids):
             # No question holds the words: look for them (required words too) in the answers
             # (the hits of the question vectors alone, if none does).
-            answers = retrieval.on_field("answers")
             in_answers = dataclasses.replace(query, must=tuple(
                 tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
                       for u in alternatives) for alternatives in query.must))

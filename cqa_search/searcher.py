@@ -121,7 +121,9 @@ def checked_config(config, fields, models) -> SearchConfig:
     missing = [f for f in config.retrieval.index_fields if f not in fields]
     if missing:
         raise QueryError(f"the retrieval model uses field {missing[0]!r}, which this index "
-                         f"lacks (fields: {', '.join(fields)})")
+                         f"lacks (fields: {', '.join(fields)}): build it again with that field "
+                         "(`cqa-search build-index` indexes the titles by default, --fields "
+                         "others)")
     unknown = [n for n in config.models or () if n not in models]
     if unknown:
         raise QueryError(f"this index has no model {unknown[0]!r} "
