@@ -21,7 +21,7 @@ from .batches import BatchAnalysis
 from .vocab import Vocabulary
 
 __all__ = ["FIELDS", "PARTS", "CollectionStats", "FieldIndex", "CombinedField", "TermIndex",
-           "TermIndexBuilder", "combine_fields"]
+           "TermIndexBuilder", "combine_fields", "part_fields"]
 
 #: Field name -> text of a question for that field.
 FIELDS = {
@@ -368,7 +368,7 @@ def combine_fields(fields, parts) -> CombinedField:
     if not parts or len(parts) != len(given):
         raise ParameterError(f"parts must be distinct names among {{{', '.join(PARTS)}}}; "
                              f"got {given!r}")
-    sources = [f for f in ("question", "title", "answers") if any(f in PARTS[p] for p in parts)]
+    sources = part_fields(parts)
     missing = [f for f in sources if f not in fields]
     if missing:
         names = ", ".join(fields.fields if isinstance(fields, TermIndex) else fields)
@@ -379,6 +379,18 @@ def combine_fields(fields, parts) -> CombinedField:
     host = fields[sources[0]]
     return host.derived("combined:" + "+".join(parts),
                         lambda: _combine({f: fields[f] for f in sources}, parts, host))
+
+
+def part_fields(parts) -> tuple:
+    """The indexed fields that ``parts`` (names of :data:`PARTS`) are read from.
+
+    Examples
+    --------
+    >>> part_fields(["body", "answers"])
+    ('question', 'title', 'answers')
+    """
+    return tuple(f for f in ("question", "title", "answers")
+                 if any(f in PARTS[p] for p in parts))
 
 
 def _aligned(union, field) -> np.ndarray:

@@ -31,12 +31,13 @@ CIKM 2004.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from .._utils import Interval, validate_params
 from ..exceptions import ParameterError
-from ..index.term_index import PARTS, combine_fields
+from ..index.term_index import PARTS, combine_fields, part_fields
 from .base import TermModel
 from .bm25 import BM25, bm25_idf
 
@@ -130,8 +131,7 @@ class BM25F(TermModel):
 
     @property
     def index_fields(self) -> tuple:
-        return tuple(f for f in ("question", "title", "answers")
-                     if any(f in PARTS[p] for p in self.parts))
+        return part_fields(self.parts)
 
     def cache_key(self) -> str:
         if "_cache_key" not in self.__dict__:
@@ -171,4 +171,4 @@ class BM25F(TermModel):
 
 
 def _positive(weight) -> bool:
-    return not isinstance(weight, bool) and isinstance(weight, (int, float)) and weight > 0
+    return isinstance(weight, numbers.Real) and not isinstance(weight, bool) and weight > 0
