@@ -29,7 +29,7 @@ import numpy as np
 
 from ._utils import progress_bar
 from .exceptions import IndexFormatError, QueryError
-from .features import AnalyzedQuery, analyze, search_ranker_name, uses_given
+from .features import AnalyzedQuery, analyze, boosted, search_ranker_name, uses_given
 from .index.attributes import attributes_of
 from .index.layout import IndexData
 from .index.store import is_live, read_consistent
@@ -398,16 +398,18 @@ class SearchEngine:
             raise QueryError("empty query: type some words to search for (-word and NOT "
                              "only leave words out)"
                              + "".join(f"; {notice}" for notice in query.notices))
-        q = self.analyze(query.text, self._name(cid), title=title, body=body)
+        q = boosted(self.analyze(query.text, self._name(cid), title=title, body=body),
+                    query.boosts, self.index, self.analyzer)
         # what the results say was applied: the category searched by name
         query = dataclasses.replace(query, category=self._name(cid))
         results = self._retrieve(q, k, cid, query).replace(parsed=query)
         retrieval = self.config.retrieval
-        if not first_stage.term_matched(q, results) and len(q.term_ids) \
-                and retrieval.field == "question" and "answers" in self.index.fields:
+        answers = retrieval.on_field("answers") if retrieval.field == "question" \
+            and "answers" in self.index.fields else None
+        if answers is not None and not first_stage.term_matched(q, results) \
+                and len(q.term_ids):
             # No question holds the words: look for them (required words too) in the answers
             # (the hits of the question vectors alone, if none does).
-            answers = type(retrieval)(**{**retrieval.get_params(), "field": "answers"})
             in_answers = dataclasses.replace(query, must=tuple(
                 tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
                       for u in alternatives) for alternatives in query.must))

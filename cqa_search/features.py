@@ -17,6 +17,7 @@ to score.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from .index.layout import Categories
 from .index.term_index import TermIndex
 
 __all__ = ["IndexView", "AnalyzedQuery", "FeatureScorer", "TermFeatures", "ContextFeatures",
-           "analyze", "GIVEN_FEATURES", "uses_given", "search_ranker_name"]
+           "analyze", "boosted", "GIVEN_FEATURES", "uses_given", "search_ranker_name"]
 
 #: The features of candidates given with scores (a run reranked: ``engine.rerank(...,
 #: scores=...)``, ``evaluate --candidates``): a free search has none of them.
@@ -154,6 +155,23 @@ def analyze(index, analyzer, text, category=None, given=None, *, title=None,
                          sequence, tuple(dict.fromkeys(unknown)), category, given, **parts)
 
 
+def boosted(query: AnalyzedQuery, boosts, index, analyzer) -> AnalyzedQuery:
+    """``query`` with its boosted words weighing more: each ``(word, boost)`` (a word of
+    ``query.text`` and its boost, :attr:`ParsedQuery.boosts
+    <cqa_search.query_parser.ParsedQuery.boosts>`) counts ``boost`` instead of 1 in the
+    query frequency (``qtf``) of each of its terms; a term left with none is dropped."""
+    if not boosts:
+        return query
+    qtf = dict(zip(query.term_ids.tolist(), query.qtf.tolist()))
+    for word, boost in boosts:
+        for t in index.known_ids(analyzer.analyze(word)).tolist():
+            if t in qtf:
+                qtf[t] += boost - 1.0
+    ids = np.array([t for t in query.term_ids.tolist() if qtf[t] > 0], dtype=np.int64)
+    return dataclasses.replace(query, term_ids=ids,
+                               qtf=np.array([qtf[t] for t in ids.tolist()], dtype=np.float64))
+
+
 @runtime_checkable
 class FeatureScorer(Protocol):
     """Named feature columns for the candidates of a query."""
@@ -183,9 +201,9 @@ class TermFeatures:
         out = np.zeros((len(rows), len(self.models)))
         gathered = {}  # the postings of the rows are looked up once per field and terms
         for j, m in enumerate(self.models):
-            field = self.index[m.field]
+            field = m.field_index(self.index)
             # (the query terms a model scores: models of different types may share them)
-            key = (m.field, m._usable(field, query.term_ids, query.qtf)[0].tobytes())
+            key = (id(field), m._usable(field, query.term_ids, query.qtf)[0].tobytes())
             if key not in gathered:
                 gathered[key] = m.gather_rows(field, query.term_ids, query.qtf, rows)
             out[:, j] = m.score_rows(field, query.term_ids, query.qtf, rows, gathered[key])

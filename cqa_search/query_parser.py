@@ -18,6 +18,8 @@ line and the server. The syntax (what ``:help`` and the README list):
                                         ``<``, ``<=``; ``date:2014``, ``date:2014-03``:
                                         that year or month; ``date:2014-01..2014-06``)
 ``title:visa OR title:permit``          either requirement (side by side: both)
+``visa^2`` ``title:visa^2``             a boost: the word weighs 2 in the term scores
+                                        (1 without one); ``(visa permit)^2`` both
 ``category:Travel``                     only this category; ``category:"Doha Shopping"``
 ``-category:Travel``                    leave this category out
 ======================================  ===============================================
@@ -32,7 +34,10 @@ Lucene's classic parser always does): the query's :attr:`~ParsedQuery.notices` s
 and ``-word`` leaves a word out in any query. A field name with nothing right after its colon
 (``tag:``, ``Date: tomorrow``) is no filter and no word: it is left out, with a notice.
 What a query applied is :meth:`ParsedQuery.filters` (the search page, the command line and
-the API show it).
+the API show it). A boost multiplies the weight of its words' terms in the query (their
+query frequency ``qtf``, which every term model's score multiplies), wherever they rank;
+a boost that cannot apply (on a left-out word, a category, a boost of 0, a word the index
+does not hold: :func:`without_empty_units`) is ignored, with a notice.
 
 Field names may be written in any case (``Title:visa``). A query keeps one category.
 Dates are those the archive's records keep (:mod:`cqa_search.index.attributes`), in UTC;
@@ -152,7 +157,12 @@ class ParsedQuery:
         for no bound.
     notices : tuple of str
         What of the typed text was not read as the syntax it looks like (operator words
-        searched as words, a field without a value left out), one sentence each.
+        searched as words, a field without a value left out, a boost ignored), one
+        sentence each.
+    boosts : tuple of (str, float)
+        The boosted words of ``text`` (as typed) with their boost, one pair per boosted
+        occurrence: each counts its boost instead of 1 in the query frequency of its
+        terms.
     """
 
     text: str
@@ -162,6 +172,7 @@ class ParsedQuery:
     not_categories: tuple = ()
     dates: tuple = ()
     notices: tuple = ()
+    boosts: tuple = ()
 
     @property
     def has_filters(self) -> bool:
@@ -261,6 +272,8 @@ class _Walk:
         self.negated = 0  # inside a NOT
         self.must, self.must_not = [], []
         self.ranges = []  # [a TO b]: no filter of this syntax (the notices say so)
+        self.boosts = []  # (word, boost) of the words that score
+        self.ignored = []  # the boosted clauses whose boost cannot apply, as typed
 
     def unit(self, node):
         """The Unit of a leaf, or None (not a word: a range, the category, ...)."""
@@ -279,15 +292,32 @@ class _Walk:
             # part of the name)
             (self.not_categories if self.negated else self.categories).append(
                 text.strip('"') or text)
+            self.ignore(node.boost, f"category:{text}")
             return None
         return Unit("question" if field == "text" else field, (text,))
 
-    def leaves(self, node):
-        """Units under ``node`` (for an OR inside a requirement, or an AND inside a NOT)."""
+    def leaves(self, node, boost=1.0):
+        """``(unit, boost)`` of the units under ``node`` (for an OR inside a requirement, or
+        an AND inside a NOT), ``boost`` times the boosts on the way."""
+        boost *= getattr(node, "boost", 1.0)
         if node.is_leaf():
             u = self.unit(node)
-            return [u] if u is not None else []
-        return [u for child in node.children() for u in self.leaves(child)]
+            return [(u, boost)] if u is not None else []
+        return [pair for child in node.children() for pair in self.leaves(child, boost)]
+
+    def score(self, pairs):
+        """The words of ``(unit, boost)`` pairs rank the results (with their boosts)."""
+        for unit, boost in pairs:
+            self.words.extend(unit.words)
+            if boost > 0 and boost != 1.0:
+                self.boosts.extend((w, boost) for w in unit.words)
+            elif boost != 1.0:
+                self.ignore(boost, _written(unit))
+
+    def ignore(self, boost, clause):
+        """A boost that cannot apply (on a left-out word, a filter; a boost of 0)."""
+        if boost != 1.0:
+            self.ignored.append(f"{clause}^{boost:g}")
 
     def exclude(self, node):
         """``NOT node``: NOT (a OR b) leaves out a and b, NOT (a AND b) what has both."""
@@ -304,54 +334,58 @@ class _Walk:
             unit = self.unit(node)
             if unit is not None:
                 self.must_not.append((unit,))
+                self.ignore(node.boost, "-" + _written(unit))
         elif isinstance(node, self.wq.And):
-            units = self.leaves(node)
-            if units:
-                self.must_not.append(tuple(units))
+            pairs = self.leaves(node)
+            for unit, boost in pairs:
+                self.ignore(boost, "-" + _written(unit))
+            if pairs:
+                self.must_not.append(tuple(u for u, _ in pairs))
         else:
             for child in node.children():
                 self.exclude(child)
 
-    def walk(self, node, mode="should"):
+    def walk(self, node, mode="should", boost=1.0):
         if isinstance(node, self.wq.Not):
             if mode != "not":
                 self.exclude(node.query)
             return
         if isinstance(node, self.wq.AndNot):
-            self.walk(node.a, mode)
+            self.walk(node.a, mode, boost)
             self.walk(self.wq.Not(node.b), mode)
             return
         if isinstance(node, (self.wq.AndMaybe, self.wq.Require)):
-            self.walk(node.a, "must" if mode == "should" else mode)
-            self.walk(node.b, mode)
+            self.walk(node.a, "must" if mode == "should" else mode, boost)
+            self.walk(node.b, mode, boost)
             return
         if node.is_leaf():
             unit = self.unit(node)
             if unit is None:
                 return
             if mode != "not":
-                self.words.extend(unit.words)
+                self.score([(unit, boost * node.boost)])
             if mode == "must" or unit.phrase or unit.field != "question":
                 self.must.append((unit,))
             return
         if (isinstance(node, self.wq.Or) or getattr(node, "explicit", False)) \
                 and mode == "must":
-            units = self.leaves(node)
-            self.words.extend(w for u in units for w in u.words)
-            if units:
-                self.must.append(tuple(units))
+            pairs = self.leaves(node, boost)
+            self.score(pairs)
+            if pairs:
+                self.must.append(tuple(u for u, _ in pairs))
             return
         if getattr(node, "explicit", False) and mode == "should":
-            units = self.leaves(node)
-            if any(u.phrase or u.field != "question" for u in units):
+            pairs = self.leaves(node, boost)
+            if any(u.phrase or u.field != "question" for u, _ in pairs):
                 # title:a OR title:b: one requirement that either side meets (each side
                 # alone would be a requirement of its own)
-                self.words.extend(w for u in units for w in u.words)
-                self.must.append(tuple(units))
+                self.score(pairs)
+                self.must.append(tuple(u for u, _ in pairs))
                 return
         child_mode = "must" if isinstance(node, self.wq.And) and mode == "should" else mode
+        boost *= getattr(node, "boost", 1.0)
         for child in node.children():
-            self.walk(child, child_mode)
+            self.walk(child, child_mode, boost)
 
 
 def parse_query(typed: str) -> ParsedQuery:
@@ -423,6 +457,13 @@ def without_empty_units(parsed: ParsedQuery, analyze) -> ParsedQuery:
     dropped = [_clause((u,), " OR ", "+") for units in parsed.must for u in units if empty(u)]
     dropped += [_clause((u,), " AND ", "-") for units in parsed.must_not for u in units
                 if empty(u)]
+    lost = [(w, b) for w, b in parsed.boosts if not analyze(w)]
+    if lost:  # the^2: nothing to boost
+        parsed = dataclasses.replace(parsed, boosts=tuple(
+            p for p in parsed.boosts if p not in lost), notices=(*parsed.notices, _boosts_notice(
+                [f"{w}^{b:g}" for w, b in lost], "its word is not in the index: stopwords and "
+                "words too short to index are not" if len(lost) == 1 else "their words are "
+                "not in the index: stopwords and words too short to index are not")))
     if not dropped:
         return parsed
     # (a OR the: the second side matches every question, so the requirement asks nothing)
@@ -581,9 +622,26 @@ def _parsed(typed: str) -> ParsedQuery:
         raise QueryError(f"a query keeps one category; got {' and '.join(map(repr, wanted))}")
     notices = [f"{' '.join(dict.fromkeys(walk.ranges))}: a range is no filter here (dates: "
                "date:2014-01..2014-06), left out"] if walk.ranges else []
+    if walk.ignored:
+        notices.append(_boosts_notice(walk.ignored, "a boost above 0 weighs a word that "
+                                      "ranks the results; a left-out word or a category ranks "
+                                      "nothing"))
     return ParsedQuery(" ".join(walk.words), wanted[0] if wanted else None, tuple(walk.must),
                        tuple(walk.must_not), tuple(dict.fromkeys(walk.not_categories)),
-                       notices=tuple(notices))
+                       notices=tuple(notices), boosts=tuple(walk.boosts))
+
+
+def _written(unit) -> str:
+    """A unit as typed (a word, or a phrase in quotes; ``field:`` before it)."""
+    return ("" if unit.field == "question" else unit.field + ":") + \
+        (f'"{" ".join(unit.words)}"' if unit.phrase else " ".join(unit.words))
+
+
+def _boosts_notice(clauses, why) -> str:
+    listed = list(dict.fromkeys(clauses))
+    listed = " and ".join([", ".join(listed[:-1]), listed[-1]] if len(listed) > 1 else listed)
+    return f"{listed}: {'the boost was' if len(clauses) == 1 else 'the boosts were'} " \
+           f"ignored ({why})"
 
 
 def _common_syntax(typed: str) -> ParsedQuery | None:

@@ -118,14 +118,17 @@ class SearchConfig:
 def checked_config(config, fields, models) -> SearchConfig:
     """``config`` checked against an index's fields and models, the term features on
     fields it lacks left out (what every back-end searches with)."""
-    if config.retrieval.field not in fields:
-        raise QueryError(f"the retrieval model uses field {config.retrieval.field!r}, which "
-                         f"this index lacks (fields: {', '.join(fields)})")
+    missing = [f for f in config.retrieval.index_fields if f not in fields]
+    if missing:
+        raise QueryError(f"the retrieval model uses field {missing[0]!r}, which this index "
+                         f"lacks (fields: {', '.join(fields)}): build it again with that field "
+                         "(`cqa-search build-index` indexes the titles by default, --fields "
+                         "others)")
     unknown = [n for n in config.models or () if n not in models]
     if unknown:
         raise QueryError(f"this index has no model {unknown[0]!r} "
                          f"(models: {', '.join(models) or 'none'})")
-    kept = tuple(m for m in config.features if m.field in fields)
+    kept = tuple(m for m in config.features if all(f in fields for f in m.index_fields))
     return dataclasses.replace(config, features=kept)
 
 
@@ -347,7 +350,7 @@ class LocalSearcher:
     def candidates(self, q, depth, category_id=None, parsed=None, retrieval=None, *,
                    features=False) -> Candidates:
         model = self.config.retrieval if retrieval is None else retrieval
-        field = self.index[model.field]
+        field = model.field_index(self.index)
         must = parsed is not None and bool(parsed.must)
         allowed, category_id = self._allowed(category_id, parsed)
         tie = self.data.doc_id_rank
@@ -387,7 +390,7 @@ class LocalSearcher:
                 if len(self._scorers) else np.zeros((len(rows), 0))
 
     def retrieval_scores(self, q, rows, model) -> np.ndarray:
-        return model.score_rows(self.index[model.field], q.term_ids, q.qtf, rows)
+        return model.score_rows(model.field_index(self.index), q.term_ids, q.qtf, rows)
 
     def rows(self, doc_ids) -> np.ndarray:
         return self.archive.rows(doc_ids).astype(np.int64)

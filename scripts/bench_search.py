@@ -42,7 +42,11 @@ What is measured (the fairness rules)
   (pure BM25 top-10) with the compiled kernels loaded first (as ``serve`` does) and, in
   the same process, with the numpy paths (``compiled.use("numpy")``: what an install
   without numba, or ``CQA_SEARCH_COMPILED=numpy``, runs), and with the default config
-  (BM25 plus the feature scores of each hit), separate rows. bm25s: ``bm25s.tokenize`` of the one query then
+  (BM25 plus the feature scores of each hit), separate rows; on an index with titles
+  (engine ``cqa-bm25f``: ``fields=("question", "title")``), BM25F's top-10 too
+  (``SearchConfig(retrieval=BM25F(), features=())``, the same queries in the same process,
+  its first query, which combines the postings and computes their weights, reported
+  apart). bm25s: ``bm25s.tokenize`` of the one query then
   ``retrieve(..., k=10, n_threads=1)`` per query (the like-for-like number), and, as a
   second row, all queries tokenized and retrieved in one batch call (``n_threads=1``).
   tantivy: the query analysed by the field's analyzer (``TextAnalyzer.analyze``), an OR
@@ -108,7 +112,8 @@ from pathlib import Path
 from _common import SYNTH, Clock, dir_bytes, load_average, memory_mb
 
 HERE = Path(__file__).resolve().parent
-ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem", "cqa-question")  # last: not default
+ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem", "cqa-question",  # last two: not
+           "cqa-bm25f")                                                    # default
 K = 10
 TANTIVY_HEAP = 256 * 1024 * 1024
 
@@ -227,15 +232,25 @@ def _cqa_query(a, sets):
     first = next(iter(sets.values()))[0]
     first_ms = _first_query(lambda q: engine.search(q, k=K), first)
     full = engine.with_config(SearchConfig())
+    searchers = {"bm25": engine}
+    if "title" in engine.index.fields:  # BM25F beside BM25, on the same index
+        from cqa_search.retrieval import BM25F
 
-    def bm25(q):
-        return list(engine.search(q, k=K).doc_ids)
+        searchers["bm25f"] = engine.with_config(SearchConfig(retrieval=BM25F(), features=()))
+        # its first query combines the title and the question's postings and computes the
+        # posting weights (BM25's are stored by the build)
+        bm25f_first_ms = _first_query(lambda q: searchers["bm25f"].search(q, k=K), first)
 
     def modes(queries):
-        out = {"bm25": _timed_loop(queries, bm25, a.check)}
+        out = {}
+        for name, searcher in searchers.items():
+            out[name] = _timed_loop(queries, lambda q, s=searcher: list(s.search(q, k=K).doc_ids),
+                                    a.check)
         if kernel:  # the same searches on the numpy paths, in this process
             compiled.use("numpy")
-            out["bm25-numpy"] = _timed_loop(queries, bm25, a.check)
+            for name, searcher in searchers.items():
+                out[f"{name}-numpy"] = _timed_loop(
+                    queries, lambda q, s=searcher: list(s.search(q, k=K).doc_ids), a.check)
             compiled.use("auto")
         out["default"] = _timed_loop(queries, lambda q: list(full.search(q, k=K).doc_ids),
                                      a.check)
@@ -244,7 +259,8 @@ def _cqa_query(a, sets):
 
     return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
             "modes": _per_set(sets, modes), "compiled": kernel,
-            "kernel_load_s": kernel_clock.wall}
+            "kernel_load_s": kernel_clock.wall,
+            "bm25f_first_query_ms": bm25f_first_ms if "bm25f" in searchers else None}
 
 
 def _bm25s_build(a, stopwords):
@@ -646,7 +662,9 @@ def _label(engine, tag, mode, m):
     if engine == "cqa":
         fields = tag.split("-", 1)[1].replace("+", ",")
         what = {"bm25": "BM25 top-10, `features=()`",
-                "bm25-numpy": "BM25 top-10, `features=()`, numpy paths"}.get(
+                "bm25-numpy": "BM25 top-10, `features=()`, numpy paths",
+                "bm25f": "BM25F top-10 (title 2, body 1), `features=()`",
+                "bm25f-numpy": "BM25F top-10 (title 2, body 1), `features=()`, numpy paths"}.get(
             mode, f"default config ({m.get('n_features')} feature scores per hit)")
         return f"cqa_search `fields=({fields})`, {what}"
     if engine == "bm25s":
@@ -738,6 +756,8 @@ def parent_main(a, argv) -> int:
                 jobs.append(("cqa", "cqa-question", ["--fields", "question"]))
                 if e == "cqa":
                     jobs.append(("cqa", "cqa-question+answers", ["--fields", "question,answers"]))
+            elif e == "cqa-bm25f":  # the question and its title: BM25 and BM25F, one process
+                jobs.append(("cqa", "cqa-question+title", ["--fields", "question,title"]))
             else:
                 jobs.append((e, e, []))
         state, load_before = _git_state(), load_average()
@@ -786,6 +806,10 @@ def parent_main(a, argv) -> int:
                              f"{1e3 * q['kernel_load_s']:.0f} ms before the first query"
                              if q.get("compiled") else
                              f"{tag}: BM25 top k by the numpy path (no compiled kernel)")
+                if q.get("bm25f_first_query_ms") is not None:
+                    notes.append(f"{tag}: BM25F's first query {q['bm25f_first_query_ms']:.0f} "
+                                 "ms (its combined postings and posting weights made; BM25's "
+                                 "weights are stored)")
             elif engine.startswith("tantivy"):
                 notes.append(f"{tag}: {b['segments']} segment(s) after commit and merges")
             elif engine == "bm25s":
@@ -834,7 +858,8 @@ def main(argv=None) -> int:
                                        "deleted at the end)")
     ap.add_argument("--engines", default=",".join(ENGINES[:4]),
                     help=f"comma-separated, among {', '.join(ENGINES)} (default: the first "
-                         "four; cqa-question: cqa's question-only build alone)")
+                         "four; cqa-question: cqa's question-only build alone; cqa-bm25f: "
+                         "an index of the questions and their titles, BM25 and BM25F)")
     ap.add_argument("--limit", type=int, metavar="N", help="use the first N archive records")
     ap.add_argument("--n-queries", type=int, metavar="Q",
                     help="use the first Q queries (default all; --generate writes 1000)")

@@ -149,17 +149,17 @@ def test_batch_search_equals_search(toy_engine):
 
 
 def test_config_selects_retrieval_model_and_features(toy_index):
-    config = SearchConfig(retrieval=LMDirichlet(mu=100), features=(VSM(), BM25(field="title")))
+    config = SearchConfig(retrieval=LMDirichlet(mu=100), features=(VSM(), BM25(field="body")))
     engine = SearchEngine.open(toy_index, config=config)
-    assert engine.config.features == (VSM(),)  # the index has no title field
+    assert engine.config.features == (VSM(),)  # the index has no body field
     res = engine.search("renew visa")
     assert res.feature_names == ("vsm", "given_score", "given_rrank", "category_match",
                                  "log_length")
     assert res[0].score == pytest.approx(
         LMDirichlet(mu=100).score_rows(engine.index["question"], *_q(engine, "renew visa"),
                                        [engine.archive.row(res.doc_ids[0])])[0])
-    with pytest.raises(QueryError, match="field 'title', which this index lacks"):
-        SearchEngine.open(toy_index, config=SearchConfig(retrieval=BM25(field="title")))
+    with pytest.raises(QueryError, match="field 'body', which this index lacks"):
+        SearchEngine.open(toy_index, config=SearchConfig(retrieval=BM25(field="body")))
     with pytest.raises(ValueError, match="feature names must be distinct"):
         SearchConfig(features=(BM25(), BM25(k1=2)))
 

@@ -8,7 +8,7 @@ from cqa_search.analysis import Analyzer
 from cqa_search.exceptions import QueryError
 from cqa_search.presentation import MAX_SUGGESTED_WORD, Suggester, highlight
 from cqa_search.query_parser import (_LONE_SIGN, ParsedQuery, Unit, _common_syntax, _parsed,
-                                     parse_query)
+                                     parse_query, without_empty_units)
 
 
 def U(field, *words, phrase=False):
@@ -233,3 +233,57 @@ def test_suggester_ranks_by_distance_then_frequency():
     # a number is no misspelling (a pasted phone number: +974 4444 5555)
     numbers = Suggester({"444": 3, "4x4": 2, "440": 1})
     assert numbers.suggest("4444") == [] and numbers.suggest("4x44") == ["444", "4x4", "440"]
+
+
+def test_a_boost_weighs_its_words():
+    parsed = parse_query("title:visa^2 renew (office permit)^1.5 \"work permit\"^3 visa")
+    assert parsed.text == "visa renew office permit work permit visa"
+    assert parsed.boosts == (("visa", 2.0), ("office", 1.5), ("permit", 1.5), ("work", 3.0),
+                             ("permit", 3.0))
+    assert parsed.must == ((U("title", "visa"),), (U("question", "work", "permit", phrase=True),))
+    assert parsed.notices == ()
+    assert parse_query("+visa^1.5 renew").boosts == (("visa", 1.5),)
+    assert parse_query("(visa OR permit)^3 renew").boosts == (("visa", 3.0), ("permit", 3.0))
+    # a caret without a number is prose, as before
+    assert parse_query("visa^ x^y").boosts == ()
+
+
+def test_a_boost_that_cannot_apply_is_ignored_with_a_notice():
+    why = ("(a boost above 0 weighs a word that ranks the results; a left-out word or a "
+           "category ranks nothing)")
+    parsed = parse_query("visa -used^3 category:Visas^2 renew^0")
+    assert parsed.text == "visa renew" and parsed.boosts == ()
+    assert parsed.category == "Visas" and parsed.must_not == ((U("question", "used"),),)
+    assert parsed.notices == ("category:Visas^2, renew^0 and -used^3: the boosts were "
+                              f"ignored {why}",)
+    assert parse_query("visa NOT (work AND permit^2)").notices == (
+        f"-permit^2: the boost was ignored {why}",)
+    # a word the index does not hold (a stopword, too short): nothing to boost
+    kept = without_empty_units(parse_query("the^2 visa^2"), Analyzer().analyze)
+    assert kept.boosts == (("visa", 2.0),) and kept.notices == (
+        "the^2: the boost was ignored (its word is not in the index: stopwords and words too "
+        "short to index are not)",)
+
+
+def test_a_boost_multiplies_the_query_frequency(toy_engine):
+    """``renew^2`` scores as ``renew renew`` (every term model multiplies qtf), in the
+    retrieval model and in the term features; ``^0.5`` halves it."""
+    import numpy as np
+
+    boosted, repeated = toy_engine.search("renew^2 visa", k=5), toy_engine.search(
+        "renew renew visa", k=5)
+    assert boosted.doc_ids == repeated.doc_ids
+    np.testing.assert_allclose(boosted.scores, repeated.scores, rtol=1e-12)
+    np.testing.assert_allclose(boosted.features, repeated.features, rtol=1e-12)
+    q = toy_engine.analyze("renew visa")
+    half = toy_engine.search("renew^0.5 visa", k=None)
+    config = toy_engine.config.retrieval
+    expected = config.score_rows(config.field_index(toy_engine.index), q.term_ids,
+                                 np.where(q.term_ids == toy_engine.index.vocab.id("renew"),
+                                          0.5, 1.0), toy_engine.searcher.rows(half.doc_ids))
+    np.testing.assert_allclose(half.scores, expected, rtol=1e-6)
+    # a filter's word keeps its filter and weighs its boost
+    res = toy_engine.search("title:visa^3 renew", k=None)
+    assert res.parsed.filters() == ("title:visa",) and len(res)
+    assert toy_engine.search("the^2 visa").parsed.notices[0].startswith("the^2: the boost was "
+                                                                         "ignored")

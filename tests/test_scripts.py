@@ -53,6 +53,27 @@ def test_bench_search_tiny(tmp_path):
     assert out.count("BM25 top-10, `features=()`, numpy paths |") == 4  # 2 sets x 2 tables
 
 
+def test_bench_search_bm25f_tiny(tmp_path):
+    archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
+    write_archive(archive, 300, 20, queries)
+    out = run("bench_search.py", str(archive), str(queries), "--engines", "cqa-bm25f",
+              "--check", "0", "--work-dir", str(tmp_path / "work"))
+    assert "| cqa_search `fields=(question,title)`, BM25 top-10, `features=()` |" in out
+    assert out.count("BM25F top-10 (title 2, body 1), `features=()` |") == 2  # 2 tables
+    assert "cqa-question+title: BM25F's first query" in out
+
+
+def test_known_item_tiny(tmp_path):
+    archive = tmp_path / "a.jsonl"
+    write_archive(archive, 60)
+    out = run("known_item.py", str(archive), "--models", "bm25", "bm25f:title=3",
+              "--work", str(tmp_path / "work"))
+    assert "| archive | titles | bm25 first / top 3 | bm25f:title=3 first / top 3 |" in out
+    row = next(line for line in out.splitlines() if line.startswith("| a.jsonl | 60 |"))
+    cells = [c.split(" / ") for c in row.strip("| ").split(" | ")[2:]]
+    assert len(cells) == 2 and all(0 <= float(x) <= 100 for c in cells for x in c)
+
+
 def test_bench_live_tiny(tmp_path):
     n, batch, segments, n_queries = 200, 10, 3, 10
     total = n + batch * segments

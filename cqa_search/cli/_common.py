@@ -9,11 +9,11 @@ import sys
 import textwrap
 import warnings
 
-from ..exceptions import CQASearchError
+from ..exceptions import CQASearchError, ParameterError, QueryError
 
 __all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
            "add_common_options", "positive_int", "os_error_reason", "hybrid_weight",
-           "format_first_stage"]
+           "format_first_stage", "add_field_weights_option", "retrieval_model"]
 
 PROG = "cqa-search"
 
@@ -307,6 +307,46 @@ def hybrid_weight(text):
         raise argparse.ArgumentTypeError(f"expected auto, none or a number in [0, 1]; got "
                                          f"{text!r}")
     return value
+
+
+def add_field_weights_option(parser) -> None:
+    """``--field-weights title=2,body=1,answers=0.5`` (query, evaluate): BM25F's weights,
+    parsed by :func:`~cqa_search.retrieval.parse_field_weights` (a bad value is a usage
+    error)."""
+    from ..retrieval import parse_field_weights
+
+    def weights(text):
+        try:
+            return parse_field_weights(text)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser.add_argument("--field-weights", type=weights, metavar="PART=W[,...]",
+                        help="search with BM25F, the questions' parts weighted so (parts: "
+                             "title, body, answers; one not listed is not searched), e.g. "
+                             "title=2,body=1,answers=0.5; the index needs its titles, which "
+                             "build-index indexes by default")
+
+
+def retrieval_model(spec=None, weights=None):
+    """The retrieval model of ``--model SPEC`` (:func:`~cqa_search.retrieval.parse_model`;
+    BM25 when None) and ``--field-weights`` (``weights``: BM25F with them, its other
+    parameters from a ``bm25f`` SPEC).
+
+    Raises
+    ------
+    QueryError
+        Field weights with a SPEC of another model.
+    """
+    from ..retrieval import BM25F, parse_model
+
+    model = parse_model(spec or "bm25")
+    if weights is None:
+        return model
+    if spec is not None and not isinstance(model, BM25F):
+        raise QueryError(f"--field-weights searches with bm25f: give its other parameters as "
+                         f"--model bm25f:k1=..., not --model {spec}")
+    return BM25F(**{**(model.get_params() if isinstance(model, BM25F) else {}), **weights})
 
 
 #: The help of ``--hybrid`` (query, evaluate, serve).

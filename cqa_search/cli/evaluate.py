@@ -9,9 +9,9 @@ from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queri
 from ..evaluation.significance import N_RESAMPLES
 from ..evaluation.trec import check_writable
 from ..exceptions import QueryError
-from ..retrieval import parse_model
-from ._common import (COMMANDS, HYBRID_HELP, ListOption, add_common_options, hybrid_weight,
-                      positive_int, run_command)
+from ._common import (COMMANDS, HYBRID_HELP, ListOption, add_common_options,
+                      add_field_weights_option, hybrid_weight, positive_int, retrieval_model,
+                      run_command)
 from .query import open_engine
 
 HELP = COMMANDS["evaluate"][1]
@@ -48,9 +48,10 @@ def configure(parser) -> None:
                              "relevant documents the run holds (the rerank protocol: the "
                              "default with --candidates; on a full retrieval it ignores the "
                              "relevant documents never retrieved)")
-    parser.add_argument("--model", default="bm25", metavar="SPEC",
+    parser.add_argument("--model", metavar="SPEC",
                         help="retrieval model, e.g. bm25, lm-jm:lam=0.5, lm-dir:mu=500, vsm, "
-                             "answers-bm25 (default: %(default)s)")
+                             "answers-bm25, bm25f:title=2,body=1,k1=1.2 (default: bm25)")
+    add_field_weights_option(parser)
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates: the full pipeline "
                              "(default: the index's 'ranker' when it has one; 'none': the "
@@ -73,6 +74,14 @@ def configure(parser) -> None:
     add_common_options(parser)
 
 
+def _label(args, model) -> str:
+    """The run's name of the retrieval model: ``--model`` as given (bm25 by default), or
+    ``bm25f:title=2,body=1,answers=0`` with ``--field-weights``."""
+    if args.field_weights is None:
+        return args.model or "bm25"
+    return "bm25f:" + ",".join(f"{p}={w:g}" for p, w in args.field_weights.items())
+
+
 def _table(rows: dict) -> str:
     import pandas as pd
 
@@ -86,7 +95,7 @@ def run(args) -> int:
         raise QueryError("give either INDEX or --run, not both")
     if args.run is None and (args.index is None or args.queries is None):
         raise QueryError("evaluate needs INDEX and --queries (or --run RUN)")
-    model = parse_model(args.model)
+    model = retrieval_model(args.model, args.field_weights)
     if args.run_out:
         check_writable(args.run_out)  # before the searching
     qrels = read_qrels(args.qrels)
@@ -108,7 +117,7 @@ def run(args) -> int:
         run_ = run_queries(engine, queries, candidates=candidates, k=args.k,
                            progress=not args.quiet)
         a = engine.hybrid_weight if candidates is None else 0.0
-        label = args.model + (f"+hybrid{a:g}" if a else "") \
+        label = _label(args, model) + (f"+hybrid{a:g}" if a else "") \
             + (f"+{ranker}" if ranker is not None else "")
     if args.run_out:
         write_run(run_, args.run_out, tag=label.replace(" ", "_"))

@@ -19,9 +19,9 @@ from ..exceptions import QueryError
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import MAX_K, Presenter
 from ..query_parser import date_filter
-from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options, format_explanation,
-                      format_hit, format_question, hybrid_weight, note_shards, positive_int,
-                      run_command)
+from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options,
+                      add_field_weights_option, format_explanation, format_hit, format_question,
+                      hybrid_weight, note_shards, positive_int, retrieval_model, run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -55,6 +55,7 @@ Query syntax (one query at a time):
   tag:machine-learning  -tag:java                         exactly this tag (or not)
   date:>=2014-01-01  date:2014  date:2014-01..2014-06     created then
   title:visa OR title:permit                              either
+  visa^2  title:visa^2  (visa permit)^2                   weigh the word(s) 2 times
   category:Travel  or  category:"Doha Shopping"           only that category
   -category:Travel                                        all but that category
 Each search prints the filters it applied, and notes what was not read as syntax.\
@@ -89,6 +90,7 @@ def configure(parser) -> None:
                              "--candidates) ranks with its NAME-search")
     parser.add_argument("--hybrid", type=hybrid_weight, default="auto", metavar="A|none",
                         help=HYBRID_HELP)
+    add_field_weights_option(parser)
     parser.add_argument("--json", action="store_true",
                         help="print results as JSON (one line per query when piped)")
     parser.add_argument("--run-out", metavar="FILE",
@@ -114,6 +116,8 @@ def open_engine(args, *, given=False, **config) -> SearchEngine:
     if args.ranker is not None:
         config["ranker"] = None if args.ranker.lower() == "none" else args.ranker
     config.setdefault("hybrid", getattr(args, "hybrid", "auto"))
+    if getattr(args, "field_weights", None) is not None:
+        config.setdefault("retrieval", retrieval_model(weights=args.field_weights))
     note_shards(args.index)
     engine = SearchEngine.open(args.index, verify=getattr(args, "verify", False),
                                config=SearchConfig(**config))

@@ -409,9 +409,9 @@ def write_weights(writer, fields, prefix, suffix="") -> dict:
     (what a reader registers with :meth:`FieldIndex.store_weights`)."""
     out = {}
     for field_name, model in STORED_WEIGHTS:
-        if field_name in fields:
+        if all(f in fields for f in model.index_fields):
             rel = f"{prefix}fields/{field_name}/{model.name}{suffix}.npy"
-            writer.array(rel, model.posting_weights(fields[field_name]))
+            writer.array(rel, model.posting_weights(model.field_index(fields)))
             out.setdefault(field_name, {})[model.cache_key()] = rel
     return out
 

@@ -1,25 +1,29 @@
-"""Term retrieval models (BM25, query likelihood, VSM) and top-k candidate selection."""
+"""Term retrieval models (BM25, BM25F, query likelihood, VSM) and top-k candidate selection."""
 from __future__ import annotations
+
+import inspect
 
 from ..exceptions import ParameterError
 from .base import TermModel
 from .bm25 import BM25
+from .bm25f import BM25F, parse_field_weights
 from .candidates import top_k
 from .lm import LMDirichlet, LMJelinekMercer
 from .vsm import VSM
 
-__all__ = ["MODELS", "TermModel", "BM25", "LMJelinekMercer", "LMDirichlet", "VSM", "top_k",
-           "make_model", "parse_model"]
+__all__ = ["MODELS", "TermModel", "BM25", "BM25F", "LMJelinekMercer", "LMDirichlet", "VSM",
+           "top_k", "make_model", "parse_model", "parse_field_weights"]
 
 #: Model name -> class.
-MODELS = {cls.name: cls for cls in (BM25, LMJelinekMercer, LMDirichlet, VSM)}
+MODELS = {cls.name: cls for cls in (BM25, BM25F, LMJelinekMercer, LMDirichlet, VSM)}
 
 
 def make_model(name: str, **params) -> TermModel:
     """A term model from its feature name: ``bm25``, ``lm-jm``, ``answers_bm25``, ...
 
-    A ``<field>_`` prefix selects the field (default ``question``); dashes and
-    underscores are interchangeable.
+    A ``<field>_`` prefix selects the field (default ``question``) of a one-field model;
+    dashes and underscores are interchangeable. BM25F weighs its fields itself
+    (``title=``, ``body=``, ``answers=``).
 
     Examples
     --------
@@ -27,11 +31,14 @@ def make_model(name: str, **params) -> TermModel:
     LMDirichlet(field='question', mu=500)
     >>> make_model("answers_bm25").field
     'answers'
+    >>> make_model("bm25f", title=3.0).title
+    3.0
     """
     key = name.strip().lower().replace("-", "_")
-    field = params.pop("field", "question")
+    field = params.pop("field", None)
     if key not in MODELS:
-        for model in MODELS:
+        # the longest name first: answers_bm25f is no field "answers_" of bm25
+        for model in sorted(MODELS, key=len, reverse=True):
             if key.endswith("_" + model):
                 field, key = key[: -len(model) - 1], model
                 break
@@ -39,7 +46,13 @@ def make_model(name: str, **params) -> TermModel:
         names = ", ".join(n.replace("_", "-") for n in MODELS)
         raise ParameterError(f"model must be one of {{{names}}} (optionally prefixed by a field, "
                          f"e.g. answers-bm25); got {name!r}")
-    model = MODELS[key](field=field, **params)
+    cls = MODELS[key]
+    if "field" in inspect.signature(cls).parameters:
+        params["field"] = "question" if field is None else field
+    elif field is not None:
+        raise ParameterError(f"{key} weighs its fields itself (e.g. {key}:title=2,body=1,"
+                             f"answers=0.5) and takes no field; got field {field!r}")
+    model = cls(**params)
     model.cache_key()  # checks the parameters now: they come from the user
     return model
 

@@ -121,6 +121,23 @@ class TermModel:
         return self
 
     @property
+    def index_fields(self) -> tuple:
+        """The index fields the model reads (an index lacking one cannot use it)."""
+        return (self.field,)
+
+    def field_index(self, index) -> FieldIndex:
+        """The postings the model scores, from an index's fields (a
+        :class:`~cqa_search.index.term_index.TermIndex`, or a mapping of field names to
+        :class:`FieldIndex`): ``index[self.field]``; a model of several fields combines
+        them (:class:`~cqa_search.retrieval.bm25f.BM25F`)."""
+        return index[self.field]
+
+    def on_field(self, field) -> "TermModel | None":
+        """The same model scoring ``field`` instead (the engine searches the answers so
+        when no question holds the query's words), or None when it has no such form."""
+        return type(self)(**{**self.get_params(), "field": field})
+
+    @property
     def feature_name(self) -> str:
         """Name of this model's score as a feature: ``bm25``, ``answers_bm25``, ..."""
         return self.name if self.field == "question" else f"{self.field}_{self.name}"

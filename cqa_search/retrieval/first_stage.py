@@ -252,6 +252,6 @@ class FirstStageFeature:
         model, term_max, a, merged = query.cache[BASIS]
         if merged is not None and np.array_equal(merged.rows, rows):
             return merged.scores[:, None]  # the stage's candidates: their scores
-        term = model.score_rows(self.index[model.field], query.term_ids, query.qtf, rows)
+        term = model.score_rows(model.field_index(self.index), query.term_ids, query.qtf, rows)
         cosine = self.dense.cosines(query, rows) if a > 0 else np.zeros(len(rows))
         return hybrid_scores(term, cosine, a, term_max)[:, None]

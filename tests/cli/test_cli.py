@@ -318,12 +318,40 @@ def test_module_entry_point_and_help():
 
 @pytest.mark.parametrize("argv", [["query", "{index}", "visa", "-k", "0"],
                                   ["query", "{index}", "visa", "-k", "many"],
-                                  ["query", "{index}", "visa", "--bogus"]])
+                                  ["query", "{index}", "visa", "--bogus"],
+                                  ["query", "{index}", "visa", "--field-weights", "title=x"],
+                                  ["evaluate", "{index}", "--qrels", "q", "--field-weights",
+                                   "tags=1"]])
 def test_usage_errors_exit_2(capsys, toy_index, argv):
     with pytest.raises(SystemExit) as exc:
         main([a.format(index=toy_index) for a in argv])
     assert exc.value.code == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_field_weights_search_with_bm25f(capsys, tmp_path, toy_index, fixtures):
+    from cqa_search import SearchConfig
+    from cqa_search.retrieval import BM25F
+
+    code, out, _ = run(capsys, "query", toy_index, "renew visa", "--field-weights",
+                       "title=3,body=1", "--json", "--ranker", "none")
+    engine = SearchEngine.open(toy_index, config=SearchConfig(
+        retrieval=BM25F(title=3.0, body=1.0), ranker=None))
+    expected = engine.search("renew visa")
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == list(expected.doc_ids)
+    queries = write(tmp_path / "q.jsonl", '{"id": "a", "text": "renew visa"}\n')
+    qrels = write(tmp_path / "qrels.txt", "a 0 t01 1\na 0 t02 1\n")
+    code, out, _ = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
+                       "--field-weights", "title=2,body=1", "--model", "bm25f:k1=0.9", "-q")
+    assert code == 0 and out.splitlines()[2].startswith("bm25f:title=2,body=1,answers=0 ")
+    code, _, err = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
+                       "--field-weights", "title=2", "--model", "lm-dir", "-q")
+    assert code == 1 and "--field-weights searches with bm25f: give its other parameters as " \
+                         "--model bm25f:k1=..., not --model lm-dir" in err
+    no_titles = tmp_path / "no-titles"
+    build_index(fixtures / "toy_archive.jsonl", no_titles, fields=("question", "answers"))
+    code, _, err = run(capsys, "query", no_titles, "visa", "--field-weights", "title=2,body=1")
+    assert code == 1 and "uses field 'title', which this index lacks" in err
 
 
 # -- user mistakes: a message and exit status 1, never a traceback ----------------------------

@@ -125,6 +125,20 @@ def test_fan_out_search_equals_one_index(engines, n):
         assert hit_s.question == hit_o.question and hit_s.features == hit_o.features
 
 
+@pytest.mark.parametrize("n", (2, 7))
+def test_bm25f_on_shards_equals_one_index(engines, n):
+    """BM25F's combined field in each shard scores with the whole index's statistics."""
+    from cqa_search.retrieval import BM25F
+
+    config = SearchConfig(retrieval=BM25F(answers=0.5), features=(BM25F(),), ranker=None,
+                          hybrid=None)
+    one, sharded = engines["one"].with_config(config), engines[n].with_config(config)
+    for q in QUERIES[:8]:
+        _same(sharded.search(q["text"], 10), one.search(q["text"], 10))
+    _same(sharded.search("title:laptop^2 battery", None), one.search("title:laptop^2 battery",
+                                                                      None))
+
+
 @pytest.mark.parametrize("n", (3, 7))
 def test_rerank_and_batch_search_equal_one_index(engines, n):
     one, sharded = engines["one"], engines[n]

@@ -230,7 +230,8 @@ def test_cached_weights_give_the_same_candidate_scores():
 
 def test_make_model_and_parameter_errors():
     assert make_model("answers-lm-jm", lam=0.5) == LMJelinekMercer(field="answers", lam=0.5)
-    with pytest.raises(ValueError, match=r"model must be one of \{bm25, lm-jm, lm-dir, vsm\}"):
+    with pytest.raises(ValueError, match=r"model must be one of \{bm25, bm25f, lm-jm, lm-dir, "
+                                          r"vsm\}"):
         make_model("bm26")
     with pytest.raises(ValueError, match=r"method must be \{'lucene', 'robertson', 'atire'\}; "
                                           r"got 'okapi'"):
