@@ -564,3 +564,66 @@ def scatter_max(out, idx, values):
     for i in range(idx.shape[0]):
         if values[i] > out[idx[i]]:
             out[idx[i]] = values[i]
+
+
+# -- the sentence encoder's passes over token rows (cqa_search.vectors._bert) ---------------
+# Reassociation lets LLVM vectorise the row loops; no assumption on NaN or infinity.
+_FAST = {"contract", "reassoc", "nsz", "arcp"}
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+_SQRT_HALF = np.float32(0.7071067811865476)
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def gelu_bias(h, bias, numerator, denominator, clamp):
+    """``h = GELU(h + bias)`` in place, erf by the rational function of
+    ``numerator``/``denominator`` (float32, highest power first) on ``[-clamp, clamp]``;
+    each row through row-long buffers, so that every inner loop is a vector loop."""
+    n, m = h.shape
+    u = np.empty(m, dtype=np.float32)
+    u2 = np.empty(m, dtype=np.float32)
+    p = np.empty(m, dtype=np.float32)
+    q = np.empty(m, dtype=np.float32)
+    for i in range(n):
+        row = h[i]
+        for j in range(m):
+            v = row[j] + bias[j]
+            row[j] = v
+            w = min(max(v * _SQRT_HALF, -clamp), clamp)
+            u[j] = w
+            u2[j] = w * w
+            p[j] = numerator[0]
+            q[j] = denominator[0]
+        for c in range(1, numerator.shape[0]):
+            a = numerator[c]
+            for j in range(m):
+                p[j] = p[j] * u2[j] + a
+        for c in range(1, denominator.shape[0]):
+            a = denominator[c]
+            for j in range(m):
+                q[j] = q[j] * u2[j] + a
+        for j in range(m):
+            row[j] = _HALF * row[j] * (_ONE + u[j] * p[j] / q[j])
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def add_layer_norm(x, y, bias, gamma, beta, eps):
+    """``x = LayerNorm(x + y + bias)`` in place, row by row (sums in float64)."""
+    n, m = x.shape
+    for i in range(n):
+        row = x[i]
+        other = y[i]
+        s = 0.0
+        for j in range(m):
+            v = row[j] + other[j] + bias[j]
+            row[j] = v
+            s += v
+        mean = np.float32(s / m)
+        ss = 0.0
+        for j in range(m):
+            d = row[j] - mean
+            row[j] = d
+            ss += d * d
+        inv = np.float32(1.0 / np.sqrt(ss / m + eps))
+        for j in range(m):
+            row[j] = row[j] * inv * gamma[j] + beta[j]
