@@ -132,10 +132,10 @@ class BertWeights:
 
     Notes
     -----
-    The query, key and value projections are fused into one ``(3H, H)`` matrix with the
-    query rows scaled by ``1 / sqrt(d)`` (the scores' scale folded into the weights);
-    the other matrices stay as stored, ``(out, in)``, and are applied transposed (BLAS
-    reads them as they are).
+    The matrices are stored ``(in, out)``, C-contiguous (Hugging Face stores ``(out, in)``):
+    a product of a few rows (a query) by a transposed view ran 1.5 times slower. The
+    query, key and value projections are fused into one ``(H, 3H)`` matrix, the query's
+    columns scaled by ``1 / sqrt(d)`` (the scores' scale folded into the weights).
     """
 
     def __init__(self, tensors, *, n_layers, n_heads, layer_norm_eps):
@@ -165,25 +165,30 @@ class BertWeights:
         self.ln = (get("embeddings.LayerNorm.weight", (hidden,)),
                    get("embeddings.LayerNorm.bias", (hidden,)))
         scale = np.float32(1.0 / np.sqrt(hidden // n_heads))
+
+        def t_(name, shape):   # (out, in) as stored -> (in, out), C-contiguous
+            return np.ascontiguousarray(get(name, shape).T)
+
         self.layers = []
         for i in range(n_layers):
             p = f"encoder.layer.{i}."
             a = p + "attention."
             inner = t[p + "intermediate.dense.weight"].shape[0]
+            qkv = np.concatenate([get(a + "self.query.weight", (hidden, hidden)) * scale,
+                                  get(a + "self.key.weight", (hidden, hidden)),
+                                  get(a + "self.value.weight", (hidden, hidden))])
             self.layers.append({
-                "qkv": np.concatenate([get(a + "self.query.weight", (hidden, hidden)) * scale,
-                                       get(a + "self.key.weight", (hidden, hidden)),
-                                       get(a + "self.value.weight", (hidden, hidden))]),
+                "qkv": np.ascontiguousarray(qkv.T),
                 "qkv_bias": np.concatenate([get(a + "self.query.bias", (hidden,)) * scale,
                                             get(a + "self.key.bias", (hidden,)),
                                             get(a + "self.value.bias", (hidden,))]),
-                "out": get(a + "output.dense.weight", (hidden, hidden)),
+                "out": t_(a + "output.dense.weight", (hidden, hidden)),
                 "out_bias": get(a + "output.dense.bias", (hidden,)),
                 "ln1": (get(a + "output.LayerNorm.weight", (hidden,)),
                         get(a + "output.LayerNorm.bias", (hidden,))),
-                "up": get(p + "intermediate.dense.weight", (inner, hidden)),
+                "up": t_(p + "intermediate.dense.weight", (inner, hidden)),
                 "up_bias": get(p + "intermediate.dense.bias", (inner,)),
-                "down": get(p + "output.dense.weight", (hidden, inner)),
+                "down": t_(p + "output.dense.weight", (hidden, inner)),
                 "down_bias": get(p + "output.dense.bias", (hidden,)),
                 "ln2": (get(p + "output.LayerNorm.weight", (hidden,)),
                         get(p + "output.LayerNorm.bias", (hidden,))),
@@ -193,6 +198,25 @@ class BertWeights:
     def max_positions(self) -> int:
         """The longest sequence the position embeddings cover."""
         return self.position.shape[0]
+
+
+def _softmax_keys_numpy(scores, lengths):
+    n = scores.shape[-1]
+    keys = np.arange(n)[None, :] < np.asarray(lengths)[:, None]          # (b, n)
+    scores += np.where(keys, np.float32(0), np.float32(_MASKED))[:, None, None, :]
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    scores *= keys[:, None, :, None]                                     # padded queries
+
+
+def softmax_keys(scores, lengths) -> None:
+    """Softmax of each row of ``scores`` (float32 ``(b, heads, n, n)``, C-contiguous) over
+    the first ``lengths[b]`` keys, in place; the padded keys and query rows get 0."""
+    if compiled.active() == "numba":  # the same values to rounding, one pass a row
+        compiled.softmax_keys(scores, lengths)
+    else:
+        compiled.timed(_softmax_keys_numpy, scores, lengths)
 
 
 def _attention(qkv, lengths, starts, n_heads):
@@ -206,37 +230,29 @@ def _attention(qkv, lengths, starts, n_heads):
     i = 0
     while i < n_seq:
         # as many sequences as fit the scores budget (at least one)
-        j = i + 1
-        longest = int(lengths[i:j].max())
+        j, longest = i + 1, int(lengths[i])
         while j < n_seq:
             longest_next = max(longest, int(lengths[j]))
             if (j + 1 - i) * n_heads * longest_next * longest_next > _SCORES_BUDGET:
                 break
-            longest = longest_next
-            j += 1
+            longest, j = longest_next, j + 1
         lens = lengths[i:j]
         first, last = int(starts[i]), int(starts[j - 1] + lengths[j - 1])
         if np.all(lens == longest):  # no padding: a reshape of the packed rows
-            block = qkv[first:last].reshape(j - i, longest, 3, n_heads, d)
-            rows = None
+            block, rows = qkv[first:last].reshape(j - i, longest, 3, n_heads, d), None
         else:
-            rows = (np.arange(longest)[None, :] < lens[:, None])
+            rows = np.arange(longest)[None, :] < lens[:, None]
             block = np.zeros((j - i, longest, 3, n_heads, d), dtype=np.float32)
             block[rows] = qkv[first:last].reshape(-1, 3, n_heads, d)
-        q = block[:, :, 0].transpose(0, 2, 1, 3)   # (b, heads, length, d)
-        k = block[:, :, 1].transpose(0, 2, 3, 1)   # (b, heads, d, length)
-        v = block[:, :, 2].transpose(0, 2, 1, 3)
-        scores = np.matmul(q, k)                    # (b, heads, length, length)
-        if rows is not None:
-            scores += np.where(rows, np.float32(0), np.float32(_MASKED))[:, None, None, :]
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        context = np.matmul(scores, v).transpose(0, 2, 1, 3)   # (b, length, heads, d)
-        if rows is None:
-            out[first:last] = context.reshape(-1, hidden)
-        else:
-            out[first:last] = context[rows].reshape(-1, hidden)
+        # each head's rows contiguous: BLAS runs twice as fast as on the strided views
+        q = np.ascontiguousarray(block[:, :, 0].transpose(0, 2, 1, 3))   # (b, heads, n, d)
+        k = np.ascontiguousarray(block[:, :, 1].transpose(0, 2, 3, 1))   # (b, heads, d, n)
+        v = np.ascontiguousarray(block[:, :, 2].transpose(0, 2, 1, 3))
+        scores = np.matmul(q, k)                                         # (b, heads, n, n)
+        softmax_keys(scores, lens)
+        context = np.matmul(scores, v).transpose(0, 2, 1, 3)             # (b, n, heads, d)
+        out[first:last] = (context.reshape(-1, hidden) if rows is None
+                           else context[rows].reshape(-1, hidden))
         i = j
     return out
 
@@ -268,13 +284,13 @@ def forward(weights: BertWeights, ids, lengths, *, pooling="mean"):
     x = w.word[ids]
     add_layer_norm(x, w.position[positions], w.token_type, *w.ln, w.eps)
     for layer in w.layers:
-        qkv = x @ layer["qkv"].T
+        qkv = x @ layer["qkv"]
         qkv += layer["qkv_bias"]
         context = _attention(qkv, lengths, starts, w.n_heads)
-        add_layer_norm(x, context @ layer["out"].T, layer["out_bias"], *layer["ln1"], w.eps)
-        h = x @ layer["up"].T
+        add_layer_norm(x, context @ layer["out"], layer["out_bias"], *layer["ln1"], w.eps)
+        h = x @ layer["up"]
         gelu_bias(h, layer["up_bias"])
-        add_layer_norm(x, h @ layer["down"].T, layer["down_bias"], *layer["ln2"], w.eps)
+        add_layer_norm(x, h @ layer["down"], layer["down_bias"], *layer["ln2"], w.eps)
     if pooling == "cls":
         return x[starts]
     sums = np.add.reduceat(x, starts, axis=0)
