@@ -28,7 +28,6 @@ pooling, and the sha256 of ``model.safetensors``); an index stores it and
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -38,7 +37,7 @@ import zipfile
 import numpy as np
 
 from .._blas import one_blas_thread
-from .._utils import progress_bar
+from .._utils import file_sha256, progress_bar
 from ..exceptions import ParameterError
 from . import _bert
 
@@ -76,14 +75,6 @@ def _read_json(folder, name, what):
                              f"model folder") from None
     except (OSError, ValueError) as exc:
         raise ParameterError(f"{path}: cannot be read as JSON ({exc})") from None
-
-
-def _sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _check_safetensors(path) -> None:
@@ -263,7 +254,7 @@ class SentenceEncoder:
         del tensors
         tokenizer = _tokenizer(folder, limit)
         identity = {"name": os.path.basename(folder), "base_model": arch["base"],
-                    "sha256": _sha256(weights_path), "dim": weights.hidden,
+                    "sha256": file_sha256(weights_path), "dim": weights.hidden,
                     "max_seq_length": limit, "pooling": pooling}
         return cls(tokenizer, weights, identity=identity, lowercase=lowercase)
 
