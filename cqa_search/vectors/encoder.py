@@ -91,7 +91,8 @@ def _check_safetensors(path) -> None:
 
 
 def _modules(folder):
-    """The folder's modules.json checked: (pooling folder, normalize?)."""
+    """The folder's modules.json checked: the pooling's folder. (With or without a
+    Normalize module, the vectors are normalised: a cosine is what the index uses.)"""
     modules = _read_json(folder, "modules.json", "the model's modules")
     if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
         raise ParameterError(f"{folder}/modules.json: expected a list of modules")
@@ -106,7 +107,7 @@ def _modules(folder):
     if shorts[:2] != ["Transformer", "Pooling"] or shorts[2:] not in ([], ["Normalize"]):
         raise ParameterError(f"{folder}: modules.json lists {shorts}; expected "
                              f"Transformer, Pooling and optionally Normalize")
-    return str(modules[1].get("path") or "1_Pooling"), len(shorts) == 3
+    return str(modules[1].get("path") or "1_Pooling")
 
 
 def _pooling(folder, pooling_dir, hidden):
@@ -221,7 +222,7 @@ class SentenceEncoder:
                             os.path.join(folder, "pytorch_model.bin")) else "")
                 raise ParameterError(f"{folder}: no {name}: not a sentence-transformers "
                                      f"model folder{hint}")
-        pooling_dir, _ = _modules(folder)   # the vectors are normalised in any case
+        pooling_dir = _modules(folder)
         arch = _architecture(folder)
         pooling = _pooling(folder, pooling_dir, arch["hidden"])
         limit, lowercase = _max_length(folder, arch["max_positions"])
