@@ -316,8 +316,9 @@ def storage_part(args, encoder, pairs):
         keep = np.random.default_rng(1).permutation(len(pairs))[:args.n_storage]
         pairs = [pairs[i] for i in sorted(keep)]
     log(f"encoding {len(pairs)} questions for the storage rows")
-    vectors = encoder.encode([p[1] for p in pairs])
-    titles = encoder.encode([p[0] for p in pairs])
+    with one_blas_thread():   # (two threads on a loaded machine: CPU burnt waiting)
+        vectors = encoder.encode([p[1] for p in pairs])
+        titles = encoder.encode([p[0] for p in pairs])
     emit([f"Storage: {len(pairs)} questions, each title a query (its own question left "
           f"out):", "",
           "| stored as | bytes a question | top 10 kept | top 100 kept | largest score error |",
