@@ -564,3 +564,118 @@ def scatter_max(out, idx, values):
     for i in range(idx.shape[0]):
         if values[i] > out[idx[i]]:
             out[idx[i]] = values[i]
+
+
+# -- the sentence encoder's passes over token rows (cqa_search.vectors._bert) ---------------
+# Reassociation lets LLVM vectorise the row loops; no assumption on NaN or infinity.
+_FAST = {"contract", "reassoc", "nsz", "arcp"}
+_HALF = np.float32(0.5)
+_ONE = np.float32(1.0)
+_SQRT_HALF = np.float32(0.7071067811865476)
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def gelu_bias(h, bias, numerator, denominator, clamp):
+    """``h = GELU(h + bias)`` in place, erf by the rational function of
+    ``numerator``/``denominator`` (float32, highest power first) on ``[-clamp, clamp]``;
+    each row through row-long buffers, so that every inner loop is a vector loop."""
+    n, m = h.shape
+    u = np.empty(m, dtype=np.float32)
+    u2 = np.empty(m, dtype=np.float32)
+    p = np.empty(m, dtype=np.float32)
+    q = np.empty(m, dtype=np.float32)
+    for i in range(n):
+        row = h[i]
+        for j in range(m):
+            v = row[j] + bias[j]
+            row[j] = v
+            w = min(max(v * _SQRT_HALF, -clamp), clamp)
+            u[j] = w
+            u2[j] = w * w
+            p[j] = numerator[0]
+            q[j] = denominator[0]
+        for c in range(1, numerator.shape[0]):
+            a = numerator[c]
+            for j in range(m):
+                p[j] = p[j] * u2[j] + a
+        for c in range(1, denominator.shape[0]):
+            a = denominator[c]
+            for j in range(m):
+                q[j] = q[j] * u2[j] + a
+        for j in range(m):
+            row[j] = _HALF * row[j] * (_ONE + u[j] * p[j] / q[j])
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def add_layer_norm(x, y, bias, gamma, beta, eps):
+    """``x = LayerNorm(x + y + bias)`` in place, row by row (sums in float64)."""
+    n, m = x.shape
+    for i in range(n):
+        row = x[i]
+        other = y[i]
+        s = 0.0
+        for j in range(m):
+            v = row[j] + other[j] + bias[j]
+            row[j] = v
+            s += v
+        mean = np.float32(s / m)
+        ss = 0.0
+        for j in range(m):
+            d = row[j] - mean
+            row[j] = d
+            ss += d * d
+        inv = np.float32(1.0 / np.sqrt(ss / m + eps))
+        for j in range(m):
+            row[j] = row[j] * inv * gamma[j] + beta[j]
+
+
+_LOG2E = np.float32(1.4426950408889634)
+_LN2_HI = np.float32(0.693359375)
+_LN2_LO = np.float32(-2.12194440e-4)
+_EXP_FLOOR = np.float32(-87.0)
+# Cephes' expf: e^r = 1 + r + r^2 P(r) on [-ln2/2, ln2/2] (relative error ~1e-7)
+_EXP_P0 = np.float32(1.9875691500e-4)
+_EXP_P1 = np.float32(1.3981999507e-3)
+_EXP_P2 = np.float32(8.3334519073e-3)
+_EXP_P3 = np.float32(4.1665795894e-2)
+_EXP_P4 = np.float32(1.6666665459e-1)
+_EXP_P5 = np.float32(5.0000001201e-1)
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def softmax_keys(scores, lengths):
+    """Softmax of each row of ``scores`` (float32 ``(b, heads, n, n)``) over its first
+    ``lengths[b]`` keys, in place; the other keys and the rows past the length get 0.
+    exp is Cephes' expf spelled out so that the row loops vectorise (numba calls libm's
+    scalar expf)."""
+    nb, nh, n, _ = scores.shape
+    powers = np.empty(n, dtype=np.int32)
+    scale = powers.view(np.float32)
+    for b in range(nb):
+        m = lengths[b]
+        for h in range(nh):
+            for i in range(n):
+                row = scores[b, h, i]
+                if i >= m:
+                    row[:] = 0
+                    continue
+                top = row[0]
+                for j in range(1, m):
+                    top = max(top, row[j])
+                total = np.float32(0)
+                for j in range(m):
+                    x = max(row[j] - top, _EXP_FLOOR)
+                    k = np.floor(x * _LOG2E + np.float32(0.5))
+                    r = x - k * _LN2_HI - k * _LN2_LO
+                    p = ((((_EXP_P0 * r + _EXP_P1) * r + _EXP_P2) * r + _EXP_P3) * r
+                         + _EXP_P4) * r + _EXP_P5
+                    row[j] = np.float32(1) + r + r * r * p
+                    powers[j] = (np.int32(k) + np.int32(127)) << 23
+                for j in range(m):
+                    row[j] *= scale[j]
+                    total += row[j]
+                inv = np.float32(1) / total
+                for j in range(m):
+                    row[j] *= inv
+                for j in range(m, n):
+                    row[j] = 0

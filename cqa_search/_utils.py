@@ -9,6 +9,7 @@ estimators keeps one message format: ``max_iter must be an integer in [1, inf); 
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 import numbers
 import sys
@@ -18,7 +19,7 @@ import numpy as np
 from .exceptions import ParameterError
 
 __all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params",
-           "progress_bar", "counted"]
+           "progress_bar", "counted", "file_sha256"]
 
 
 class Interval:
@@ -111,6 +112,15 @@ def counted(n, noun) -> str:
         return f"1 {noun}"
     plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
     return f"{n:,} {plural}"
+def file_sha256(path) -> str:
+    """The sha256 of a file's bytes (hex), read a megabyte at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def progress_bar(enabled, desc, unit, total=None, *, leave=True):
     """A tqdm progress bar on stderr: the one kind of bar of the package (builds, changes,
     searches, evaluation and fits). Silent when not ``enabled`` and when stderr is not a

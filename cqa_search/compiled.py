@@ -82,7 +82,7 @@ import numpy as np
 __all__ = ["use", "active", "describe", "load", "available", "timed", "top_k_of_postings",
            "sum_dp", "viterbi", "locate", "align", "quadratic_forms", "search_sorted",
            "hull_spans", "distortion", "forward_table", "scatter_max",
-           "number_tokens",
+           "number_tokens", "gelu_bias", "add_layer_norm", "softmax_keys",
            "TokenTable",
            "IMPLEMENTATIONS", "AUTO_LOAD_SECONDS",
            "WINDOW", "ENVIRONMENT_VARIABLE"]
@@ -475,6 +475,26 @@ def number_tokens(table: TokenTable, data: bytes) -> np.ndarray:
         table.grow()
 
 
+def gelu_bias(h, bias, numerator, denominator, clamp) -> None:
+    """``h = GELU(h + bias)`` in place, erf by a rational function (the sentence
+    encoder's feed-forward activation, :func:`cqa_search.vectors._bert.gelu_bias`; the
+    kernels must be loaded)."""
+    _kernels.gelu_bias(h, bias, numerator, denominator, np.float32(clamp))
+
+
+def add_layer_norm(x, y, bias, gamma, beta, eps) -> None:
+    """``x = LayerNorm(x + y + bias)`` in place (the sentence encoder's residual and
+    normalisation, :func:`cqa_search.vectors._bert.add_layer_norm`; the kernels must be
+    loaded)."""
+    _kernels.add_layer_norm(x, y, bias, gamma, beta, float(eps))
+
+
+def softmax_keys(scores, lengths) -> None:
+    """Softmax over each sequence's keys, in place (the sentence encoder's attention,
+    :func:`cqa_search.vectors._bert.softmax_keys`; the kernels must be loaded)."""
+    _kernels.softmax_keys(scores, np.asarray(lengths, dtype=np.int64))
+
+
 def _examples():
     top_k = (np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32),
              np.ones(2, dtype=np.float32), np.zeros(1, dtype=np.int64),
@@ -497,6 +517,14 @@ def _examples():
             "forward_table": (np.array([0, 1], dtype=np.int32), np.zeros(1, dtype=np.int32),
                               np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.int64), 1),
             "scatter_max": (np.zeros(1), np.zeros(1, dtype=np.int64), np.ones(1)),
+            "gelu_bias": (np.zeros((1, 2), dtype=np.float32), np.zeros(2, dtype=np.float32),
+                          np.ones(2, dtype=np.float32), np.ones(2, dtype=np.float32),
+                          np.float32(4)),
+            "add_layer_norm": (np.zeros((1, 2), dtype=np.float32),
+                               np.zeros((1, 2), dtype=np.float32),
+                               *[np.zeros(2, dtype=np.float32)] * 3, 1e-12),
+            "softmax_keys": (np.zeros((1, 1, 2, 2), dtype=np.float32),
+                             np.ones(1, dtype=np.int64)),
             "hull_spans": (np.zeros((1, 2), dtype=np.int64), 2, False,
                            np.ones((2, 1, 2), dtype=np.bool_), np.full(1, 2, dtype=np.int64)),
             "distortion": (np.array([[0, 1]], dtype=np.int8), np.zeros((1, 1, 2), np.int64),

@@ -1,5 +1,6 @@
 """The benchmark and paper-table scripts start, and the benchmarks run end to end on a
 tiny archive (their full runs are documented in BENCHMARKS.md)."""
+import importlib.util
 import json
 import os
 import random
@@ -205,3 +206,22 @@ def test_feature_dev_columns_against_direct_computations():
     assert np.allclose(precision, [(2 * .5 + 4 * .9) / 6, 1, 0])
     assert fd._lcs(list("abcbdab"), list("bdcaba")) == 4
     assert fd._bigrams(np.array([1, 2, 1, 2])) == {(1, 2), (2, 1)}
+
+
+def test_bench_encoder_tiny(tmp_path):
+    """Every part but the reference (no torch here) on the tiny random BERT of the
+    encoder's tests and the StackExchange fixtures."""
+    pytest.importorskip("tokenizers")
+    spec = importlib.util.spec_from_file_location(
+        "encoder_tests", os.path.join(ROOT, "tests", "vectors", "test_encoder.py"))
+    tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tests)
+    tests.write_model(tmp_path / "tiny-bert")
+    out = run("bench_encoder.py", "--model", str(tmp_path / "tiny-bert"),
+              "--data", os.path.join(ROOT, "tests", "data"), "--n-texts", "6",
+              "--n-queries", "3", "--truncate", "6", "--out", str(tmp_path / "report.md"))
+    assert "questions per CPU second** at float32" in out
+    assert "| ours, cut at 6 tokens |" in out and "| short (3) |" in out
+    assert "| float16 | 32 |" in out and "| int8 + scale per row | 20 |" in out
+    with open(tmp_path / "report.md", encoding="utf-8") as f:
+        assert f.read().strip() == out.strip()

