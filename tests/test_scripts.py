@@ -151,36 +151,3 @@ def test_bench_sharded_tiny(tmp_path):
     query = out["steps"][-1]
     assert "first_stage" in query["features"] and len(query["shards"]) == 2
 
-
-def _script_module(name):
-    import importlib.util
-
-    scripts = os.path.join(ROOT, "scripts")
-    spec = importlib.util.spec_from_file_location(name[:-3], os.path.join(scripts, name))
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, scripts)  # the scripts import their _common
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(scripts)
-    return module
-
-
-def test_feature_dev_columns_against_direct_computations():
-    """The prototype's soft alignment and n-gram overlap (scripts/feature_dev.py, whose
-    figures are in BENCHMARKS.md) against their definitions, written out."""
-    import numpy as np
-    import scipy.sparse as sp
-
-    fd = _script_module("feature_dev.py")
-    S = sp.csr_matrix(np.array([[0, .5, 0, .2], [.5, 0, 0, 0], [0, 0, 0, .9], [.2, 0, .9, 0]],
-                               dtype=np.float32))
-    idf = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
-    query, docs = np.array([0, 2, 2]), [np.array([1, 3, 3]), np.array([2]), np.array([], int)]
-    recall, precision = fd._align(query, docs, S, idf)
-    # doc 0: term 0's best is S[0,1] = .5, term 2's S[2,3] = .9; from the doc's side term 1's
-    # best is S[1,0] = .5, term 3's S[3,2] = .9; doc 1 holds term 2 itself
-    assert np.allclose(recall, [(1 * .5 + 3 * .9) / 4, 3 / 4, 0])
-    assert np.allclose(precision, [(2 * .5 + 4 * .9) / 6, 1, 0])
-    assert fd._lcs(list("abcbdab"), list("bdcaba")) == 4
-    assert fd._bigrams(np.array([1, 2, 1, 2])) == {(1, 2), (2, 1)}
