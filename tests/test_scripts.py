@@ -151,3 +151,22 @@ def test_bench_sharded_tiny(tmp_path):
     query = out["steps"][-1]
     assert "first_stage" in query["features"] and len(query["shards"]) == 2
 
+
+def test_full_retrieval_demo_rows(tmp_path):
+    """The harness on the demo's held-out queries: rows searched without a ranker and one
+    trained by cross_validate_training (the command in the table's header, p-values)."""
+    out = run("full_retrieval.py", "--work", str(tmp_path), "--collections", "demo",
+              "--rows", "bm25", "lm-jm", "pipeline-plain", "--reference", "pipeline-plain",
+              "--out", str(tmp_path / "tables.md"), "-q")
+    assert "#### Demo archive, held-out queries (trained on the 28 others): 327 archive " \
+           "questions, 33 queries scored, 91 relevant" in out
+    assert "`python scripts/full_retrieval.py --collections demo --rows bm25 lm-jm " \
+           "pipeline-plain --reference pipeline-plain -q`" in out  # no machine path
+    assert "| system | MAP | P@1 | MRR | R@100 | MAP vs BM25: p (t / rand.) | vs " \
+           "pipeline-plain: p (t / rand.) |" in out
+    bm25 = next(line for line in out.splitlines() if line.startswith("| BM25"))
+    assert bm25.split(" | ")[1:3] == ["26.27", "45.45"]  # BENCHMARKS.md, the demo
+    assert "| learned pipeline on an index without fitted models" in out
+    assert "| its first stage alone (as `pipeline-plain` chose it" in out
+    assert "`pipeline-plain` per fold: " in out
+    assert (tmp_path / "tables.md").read_text().strip() in out
