@@ -323,8 +323,9 @@ def p_values(a, b, metric) -> str:
     return f"{sig['p_ttest']:.3f} / {sig['p_randomization']:.3f}"
 
 
-def run_collection(c, rows, reference, work, command, log) -> str:
-    """The collection's Markdown table (with the command that made it in its header)."""
+def run_collection(c, rows, reference, work, command, log):
+    """The collection's Markdown table (with the command that made it in its header), and
+    its rows' per-query metrics ``{row: (label, table)}``."""
     t0, cpu0 = time.time(), time.process_time()
     log(f"{c.title}: {len(c.queries)} queries, {len(c.scored)} scored")
     if c.trained is False or c.known_item:
@@ -367,6 +368,30 @@ def run_collection(c, rows, reference, work, command, log) -> str:
     lines.append(f"({time.time() - t0:.0f} s wall, {time.process_time() - cpu0:.0f} CPU s of "
                  "this process; load average "
                  + "/".join(f"{x:.1f}" for x in os.getloadavg()) + ")")
+    return "\n".join(lines), results, n_docs
+
+
+def known_item_summary(done, command) -> str:
+    """One table of every known-item collection: % first / % top 3 of each row, and the
+    queries of all archives pooled."""
+    import pandas as pd
+
+    names = list(done[0][1])
+    lines = ["#### Known-item search, every archive: its questions' own titles as queries, "
+             "% found first / % in the top 3", "", f"`{command}`", "",
+             "| archive | questions | " + " | ".join(done[0][1][n][0] for n in names) + " |",
+             "|---|---:|" + "---:|" * len(names)]
+
+    def cells(tables):
+        return [f"{100 * t['success@1'].mean():.2f} / {100 * t['success@3'].mean():.2f}"
+                for t in tables]
+
+    for c, results, n_docs in done:
+        lines.append(f"| {c.title.split(': ', 1)[1]} | {n_docs:,} | "
+                     + " | ".join(cells(results[n][1] for n in names)) + " |")
+    pooled = [pd.concat([results[n][1] for _, results, _ in done]) for n in names]
+    lines.append(f"| all, pooled | {sum(n for _, _, n in done):,} | " + " | ".join(cells(pooled))
+                 + " |")
     return "\n".join(lines)
 
 
@@ -398,12 +423,19 @@ def main(argv=None):
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr,
                                                                    flush=True))
     os.makedirs(args.work, exist_ok=True)
-    tables = []
+    tables, known = [], []
+    shown = re.sub(r" --(work|data|out)[ =]\S+", "", " " + " ".join(argv)).strip()
+    command = f"python scripts/full_retrieval.py {shown}".strip()
     for c in collections(args.collections, args.data, args.work):
         rows = args.rows or (KNOWN_ITEM_ROWS if c.known_item else RETRIEVAL_ROWS)
-        shown = re.sub(r" --(work|data|out)[ =]\S+", "", " " + " ".join(argv)).strip()
-        command = f"python scripts/full_retrieval.py {shown}".strip()
-        tables.append(run_collection(c, rows, args.reference, args.work, command, log))
+        table, results, n_docs = run_collection(c, rows, args.reference, args.work, command,
+                                                log)
+        tables.append(table)
+        print("\n" + table, flush=True)
+        if c.known_item:
+            known.append((c, results, n_docs))
+    if len(known) > 1:
+        tables.append(known_item_summary(known, command))
         print("\n" + tables[-1], flush=True)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

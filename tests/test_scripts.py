@@ -170,3 +170,33 @@ def test_full_retrieval_demo_rows(tmp_path):
     assert "| its first stage alone (as `pipeline-plain` chose it" in out
     assert "`pipeline-plain` per fold: " in out
     assert (tmp_path / "tables.md").read_text().strip() in out
+
+
+def test_known_item_queries_count_every_question_of_the_title(tmp_path, monkeypatch):
+    """Known-item search: a question's own title is its query, and every question with
+    that title (case and spacing aside) is relevant; BM25 finds one of them first."""
+    import importlib.util
+
+    from cqa_search import Question
+
+    scripts = os.path.join(ROOT, "scripts")
+    spec = importlib.util.spec_from_file_location("full_retrieval",
+                                                  os.path.join(scripts, "full_retrieval.py"))
+    fr = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "full_retrieval", fr)  # its dataclasses look it up
+    sys.path.insert(0, scripts)  # the script imports its _common
+    try:
+        spec.loader.exec_module(fr)
+    finally:
+        sys.path.remove(scripts)
+    questions = [Question("a", "Renew my visa?", "at the office"),
+                 Question("b", "renew  my VISA?", "online"),
+                 Question("c", "Cheap sofa", "the Friday market"),
+                 Question("d", "", "no title")]
+    c = fr.known_item("known-item-toy", "Known-item search: toy", questions, str(tmp_path / "d"))
+    assert [q["text"] for q in c.queries] == ["Renew my visa?", "renew  my VISA?", "Cheap sofa"]
+    assert c.qrels["title:a"] == c.qrels["title:b"] == {"a": 1, "b": 1}
+    assert c.qrels["title:c"] == {"c": 1} and c.known_item and not c.trained
+    path = fr.index_of(c, (), str(tmp_path), print)
+    table = fr.search_row(c, fr.ROWS["bm25"], path, str(tmp_path))
+    assert table["success@1"].tolist() == [1.0, 1.0, 1.0]
