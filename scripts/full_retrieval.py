@@ -424,7 +424,8 @@ def main(argv=None):
                                                                    flush=True))
     os.makedirs(args.work, exist_ok=True)
     tables, known = [], []
-    shown = re.sub(r" --(work|data|out)[ =]\S+", "", " " + " ".join(argv)).strip()
+    shown = re.sub(r" --(work|data|out)[ =]\S+| (-q|--quiet)(?= |$)", "",
+                   " " + " ".join(argv)).strip()
     command = f"python scripts/full_retrieval.py {shown}".strip()
     for c in collections(args.collections, args.data, args.work):
         rows = args.rows or (KNOWN_ITEM_ROWS if c.known_item else RETRIEVAL_ROWS)

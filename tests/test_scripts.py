@@ -161,7 +161,7 @@ def test_full_retrieval_demo_rows(tmp_path):
     assert "#### Demo archive, held-out queries (trained on the 28 others): 327 archive " \
            "questions, 33 queries scored, 91 relevant" in out
     assert "`python scripts/full_retrieval.py --collections demo --rows bm25 lm-jm " \
-           "pipeline-plain --reference pipeline-plain -q`" in out  # no machine path
+           "pipeline-plain --reference pipeline-plain`" in out  # no machine path
     assert "| system | MAP | P@1 | MRR | R@100 | MAP vs BM25: p (t / rand.) | vs " \
            "pipeline-plain: p (t / rand.) |" in out
     bm25 = next(line for line in out.splitlines() if line.startswith("| BM25"))
