@@ -372,14 +372,14 @@ def run_collection(c, rows, reference, work, command, log):
 
 
 def known_item_summary(done, command) -> str:
-    """One table of every known-item collection: % first / % top 3 of each row, and the
-    queries of all archives pooled."""
+    """One table of every known-item collection: % first / % top 3 of each row (named by
+    its key in :data:`ROWS`), and the queries of all archives pooled."""
     import pandas as pd
 
     names = list(done[0][1])
     lines = ["#### Known-item search, every archive: its questions' own titles as queries, "
              "% found first / % in the top 3", "", f"`{command}`", "",
-             "| archive | questions | " + " | ".join(done[0][1][n][0] for n in names) + " |",
+             "| archive | questions | " + " | ".join(f"`{n}`" for n in names) + " |",
              "|---|---:|" + "---:|" * len(names)]
 
     def cells(tables):
