@@ -83,7 +83,8 @@ EVERY_FAMILY = ("translation", "topics", "multiview", "embeddings")
 class Row:
     """A system: ``config`` (SearchConfig fields) searched without a ranker, or, with
     ``train`` (``cqa-search train`` options), the learned pipeline; on an index with the
-    model ``families`` fitted."""
+    model ``families`` fitted in this order, each a family name (fitted with the defaults
+    of ``cqa-search fit``) or ``(name, {parameter: value})`` (e.g. a model folder)."""
 
     label: str
     config: dict = field(default_factory=dict)
@@ -274,15 +275,17 @@ def metric_names(c) -> list:
 
 
 def index_of(c, families, work, log) -> str:
-    """The collection's index with ``families`` fitted with their defaults (cached)."""
-    path = os.path.join(work, c.index, "index-" + ("-".join(families) or "none"))
+    """The collection's index with ``families`` fitted (cached: an index per list)."""
+    fits = [(f, {}) if isinstance(f, str) else (f[0], dict(f[1])) for f in families]
+    folder = "-".join(f + (f"-{_key(p)[:8]}" if p else "") for f, p in fits) or "none"
+    path = os.path.join(work, c.index, "index-" + folder)
     if not is_compatible(path):
         build_index(os.path.join(c.folder, "archive.jsonl"), path)
     stored = SearchEngine.open(path).models
-    for family in families:
+    for family, params in fits:
         if not any(name == family or name.startswith(family + "-") for name in stored):
             t0 = time.process_time()
-            fit_family(path, family)
+            fit_family(path, family, **params)
             log(f"  {path}: {family} fitted in {time.process_time() - t0:.0f} CPU s")
     return path
 
