@@ -5,7 +5,11 @@
 (:data:`cqa_search.index.models.FAMILIES`) on an index's own archive and stores it there;
 :func:`train_ranker` learns a ranker from judged queries and stores it unless it loses to
 the retrieval model. Each returns a report (:class:`FitReport`, :class:`TrainReport`)
-whose text is what the command prints.
+whose text is what the command prints (the commands that use what was stored are the
+command's to say). :func:`cross_validate_training` scores exactly what
+:func:`train_ranker` does on held-out queries (each fold ranked by a training on the
+others), from the same pieces (:mod:`cqa_search.training_data`): what ``train`` prints as
+the MAP to expect on new queries, and what the benchmarks report.
 
 Examples
 --------
