@@ -51,7 +51,8 @@ from .searcher import LocalSearcher
 from .training_data import Fitted, HybridChoice, JudgedQueries, fit_ranker, fit_on
 
 __all__ = ["FitReport", "TrainReport", "CrossValidation", "Fold", "fit_family",
-           "train_ranker", "cross_validate_training", "cv_report", "FIT_INPUTS"]
+           "train_ranker", "cross_validate_training", "query_splits", "cv_report",
+           "FIT_INPUTS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -685,20 +686,40 @@ class CrossValidation:
         return out
 
 
-def _cross_validate(judged, folds, features, exclude, options) -> CrossValidation:
-    import pandas as pd
+def query_splits(ids, folds=5, random_state=0) -> list:
+    """``[(training ids, held-out ids), ...]``: the query-grouped folds of
+    :func:`cross_validate_training` (the sorted ids shuffled with ``random_state`` and
+    dealt into ``folds`` folds), or ``folds`` itself when it is a list of splits.
 
-    ids = sorted(judged.ids)
+    Raises
+    ------
+    QueryError
+        Fewer than 2 folds, more folds than queries, or a query in both parts of a split.
+
+    Examples
+    --------
+    >>> [test for _, test in query_splits(["a", "b", "c", "d"], 2)]
+    [['a', 'c'], ['b', 'd']]
+    """
+    ids = sorted(ids)
     if isinstance(folds, numbers.Integral):
         if not 2 <= folds <= len(ids):
             raise QueryError(f"cross-validation needs 2 to {len(ids)} folds (one query "
                              f"each at least); got {folds}")
         folds = [([ids[i] for i in tr], [ids[i] for i in te]) for tr, te in
-                 query_folds(len(ids), folds, np.random.default_rng(options["random_state"]))]
-    out, run, metrics, baseline, retrieval = [], {}, [], [], []
+                 query_folds(len(ids), folds, np.random.default_rng(random_state))]
     for train_ids, test_ids in folds:
         if set(train_ids) & set(test_ids):
             raise QueryError("a query is both a training and a held-out query of a fold")
+    return [(list(tr), list(te)) for tr, te in folds]
+
+
+def _cross_validate(judged, folds, features, exclude, options) -> CrossValidation:
+    import pandas as pd
+
+    folds = query_splits(judged.ids, folds, options["random_state"])
+    out, run, metrics, baseline, retrieval = [], {}, [], [], []
+    for train_ids, test_ids in folds:
         fitted = fit_on(judged, train_ids, features=features, exclude=exclude, **options)
         X, _, qid, docs, names = judged.table(None if fitted.hybrid is None else
                                               fitted.hybrid.a)

@@ -26,6 +26,10 @@ Collections (``--collections``; data from ``--data``, default ``../shared/data``
   queries), every query scored, no ranker: how the default of an index without a ranker
   is chosen (``--default-weight``).
 
+``--learners``: the first stage alone (``a`` chosen per fold as ``train`` chooses it) with
+word vectors learned by PPMI-SVD and by word2vec, three seeds each (word2vec: ``pip install
+'cqa-search[word2vec]'``).
+
 Rows (``--rows``; :data:`ROWS`): each a configuration, not code: a
 :class:`~cqa_search.SearchConfig` searched without a ranker, or ``cqa-search train``
 with options, scored by :func:`cqa_search.training.cross_validate_training` (each fold's
@@ -69,7 +73,8 @@ from cqa_search.readers import read_questions
 from cqa_search.readers.semeval import read_original_questions
 from cqa_search.retrieval import BM25, parse_model
 from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT, WEIGHT_GRID
-from cqa_search.training import cross_validate_training, fit_family
+from cqa_search.training import cross_validate_training, fit_family, query_splits
+from cqa_search.training_data import JudgedQueries
 
 from _common import DATA, semeval_extra_questions, semeval_xml, stackexchange_sites
 
@@ -82,7 +87,9 @@ EVERY_FAMILY = ("translation", "topics", "multiview", "embeddings")
 @dataclass(frozen=True)
 class Row:
     """A system: ``config`` (SearchConfig fields) searched without a ranker, or, with
-    ``train`` (``cqa-search train`` options), the learned pipeline; on an index with the
+    ``train`` (``cqa-search train`` options), the learned pipeline, or, with
+    ``first_stage``, the first stage alone with the ``a`` that ``train`` chooses on each
+    fold's training queries (no ranker learned); on an index with the
     model ``families`` fitted in this order, each a family name (fitted with the defaults
     of ``cqa-search fit``) or ``(name, {parameter: value})`` (e.g. a model folder)."""
 
@@ -90,6 +97,7 @@ class Row:
     config: dict = field(default_factory=dict)
     train: dict | None = None
     families: tuple = EVERY_FAMILY
+    first_stage: bool = False  # the first stage alone, its a chosen as `train` chooses it
 
 
 ROWS = {
@@ -110,6 +118,12 @@ ROWS = {
     **{name: Row(f"{spec} alone", {"retrieval": parse_model(spec), "hybrid": None,
                                    "models": ()}, families=())
        for name, spec in (("lm-jm", "lm-jm"), ("lm-dir", "lm-dir:mu=500"), ("vsm", "vsm"))},
+    "first-stage": Row("the first stage alone, a chosen on the training queries as `train` "
+                       "chooses it", first_stage=True, families=("embeddings",)),
+    **{f"first-stage-{method}-{seed}": Row(
+        f"the first stage alone (a as `train` chooses it), {method} word vectors, seed {seed}",
+        first_stage=True, families=(("embeddings", {"method": method, "random_state": seed}),))
+       for method in ("ppmi-svd", "word2vec") for seed in (0, 1, 2)},
     **{f"pipeline-no-{f}": Row(f"learned pipeline without the {f} features",
                                train={"exclude": list(prefixes)})
        for f, prefixes in FEATURE_FAMILIES.items() if f not in ("first-stage",)},
@@ -321,6 +335,23 @@ def train_row(c, row, path, work):
     return cv.metrics.loc[ids], cv.baseline.loc[ids], [f.describe() for f in cv.folds]
 
 
+def first_stage_row(c, row, path, work):
+    """Held-out per-query metrics of the first stage alone at the ``a`` that ``train``
+    chooses on each fold's training queries (the folds of :func:`train_row`)."""
+    import pandas as pd
+
+    engine = SearchEngine.open(path, config=SearchConfig(ranker=None, hybrid=None))
+    judged = JudgedQueries(engine, c.queries, c.qrels, k=DEPTH,
+                           cache=os.path.join(work, c.key, "tables"))
+    parts, choices = [], []
+    for train_ids, test_ids in query_splits(judged.ids, 5 if c.split is None else [c.split]):
+        choice = judged.choose(train_ids)
+        a = 0.0 if choice is None else choice.a
+        parts.append(judged.stage(a).loc[test_ids])
+        choices.append(f"a {a:g}")
+    return pd.concat(parts).loc[[q["id"] for q in c.scored]], choices
+
+
 def p_values(a, b, metric) -> str:
     sig = compare(a, b, metrics=[metric]).loc[metric]
     return f"{sig['p_ttest']:.3f} / {sig['p_randomization']:.3f}"
@@ -332,13 +363,17 @@ def run_collection(c, rows, reference, work, command, log):
     t0, cpu0 = time.time(), time.process_time()
     log(f"{c.title}: {len(c.queries)} queries, {len(c.scored)} scored")
     if c.trained is False or c.known_item:
-        rows = [r for r in rows if ROWS[r].train is None]
+        rows = [r for r in rows if ROWS[r].train is None and not ROWS[r].first_stage]
     results, notes, n_docs = {}, [], None
     for name in rows:
         row = ROWS[name]
         path = index_of(c, row.families, work, log)
         n_docs = SearchEngine.open(path).n_docs
-        if row.train is None:
+        if row.first_stage:
+            table, choices = first_stage_row(c, row, path, work)
+            results[name] = (row.label, table)
+            notes.append(f"`{name}` per fold: " + " | ".join(choices))
+        elif row.train is None:
             results[name] = (row.label, search_row(c, row, path, work))
         else:
             t1 = time.process_time()
@@ -415,6 +450,9 @@ def main(argv=None):
     ap.add_argument("--default-weight", action="store_true",
                     help="the tables that chose the default a of an index without a ranker: "
                          "--collections semeval-train demo-train --rows bm25 hybrid@A...")
+    ap.add_argument("--learners", action="store_true",
+                    help="the first stage alone (a as train chooses it) with PPMI-SVD and "
+                         "word2vec word vectors, three seeds each, on --collections")
     ap.add_argument("--out", help="also write the tables to this Markdown file")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -423,6 +461,10 @@ def main(argv=None):
         args.collections = ["semeval-train", "demo-train"]
         args.rows = ["bm25"] + [f"hybrid@{a:g}" for a in WEIGHT_GRID]
         args.reference = "bm25"
+    if args.learners:
+        args.rows = [f"first-stage-{m}-{seed}" for m in ("ppmi-svd", "word2vec")
+                     for seed in (0, 1, 2)]
+        args.reference = "first-stage-ppmi-svd-0"
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr,
                                                                    flush=True))
     os.makedirs(args.work, exist_ok=True)
