@@ -5,7 +5,11 @@
 (:data:`cqa_search.index.models.FAMILIES`) on an index's own archive and stores it there;
 :func:`train_ranker` learns a ranker from judged queries and stores it unless it loses to
 the retrieval model. Each returns a report (:class:`FitReport`, :class:`TrainReport`)
-whose text is what the command prints.
+whose text is what the command prints (the commands that use what was stored are the
+command's to say). :func:`cross_validate_training` scores exactly what
+:func:`train_ranker` does on held-out queries (each fold ranked by a training on the
+others), from the same pieces (:mod:`cqa_search.training_data`): what ``train`` prints as
+the MAP to expect on new queries, and what the benchmarks report.
 
 Examples
 --------
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import numbers
 import os
 import time
 import warnings
@@ -33,21 +38,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._utils import progress_bar
 from .engine import SearchConfig, SearchEngine
-from .evaluation import evaluate, feature_table, read_qrels, run_queries
+from .evaluation import evaluate, paired_interval, read_qrels, run_of_scores
 from .exceptions import ParameterError, QueryError
 from .features import GIVEN_FEATURES, search_ranker_name, uses_given
 from .index.models import FAMILIES, add_model, model_class, remove_model
 from .index.sharding import is_sharded, shard_models, sharded_data
 from .index.store import open_index
-from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
-from .ranking.selection import REGULARISATION
-from .retrieval import first_stage
+from .ranking import LinearRanker, LinearRankerCV
+from .ranking._utils import query_folds
 from .searcher import LocalSearcher
+from .training_data import Fitted, HybridChoice, JudgedQueries, fit_ranker, fit_on
 
-__all__ = ["FitReport", "TrainReport", "HybridChoice", "fit_family", "train_ranker",
-           "training_table", "choose_hybrid", "best_weight", "cv_report", "FIT_INPUTS"]
+__all__ = ["FitReport", "TrainReport", "CrossValidation", "Fold", "fit_family",
+           "train_ranker", "cross_validate_training", "query_splits", "cv_report",
+           "FIT_INPUTS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,57 +226,6 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
 # ---------------------------------------------------------------------------------------
 # Training a ranker
 # ---------------------------------------------------------------------------------------
-def training_table(engine, queries, qrels, *, candidates=None, k=None, graded=False,
-                   progress=False):
-    """Features and labels of the candidates a ranker will reorder.
-
-    Full retrieval (``candidates`` None): the top ``k`` of the engine's retrieval model
-    (default: its ``n_candidates``, the candidates search reranks), with the queries
-    searched as a user searches, without their category (``category_match`` is then as at
-    search time). Given candidates (a run): those, with the queries' categories.
-
-    Returns
-    -------
-    X, y, qid, doc_ids, feature_names
-        ``y`` is the relevance grade (``graded``) or 1/0.
-    """
-    engine = engine.with_config(dataclasses.replace(engine.config, ranker=None))
-    if candidates is None:
-        queries = [{**q, "category": None} for q in queries]
-        k = engine.config.n_candidates if k is None else k
-    X, qid, docs, names = feature_table(engine, queries, candidates=candidates,
-                                        k=100 if k is None else k, progress=progress)
-    grades = np.array([qrels.get(q, {}).get(d, 0) for q, d in zip(qid, docs)], dtype=np.float64)
-    return X, (grades if graded else (grades >= 1).astype(np.float64)), qid, docs, list(names)
-
-
-def _columns(names, keep, drop):
-    cols = [j for j, n in enumerate(names)
-            if (not keep or n.startswith(tuple(keep))) and not (drop and n.startswith(tuple(drop)))]
-    if not cols:
-        raise QueryError(f"no feature column is left (features: {', '.join(names)})")
-    return cols
-
-
-def _pairs(y, qid):
-    """(candidate pairs of different relevance, queries that have some)."""
-    total = n_useful = 0
-    for q in np.unique(qid):
-        yq = y[qid == q]
-        n = int(np.sum(yq[:, None] > yq[None, :]))
-        total += n
-        n_useful += n > 0
-    return total, n_useful
-
-
-def _selection_options(learner, params, max_iter) -> dict:
-    """:class:`LinearRankerCV` arguments for learner options fixed by the user: fixing
-    what the regularisation grid sets turns the grid off."""
-    grid = REGULARISATION.get(learner, [])
-    fixed = set(params or {}) | ({"max_iter"} if max_iter is not None else set())
-    return {"param_grid": None if any(set(p) & fixed for p in grid) else "auto"}
-
-
 def cv_report(cv) -> list:
     """Lines on what cross-validation chose (a fitted :class:`LinearRankerCV`)."""
     best_single = cv.single_feature_
@@ -301,106 +255,6 @@ def cv_report(cv) -> list:
               "single": f"the single feature {cv.single_feature_}"}[cv.chosen_]
     lines.append(f"chosen       {chosen} (MAP {100 * cv.best_score_:.2f})")
     return lines
-
-
-@dataclass(frozen=True)
-class HybridChoice:
-    """The first stage of a training on an index with word vectors: the weight ``a`` of
-    the cosine in the hybrid score (0: the retrieval model alone), chosen from
-    :data:`~cqa_search.retrieval.first_stage.WEIGHT_GRID` or given.
-
-    Attributes
-    ----------
-    a : float
-    depth : int
-        The candidates per query it was chosen for (``n_candidates``).
-    grid : list of (float, float, float)
-        ``(a, recall, MAP)`` of every value tried: the training queries' mean recall of
-        their relevant questions in the top ``depth`` of the first stage, and the MAP of
-        its order (trec convention); empty when ``a`` was given.
-    """
-
-    a: float
-    depth: int
-    grid: list
-
-    def lines(self) -> list:
-        if not self.a:
-            return ["first stage  the retrieval model alone (hybrid off)"]
-        lines = [f"first stage  hybrid, a = {self.a:g} (cosine weight), stored with the "
-                 "ranker" + ("" if self.grid else " (given)")]
-        if self.grid:
-            lines.append(f"  chosen by the training queries' R@{self.depth} (then MAP of the "
-                         "first stage's order):")
-            lines.extend(f"  a = {a:<4g} R@{self.depth} {100 * r:6.2f}  MAP {100 * m:6.2f}"
-                         + ("  <-" if a == self.a else "") for a, r, m in self.grid)
-        return lines
-
-
-def choose_hybrid(engine, queries, qrels, hybrid="auto", *, k=None,
-                  progress=False) -> HybridChoice | None:
-    """The hybrid first stage a ranker is trained over (None: the index has no word
-    vectors, or the retrieval model cannot be the term part of the hybrid score).
-
-    Parameters
-    ----------
-    engine : SearchEngine
-    queries : list of dict
-        Judged queries (searched without their category, as users search).
-    qrels : dict
-    hybrid : "auto", float in [0, 1] or None
-        "auto": the ``a`` of :data:`~cqa_search.retrieval.first_stage.WEIGHT_GRID` whose
-        top ``k`` holds most of the training queries' relevant questions (ties: the best
-        MAP of its order, then the smaller ``a``); a number: that ``a``; None or 0: the
-        retrieval model alone.
-    k : int, optional
-        Candidates per query (default: the engine's ``n_candidates``).
-
-    Raises
-    ------
-    QueryError
-        A given ``a`` on an index that cannot use it, or a bad value.
-    """
-    k = engine.config.n_candidates if k is None else k
-    probe = engine.with_config(dataclasses.replace(engine.config, ranker=None, hybrid=None))
-    usable = probe.searcher.has_vectors and \
-        first_stage.hybrid_capable(probe.config.retrieval)
-    if hybrid != "auto":
-        try:
-            a = first_stage.check_weight(hybrid) or 0.0
-        except ValueError:
-            raise QueryError(f"hybrid must be 'auto', None or a number in [0, 1]; got "
-                             f"{hybrid!r}") from None
-        if a:  # raises when the index cannot
-            probe.with_config(dataclasses.replace(probe.config, hybrid=a))
-        return HybridChoice(a, k, []) if usable else None
-    if not usable:
-        return None
-    queries = [{**q, "category": None} for q in queries]
-    grid = []
-    bar = progress_bar(progress, "choosing the first stage", "weights",
-                       len(first_stage.WEIGHT_GRID))
-    for a in first_stage.WEIGHT_GRID:
-        trial = probe.with_config(dataclasses.replace(probe.config, hybrid=a))
-        scores = evaluate(run_queries(trial, queries, k=k), qrels, metrics=["map", f"r@{k}"],
-                          convention="trec")
-        grid.append((a, float(scores[f"r@{k}"].mean()), float(scores["map"].mean())))
-        bar.update()
-    bar.close()
-    return HybridChoice(best_weight(grid), k, grid)
-
-
-def best_weight(grid) -> float:
-    """The ``a`` :func:`choose_hybrid` chooses from ``[(a, recall, MAP)]``: the best
-    recall of the candidates, then the best MAP of the first stage's order, then the
-    smaller ``a``.
-
-    Examples
-    --------
-    >>> best_weight([(0.1, 0.80, 0.30), (0.3, 0.85, 0.29), (0.5, 0.85, 0.31)])
-    0.5
-    """
-    return max(grid, key=lambda g: (round(g[1], 12), round(g[2], 12), -g[0]))[0]
 
 
 @dataclass(frozen=True)
@@ -447,6 +301,11 @@ class TrainReport:
     hybrid : HybridChoice or None
         The first stage whose candidates the ranker was trained on, when the index has
         word vectors (its ``a`` is stored with the ranker); None: the retrieval model's.
+    assessment : CrossValidation or None
+        The cross-validation of the whole training (``assess``): what to expect on new
+        queries, against the first stage's order and the retrieval model alone.
+    assessment_note : str or None
+        Why there is no assessment although one was asked for (e.g. too few queries).
     """
 
     ranker: LinearRanker
@@ -465,6 +324,8 @@ class TrainReport:
     search: "TrainReport | None" = None
     search_removed: bool = False
     hybrid: "HybridChoice | None" = None
+    assessment: "CrossValidation | None" = None
+    assessment_note: str | None = None
 
     def summary(self) -> str:
         """The training figures: learner, data, MAP, and the weight of every feature."""
@@ -515,8 +376,11 @@ class TrainReport:
         lines = [self.summary(),
                  f"time         {features + learning:.1f} s (candidates and features "
                  f"{features:.1f} s, learning {learning:.1f} s)", ""]
+        if self.assessment is not None:
+            lines += self.assessment.lines() + [""]
+        elif self.assessment_note is not None:
+            lines += [f"on new queries: not assessed ({self.assessment_note})", ""]
         index, name, search = self.index, self.name, self.search
-        use = "" if name == "ranker" else f" --ranker {name}"
         removed = f" (the ranker {name!r} stored before is removed)" if self.removed else ""
         if not self.improves and self.hybrid is not None:  # the first stage's order, kept
             lines.append(f"warning: {self._not_better()}: "
@@ -532,16 +396,11 @@ class TrainReport:
         elif self.dry_run:
             lines.append("(dry run: nothing stored)")
         elif search is None:
-            lines += [f"stored as model {name!r} in {index}"
-                      + (": searches now rank with it" if name == "ranker" else ""),
-                      f"search with it:   cqa-search query {index}{use} \"your question\"",
-                      f"evaluate it:      cqa-search evaluate {index}{use} --queries Q "
-                      "--qrels R"]
+            lines.append(f"stored as model {name!r} in {index}"
+                         + (": searches now rank with it" if name == "ranker" else ""))
         else:
-            lines += [f"stored as model {name!r} in {index}: it ranks candidates given with "
-                      "their scores (a rerank of a run)",
-                      f"evaluate it:      cqa-search evaluate {index}{use} --candidates RUN "
-                      "--queries Q --qrels R"]
+            lines.append(f"stored as model {name!r} in {index}: it ranks candidates given "
+                         "with their scores (a rerank of a run)")
         if search is not None:
             companion = search.name
             lines += ["", f"free searches have no given-run features ("
@@ -555,11 +414,10 @@ class TrainReport:
             elif search.dry_run:
                 lines.append("(dry run: nothing stored)")
             else:
-                lines += [f"stored as model {companion!r} in {index}: free searches"
-                          + ("" if self.stored else " and reranks")
-                          + (" now rank with it" if name == "ranker" else
-                             f" with --ranker {name} rank with it"),
-                          f"search with it:   cqa-search query {index}{use} \"your question\""]
+                lines.append(f"stored as model {companion!r} in {index}: free searches"
+                             + ("" if self.stored else " and reranks")
+                             + (" now rank with it" if name == "ranker" else
+                                f" with the ranker {name!r} rank with it"))
         elif uses_given(self.ranker) and self.improves:
             lines.append("free searches keep the retrieval order: the ranker reads no feature "
                          "but the given-run ones, which they do not have")
@@ -569,43 +427,33 @@ class TrainReport:
         return "\n".join(lines)
 
 
-def _fit(X, y, qid, names, baseline, *, learner, params, normalize, max_iter, tol,
-         early_stopping, random_state, cv, all_features, no_cv):
-    """``(ranker, selection)``: the ranker of :func:`train_ranker` on these columns, and the
-    cross-validation that chose it (None with ``no_cv``)."""
-    if no_cv:
-        ranker = LinearRanker(learner, params=params, normalize=normalize, max_iter=max_iter,
-                              tol=tol, early_stopping=early_stopping,
-                              random_state=random_state)
-        return ranker.fit(X, y, qid=qid, feature_names=names), None
-    if early_stopping:
-        raise QueryError("early_stopping goes with no_cv (`train --early-stopping "
-                         "--no-cv`): cross-validation chooses the iterations")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NoImprovementWarning)  # the report says it
-        selection = LinearRankerCV(learner, params=params, normalize=normalize,
-                                   select_features=not all_features,
-                                   baseline=baseline if baseline in names else None,
-                                   n_splits=cv, max_iter=max_iter, tol=tol,
-                                   random_state=random_state,
-                                   **_selection_options(learner, params, max_iter))
-        selection.fit(X, y, qid=qid, feature_names=names)
-    return selection.best_estimator_, selection
+def _options(learner, params, normalize, max_iter, tol, early_stopping, random_state, cv,
+             all_features, no_cv) -> dict:
+    if not no_cv and cv < 2:
+        raise QueryError(f"cv must be at least 2 (the folds of the cross-validation, `train "
+                         f"--cv N`; none: no_cv, `train --no-cv`); got {cv}")
+    return dict(learner=learner, params=dict(params) if params else None, normalize=normalize,
+                max_iter=max_iter, tol=tol, early_stopping=early_stopping,
+                random_state=random_state, cv=cv, all_features=all_features, no_cv=no_cv)
 
 
 def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ranksvm",
                  params=None, normalize="zscore", max_iter=None, tol=1e-4,
                  early_stopping=False, random_state=0, features=None, exclude=None,
                  graded=False, cv=5, all_features=False, no_cv=False, name="ranker",
-                 hybrid="auto", dry_run=False, progress=False) -> TrainReport:
+                 hybrid="auto", assess=True, dry_run=False, progress=False) -> TrainReport:
     """Train a ranker on judged queries and store it in the index unless it loses to the
     retrieval model (what ``cqa-search train`` does).
 
     By default the ranker is chosen by query-grouped cross-validation
     (:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation, the model families
     that earn their place, and whether it ranks the candidates better than the retrieval
-    model alone; when it does not, nothing is stored (and a ranker stored before under the
-    same name is removed), so training never makes search worse.
+    model alone on the training queries; when it does not, nothing is stored (and a
+    ranker stored before under the same name is removed). That choice is made on the
+    training queries, so it can be wrong on new ones: with ``assess`` the whole training
+    is also cross-validated (:func:`cross_validate_training`), and the report gives the
+    MAP to expect on new queries against the first stage's order and the retrieval model
+    alone, with intervals.
 
     A ranker of given candidates that reads their scores (the given-run features
     :data:`~cqa_search.features.GIVEN_FEATURES`) ranks only candidates given with scores
@@ -617,11 +465,11 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
 
     When the index has word vectors (``cqa-search fit INDEX embeddings``), the candidates
     of full retrieval come from the hybrid first stage (:mod:`~cqa_search.retrieval.first_stage`)
-    whose weight ``a`` :func:`choose_hybrid` chooses on the training queries; the ranker
-    stores it (``hybrid_weight_``) and searches with it use it. The first stage's score is
-    a feature (``first_stage``) and the order the ranker must beat; when no learned ranker
-    beats it, that order itself is stored (a ranker of ``first_stage`` alone), with its
-    ``a``.
+    whose weight ``a`` :func:`~cqa_search.training_data.choose_hybrid` chooses on the
+    training queries; the ranker stores it (``hybrid_weight_``) and searches with it use
+    it. The first stage's score is a feature (``first_stage``) and the order the ranker
+    must beat; when no learned ranker beats it, that order itself is stored (a ranker of
+    ``first_stage`` alone), with its ``a``.
 
     Parameters
     ----------
@@ -656,7 +504,7 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     graded : bool, default False
         Pairwise learners also order the relevance grades.
     cv : int, default 5
-        Folds of the cross-validation.
+        Folds of the cross-validation (and of the assessment).
     all_features : bool, default False
         No family selection.
     no_cv : bool, default False
@@ -667,8 +515,11 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         stored before is replaced or removed: it belongs to ``name``.
     hybrid : "auto", float in [0, 1] or None, default "auto"
         The first stage of full retrieval on an index with word vectors (see
-        :func:`choose_hybrid`): "auto" chooses ``a``; a number fixes it; None: the
-        retrieval model alone.
+        :func:`~cqa_search.training_data.choose_hybrid`): "auto" chooses ``a``; a number
+        fixes it; None: the retrieval model alone.
+    assess : bool, default True
+        Also cross-validate the whole training (``cv`` folds of the queries; ``cv``
+        times the learning, the features computed once): :attr:`TrainReport.assessment`.
     dry_run : bool, default False
         Train and report, store (and remove) nothing.
     progress : bool, default False
@@ -684,70 +535,259 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         No judged query, no candidates, no pair to learn from, no feature column left, or
         inconsistent options.
     """
-    if not no_cv and cv < 2:
-        raise QueryError(f"cv must be at least 2 (the folds of the cross-validation, `train "
-                         f"--cv N`; none: no_cv, `train --no-cv`); got {cv}")
-    queries = [q for q in queries if q["id"] in qrels]
-    if not queries:
-        raise QueryError("none of the queries is judged in the qrels")
-    if candidates is not None and hybrid != "auto":
-        raise QueryError("hybrid chooses the first stage of full retrieval; a training on "
-                         "given candidates (`train --candidates`) has none")
+    options = _options(learner, params, normalize, max_iter, tol, early_stopping,
+                       random_state, cv, all_features, no_cv)
     engine = SearchEngine.open(index, config=SearchConfig(ranker=None, hybrid=None))
-    t0 = time.perf_counter()
-    choice = None if candidates is not None else \
-        choose_hybrid(engine, queries, qrels, hybrid, k=k, progress=progress)
-    if choice is not None:
-        engine = engine.with_config(dataclasses.replace(engine.config, hybrid=choice.a))
-    X, y, qid, docs, names = training_table(engine, queries, qrels, candidates=candidates,
-                                            k=k, graded=graded, progress=progress)
-    if len(X) == 0:
-        raise QueryError("the queries have no candidates to learn from")
-    cols = _columns(names, features, exclude)
-    X, names = X[:, cols], [names[j] for j in cols]
-    t1 = time.perf_counter()
-    n_pairs, n_useful = _pairs(y, qid)
-    if n_pairs == 0:
-        raise QueryError("no query has both relevant and non-relevant candidates: nothing to "
-                         "learn")
-    options = dict(learner=learner, params=dict(params) if params else None,
-                   normalize=normalize, max_iter=max_iter, tol=tol,
-                   early_stopping=early_stopping, random_state=random_state, cv=cv,
-                   all_features=all_features, no_cv=no_cv)
-    retrieval = engine.config.retrieval.feature_name
-    if "first_stage" in names:  # the order of the first stage (the retrieval model's when off)
-        retrieval = "first_stage"
-    ranker, selection = _fit(X, y, qid, names,
-                             "given_rrank" if candidates is not None else retrieval, **options)
-    if choice is not None:
-        ranker.hybrid_weight_ = choice.a
-    free = [j for j, n in enumerate(names) if n not in GIVEN_FEATURES]
+    judged = JudgedQueries(engine, queries, qrels, candidates, k=k, graded=graded,
+                           hybrid=hybrid, progress=progress)
+    fitted = fit_on(judged, features=features, exclude=exclude, **options)
     search = None
-    if uses_given(ranker) and free:  # and the ranker of free searches, without them
-        search = _fit(X[:, free], y, qid, [names[j] for j in free], retrieval, **options)
-    seconds = {"features": t1 - t0, "learning": time.perf_counter() - t1}
+    free = [j for j, n in enumerate(fitted.names) if n not in GIVEN_FEATURES]
+    if uses_given(fitted.ranker) and free:  # and the ranker of free searches, without them
+        names = [fitted.names[j] for j in free]
+        search = fit_ranker(fitted.X[:, free], fitted.y, fitted.qid, names, fitted.retrieval,
+                      **options)
+    assessment = note = None
+    if assess:
+        try:
+            assessment = _cross_validate(judged, cv, features, exclude, options)
+        except (QueryError, ParameterError) as exc:  # too few queries for the folds, ...
+            note = str(exc)
 
-    def report(fitted, name, **more):
-        """The report of ``fitted`` (ranker, selection), stored as ``name`` unless it does
-        not beat the retrieval order (a ranker of that name stored before is then
-        removed); the first stage's order with its chosen ``a`` is stored then."""
-        ranker, selection = fitted
-        improves = selection is None or bool(selection.improves_)
+    def report(fitted_ranker, improves, name, **more):
+        """The report of ``fitted_ranker`` (ranker, selection), stored as ``name`` when
+        it improves or has a hybrid first stage (its order is then stored with its
+        ``a``); otherwise a ranker of that name stored before is removed."""
+        ranker, selection = fitted_ranker
         keep = improves or more.get("hybrid") is not None
         removed = not dry_run and not keep and name in engine.models
         if removed:
             remove_model(index, name)
         elif keep and not dry_run:
             add_model(engine, name, ranker)
-        return TrainReport(ranker, selection, os.fspath(index), name, len(queries), n_useful,
-                           len(X), n_pairs, seconds, improves, keep and not dry_run,
-                           removed, dry_run, **more)
+        return TrainReport(ranker, selection, os.fspath(index), name, len(judged.queries),
+                           fitted.n_useful, len(fitted.X), fitted.n_pairs, fitted.seconds,
+                           improves, keep and not dry_run, removed, dry_run, **more)
 
     if search is not None:  # stored first: a reader meanwhile finds the new ranker with it
-        search = report(search, search_ranker_name(name))
-    out = report((ranker, selection), name, search=search, hybrid=choice)
+        search = report(search, search[1] is None or bool(search[1].improves_),
+                        search_ranker_name(name))
+    out = report((fitted.ranker, fitted.selection), fitted.improves, name, search=search,
+                 hybrid=fitted.hybrid, assessment=assessment, assessment_note=note)
     if search is None and not dry_run and search_ranker_name(name) in engine.models:
         # an earlier training's, which would rank free searches in place of this one
         remove_model(index, search_ranker_name(name))
         out = dataclasses.replace(out, search_removed=True)
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Cross-validating a training
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fold:
+    """One fold of :func:`cross_validate_training`: the training on ``train_ids`` that
+    ranked ``test_ids``.
+
+    Attributes
+    ----------
+    train_ids, test_ids : list of str
+    fitted : Fitted
+        The training (its first stage, ranker and cross-validation).
+    """
+
+    train_ids: list
+    test_ids: list
+    fitted: Fitted
+
+    def describe(self) -> str:
+        """The fold's choices in one line: the first stage, and the ranker stored."""
+        f = self.fitted
+        parts = [] if f.hybrid is None else [f"a {f.hybrid.a:g}"]
+        cv = f.selection
+        if not f.kept:
+            parts.append(f"no ranker ({f.retrieval} order)")
+        elif cv is None:
+            parts.append("the learner as given")
+        elif cv.chosen_ == "baseline" or not cv.improves_:
+            parts.append(f"{cv.baseline} order")
+        elif cv.chosen_ == "single":
+            parts.append(f"single {cv.single_feature_}")
+        else:
+            point = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in cv.best_params_.items())
+            left = [d["family"] for d in cv.dropped_ if not set(d["features"]) <= set(
+                cv.features_)]
+            parts.append(point + (f" without {', '.join(left)}" if left else ""))
+        return "; ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """Held-out scores of a training (:func:`cross_validate_training`): each query ranked
+    by the training of the fold that held it out, as search would rank it with what that
+    training stores.
+
+    Attributes
+    ----------
+    run : dict
+        ``{qid: {doc_id: score}}``: the held-out rankings (the top ``k`` of each query).
+    metrics : pandas.DataFrame
+        Per query (index ``qid``): ``map``, ``p@1``, ``mrr``, ``r@k`` of ``run`` (trec
+        convention: AP over every relevant question of the qrels).
+    baseline : pandas.DataFrame
+        The same of the order the training had to beat on the same candidates (the first
+        stage's at each fold's ``a``; for given candidates, their given order).
+    retrieval : pandas.DataFrame or None
+        The same of the retrieval model alone over the whole archive (None for given
+        candidates).
+    retrieval_name : str
+        The retrieval model's feature name (e.g. ``bm25``).
+    folds : list of Fold
+    """
+
+    run: dict
+    metrics: object
+    baseline: object
+    retrieval: object
+    retrieval_name: str
+    folds: list
+
+    def gain(self, against="baseline", metric="map", confidence=0.95) -> tuple:
+        """``(mean, low, high)``: the mean per-query gain in ``metric`` of the trained
+        search over ``against`` (``"baseline"`` or ``"retrieval"``) and its interval
+        (paired t; :func:`~cqa_search.evaluation.paired_interval`)."""
+        other = getattr(self, against)
+        ids = self.metrics.index
+        return paired_interval(self.metrics.loc[ids, metric], other.loc[ids, metric],
+                               confidence=confidence)
+
+    def lines(self) -> list:
+        """What the assessment says, for :class:`TrainReport`."""
+        n, k = len(self.metrics), len(self.folds)
+        out = [f"on new queries: MAP by {k}-fold cross-validation of this whole training "
+               f"(each of the {n} queries ranked by the training on the others)"]
+        rows = [("trained search", self.metrics, None)]
+        order = self.folds[0].fitted.baseline
+        what = {"first_stage": "first stage order", "given_rrank": "given order"}.get(
+            order, "retrieval order")
+        rows.append((f"{what} ({order})", self.baseline, "baseline"))
+        if self.retrieval is not None and order == "first_stage":
+            rows.append((f"retrieval model alone ({self.retrieval_name})", self.retrieval,
+                         "retrieval"))
+        for label, table, against in rows:
+            line = f"  {label:<34} {100 * table['map'].mean():6.2f}"
+            if against is not None:
+                mean, low, high = self.gain(against)
+                line += (f"  trained search {100 * mean:+.2f} (95% interval "
+                         f"{100 * low:+.2f} to {100 * high:+.2f})")
+            out.append(line)
+        out.extend(f"  fold {i}: {f.describe()}" for i, f in enumerate(self.folds, 1))
+        return out
+
+
+def query_splits(ids, folds=5, random_state=0) -> list:
+    """``[(training ids, held-out ids), ...]``: the query-grouped folds of
+    :func:`cross_validate_training` (the sorted ids shuffled with ``random_state`` and
+    dealt into ``folds`` folds), or ``folds`` itself when it is a list of splits.
+
+    Raises
+    ------
+    QueryError
+        Fewer than 2 folds, more folds than queries, or a query in both parts of a split.
+
+    Examples
+    --------
+    >>> [test for _, test in query_splits(["a", "b", "c", "d"], 2)]
+    [['a', 'c'], ['b', 'd']]
+    """
+    ids = sorted(ids)
+    if isinstance(folds, numbers.Integral):
+        if not 2 <= folds <= len(ids):
+            raise QueryError(f"cross-validation needs 2 to {len(ids)} folds (one query "
+                             f"each at least); got {folds}")
+        folds = [([ids[i] for i in tr], [ids[i] for i in te]) for tr, te in
+                 query_folds(len(ids), folds, np.random.default_rng(random_state))]
+    for train_ids, test_ids in folds:
+        if set(train_ids) & set(test_ids):
+            raise QueryError("a query is both a training and a held-out query of a fold")
+    return [(list(tr), list(te)) for tr, te in folds]
+
+
+def _cross_validate(judged, folds, features, exclude, options) -> CrossValidation:
+    import pandas as pd
+
+    folds = query_splits(judged.ids, folds, options["random_state"])
+    out, run, metrics, baseline, retrieval = [], {}, [], [], []
+    for train_ids, test_ids in folds:
+        fitted = fit_on(judged, train_ids, features=features, exclude=exclude, **options)
+        X, _, qid, docs, names = judged.table(None if fitted.hybrid is None else
+                                              fitted.hybrid.a)
+        rows = np.isin(qid, list(test_ids))
+        if fitted.kept:
+            cols = [names.index(f) for f in fitted.ranker.feature_names_in_]
+            scores = fitted.ranker.predict(X[np.ix_(rows, cols)], qid[rows])
+        else:  # nothing stored: search keeps the first stage's order
+            scores = X[rows, names.index(fitted.retrieval)]
+        held = {q: {} for q in test_ids}  # a query without candidates scores 0
+        held.update(run_of_scores(qid[rows], docs[rows], scores))
+        base = {q: {} for q in test_ids}
+        base.update(run_of_scores(qid[rows], docs[rows], X[rows, names.index(fitted.baseline)]))
+        metrics.append(evaluate(held, judged.qrels, metrics=judged.metrics, convention="trec"))
+        baseline.append(evaluate(base, judged.qrels, metrics=judged.metrics,
+                                 convention="trec"))
+        if judged.candidates is None:
+            retrieval.append(judged.stage(0.0).loc[list(test_ids)])
+        run.update(held)
+        out.append(Fold(list(train_ids), list(test_ids), fitted))
+    return CrossValidation(run, pd.concat(metrics).sort_index(),
+                           pd.concat(baseline).sort_index(),
+                           pd.concat(retrieval).sort_index() if retrieval else None,
+                           judged.engine.config.retrieval.feature_name, out)
+
+
+def cross_validate_training(index, queries, qrels, candidates=None, *, folds=5, k=None,
+                            learner="ranksvm", params=None, normalize="zscore", max_iter=None,
+                            tol=1e-4, early_stopping=False, random_state=0, features=None,
+                            exclude=None, graded=False, cv=5, all_features=False,
+                            no_cv=False, hybrid="auto", cache=None,
+                            progress=False) -> CrossValidation:
+    """Held-out scores of :func:`train_ranker`: each query ranked by a ranker trained
+    exactly as ``cqa-search train`` trains it (first stage, features, cross-validated
+    choices) on the other folds' queries only, as search would rank it with what that
+    training stores; nothing is stored.
+
+    The candidates and their features are computed once for all the queries (a query's
+    do not depend on the others) and shared by the folds.
+
+    Parameters
+    ----------
+    index, queries, qrels, candidates, k, learner, params, normalize, max_iter, tol,
+    early_stopping, random_state, features, exclude, graded, cv, all_features, no_cv,
+    hybrid
+        As :func:`train_ranker` (``cv``: the folds of each training's own
+        cross-validation).
+    folds : int or list of (list, list), default 5
+        Query-grouped folds of the judged queries (shuffled with ``random_state``), or
+        the ``(training ids, held-out ids)`` of each fold (e.g. one split: train on dev,
+        score test).
+    cache : path, optional
+        A folder that keeps the first stage's runs and the feature tables between calls
+        (:class:`~cqa_search.training_data.JudgedQueries`).
+    progress : bool, default False
+
+    Returns
+    -------
+    CrossValidation
+
+    Raises
+    ------
+    QueryError
+        As :func:`train_ranker`, or folds that do not fit the queries.
+    """
+    options = _options(learner, params, normalize, max_iter, tol, early_stopping,
+                       random_state, cv, all_features, no_cv)
+    engine = SearchEngine.open(index, config=SearchConfig(ranker=None, hybrid=None))
+    judged = JudgedQueries(engine, queries, qrels, candidates, k=k, graded=graded,
+                           hybrid=hybrid, progress=progress, cache=cache)
+    return _cross_validate(judged, folds, features, exclude, options)

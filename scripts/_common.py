@@ -16,8 +16,6 @@ import time
 import warnings
 from collections import namedtuple
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: The judged collections (``--data``) and the synthetic archive generator, next to the
 #: repository.
@@ -266,28 +264,20 @@ def table(rows, baseline, baseline_name, exclude=None) -> str:
 
 # -- models fitted with the defaults of `cqa-search fit` --------------------------------------
 def fit_default_models(path, families=("translation", "topics", "multiview"), log=None):
-    """Fit the model families an index lacks with the defaults of ``cqa-search fit`` (the
-    multiview model's ibm1 view reads the translation model: fitted in this order), store
-    them, and return the index's engine."""
+    """Fit the model families an index lacks with the defaults of ``cqa-search fit``
+    (:func:`cqa_search.training.fit_family`; the multiview model's ibm1 view reads the
+    translation model: fitted in this order), and return the index's engine."""
     from cqa_search import SearchEngine
-    from cqa_search.factorization import MultiViewModel, TopicModel
-    from cqa_search.index.models import add_model
-    from cqa_search.translation import TranslationModel
-    from cqa_search.vectors import EmbeddingModel
+    from cqa_search.training import fit_family
 
-    defaults = {"translation": ("translation", TranslationModel),
-                "topics": ("topics-gnmfnc", lambda: TopicModel("gnmfnc")),
-                "multiview": ("multiview", lambda: MultiViewModel("ibm1")),
-                "embeddings": ("embeddings", EmbeddingModel)}
-    stored = SearchEngine.open(path).models
     for family in families:
-        name, make = defaults[family]
-        if name not in stored:
+        stored = SearchEngine.open(path).models
+        if not any(name == family or name.startswith(family + "-") for name in stored):
             if log is not None:
-                log(f"fitting {name} with its defaults")
+                log(f"fitting {family} with its defaults")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                add_model(path, name, make().fit(SearchEngine.open(path).view))
+                fit_family(path, family)
     return SearchEngine.open(path)
 
 
@@ -296,36 +286,3 @@ def stackexchange_sites(data) -> list:
     folder = os.path.join(data, "stackexchange")
     return sorted(os.path.join(folder, d) for d in os.listdir(folder)
                   if os.path.isdir(os.path.join(folder, d)))
-
-
-# -- the dev-data protocol of scripts/feature_dev.py and scripts/word_vectors_dev.py ------------
-def split5(ids, seed=0) -> list:
-    """Query-grouped 5-fold splits ``[(train ids, test ids), ...]`` of ``ids``."""
-    from cqa_search.ranking._utils import query_folds
-
-    ids = sorted(ids)
-    return [([ids[i] for i in tr], [ids[i] for i in te])
-            for tr, te in query_folds(len(ids), 5, np.random.default_rng(seed))]
-
-
-def held_out_ap(X, y, qid, names, n_rel, train, test):
-    """Trec AP (over every relevant question) of the ``test`` queries ranked by
-    ``cqa-search train``'s defaults (LinearRankerCV) trained on the ``train`` queries, and
-    the fitted LinearRankerCV."""
-    from cqa_search.ranking import LinearRankerCV
-    from cqa_search.ranking._utils import QueryGroups, average_precision
-
-    tr, te = np.isin(qid, train), np.isin(qid, test)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cv = LinearRankerCV(baseline="first_stage", random_state=0).fit(
-            X[tr], y[tr], qid=qid[tr], feature_names=names, n_relevant=n_rel[tr])
-    cols = [names.index(f) for f in cv.feature_names_in_]
-    s = cv.predict(X[np.ix_(te, cols)], qid[te])
-    g = QueryGroups(qid[te], X[te][:, :0], y[te])
-    ap = average_precision(s[g.order], y[te][g.order], g)
-    found = np.bincount(g.group, weights=(y[te][g.order] >= 1), minlength=g.n_queries)
-    total = np.zeros(g.n_queries)
-    total[g.group] = n_rel[te][g.order]
-    return dict(zip(g.qids.tolist(), (ap * found / total).tolist())), cv
-

@@ -42,9 +42,9 @@ FAMILIES = ("translation", "topics", "multiview", "answers", "embeddings")
 
 
 def _descendants(pid) -> list:
-    from cqa_search.testing.cluster import _descendants
+    from cqa_search.testing.cluster import descendants
 
-    return _descendants(pid)
+    return descendants(pid)
 
 
 def _proc(pid) -> dict:

@@ -174,38 +174,57 @@ def test_bench_sharded_tiny(tmp_path):
     assert "first_stage" in query["features"] and len(query["shards"]) == 2
 
 
-def _script_module(name):
+def test_full_retrieval_demo_rows(tmp_path):
+    """The harness on the demo's held-out queries: rows searched without a ranker and one
+    trained by cross_validate_training (the command in the table's header, p-values)."""
+    out = run("full_retrieval.py", "--work", str(tmp_path), "--collections", "demo",
+              "--rows", "bm25", "lm-jm", "pipeline-plain", "first-stage", "--reference",
+              "pipeline-plain", "--out", str(tmp_path / "tables.md"), "-q")
+    assert "#### Demo archive, held-out queries (trained on the 28 others): 327 archive " \
+           "questions, 33 queries scored, 91 relevant" in out
+    assert "`python scripts/full_retrieval.py --collections demo --rows bm25 lm-jm " \
+           "pipeline-plain first-stage --reference pipeline-plain`" in out  # no machine path
+    assert "| system | MAP | P@1 | MRR | R@100 | MAP vs BM25: p (t / rand.) | vs " \
+           "pipeline-plain: p (t / rand.) |" in out
+    bm25 = next(line for line in out.splitlines() if line.startswith("| BM25"))
+    assert bm25.split(" | ")[1:3] == ["26.27", "45.45"]  # BENCHMARKS.md, the demo
+    assert "| learned pipeline on an index without fitted models" in out
+    assert "| its first stage alone (as `pipeline-plain` chose it" in out
+    assert "`pipeline-plain` per fold: " in out
+    # the first stage as train chooses it, without training a ranker (BENCHMARKS.md: 32.69)
+    stage = next(line for line in out.splitlines() if line.startswith("| the first stage alone"))
+    assert stage.split(" | ")[1:3] == ["32.69", "42.42"] and "`first-stage` per fold: a 0.8" in out
+    assert (tmp_path / "tables.md").read_text().strip() in out
+
+
+def test_known_item_queries_count_every_question_of_the_title(tmp_path, monkeypatch):
+    """Known-item search: a question's own title is its query, and every question with
+    that title (case and spacing aside) is relevant; BM25 finds one of them first."""
     import importlib.util
 
+    from cqa_search import Question
+
     scripts = os.path.join(ROOT, "scripts")
-    spec = importlib.util.spec_from_file_location(name[:-3], os.path.join(scripts, name))
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, scripts)  # the scripts import their _common
+    spec = importlib.util.spec_from_file_location("full_retrieval",
+                                                  os.path.join(scripts, "full_retrieval.py"))
+    fr = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "full_retrieval", fr)  # its dataclasses look it up
+    sys.path.insert(0, scripts)  # the script imports its _common
     try:
-        spec.loader.exec_module(module)
+        spec.loader.exec_module(fr)
     finally:
         sys.path.remove(scripts)
-    return module
-
-
-def test_feature_dev_columns_against_direct_computations():
-    """The prototype's soft alignment and n-gram overlap (scripts/feature_dev.py, whose
-    figures are in BENCHMARKS.md) against their definitions, written out."""
-    import numpy as np
-    import scipy.sparse as sp
-
-    fd = _script_module("feature_dev.py")
-    S = sp.csr_matrix(np.array([[0, .5, 0, .2], [.5, 0, 0, 0], [0, 0, 0, .9], [.2, 0, .9, 0]],
-                               dtype=np.float32))
-    idf = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
-    query, docs = np.array([0, 2, 2]), [np.array([1, 3, 3]), np.array([2]), np.array([], int)]
-    recall, precision = fd._align(query, docs, S, idf)
-    # doc 0: term 0's best is S[0,1] = .5, term 2's S[2,3] = .9; from the doc's side term 1's
-    # best is S[1,0] = .5, term 3's S[3,2] = .9; doc 1 holds term 2 itself
-    assert np.allclose(recall, [(1 * .5 + 3 * .9) / 4, 3 / 4, 0])
-    assert np.allclose(precision, [(2 * .5 + 4 * .9) / 6, 1, 0])
-    assert fd._lcs(list("abcbdab"), list("bdcaba")) == 4
-    assert fd._bigrams(np.array([1, 2, 1, 2])) == {(1, 2), (2, 1)}
+    questions = [Question("a", "Renew my visa?", "at the office"),
+                 Question("b", "renew  my VISA?", "online"),
+                 Question("c", "Cheap sofa", "the Friday market"),
+                 Question("d", "", "no title")]
+    c = fr.known_item("known-item-toy", "Known-item search: toy", questions, str(tmp_path / "d"))
+    assert [q["text"] for q in c.queries] == ["Renew my visa?", "renew  my VISA?", "Cheap sofa"]
+    assert c.qrels["title:a"] == c.qrels["title:b"] == {"a": 1, "b": 1}
+    assert c.qrels["title:c"] == {"c": 1} and c.known_item and not c.trained
+    path = fr.index_of(c, (), str(tmp_path), print)
+    table = fr.search_row(c, fr.ROWS["bm25"], path, str(tmp_path))
+    assert table["success@1"].tolist() == [1.0, 1.0, 1.0]
 
 
 def test_bench_encoder_tiny(tmp_path):

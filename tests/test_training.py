@@ -10,11 +10,13 @@ import pytest
 
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
 from cqa_search.cli.__main__ import main
+from cqa_search.cli.train import next_steps
 from cqa_search.evaluation import read_qrels, read_queries, write_qrels, write_run
 from cqa_search.exceptions import ParameterError, QueryError
 from cqa_search.features import GIVEN_FEATURES, uses_given
 from cqa_search.ranking import LinearRanker, LinearRankerCV
-from cqa_search.training import FitReport, TrainReport, fit_family, train_ranker
+from cqa_search.training import (CrossValidation, FitReport, TrainReport, cross_validate_training,
+                                 fit_family, train_ranker)
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -182,7 +184,8 @@ def test_a_ranker_of_given_scores_gets_one_for_free_searches_beside_it(
         f for f in report.ranker.feature_names_in_ if f not in GIVEN_FEATURES]
     text = str(report)
     assert f"stored as model 'ranker' in {index}: it ranks candidates given with their " \
-           "scores" in text and "--candidates RUN" in text
+           "scores" in text and "cqa-search" not in text  # the command says its commands
+    assert any("--candidates RUN" in line for line in next_steps(report))
     assert "free searches have no given-run features (given_score, given_rrank)" in text
     assert f"stored as model 'ranker-search' in {index}: free searches now rank with it" in text
 
@@ -261,6 +264,8 @@ def test_train_with_candidates_from_the_command_line(index, judged, bm25_positio
                  "--no-cv", "-q"]) == 0
     out = capsys.readouterr().out
     assert "stored as model 'ranker-search'" in out and "free searches now rank with it" in out
+    assert f"evaluate it:      cqa-search evaluate {index} --candidates RUN" in out
+    assert f"search with it:   cqa-search query {index} \"your question\"" in out
 
     assert main(["query", str(index), "car engine will not start", "--explain"]) == 0
     out = capsys.readouterr().out
@@ -362,3 +367,89 @@ def test_the_first_stage_order_is_kept_when_no_ranker_beats_it(vectors_copy, dem
     assert list(stored.models["ranker"].feature_names_in_) == ["first_stage"]
     for q in queries[:5]:
         assert stored.search(q["text"], k=3).doc_ids == engine.search(q["text"], k=3).doc_ids
+
+
+# -- cross-validation of a whole training --------------------------------------------------
+def test_cross_validation_scores_each_fold_as_train_ranker_would(vectors_index, demo_judged,
+                                                                 tmp_path):
+    """Oracle: each fold's held-out ranking is what search returns after `train_ranker` on
+    that fold's training queries (the same first stage, ranker and stored order)."""
+    import shutil
+
+    from cqa_search.evaluation import run_queries
+
+    queries, qrels = demo_judged
+    cv = cross_validate_training(vectors_index, queries, qrels, folds=3, cv=3)
+    assert isinstance(cv, CrossValidation) and len(cv.folds) == 3
+    assert sorted(cv.run) == sorted(q["id"] for q in queries) == list(cv.metrics.index)
+    for fold in cv.folds:
+        copy = tmp_path / fold.test_ids[0]
+        shutil.copytree(vectors_index, copy)
+        train = [q for q in queries if q["id"] in fold.train_ids]
+        report = train_ranker(copy, train, qrels, cv=3, assess=False)
+        assert report.hybrid.a == fold.fitted.hybrid.a
+        assert report.stored == fold.fitted.kept
+        np.testing.assert_array_equal(report.ranker.coef_, fold.fitted.ranker.coef_)
+        held = [{**q, "category": None} for q in queries if q["id"] in fold.test_ids]
+        # k=99: run_queries retrieves one more (a query may be archived), so the ranker
+        # reorders the same 100 candidates as the training's table
+        run = run_queries(SearchEngine.open(copy), held, k=99)
+        for q in fold.test_ids:
+            ours = sorted(cv.run[q].items(), key=lambda x: -x[1])[:99]
+            assert list(run[q]) == [d for d, _ in ours]
+            np.testing.assert_allclose(list(run[q].values()), [s for _, s in ours], rtol=1e-9)
+    mean, low, high = cv.gain("retrieval")
+    assert low <= mean <= high
+    assert mean == pytest.approx(cv.metrics["map"].mean() - cv.retrieval["map"].mean())
+    text = "\n".join(cv.lines())
+    assert "on new queries: MAP by 3-fold cross-validation" in text
+    assert "first stage order (first_stage)" in text and "retrieval model alone (bm25)" in text
+    assert text.count("  fold ") == 3
+
+
+def test_cross_validation_on_one_given_split_and_from_its_cache(vectors_index, demo_judged,
+                                                                tmp_path, monkeypatch):
+    queries, qrels = demo_judged
+    ids = sorted(q["id"] for q in queries)
+    split = [(ids[:20], ids[20:])]
+    first = cross_validate_training(vectors_index, queries, qrels, folds=split, cv=3,
+                                    cache=tmp_path / "cache")
+    assert sorted(first.run) == ids[20:] and first.folds[0].train_ids == ids[:20]
+    import cqa_search.training_data as td
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the cache was not read")
+
+    monkeypatch.setattr(td, "feature_table", no_search)
+    monkeypatch.setattr(td, "run_queries", no_search)
+    again = cross_validate_training(vectors_index, queries, qrels, folds=split, cv=3,
+                                    cache=tmp_path / "cache")
+    assert again.run == first.run and again.metrics.equals(first.metrics)
+    with pytest.raises(QueryError, match="both a training and a held-out query"):
+        cross_validate_training(vectors_index, queries, qrels, folds=[(ids, ids[:3])], cv=3,
+                                cache=tmp_path / "cache")
+    with pytest.raises(QueryError, match="cross-validation needs 2 to 28 folds"):
+        cross_validate_training(vectors_index, queries, qrels, folds=29,
+                                cache=tmp_path / "cache")
+
+
+def test_train_reports_what_to_expect_on_new_queries(index, judged, bm25_position_qrels,
+                                                     capsys, tmp_path):
+    queries = judged[0]
+    qrels = bm25_position_qrels(index, -1)
+    report = train_ranker(index, queries, qrels, k=10, cv=3, dry_run=True)
+    cv = report.assessment
+    assert len(cv.folds) == 3 and len(cv.metrics) == 6
+    text = str(report)
+    mean, low, high = cv.gain("baseline")
+    assert f"  {'retrieval order (bm25)':<34} {100 * cv.baseline['map'].mean():6.2f}  " \
+           f"trained search {100 * mean:+.2f} (95% interval {100 * low:+.2f} to " \
+           f"{100 * high:+.2f})" in text
+    small = train_ranker(index, queries[:2], qrels, k=10, cv=3, dry_run=True,
+                         no_cv=True)
+    assert small.assessment is None and "on new queries: not assessed (" in str(small)
+    write_qrels(qrels, tmp_path / "qrels.txt")
+    assert main(["train", str(index), "--queries", str(DATA / "toy_queries.jsonl"), "--qrels",
+                 str(tmp_path / "qrels.txt"), "-k", "10", "--cv", "3", "--no-assess",
+                 "--dry-run", "-q"]) == 0
+    assert "on new queries" not in capsys.readouterr().out

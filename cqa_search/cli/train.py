@@ -3,8 +3,10 @@
 By default the ranker is chosen by query-grouped cross-validation
 (:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation, the model families that
 earn their place, and whether it ranks the candidates better than the retrieval model
-alone; when it does not, nothing is stored (and a ranker stored before under the same name
-is removed), so training never makes search worse.
+alone on the training queries; when it does not, nothing is stored (and a ranker stored
+before under the same name is removed). The whole training is then cross-validated too
+(``--no-assess``: not), and the report says what MAP to expect on new queries against the
+first stage and the retrieval model alone, with 95% intervals.
 
 With ``--candidates``, a ranker that reads the candidates' given scores (``given_score``,
 ``given_rrank``) ranks only candidates given with scores (``evaluate --candidates``); a
@@ -107,6 +109,9 @@ def configure(parser) -> None:
                              "queries' recall of their relevant questions; A fixes it; none: "
                              "the retrieval model alone (default: %(default)s; full "
                              "retrieval only)")
+    parser.add_argument("--no-assess", action="store_true",
+                        help="do not cross-validate the whole training (the MAP to expect on "
+                             "new queries, with intervals; it costs --cv times the learning)")
     parser.add_argument("--dry-run", action="store_true", help="train and report, store nothing")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_common_options(parser)
@@ -118,14 +123,35 @@ def run(args) -> int:
     if not any(q["id"] in qrels for q in queries):
         raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}")
     candidates = read_run(args.candidates) if args.candidates else None
-    print(train_ranker(
+    report = train_ranker(
         args.index, queries, qrels, candidates, k=args.k, learner=args.learner,
         params=dict(args.param), normalize=None if args.normalize == "none" else args.normalize,
         max_iter=args.max_iter, tol=args.tol, early_stopping=args.early_stopping,
         random_state=args.random_state, features=args.features, exclude=args.exclude,
         graded=args.graded, cv=args.cv, all_features=args.all_features, no_cv=args.no_cv,
-        name=args.name, hybrid=args.hybrid, dry_run=args.dry_run, progress=not args.quiet))
+        name=args.name, hybrid=args.hybrid, assess=not args.no_assess, dry_run=args.dry_run,
+        progress=not args.quiet)
+    print(report)
+    for line in next_steps(report):
+        print(line)
     return 0
+
+
+def next_steps(report) -> list:
+    """The commands that use what a training stored (a
+    :class:`~cqa_search.training.TrainReport`): the face says them, not the library."""
+    index, name, search = report.index, report.name, report.search
+    use = "" if name == "ranker" else f" --ranker {name}"
+    query = f"search with it:   cqa-search query {index}{use} \"your question\""
+    if not report.stored:
+        return [query] if search is not None and search.stored else []
+    if search is None and report.improves:
+        return [query, f"evaluate it:      cqa-search evaluate {index}{use} --queries Q "
+                       "--qrels R"]
+    if search is None:
+        return []
+    return [f"evaluate it:      cqa-search evaluate {index}{use} --candidates RUN --queries Q "
+            "--qrels R"] + ([query] if search.stored else [])
 
 
 def main(argv=None) -> int:

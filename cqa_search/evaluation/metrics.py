@@ -19,8 +19,9 @@ Conventions (``convention=``):
     count; AP divides by the number of relevant documents in the qrels; only queries
     present both in the run and in the qrels are evaluated.
 
-Metric names: ``map``, ``mrr``, ``p@k``, ``r@k`` (recall), ``ndcg@k`` (linear gains,
-log2 discount, as trec_eval's ``ndcg_cut``), for any positive integer ``k``.
+Metric names: ``map``, ``mrr``, ``p@k``, ``r@k`` (recall), ``success@k`` (1 when a
+relevant document is in the top ``k``, else 0: trec_eval's ``success``), ``ndcg@k``
+(linear gains, log2 discount, as trec_eval's ``ndcg_cut``), for any positive integer ``k``.
 """
 from __future__ import annotations
 
@@ -48,9 +49,11 @@ def parse_metric(name: str):
     if key in ("map", "mrr"):
         return key, None
     kind, sep, k = key.partition("@")
-    if sep and kind in ("p", "r", "ndcg") and k.isascii() and k.isdigit() and int(k) >= 1:
+    if sep and kind in ("p", "r", "success", "ndcg") and k.isascii() and k.isdigit() \
+            and int(k) >= 1:
         return kind, int(k)
-    raise ParameterError(f"metric must be map, mrr, p@K, r@K or ndcg@K (K >= 1); got {name!r}")
+    raise ParameterError(f"metric must be map, mrr, p@K, r@K, success@K or ndcg@K "
+                         f"(K >= 1); got {name!r}")
 
 
 def rank_documents(scored: dict, convention: str) -> list:
@@ -83,6 +86,8 @@ def _query_metrics(ranked, judged, metrics, convention, threshold):
             out[name] = float(rel[:k].sum() / k)
         elif kind == "r":
             out[name] = float(rel[:k].sum() / n_rel) if n_rel else 0.0
+        elif kind == "success":
+            out[name] = float(rel[:k].any())
         else:  # ndcg: linear gains of relevant documents, log2 discount
             g = np.where(gains >= threshold, gains, 0.0)
             if convention == "semeval":

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..exceptions import QueryError
 
-__all__ = ["paired_ttest", "randomization_test", "compare", "N_RESAMPLES"]
+__all__ = ["paired_ttest", "paired_interval", "randomization_test", "compare", "N_RESAMPLES"]
 
 #: Resamples of the randomization test by default.
 N_RESAMPLES = 10_000
@@ -28,6 +28,31 @@ def paired_ttest(a, b) -> float:
     from scipy import stats
 
     return float(stats.ttest_rel(a, b).pvalue)
+
+
+def paired_interval(a, b, *, confidence=0.95) -> tuple:
+    """The mean of ``a - b`` and its confidence interval (Student's t over the pairs).
+
+    Returns
+    -------
+    mean, low, high : float
+        ``low == high == mean`` when every difference is the same (or there is one pair).
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in paired_interval([0.5, 0.7, 0.9], [0.4, 0.5, 0.6])]
+    [0.2, -0.048, 0.448]
+    """
+    a, b = _paired(a, b)
+    d = a - b
+    mean = float(d.mean()) if len(d) else float("nan")
+    spread = float(d.std(ddof=1)) if len(d) > 1 else 0.0
+    if spread == 0.0:
+        return mean, mean, mean
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(d) - 1)) * spread / np.sqrt(len(d))
+    return mean, float(mean - half), float(mean + half)
 
 
 def randomization_test(a, b, *, n_resamples=N_RESAMPLES, random_state=0) -> float:

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-__all__ = ["LocalCluster", "node_failure", "check_node_failure"]
+__all__ = ["LocalCluster", "node_failure", "check_node_failure", "descendants"]
 
 # Bytes of object store per node (bounded: the machine is shared).
 _OBJECT_STORE = 150 * 1024 ** 2
@@ -47,7 +47,7 @@ _SINGLE_MACHINE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _START_SECONDS = 120.0
 
 
-def _descendants(pid) -> list:
+def descendants(pid) -> list:
     """The processes descended from ``pid`` (from /proc: parent of each process)."""
     children = {}
     for entry in os.listdir("/proc"):
@@ -198,7 +198,7 @@ class LocalCluster:
         proc = self._procs.pop(i, None)
         if proc is None:
             return
-        for pid in _descendants(proc.pid) + [proc.pid]:
+        for pid in descendants(proc.pid) + [proc.pid]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -213,7 +213,7 @@ class LocalCluster:
             self.ray = None
         for i in sorted(self._procs, reverse=True):
             proc = self._procs[i]
-            started = _descendants(proc.pid)
+            started = descendants(proc.pid)
             if proc.poll() is None:
                 try:  # ray start --block stops what it started
                     os.killpg(proc.pid, signal.SIGTERM)

@@ -23,18 +23,22 @@ def test_semeval_convention_by_hand():
 def test_trec_convention_by_hand():
     run = {"q": {"a": 1.0, "b": 1.0, "c": 0.5}, "unjudged": {"a": 1.0}}
     qrels = {"q": {"a": 1, "d": 1}, "missing": {"a": 1}}
-    df = evaluate(run, qrels, metrics=["map", "mrr", "ndcg@2"], convention="trec")
+    df = evaluate(run, qrels, metrics=["map", "mrr", "ndcg@2", "success@1", "success@2"],
+                  convention="trec")
     assert list(df.index) == ["q"]  # only queries in both run and qrels
     # ties by doc id descending: b a c; a at rank 2; 2 relevant in the qrels
     assert df.loc["q", "map"] == pytest.approx(0.5 / 2)
     assert df.loc["q", "mrr"] == pytest.approx(0.5)
     assert df.loc["q", "ndcg@2"] == pytest.approx((1 / np.log2(3)) / (1 + 1 / np.log2(3)))
+    assert (df.loc["q", "success@1"], df.loc["q", "success@2"]) == (0.0, 1.0)
 
 
 def test_metric_names():
     assert parse_metric("NDCG@10") == ("ndcg", 10)
+    assert parse_metric("success@3") == ("success", 3)
     for bad in ["p@0", "p@", "map@5", "precision", "p@²"]:
-        with pytest.raises(ValueError, match="metric must be map, mrr, p@K, r@K or ndcg@K"):
+        with pytest.raises(ValueError, match="metric must be map, mrr, p@K, r@K, success@K or "
+                                             "ndcg@K"):
             parse_metric(bad)
     with pytest.raises(ValueError, match="convention must be one of"):
         evaluate({}, {}, convention="official")
@@ -76,7 +80,7 @@ def test_trec_convention_equals_pytrec_eval_on_random_runs():
     pytrec_eval = pytest.importorskip("pytrec_eval")
     rng = np.random.default_rng(0)
     measures = {"map": "map", "recip_rank": "mrr", "P_5": "p@5", "P_10": "p@10",
-                "ndcg_cut_10": "ndcg@10", "recall_10": "r@10"}
+                "ndcg_cut_10": "ndcg@10", "recall_10": "r@10", "success_5": "success@5"}
     for trial in range(300):
         docs = [f"d{i}" for i in range(rng.integers(1, 30))]
         qrels, run = {}, {}

@@ -82,7 +82,8 @@ def test_train_command_stores_a_ranker(index, toy_judged, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "learner      coordinate-ascent (n_restarts=2)" in out
-    assert "queries      6 judged" in out and "training MAP" in out and "fold" not in out
+    assert "queries      6 judged" in out and "training MAP" in out
+    assert "-fold MAP   query-grouped" not in out  # no cross-validation chose it
     for name in ("bm25", "lm_jm", "log_length"):
         assert name in out
     assert "given_" not in out  # a full retrieval has no given-run features
