@@ -351,7 +351,9 @@ class TrainReport:
             lines.append("base rankers " + ", ".join(
                 f"{b} {w:+.3f}" for b, w in zip(info["base"], info["meta_coef"])))
         if info.get("base_feature") is not None:
-            lines.append(f"base score   {info['base_feature']} (alpha_0 {info['alpha0']:.3f})")
+            base = info["base_feature"]
+            weight = info.get("alpha0", ranker.coef_[list(ranker.feature_names_in_).index(base)])
+            lines.append(f"base score   {base} (weight {weight:.3f})")
         lines.append("")
         lines.append(f"{'feature':<22} {'weight':>9} {'mean':>10} {'scale':>10}  thresholds")
         n_steps = np.bincount(ranker.step_feature_, minlength=ranker.n_features_in_)
