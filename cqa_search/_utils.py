@@ -18,7 +18,7 @@ import numpy as np
 from .exceptions import ParameterError
 
 __all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params",
-           "progress_bar", "counted"]
+           "Estimator", "progress_bar", "counted"]
 
 
 class Interval:
@@ -97,6 +97,44 @@ def get_params(obj) -> dict:
     names = [p for p in inspect.signature(type(obj).__init__).parameters
              if p not in ("self", "args", "kwargs")]
     return {p: getattr(obj, p) for p in names}
+
+
+class Estimator:
+    """scikit-learn's estimator interface for the classes that must not import
+    scikit-learn (those the query path loads): ``get_params`` and ``set_params`` read
+    and change the parameters of ``__init__``, stored under their names, and the repr
+    shows them. Parameters are checked where they are used (:func:`validate_params`).
+
+    Examples
+    --------
+    >>> class Model(Estimator):
+    ...     def __init__(self, *, k=1):
+    ...         self.k = k
+    >>> Model().set_params(k=2)
+    Model(k=2)
+    >>> Model().set_params(n=2)
+    Traceback (most recent call last):
+    ...
+    cqa_search.exceptions.ParameterError: Model has no parameter 'n' (parameters: k)
+    """
+
+    def get_params(self, deep=True) -> dict:
+        """The constructor parameters (scikit-learn's ``get_params``)."""
+        return get_params(self)
+
+    def set_params(self, **params):
+        """Change parameters (scikit-learn's ``set_params``); checked on next use."""
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ParameterError(f"{type(self).__name__} has no parameter {key!r} "
+                                     f"(parameters: {', '.join(valid)})")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
 
 
 def counted(n, noun) -> str:
