@@ -9,6 +9,7 @@ estimators keeps one message format: ``max_iter must be an integer in [1, inf); 
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import numbers
 import sys
@@ -18,7 +19,7 @@ import numpy as np
 from .exceptions import ParameterError
 
 __all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params",
-           "Estimator", "progress_bar", "counted"]
+           "Estimator", "imported", "progress_bar", "counted"]
 
 
 class Interval:
@@ -90,6 +91,19 @@ def validate_params(obj, constraints=None) -> None:
                 else:
                     parts.append(opt.describe())
             raise ParameterError(f"{param} must be {' or '.join(parts)}; got {value!r}")
+
+
+def imported(target):
+    """The object ``"module:name"`` names, its module imported on first use (what the
+    package's registries name, so that a part not used is not imported).
+
+    Examples
+    --------
+    >>> imported("cqa_search._utils:counted")(2, "shard")
+    '2 shards'
+    """
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def get_params(obj) -> dict:

@@ -10,9 +10,7 @@ go when an index changes is its write back-end's (:mod:`cqa_search.index.writer`
 """
 from __future__ import annotations
 
-import importlib
-
-from .._utils import validate_params
+from .._utils import imported, validate_params
 from ..exceptions import IndexFormatError
 from .store import damage_advice
 from .validate import InvalidArray
@@ -46,10 +44,7 @@ def model_class(kind) -> type:
         Unknown kind.
     """
     cls = MODEL_KINDS[kind]
-    if isinstance(cls, str):
-        module, _, name = cls.partition(":")
-        cls = getattr(importlib.import_module(module), name)
-    return cls
+    return imported(cls) if isinstance(cls, str) else cls
 
 
 def model_dir(name) -> str:

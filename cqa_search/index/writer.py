@@ -44,12 +44,11 @@ them in), until the next compaction or fit stores them.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import time
 from typing import Protocol
 
-from .._utils import counted
+from .._utils import counted, imported
 from ..exceptions import ArchiveError
 from .build import nothing_read
 from .changes import (ChangeSummary, SegmentChange, already_in_index, check_deletion,
@@ -68,11 +67,8 @@ WRITERS = {"shards": "cqa_search.index.sharded_writer:ShardedWriter"}
 
 def writer_class(stored) -> type:
     """The write back-end of a generation (:data:`WRITERS`; else :class:`LocalWriter`)."""
-    for key, target in WRITERS.items():
-        if key in stored.manifest:
-            module, _, name = target.partition(":")
-            return getattr(importlib.import_module(module), name)
-    return LocalWriter
+    return next((imported(target) for key, target in WRITERS.items()
+                 if key in stored.manifest), LocalWriter)
 
 
 @contextlib.contextmanager

@@ -194,26 +194,6 @@ class EmbeddingModel(Estimator):
         self.exact_limit = exact_limit
         self.random_state = random_state
 
-    @property
-    def feature_names(self) -> tuple:
-        return FEATURE_NAMES
-
-    @property
-    def row_arrays(self) -> tuple:
-        """The state arrays with a row per question (see :mod:`cqa_search.index.models`),
-        the question vectors first: the vectors, soft-cosine norms and inverted lists, and
-        the title and body fields when the model stores them. The vectors by list and the
-        fields are not slices of the rows: :meth:`rows_state` takes a run of them."""
-        self._check_fitted()
-        fields = () if self.parts_ is None else tuple(
-            key for p in parts.PARTS for key in parts.field_arrays(self.parts_[p], f"{p}_"))
-        return ("doc_vectors", "doc_norms", "doc_list", "list_vectors") + fields
-
-    def rows_state(self, start, stop):
-        """The state of a copy holding rows ``start`` to ``stop - 1`` of the fit (what the
-        shard holding those rows of a sharded index stores)."""
-        return self.select_rows(None, np.arange(start, stop)).state()
-
     # -- training ----------------------------------------------------------------------
     def fit(self, view, y=None, *, progress=False):
         """Learn the word vectors from ``view``'s text and compute every question's rows.
@@ -355,6 +335,22 @@ class EmbeddingModel(Estimator):
             raise NotFittedError("this EmbeddingModel is not fitted yet; call fit first")
 
     # -- storage -------------------------------------------------------------------------
+    @property
+    def row_arrays(self) -> tuple:
+        """The state arrays with a row per question (see :mod:`cqa_search.index.models`),
+        the question vectors first: the vectors, soft-cosine norms and inverted lists, and
+        the title and body fields when the model stores them. The vectors by list and the
+        fields are not slices of the rows: :meth:`rows_state` takes a run of them."""
+        self._check_fitted()
+        fields = () if self.parts_ is None else tuple(
+            key for p in parts.PARTS for key in parts.field_arrays(self.parts_[p], f"{p}_"))
+        return ("doc_vectors", "doc_norms", "doc_list", "list_vectors") + fields
+
+    def rows_state(self, start, stop):
+        """The state of a copy holding rows ``start`` to ``stop - 1`` of the fit (what the
+        shard holding those rows of a sharded index stores)."""
+        return self.select_rows(None, np.arange(start, stop)).state()
+
     def state(self):
         """(meta, arrays) for :func:`cqa_search.index.models.add_model`."""
         self._check_fitted()
@@ -459,6 +455,10 @@ class EmbeddingModel(Estimator):
         if self.parts_ is not None:
             model.parts_ = {p: f.select(rows) for p, f in full.fields.items()}
         return model
+
+    @property
+    def feature_names(self) -> tuple:
+        return FEATURE_NAMES
 
     def scorer(self, view):
         """The feature scorer and dense searcher over ``view``
