@@ -26,7 +26,8 @@ from .._utils import counted
 from ..exceptions import ArchiveError
 from .build import FIRST_SEGMENT
 from .layout import SegmentRows, SegmentWriter, SortedIds, read_head, segment_dir, write_globals
-from .model_files import load_models, row_arrays, write_model
+from .model_files import (growing_models, load_models, row_arrays, rows_dir,
+                          write_added_rows, write_model)
 from .term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 
 __all__ = ["ChangeSummary", "SegmentChange", "check_deletion", "already_in_index",
@@ -191,10 +192,12 @@ class SegmentChange:
                    **extra)
         return out
 
-    def commit(self, *, field_stats, stats, counters, new_segment=None, **changed) -> str:
+    def commit(self, *, field_stats, stats, counters, new_segment=None, models=None,
+               **changed) -> str:
         """Write the deleted masks that changed, the statistics, and the shared files in
         ``changed`` (:func:`~cqa_search.index.layout.write_globals`' parts: those not
-        given are kept as they are), then commit."""
+        given are kept as they are), then commit (``models``: the manifest's models entry,
+        when it changes)."""
         w = self.writer
         for k in self.changed:
             mask = ~self.live[self.starts[k]:self.starts[k + 1]]
@@ -204,6 +207,8 @@ class SegmentChange:
         manifest = dict(self.manifest)
         manifest.update(segments=segments, counters=counters,
                         stats={**stats, "fields": fields})
+        if models is not None:
+            manifest["models"] = models
         # the live generation's files, but for those written here (IndexWriter.commit)
         return w.commit(manifest, keep=list(self.base.manifest["files"]))
 
@@ -213,6 +218,10 @@ class SegmentChange:
         ``vocab`` (the index's vocabulary, or a sharded index's whole one), with the rows
         ``replaced`` deleted (a list ``questions`` may fill while they are read), and
         commit.
+
+        The models that compute the rows of questions when they are added
+        (:func:`~cqa_search.index.model_files.growing_models`) store those of the new
+        segment (its ``runs``); the others fold them in when an engine opens the index.
 
         Returns
         -------
@@ -224,6 +233,9 @@ class SegmentChange:
             ``surface`` (the surface words the index did not have).
         """
         head = self.head
+        growing = growing_models(self.base)
+        if growing:
+            questions = list(questions)  # (read twice: written, then their rows computed)
         number = max(int(_SEGMENT.match(s["name"]).group(1)) for s in self.segments) + 1
         segment = SegmentWriter(self.writer, f"seg-{number:06d}")
         rows = segment.write_questions(
@@ -252,8 +264,12 @@ class SegmentChange:
             **{key: int(old.get(key, 0)) + n for key, n in rows.counts.items()},
             "n_categories": len(categories)})
         ranks = self.ids.extended_ranks(doc_ids)
+        models = dict(self.base.models) if growing else None
+        for name, model in growing.items():
+            run = write_added_rows(self.writer, name, model, segment.name, questions)
+            models[name] = {**models[name], "runs": [*models[name].get("runs", ()), run]}
         generation = self.commit(
-            field_stats=field_stats, stats=stats,
+            field_stats=field_stats, stats=stats, models=models,
             counters=self.counters(len(doc_ids), len(replaced)), new_segment=new_segment,
             vocab_terms=part.vocab.terms if n_terms > len(head.terms) else None,
             categories=list(categories) if len(categories) > len(head.categories) else None,
@@ -275,9 +291,10 @@ class SegmentChange:
     def compact(self, data, after=None) -> tuple:
         """Merge the segments into one without the deleted rows (``data``: the
         generation's data, its term index scored with the statistics its models are
-        computed with), carry the per-question models' rows over, and commit
-        (``after(merged)``: writes more files of the merged TermIndex and returns entries
-        of the new manifest). Returns the generation and the models carried."""
+        computed with), carry the per-question models' rows over (their runs merged into
+        them), and commit (``after(merged)``: writes more files of the merged TermIndex
+        and returns entries of the new manifest). Returns the generation and the models
+        carried."""
         from ..features import IndexView
 
         writer, base = self.writer, self.base
@@ -311,11 +328,17 @@ class SegmentChange:
                 selected = model.select_rows(view, keep_rows)
                 write_model(writer, name, selected, only=row_arrays(selected) or None)
                 carried.append(name)
+        # the rows stored apart (runs) are in the rows written
+        runs = tuple(rows_dir(name, run["segment"]) + "/" for name, entry
+                     in base.models.items() for run in entry.get("runs", ()))
         out = dict(self.manifest)
         out.update(segments=[entry], stats={**stats, "fields": field_stats},
-                   rows_id=secrets.token_hex(8), models=dict(base.models),
+                   rows_id=secrets.token_hex(8),
+                   models={name: {**e, "runs": []} if "runs" in e else e
+                           for name, e in base.models.items()},
                    **({} if after is None else after(merged)))
-        keep = [rel for rel in base.manifest["files"] if rel.startswith("models/")]
+        keep = [rel for rel in base.manifest["files"]
+                if rel.startswith("models/") and not rel.startswith(runs)]
         return writer.commit(out, keep=keep), carried  # (the files written here win)
 
 

@@ -21,10 +21,14 @@ question vectors) also implements::
     select_rows(view, rows) -> model            # a copy with the rows ``rows`` of ``view``
     rows_state(start, stop) -> (meta, arrays)   # optional: its rows start to stop - 1,
                                                 # when they are not slices of row_arrays
+    added_rows(questions) -> dict               # optional: the row arrays of questions
+                                                # being added (one row each, in order)
 
 so that a compaction carries its rows to the renumbered questions and a sharded index
-splits them with its shards (:mod:`cqa_search.index.writer`); the questions an index
-gains after its fit it computes itself when it scores them (folding them in).
+splits them with its shards (:mod:`cqa_search.index.writer`). The rows of the questions
+an index gains after the store the model computes when they are added (``added_rows``,
+e.g. an encoder's vectors: stored with their segment), or else itself when it scores them
+(folding them in).
 
 A *family* is a kind that :func:`cqa_search.training.fit_family` (``cqa-search fit INDEX
 FAMILY``) trains from an index's own archive: its ``fit(view, *, progress=False)`` reads an
@@ -44,7 +48,7 @@ from dataclasses import dataclass
 
 from ..exceptions import IndexFormatError, ParameterError
 from .model_files import (MODEL_KINDS, STATE_ERRORS, load_models, model_class, model_dir,
-                          row_arrays, write_model)
+                          row_arrays, runs_entry, write_model)
 from .store import open_index
 from .writer import open_writer
 
@@ -219,7 +223,7 @@ def add_model(index, name, model, *, inputs=()) -> str:
                         "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
                         "features": produced, "fit": uuid.uuid4().hex,
                         "inputs": {n: models[n].get("fit") for n in dict.fromkeys(sources)
-                                   if n in models and n != name}}
+                                   if n in models and n != name}, **runs_entry(model)}
         _check_rankers(base, models, f"storing model {name!r}")
         return models
 

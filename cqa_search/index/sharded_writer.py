@@ -49,7 +49,7 @@ from .build import NewIndex, nothing_read
 from .changes import (ChangeSummary, SegmentChange, already_in_index, check_deletion,
                       commit_models)
 from .layout import SegmentRows, load_index, read_stats, write_globals, write_weights
-from .model_files import model_dir, write_model
+from .model_files import added_rows, growing_models, model_dir, runs_entry, write_model
 from .sharding import as_part, per_question, read_shards, rows_of, shard_dir
 from .store import open_index
 from .term_index import CollectionStats, TermIndexBuilder
@@ -80,15 +80,15 @@ def route(live, n) -> np.ndarray:
 def write_shard_rows(writer, name, model, state, shared) -> None:
     """Write model ``name`` into a shard's generation (``writer``): its row arrays from
     ``state`` (the shard's rows only: :func:`~cqa_search.index.sharding.rows_of`),
-    its other arrays linked from the top level's files (``shared``: the writer of the
-    top-level generation, which wrote them)."""
+    its other arrays linked from the top level's files (``shared(relpath)``: the path and
+    SHA-256 of one)."""
     rows = per_question(model, name)
     write_model(writer, name, model, state, only=rows)
     prefix = model_dir(name)
     for key in state[1]:
         if key not in rows:
             rel = f"{prefix}/{key}.npy"
-            writer.link(rel, os.path.join(shared.tmp, rel), shared.digest(rel))
+            writer.link(rel, *shared(rel))
 
 
 class _Shards:
@@ -103,6 +103,10 @@ class _Shards:
     def shard(self, s):
         """Shard ``s``'s live generation (a StoredIndex)."""
         return open_index(os.path.join(self.base.root, self.shards[s]["dir"]))
+
+    def _top_file(self, rel) -> tuple:
+        """The path and SHA-256 of the live top level's file ``rel``."""
+        return self.base.file(rel), self.base.manifest["files"][rel]["sha256"]
 
     def live_shards(self) -> list:
         return [s for s, e in enumerate(self.shards) if e["dir"] is not None]
@@ -226,14 +230,24 @@ class _Top(_Shards):
         entry["n_deleted"] += len(gone)
 
     def new_shard(self, s, chunk) -> None:
-        """A new index for the empty shard ``s``, of the questions ``chunk``."""
+        """A new index for the empty shard ``s``, of the questions ``chunk``; the models
+        that compute the rows of questions when they are added store them there."""
         directory = shard_dir(s)
         head = self.change(self.live_shards()[0]).head  # every shard's analyzer and fields
+        growing = growing_models(self.base)
         with self.writer.nested(directory) as w:
             new = NewIndex(w, SegmentRows(TermIndexBuilder(head.analyzer, tuple(head.stats),
                                                            vocab=self.vocab)))
             rows = new.write_questions(chunk)
-            index = new.commit(analyzer=head.analyzer, shard={"weights": {}, "stats_id": None})
+            models = {}
+            for name, model in growing.items():  # (the top level's has no rows)
+                meta, arrays = model.state()
+                write_shard_rows(w, name, model, (meta, {**arrays, **added_rows(
+                    name, model, chunk)}), self._top_file)
+                models[name] = {"kind": model.kind, "dir": model_dir(name),
+                                "rows": len(chunk), "runs": []}
+            index = new.commit(analyzer=head.analyzer, shard={"weights": {}, "stats_id": None},
+                               models=models)
         self.added_rows(rows, index)
         self.surface.update({word: t for word, t in new.surface.items()
                              if word not in self.surface})
@@ -404,10 +418,11 @@ class ShardedWriter:
                 continue
 
             def change(w, shard_base, start=start, stop=stop):
-                write_shard_rows(w, name, model, rows_of(model, start, stop, state), writer)
+                write_shard_rows(w, name, model, rows_of(model, start, stop, state),
+                                 lambda rel: (os.path.join(writer.tmp, rel), writer.digest(rel)))
                 models = dict(shard_base.models)
                 models[name] = {"kind": model.kind, "dir": model_dir(name),
-                                "rows": int(stop - start)}
+                                "rows": int(stop - start), **runs_entry(model)}
                 commit_models(w, shard_base, models, dropped=[model_dir(name)])
             top.rewrite(s, change)
             start = stop

@@ -32,14 +32,22 @@ and, of any generation, ``info(stored) -> dict`` (what ``cqa-search info`` adds)
 ``models`` entry of the manifest, computed and checked from the live generation under
 the lock.)
 
-A model with a row per question (its ``row_arrays``: :mod:`cqa_search.index.models`) has
-its rows where the rows they belong to are. A local index stores the model whole, rows
-included, the rows those of its segments at the store; a sharded index stores the
-arrays the shards share at its top level and in every shard the model with the shard's
-own rows (the shared arrays linked), as the shard, an index, stores any model. A
-compaction carries the rows to the merged segment (``select_rows``); questions added after
-the store are scored with rows the model computes when an engine opens the index (folding
-them in), until the next compaction or fit stores them.
+A model with a row per question (its ``row_arrays``: :mod:`cqa_search.index.models`) keeps
+its rows where the questions are, by one mechanism:
+
+- storing it, a local index stores it whole (the rows of its segments then); a sharded
+  index stores the arrays the shards share at its top level, and in every shard the model
+  with the shard's own rows (:func:`~cqa_search.index.sharding.rows_of`,
+  :func:`~cqa_search.index.sharded_writer.write_shard_rows`), as the shard, an index,
+  stores any model;
+- adding questions, a model that computes their rows then (``added_rows``) stores those
+  of the new segment beside it, a *run* (``models/<name>/rows/<segment>/``, its manifest
+  entry's ``runs``), in the index or the shard that gets the segment (a new shard stores
+  the model with the rows of its questions); the others fold the questions in when an
+  engine opens the index;
+- compacting, the rows are carried to the merged segment (``select_rows``), the runs
+  merged into them;
+- a model is loaded with its runs appended (:func:`~cqa_search.index.model_files.load_model`).
 """
 from __future__ import annotations
 
@@ -186,7 +194,8 @@ class LocalWriter:
         generation, carried = change.compact(load_index(self.base))
         return ChangeSummary("compacted", os.fspath(self.path), generation,
                              deleted=int(len(change.live) - change.n_live),
-                             n_questions=change.n_live, n_segments=1, seconds=time.perf_counter() - t0,
+                             n_questions=change.n_live, n_segments=1,
+                             seconds=time.perf_counter() - t0,
                              details={"segments": f"{n_segments} merged into 1"}
                              | ({"models": f"{', '.join(carried)} carried over to the new rows"}
                                 if carried else {}))
