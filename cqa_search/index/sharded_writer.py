@@ -52,7 +52,7 @@ from .layout import SegmentRows, load_index, read_stats, write_globals, write_we
 from .model_files import added_rows, growing_models, model_dir, runs_entry, write_model
 from .sharding import as_part, per_question, read_shards, rows_of, shard_dir
 from .store import open_index
-from .term_index import CollectionStats, TermIndexBuilder
+from .term_index import TermIndexBuilder
 from .vocab import Vocabulary
 
 __all__ = ["ShardedWriter", "route", "write_shard_rows"]

@@ -35,7 +35,7 @@ from .._utils import Estimator, Interval, progress_bar, validate_params
 from ..exceptions import IndexFormatError, ParameterError
 from ..index.validate import check_array, check_sparse
 from . import dense, embeddings, parts, sif, softcos
-from .scoring import FEATURE_NAMES, MATRICES, TEXTS, EmbeddingScorer
+from .scoring import FEATURE_NAMES, TEXTS, EmbeddingScorer
 
 __all__ = ["EmbeddingModel", "METHODS", "Rows"]
 
