@@ -22,12 +22,11 @@ judged queries is :mod:`cqa_search.evaluation.runs`; showing results to a person
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 
 import numpy as np
 
-from ._utils import progress_bar
+from ._utils import imported, progress_bar
 from .exceptions import IndexFormatError, QueryError
 from .features import AnalyzedQuery, analyze, boosted, search_ranker_name, uses_given
 from .index.attributes import attributes_of
@@ -50,11 +49,8 @@ SEARCHERS = {"shards": "cqa_search.distributed.search:ShardedSearcher"}
 
 def searcher_class(stored) -> type:
     """The back-end class of a generation (:data:`SEARCHERS`; else :class:`LocalSearcher`)."""
-    for key, target in SEARCHERS.items():
-        if key in stored.manifest:
-            module, _, name = target.partition(":")
-            return getattr(importlib.import_module(module), name)
-    return LocalSearcher
+    return next((imported(target) for key, target in SEARCHERS.items()
+                 if key in stored.manifest), LocalSearcher)
 
 
 class SearchEngine:

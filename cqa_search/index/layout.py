@@ -28,6 +28,8 @@ segment shares. Paths are relative to the generation directory (see
     segments/<seg>/fields/question/bm25.npy     float32 (nnz,) precomputed BM25 weights (a
                                                 one-segment generation without deletions)
     models/<name>/         model.json (kind, params, meta, array names) + <array>.npy
+    models/<name>/rows/<seg>/<array>.npy    the rows of a segment's questions, computed
+                                            when they were added (a model's ``runs``)
 
 A segment's rows follow those of the segments before it. In memory, the segments of a
 generation are one index (:meth:`FieldIndex.concat`), scored with the stored statistics of
