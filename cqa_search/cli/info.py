@@ -9,7 +9,7 @@ from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
 from ..index.models import FAMILIES
 from ..retrieval.first_stage import DEFAULT_WEIGHT
-from ._common import COMMANDS, add_common_options, run_command
+from ._common import COMMANDS, add_common_options, printable, run_command
 
 HELP = COMMANDS["info"][1]
 
@@ -99,7 +99,7 @@ def format_info(info) -> str:
 def run(args) -> int:
     info = index_info(args.index)
     print(json.dumps(info, ensure_ascii=False, indent=1) if args.json
-                  else format_info(info))
+          else printable(format_info(info)))
     return 0
 
 

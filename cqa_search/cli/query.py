@@ -21,7 +21,7 @@ from ..presentation import MAX_K, Presenter
 from ..query_parser import date_filter
 from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options, format_explanation,
                       format_hit, format_question, hybrid_weight, note_shards, positive_int,
-                      run_command)
+                      printable, run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -141,10 +141,10 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
     parsed = results.parsed
     if parsed is not None:
         for notice in parsed.notices:
-            print(style.dim(f"note: {notice}"), file=out)
+            print(style.dim(f"note: {printable(notice)}"), file=out)
         filters = parsed.filters()
         if filters:
-            print(style.dim("filters: " + " ".join(filters)), file=out)
+            print(style.dim("filters: " + printable(" ".join(filters))), file=out)
     if results.relaxed:
         print(style.dim("no question has every required word or phrase; questions with the "
                         "words:"), file=out)
@@ -160,12 +160,13 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
             print(format_explanation(hit, presenter.engine, style), file=out)
     for word, options in presenter.suggestions(results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
-        print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
+        print(style.dim(printable(f"'{word}' is not in the archive{hint}")), file=out)
 
 
 def _like_header(engine, doc_id, style) -> str:
     question = engine.archive.get(doc_id)
-    return style.dim(f"questions like {doc_id}: ") + (question.title or question.body[:80])
+    return style.dim(f"questions like {printable(doc_id)}: ") + printable(
+        question.title or question.body[:80])
 
 
 def results_json(presenter, results, *, qid=None, typed=None, explain=False,
@@ -233,7 +234,7 @@ class _Session:
         if not rows:
             return "(no question of this index has a category now)"
         width = max(len(name) for name, _ in rows)
-        lines = [f"  {name:<{width}}  {n:>7,}" for name, n in rows]
+        lines = [printable(f"  {name:<{width}}  {n:>7,}") for name, n in rows]
         return "\n".join([f"  {'category':<{width}}  {'questions':>7}"] + lines)
 
     def command(self, line) -> bool:
@@ -286,7 +287,7 @@ class _Session:
             else:
                 setattr(self, name, arg == "on")
         else:
-            self.say(f"unknown command :{name}; type :help")
+            self.say(f"unknown command :{printable(name)}; type :help")
         return True
 
     def search(self, line) -> None:
@@ -295,8 +296,8 @@ class _Session:
         searched = self.last.category
         if self.category is not None and searched is not None and \
                 searched.casefold() != self.category.casefold():
-            self.say(self.style.dim(f"in {searched}: the query's category: wins over "
-                                    f":category {self.category}"))
+            self.say(self.style.dim(printable(f"in {searched}: the query's category: wins "
+                                              f"over :category {self.category}")))
         _print_results(self.presenter, self.last, self.style, answers=self.answers,
                        explain=self.explain, out=self.out)
 
@@ -311,7 +312,7 @@ class _Session:
                 return self.command(line)
             self.search(line)
         except QueryError as exc:
-            self.say(f"error: {exc}")
+            self.say(f"error: {printable(exc)}")
         return True
 
     def loop(self, stdin) -> None:
@@ -402,14 +403,14 @@ def _batch(engine, args, style, stdin) -> int:
                 print(json.dumps({"qid": qid, "query": text, "error": str(exc)},
                                  ensure_ascii=False))
             else:
-                print(f"query {qid}: error: {exc}", file=sys.stderr)
+                print(printable(f"query {qid}: error: {exc}"), file=sys.stderr)
             continue
         run[qid] = dict(zip(results.doc_ids, results.scores.tolist()))
         if args.json:
             print(results_json(presenter, results, qid=qid, typed=text,
                                explain=args.explain))
         else:
-            print(style.bold(f"query {qid}: {text}"))
+            print(style.bold(printable(f"query {qid}: {text}")))
             _print_results(presenter, results, style, answers=args.answers,
                            explain=args.explain, out=sys.stdout)
             print()
