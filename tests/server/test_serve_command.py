@@ -136,7 +136,8 @@ def test_worker_processes_make_the_app_from_the_environment(toy_index, monkeypat
     (["--allow-writes"], {}, "--allow-writes needs a token: --token-file FILE, or the "
                              "environment variable CQA_SEARCH_WRITE_TOKEN"),
     (["--allow-writes"], {"CQA_SEARCH_WRITE_TOKEN": "short"},
-     "the write token must have at least 16 characters and no white space"),
+     "the write token must have at least 16 characters, all printable ASCII, and no white "
+     "space"),
     (["--allow-writes", "--token-file", "/nonexistent/token"], {},
      "cannot read --token-file /nonexistent/token: No such file or directory"),
     (["--token-file", "/nonexistent/token"], {}, "--token-file applies with --allow-writes"),
