@@ -6,7 +6,7 @@ import argparse
 
 from ..exceptions import ParameterError
 from ..features import GIVEN_FEATURES, search_ranker_name, uses_given
-from ..index.models import model_class
+from ..index.models import load_model
 from ..index.store import open_index
 from ..ranking.export import FORMATS, export_ranker
 from ._common import COMMANDS, add_common_options, os_error_reason, run_command
@@ -35,8 +35,7 @@ def run(args) -> int:
     if entry is None or entry["kind"] != "ranker":
         raise ParameterError(f"this index has no ranker {args.name!r} (rankers: "
                              f"{', '.join(rankers) or 'none; train one with `cqa-search train`'})")
-    model = stored.model(args.name)
-    ranker = model_class("ranker").from_state(model.params, model.meta, model.arrays())
+    ranker = load_model(stored, args.name)
     if uses_given(ranker):
         search = search_ranker_name(args.name)
         candidates = ("cqa-search ranks candidates given with their scores with it (a rerank "

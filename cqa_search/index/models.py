@@ -46,7 +46,8 @@ from .store import IndexWriter, damage_advice, open_index
 from .validate import InvalidArray
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
-           "load_models", "model_dir", "write_model", "row_arrays", "stale_inputs"]
+           "load_model", "load_models", "model_dir", "write_model", "row_arrays",
+           "stale_inputs"]
 
 #: Model kind -> estimator class, or ``"module:Class"`` imported on first use.
 MODEL_KINDS = {
@@ -371,29 +372,33 @@ def remove_model(path, name) -> str:
             if not rel.startswith((prefix, *(d + "/" for d in rewritten)))])
 
 
-def load_models(stored) -> dict:
-    """Every model of a generation: name -> fitted estimator.
+def load_model(stored, name):
+    """The model ``name`` of a generation, as a fitted estimator, its stored state checked
+    (what every reader of a model goes through: a search, an export).
 
     Raises
     ------
     IndexFormatError
         A model of an unknown kind, or one whose stored state is malformed.
     """
-    models = {}
-    for name, entry in stored.models.items():
-        try:
-            cls = model_class(entry["kind"])
-        except KeyError:
-            raise IndexFormatError(f"{stored.path}: model {name!r} is of kind {entry['kind']!r}, "
-                                   f"which this cqa_search cannot read") from None
-        stored_model = stored.model(name)
-        try:
-            model = cls.from_state(stored_model.params, stored_model.meta, stored_model.arrays())
-            if hasattr(model, "_parameter_constraints"):  # what a fit would refuse
-                validate_params(model)
-            models[name] = model
-        except _STATE_ERRORS as exc:
-            raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
-                                   f"loaded ({exc}); "
-                                   f"{damage_advice(stored.path, entry['dir'] + '/')}") from None
-    return models
+    entry = stored.models[name]
+    try:
+        cls = model_class(entry["kind"])
+    except KeyError:
+        raise IndexFormatError(f"{stored.path}: model {name!r} is of kind {entry['kind']!r}, "
+                               f"which this cqa_search cannot read") from None
+    stored_model = stored.model(name)
+    try:
+        model = cls.from_state(stored_model.params, stored_model.meta, stored_model.arrays())
+        if hasattr(model, "_parameter_constraints"):  # what a fit would refuse
+            validate_params(model)
+    except _STATE_ERRORS as exc:
+        raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
+                               f"loaded ({exc}); "
+                               f"{damage_advice(stored.path, entry['dir'] + '/')}") from None
+    return model
+
+
+def load_models(stored) -> dict:
+    """Every model of a generation: name -> fitted estimator (:func:`load_model`)."""
+    return {name: load_model(stored, name) for name in stored.models}
