@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import os
 import re
@@ -12,7 +13,7 @@ import warnings
 
 from ..exceptions import CQASearchError
 
-__all__ = ["run_command", "Style", "printable", "format_hit", "format_explanation", "format_question",
+__all__ = ["run_command", "Style", "printable", "json_text", "format_hit", "format_explanation", "format_question",
            "add_common_options", "positive_int", "os_error_reason", "hybrid_weight",
            "format_first_stage"]
 
@@ -92,6 +93,24 @@ def printable(text) -> str:
     if _CONTROL.search(text) is None:
         return text
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+# what JSON leaves raw in its strings of those: DEL and C1
+_JSON_RAW = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(doc, **options) -> str:
+    r"""``doc`` as JSON text safe for a terminal: :func:`json.dumps` (non-ASCII text as it
+    is) escapes the C0 control characters of its strings, and here DEL and the C1 ones
+    too (``\u009b``), which JSON allows raw (U+009B is a CSI to some terminals).
+
+    Examples
+    --------
+    >>> json_text({"title": "x\x1b[2J\x9b2J é"})
+    '{"title": "x\\u001b[2J\\u009b2J é"}'
+    """
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m[0]):04x}",
+                         json.dumps(doc, ensure_ascii=False, **options))
 
 
 def warning_line(message) -> str:

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -20,8 +19,8 @@ from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import MAX_K, Presenter
 from ..query_parser import date_filter
 from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options, format_explanation,
-                      format_hit, format_question, hybrid_weight, note_shards, positive_int,
-                      printable, run_command)
+                      format_hit, format_question, hybrid_weight, json_text, note_shards,
+                      positive_int, printable, run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -179,7 +178,7 @@ def results_json(presenter, results, *, qid=None, typed=None, explain=False,
         doc = {"qid": qid, **doc}
     if like is not None:
         doc = {"like": like, **doc}
-    return json.dumps(doc, ensure_ascii=False)
+    return json_text(doc)
 
 
 class _Session:
@@ -400,8 +399,7 @@ def _batch(engine, args, style, stdin) -> int:
         except QueryError as exc:
             errors += 1
             if args.json:
-                print(json.dumps({"qid": qid, "query": text, "error": str(exc)},
-                                 ensure_ascii=False))
+                print(json_text({"qid": qid, "query": text, "error": str(exc)}))
             else:
                 print(printable(f"query {qid}: error: {exc}"), file=sys.stderr)
             continue
