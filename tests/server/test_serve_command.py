@@ -150,6 +150,26 @@ def test_write_token_options(capsys, toy_index, monkeypatch, args, env, message)
     assert capsys.readouterr().err.strip().startswith(f"cqa-search: error: {message}")
 
 
+@pytest.mark.parametrize("make,message", [
+    (lambda d: "/dev/zero", "it is a device, not a regular file"),  # read without end
+    (lambda d: os.mkfifo(d / "t") or d / "t", "it is a FIFO, not a regular file"),  # waited
+    (lambda d: d, "it is a directory, not a regular file"),
+    (lambda d: (d / "t").write_bytes(b"a" * 5000) and d / "t",
+     "it has more than 4,096 bytes (a token file holds the token alone)"),
+    (lambda d: (d / "t").write_bytes(b"\xff" * 20) and d / "t", "it is not UTF-8 text"),
+    (lambda d: (d / "t").write_text("é" * 20) and d / "t",  # accepted, but never matched
+     "the write token must have at least 16 characters, all printable ASCII"),
+])
+def test_a_token_file_that_is_no_token_file(capsys, toy_index, tmp_path, monkeypatch, make,
+                                            message):
+    """Issue 43: serve --token-file read /dev/zero without bound and blocked on a FIFO."""
+    monkeypatch.delenv("CQA_SEARCH_WRITE_TOKEN", raising=False)
+    path = make(tmp_path)
+    assert main(["serve", str(toy_index), "--allow-writes", "--token-file", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cqa-search: error: ") and message in err and "\n" not in err
+
+
 def test_writes_through_several_processes(tmp_path, toy_questions):
     """serve --allow-writes --workers 2: an addition and a deletion by one process are
     served by both (each follows the index's generations)."""
