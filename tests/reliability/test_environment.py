@@ -20,10 +20,9 @@ from cqa_search.testing import environment, forgery, harness
 pytestmark = pytest.mark.reliability
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    """The demo index with a model of every family and a ranker (never modified)."""
-    return harness.make_index(tmp_path_factory.mktemp("env") / "index")
+@pytest.fixture
+def index(demo_index):
+    return demo_index
 
 
 def _failures(results):
