@@ -515,7 +515,7 @@ def write_server(edge, work, *, n_bodies=20, megabytes=4, filters=None) -> list:
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(edge, copy, symlinks=True)
     r = run_cli(["add", copy, _big_question(work / "huge.jsonl", megabytes), "-q"],
-                timeout=TIMEOUT * 5)
+                timeout=TIMEOUT * 30)
     if r["code"] != 0:
         raise RuntimeError(f"cannot add the huge question: {r['stderr']}")
     (work / "token").write_text(TOKEN + "\n")
