@@ -13,9 +13,9 @@ import warnings
 
 from ..exceptions import CQASearchError
 
-__all__ = ["run_command", "Style", "printable", "json_text", "format_hit", "format_explanation", "format_question",
-           "add_common_options", "positive_int", "os_error_reason", "hybrid_weight",
-           "format_first_stage"]
+__all__ = ["run_command", "Style", "printable", "json_text", "format_hit", "format_explanation",
+           "format_question", "add_common_options", "positive_int", "os_error_reason",
+           "hybrid_weight", "format_first_stage"]
 
 PROG = "cqa-search"
 

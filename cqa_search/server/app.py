@@ -21,11 +21,11 @@ and the search page.
 Errors are JSON (:class:`~cqa_search.server.schema.Error`): 400 for a bad query or
 parameter, 404, 405, 413/414 for a request too large, 503 while no index can be opened,
 500 (no traceback: it is logged) for a bug. A request whose body does not come whole (the
-client went away, or stalled: :mod:`.protocol`) is one line in the log. The engine follows the index's generations
-(:class:`~cqa_search.server.live.LiveIndex`). Requests run on the event loop, one at a time,
-with one BLAS thread: Python runs one thread at a time anyway, and handing each search to a
-worker thread cost ~1.3 ms of CPU per request (a third of a SemEval query's; 217 instead of
-307 requests/s from 16 clients). A search holds the loop for its few milliseconds (a query
+client went away, or stalled: :mod:`.protocol`) is one line in the log. The engine
+follows the index's generations (:class:`~cqa_search.server.live.LiveIndex`). Requests run
+on the event loop, one at a time, with one BLAS thread: Python runs one thread at a time
+anyway, and handing each search to a worker thread cost ~1.3 ms of CPU per request (a
+third of a SemEval query's; 217 instead of 307 requests/s from 16 clients). A search holds the loop for its few milliseconds (a query
 of MAX_QUERY_CHARS characters with k = 100 for ~0.1 s); more processes: ``--workers``.
 """
 from __future__ import annotations
