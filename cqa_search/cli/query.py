@@ -215,10 +215,10 @@ class _Session:
         name, space, arg = line.partition(" ")
         if not space:
             return [c + " " for c in COMMAND_NAMES if c.startswith(name)]
-        if name == ":category":
+        if name == ":category":  # (readline lists them raw: none with control characters)
             folded = arg.casefold()
             return [f"{name} {c}" for c in sorted(self.engine.categories.present())
-                    if c.casefold().startswith(folded)]
+                    if c.casefold().startswith(folded) and printable(c) == c]
         if name in (":answers", ":explain"):
             return [f"{name} {v}" for v in ("on", "off") if v.startswith(arg)]
         return []

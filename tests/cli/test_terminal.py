@@ -66,6 +66,7 @@ def test_the_interactive_session_and_info_escape_them(laced, capsys):
     assert "answer 1:" in said and "tags: visa\\x1b[2J" in said
     assert main(["info", str(laced)]) == 0
     assert RAW.search(capsys.readouterr().out) is None
+    assert session.complete(":category Tr") == []  # readline would list them raw
 
 
 def _closed(closing, *argv, stdin=""):
