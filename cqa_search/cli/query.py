@@ -206,7 +206,7 @@ class _Session:
 
     @property
     def prompt(self) -> str:
-        return f"cqa [{self.category}]> " if self.category else "cqa> "
+        return f"cqa [{printable(self.category)}]> " if self.category else "cqa> "
 
     def complete(self, line) -> list:
         """Completions of a whole input line (commands, then category names)."""

@@ -67,6 +67,8 @@ def test_the_interactive_session_and_info_escape_them(laced, capsys):
     assert main(["info", str(laced)]) == 0
     assert RAW.search(capsys.readouterr().out) is None
     assert session.complete(":category Tr") == []  # readline would list them raw
+    session.handle(":category " + session.engine.categories[0])
+    assert RAW.search(session.prompt) is None and session.prompt.startswith("cqa [Travel\\x1b")
 
 
 def _closed(closing, *argv, stdin=""):
