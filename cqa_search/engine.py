@@ -428,7 +428,10 @@ class SearchEngine:
         """The ``k`` archived questions most similar to the archived question ``doc_id``
         ("more like this", "asked before"): its title and body searched as a new question,
         taken as plain text, through the same retrieval, features and ranker as
-        :meth:`search`; the question itself is left out.
+        :meth:`search`; the question itself is left out. As a search's query, the text
+        searched has at most :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters:
+        the title, then the start of the body (an archived question of megabytes would
+        hold a server's worker for seconds).
 
         Parameters
         ----------
@@ -449,10 +452,12 @@ class SearchEngine:
         row = int(self.searcher.rows([doc_id])[0])
         cid = self.categories.id(category)
         question = self.archive[row]
-        q = self.analyze(question.text, self._name(cid), title=question.title,
-                         body=question.body)
+        title = question.title[:MAX_QUERY_CHARS]
+        body = question.body[:max(MAX_QUERY_CHARS - len(title) - 1, 0)]
+        text = "\n".join(part for part in (title, body) if part)
+        q = self.analyze(text, self._name(cid), title=title, body=body)
         found = self._retrieve(q, None if k is None else k + 1, cid)._excluding(row, k)
-        return found.replace(parsed=ParsedQuery(question.text, self._name(cid)))
+        return found.replace(parsed=ParsedQuery(text, self._name(cid)))
 
     def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
                   retrieval=None) -> Results:
@@ -556,9 +561,15 @@ class SearchEngine:
                 self.feature_scores(q, rows)
             names = self.feature_names
             columns = [names.index(f) for f in ranker.feature_names_in_]
+            read = all_features[:, columns]
+            finite = np.isfinite(read).all(axis=0)
+            if not finite.all():  # (the ranker refuses them: a stored model is damaged)
+                raise IndexFormatError(
+                    f"corrupted index {self.path}: feature "
+                    f"{ranker.feature_names_in_[int(np.argmin(finite))]!r} is not a finite "
+                    f"number (NaN or infinite) for some candidates; {_REFIT}")
             with np.errstate(over="ignore", invalid="ignore"):  # checked below
-                scores = np.asarray(ranker.predict(all_features[:, columns]),
-                                    dtype=np.float64)
+                scores = np.asarray(ranker.predict(read), dtype=np.float64)
             order = np.lexsort((found.tie, -scores))[:k]
             kept, features = rows[order], all_features[order]
         if not np.isfinite(scores).all():  # the one place every hit's score goes through

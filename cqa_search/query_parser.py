@@ -60,6 +60,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 
+from .archive import END_OF_DATES, FIRST_DATE
 from .exceptions import QueryError
 
 __all__ = ["ParsedQuery", "Unit", "parse_query", "date_filter", "without_empty_units",
@@ -222,7 +223,10 @@ def _date_clause(low, high) -> str:
         seconds, datetime.timezone.utc).date().isoformat()
     if low is not None and high is not None:
         return f"date:{day(low)}..{day(high - 86400)}"
-    return f"date:>={day(low)}" if high is None else f"date:<{day(high)}"
+    if high is None:
+        return f"date:>={day(low)}"
+    # (the day after 9999-12-31 has no date to write)
+    return f"date:<={day(high - 86400)}" if high == END_OF_DATES else f"date:<{day(high)}"
 
 
 def _parser():
@@ -540,14 +544,16 @@ def _period(text, clause):
         start = datetime.datetime(year, month, day, tzinfo=datetime.timezone.utc)
     except ValueError as exc:
         raise QueryError(f"bad date filter {clause!r}: {exc}") from None
-    if m[3]:
-        end = start + datetime.timedelta(days=1)
-    elif m[2]:
-        end = start.replace(year=year + month // 12, month=month % 12 + 1)
-    else:
-        end = start.replace(year=year + 1) if year < 9999 else None
-    seconds = lambda when: None if when is None else int(when.timestamp())  # noqa: E731
-    return seconds(start), seconds(end)
+    try:
+        if m[3]:
+            end = int((start + datetime.timedelta(days=1)).timestamp())
+        elif m[2]:
+            end = int(start.replace(year=year + month // 12, month=month % 12 + 1).timestamp())
+        else:
+            end = int(start.replace(year=year + 1).timestamp())
+    except (OverflowError, ValueError):  # the period ends with 9999-12-31, the last day
+        end = END_OF_DATES
+    return int(start.timestamp()), end
 
 
 def _date_range(expr, clause) -> tuple:
@@ -558,11 +564,16 @@ def _date_range(expr, clause) -> tuple:
         high = _period(last, clause)[1] if last else None
         if low is None and high is None:
             raise QueryError(f"bad date filter {clause!r}: {_DATE_HELP}")
-        return low, high
-    op = next((o for o in (">=", "<=", ">", "<", "=") if expr.startswith(o)), "")
-    start, end = _period(expr[len(op):], clause)
-    return {"": (start, end), "=": (start, end), ">=": (start, None), ">": (end, None),
-            "<": (None, start), "<=": (None, end)}[op]
+    else:
+        op = next((o for o in (">=", "<=", ">", "<", "=") if expr.startswith(o)), "")
+        start, end = _period(expr[len(op):], clause)
+        low, high = {"": (start, end), "=": (start, end), ">=": (start, None),
+                     ">": (end, None), "<": (None, start), "<=": (None, end)}[op]
+    if (low is not None and low >= END_OF_DATES) or (high is not None and high <= FIRST_DATE):
+        raise QueryError(f"bad date filter {clause!r}: no question is dated "
+                         f"{'after 9999-12-31' if high is None else 'before 0001-01-01'} (dates "
+                         "run from 0001-01-01 to 9999-12-31)")
+    return low, high
 
 
 def _dates(typed) -> tuple:

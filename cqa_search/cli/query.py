@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -21,7 +20,8 @@ from ..presentation import MAX_K, Presenter
 from ..query_parser import date_filter
 from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options,
                       add_field_weights_option, format_explanation, format_hit, format_question,
-                      hybrid_weight, note_shards, positive_int, retrieval_model, run_command)
+                      hybrid_weight, json_text, note_shards, positive_int, printable,
+                      retrieval_model, run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -145,10 +145,10 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
     parsed = results.parsed
     if parsed is not None:
         for notice in parsed.notices:
-            print(style.dim(f"note: {notice}"), file=out)
+            print(style.dim(f"note: {printable(notice)}"), file=out)
         filters = parsed.filters()
         if filters:
-            print(style.dim("filters: " + " ".join(filters)), file=out)
+            print(style.dim("filters: " + printable(" ".join(filters))), file=out)
     if results.relaxed:
         print(style.dim("no question has every required word or phrase; questions with the "
                         "words:"), file=out)
@@ -164,12 +164,13 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
             print(format_explanation(hit, presenter.engine, style), file=out)
     for word, options in presenter.suggestions(results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
-        print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
+        print(style.dim(printable(f"'{word}' is not in the archive{hint}")), file=out)
 
 
 def _like_header(engine, doc_id, style) -> str:
     question = engine.archive.get(doc_id)
-    return style.dim(f"questions like {doc_id}: ") + (question.title or question.body[:80])
+    return style.dim(f"questions like {printable(doc_id)}: ") + printable(
+        question.title or question.body[:80])
 
 
 def results_json(presenter, results, *, qid=None, typed=None, explain=False,
@@ -182,7 +183,7 @@ def results_json(presenter, results, *, qid=None, typed=None, explain=False,
         doc = {"qid": qid, **doc}
     if like is not None:
         doc = {"like": like, **doc}
-    return json.dumps(doc, ensure_ascii=False)
+    return json_text(doc)
 
 
 class _Session:
@@ -210,7 +211,7 @@ class _Session:
 
     @property
     def prompt(self) -> str:
-        return f"cqa [{self.category}]> " if self.category else "cqa> "
+        return f"cqa [{printable(self.category)}]> " if self.category else "cqa> "
 
     def complete(self, line) -> list:
         """Completions of a whole input line (commands, then category names)."""
@@ -219,10 +220,10 @@ class _Session:
         name, space, arg = line.partition(" ")
         if not space:
             return [c + " " for c in COMMAND_NAMES if c.startswith(name)]
-        if name == ":category":
+        if name == ":category":  # (readline lists them raw: none with control characters)
             folded = arg.casefold()
             return [f"{name} {c}" for c in sorted(self.engine.categories.present())
-                    if c.casefold().startswith(folded)]
+                    if c.casefold().startswith(folded) and printable(c) == c]
         if name in (":answers", ":explain"):
             return [f"{name} {v}" for v in ("on", "off") if v.startswith(arg)]
         return []
@@ -237,7 +238,7 @@ class _Session:
         if not rows:
             return "(no question of this index has a category now)"
         width = max(len(name) for name, _ in rows)
-        lines = [f"  {name:<{width}}  {n:>7,}" for name, n in rows]
+        lines = [printable(f"  {name:<{width}}  {n:>7,}") for name, n in rows]
         return "\n".join([f"  {'category':<{width}}  {'questions':>7}"] + lines)
 
     def command(self, line) -> bool:
@@ -290,7 +291,7 @@ class _Session:
             else:
                 setattr(self, name, arg == "on")
         else:
-            self.say(f"unknown command :{name}; type :help")
+            self.say(f"unknown command :{printable(name)}; type :help")
         return True
 
     def search(self, line) -> None:
@@ -299,8 +300,8 @@ class _Session:
         searched = self.last.category
         if self.category is not None and searched is not None and \
                 searched.casefold() != self.category.casefold():
-            self.say(self.style.dim(f"in {searched}: the query's category: wins over "
-                                    f":category {self.category}"))
+            self.say(self.style.dim(printable(f"in {searched}: the query's category: wins "
+                                              f"over :category {self.category}")))
         _print_results(self.presenter, self.last, self.style, answers=self.answers,
                        explain=self.explain, out=self.out)
 
@@ -315,7 +316,7 @@ class _Session:
                 return self.command(line)
             self.search(line)
         except QueryError as exc:
-            self.say(f"error: {exc}")
+            self.say(f"error: {printable(exc)}")
         return True
 
     def loop(self, stdin) -> None:
@@ -403,17 +404,16 @@ def _batch(engine, args, style, stdin) -> int:
         except QueryError as exc:
             errors += 1
             if args.json:
-                print(json.dumps({"qid": qid, "query": text, "error": str(exc)},
-                                 ensure_ascii=False))
+                print(json_text({"qid": qid, "query": text, "error": str(exc)}))
             else:
-                print(f"query {qid}: error: {exc}", file=sys.stderr)
+                print(printable(f"query {qid}: error: {exc}"), file=sys.stderr)
             continue
         run[qid] = dict(zip(results.doc_ids, results.scores.tolist()))
         if args.json:
             print(results_json(presenter, results, qid=qid, typed=text,
                                explain=args.explain))
         else:
-            print(style.bold(f"query {qid}: {text}"))
+            print(style.bold(printable(f"query {qid}: {text}")))
             _print_results(presenter, results, style, answers=args.answers,
                            explain=args.explain, out=sys.stdout)
             print()

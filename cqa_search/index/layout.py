@@ -493,7 +493,9 @@ def _manifest_parts(stored):
                 check_count(meta["nnz"], "segment nnz")
                 check_count(meta["total_terms"], "segment total_terms")
                 check_count(meta["n_terms"], "segment n_terms", high=n_terms)
-                dict(meta.get("weights", {}))
+                if not all(type(rel) is str and rel in m["files"]
+                           for rel in dict(meta.get("weights", {})).values()):
+                    raise ValueError("segment weights name no stored file")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: bad manifest ({exc!r}); "
                                f"{rebuild_hint()}") from None

@@ -47,13 +47,14 @@ import uuid
 from dataclasses import dataclass
 
 from ..exceptions import IndexFormatError, ParameterError
-from .model_files import (MODEL_KINDS, STATE_ERRORS, load_models, model_class, model_dir,
-                          row_arrays, runs_entry, write_model)
+from .model_files import (MODEL_KINDS, STATE_ERRORS, load_model, load_models, model_class,
+                          model_dir, row_arrays, runs_entry, write_model)
 from .store import open_index
 from .writer import open_writer
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
-           "load_models", "model_dir", "write_model", "row_arrays", "stale_inputs"]
+           "load_model", "load_models", "model_dir", "write_model", "row_arrays",
+           "stale_inputs"]
 
 @dataclass(frozen=True)
 class Family:

@@ -20,16 +20,18 @@ and the search page.
 
 Errors are JSON (:class:`~cqa_search.server.schema.Error`): 400 for a bad query or
 parameter, 404, 405, 413/414 for a request too large, 503 while no index can be opened,
-500 (no traceback: it is logged) for a bug. The engine follows the index's generations
-(:class:`~cqa_search.server.live.LiveIndex`). Requests run on the event loop, one at a time,
-with one BLAS thread: Python runs one thread at a time anyway, and handing each search to a
-worker thread cost ~1.3 ms of CPU per request (a third of a SemEval query's; 217 instead of
-307 requests/s from 16 clients). A search holds the loop for its few milliseconds (a query
+500 (no traceback: it is logged) for a bug. A request whose body does not come whole (the
+client went away, or stalled: :mod:`.protocol`) is one line in the log. The engine
+follows the index's generations (:class:`~cqa_search.server.live.LiveIndex`). Requests run
+on the event loop, one at a time, with one BLAS thread: Python runs one thread at a time
+anyway, and handing each search to a worker thread cost ~1.3 ms of CPU per request (a
+third of a SemEval query's; 217 instead of 307 requests/s from 16 clients). A search holds the loop for its few milliseconds (a query
 of MAX_QUERY_CHARS characters with k = 100 for ~0.1 s); more processes: ``--workers``.
 """
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -41,6 +43,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from .._version import __version__
 from ..engine import SearchConfig
@@ -51,6 +54,8 @@ from . import schema
 from .live import LiveIndex
 
 __all__ = ["create_app", "app_from_environment", "MAX_K", "MAX_TARGET_BYTES"]
+
+logger = logging.getLogger(__name__)
 
 #: Longest request target (path and query string) in bytes: a query of MAX_QUERY_CHARS
 #: characters fits, percent-encoded, when they take at most two UTF-8 bytes (as Latin,
@@ -198,6 +203,14 @@ def _handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(request, exc):
         return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request, exc):  # the client's doing, not a bug: no traceback
+        client = request.client
+        logger.warning("%s %s%s: the request body did not come whole (the client closed the "
+                       "connection, or its body stalled); nothing was changed", request.method,
+                       request.url.path, f" from {client.host}:{client.port}" if client else "")
+        return _error(400, "the request body did not come whole")  # (nobody to read it)
 
     @app.exception_handler(Exception)
     async def bug(request, exc):  # the ASGI server logs the traceback

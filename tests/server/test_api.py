@@ -528,6 +528,36 @@ def test_a_question_another_process_added_can_be_deleted(tmp_path, toy_questions
     assert SearchEngine.open(path).n_questions == 12
 
 
+def test_a_date_no_int64_holds_is_refused_and_filters_keep_working(tmp_path, toy_questions):
+    """Issue 43: {"date": 1e30} was added (201), then /api/tags, every tag: and date:
+    filter answered 500 for every user until it was deleted; filters at the end of the
+    calendar answered 500."""
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(create_app(path, write_token=TOKEN)) as http:
+        for value in (1e30, "99999999999999999999", 253402300800):
+            refused = http.post("/api/questions", headers=auth,
+                                json={"id": "p", "title": "x", "body": "y", "date": value})
+            assert refused.status_code == 400 and refused.json()["detail"].startswith(
+                "question 1 of the body: field 'date': ")
+        assert http.post("/api/questions", headers=auth, json={
+            "id": "last", "title": "visa at the end", "date": "9999-12-31T23:59:59",
+            "tags": ["eyes"]}).status_code == 201
+        assert http.get("/api/tags").status_code == 200
+        for params, found in [({"q": "visa tag:eyes"}, ["last"]),
+                              ({"q": "visa date:9999-12-31"}, ["last"]),
+                              ({"q": "visa", "after": "9999-12"}, ["last"]),
+                              ({"q": "visa date:9999-12..", "before": "9999-12-31"}, [])]:
+            response = http.get("/api/search", params=params)
+            assert response.status_code == 200, params
+            assert [h["id"] for h in response.json()["hits"]] == found, params
+        response = http.get("/api/search", params={"q": "visa date:>9999"})
+        assert response.status_code == 400 and response.json()["detail"] == (
+            "bad date filter 'date:>9999': no question is dated after 9999-12-31 (dates run "
+            "from 0001-01-01 to 9999-12-31)")
+
+
 @pytest.mark.parametrize("error, status", [(errno.ENOSPC, 507), (errno.EFBIG, 507),
                                            (errno.EROFS, 503), (errno.EACCES, 503)])
 def test_a_write_the_machine_refuses_is_an_error_of_the_service(tmp_path, toy_questions,

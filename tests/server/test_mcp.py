@@ -104,3 +104,44 @@ def test_the_command_over_stdio(toy_index):
 
     assert [h["id"] for h in asyncio.run(session())["hits"]] == \
         list(SearchEngine.open(toy_index).search("renew visa", k=1).doc_ids)
+
+
+def test_sigint_after_the_handshake_ends_the_server(toy_index):
+    """Issue 43: after the handshake SIGINT left the process alive and silent until its
+    standard input closed (the SDK reads it in a thread that asyncio's cancellation waits
+    for); now it ends at once, as the command line ends on Ctrl-C."""
+    import signal
+
+    from cqa_search.testing.inputs import MCPSession
+
+    session = MCPSession(toy_index)
+    try:
+        session.handshake()
+        error, text = session.tool("search", {"query": "renew visa", "k": 1})
+        assert error is False and json.loads(text)["hits"]
+        took, code, err = session.stop(signal.SIGINT)
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+    assert took is not None and took < 10
+    assert (code, err) == (130, "cqa-search: interrupted\n")
+
+
+@pytest.mark.parametrize("arguments,message", [
+    ({"query": "visa date:>9999"}, "bad date filter 'date:>9999': no question is dated after "
+                                   "9999-12-31"),
+    ({"query": "visa", "after": "9999-12-31", "before": "0001"},
+     "bad date filter 'date:<0001': no question is dated before 0001-01-01"),
+])
+def test_dates_past_the_calendar_are_tool_errors(toy_index, arguments, message):
+    """They were 'unexpected exceptions' (an OverflowError, a TypeError)."""
+    _, [(error, text)] = calls(toy_index, ("search", arguments))
+    assert error and message in text
+
+
+def test_dates_at_the_end_of_the_calendar_search(toy_index):
+    _, found = calls(toy_index, ("search", {"query": "visa date:9999-12-31"}),
+                     ("search", {"query": "visa", "after": "9999-12", "before": "9999-12-31"}))
+    assert [error for error, _ in found] == [False, False]
+    assert [doc["filters"] for _, doc in found] == [
+        ["date:9999-12-31..9999-12-31"], ["date:>=9999-12-01", "date:<9999-12-31"]]

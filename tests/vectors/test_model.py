@@ -233,6 +233,11 @@ def test_validation_and_errors(engine, tmp_path):
 
     with pytest.raises(InvalidArray, match="soft-cosine norms has shape"):
         EmbeddingModel.from_state(model.get_params(), meta, arrays)
+    for part in ("title", "body"):  # issue 43: a zeroed count gave NaN in every query
+        zeroed = dict(model.state()[1])
+        zeroed[f"{part}_counts"] = np.zeros_like(zeroed[f"{part}_counts"])
+        with pytest.raises(InvalidArray, match=f"{part} counts holds 0, below its bound 1"):
+            EmbeddingModel.from_state(model.get_params(), meta, zeroed)
 
 
 def test_cli_fit_and_build_index_models(index_copy, tmp_path, capsys):
