@@ -90,6 +90,7 @@ from cqa_search.ranking import LinearRankerCV, NoImprovementWarning
 from cqa_search.ranking._utils import query_folds
 from cqa_search.ranking.selection import FAMILIES, family
 from cqa_search.retrieval import BM25, parse_model
+from cqa_search.searcher import LocalSearcher
 from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT, WEIGHT_GRID
 from cqa_search.training import best_weight, training_table
 
@@ -651,8 +652,9 @@ def learners(keys, data, work, log):
                 t0 = time.process_time()
                 model = EmbeddingModel(method, random_state=seed).fit(engine.view)
                 cpu = time.process_time() - t0
-                trial = SearchEngine(engine.data, models={**engine.models, "embeddings": model},
-                                     config=SearchConfig(ranker=None))
+                trial = SearchEngine(LocalSearcher(engine.searcher.data,
+                                                   {**engine.models, "embeddings": model},
+                                                   SearchConfig(ranker=None)))
                 stages = {a: per_query(first_stage_run(trial, queries, a=a), qrels, queries)
                           for a in WEIGHT_GRID}
                 table = pd.concat([stages[choose_weight(stages, tr)].loc[te]

@@ -41,6 +41,7 @@ import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine
 from cqa_search.retrieval.first_stage import WEIGHT_GRID
+from cqa_search.searcher import LocalSearcher
 from cqa_search.training import training_table
 from cqa_search.vectors import EmbeddingModel, embeddings
 
@@ -95,8 +96,9 @@ def run(work, coll, variant, log):
     engine = open_index(out, folder, DEFAULT_ANALYZER, log)
     model, cpu = fit_model(engine.view, variant)
     log(f"{coll} {variant}: fitted in {cpu:.0f} CPU s")
-    trial = SearchEngine(engine.data, models={**engine.models, "embeddings": model},
-                         config=SearchConfig(ranker=None))
+    trial = SearchEngine(LocalSearcher(engine.searcher.data,
+                                       {**engine.models, "embeddings": model},
+                                       SearchConfig(ranker=None)))
     stages = {a: per_query(first_stage_run(trial, queries, a=a), qrels, queries)
               for a in WEIGHT_GRID}
     ids = sorted(q["id"] for q in queries)
