@@ -131,14 +131,16 @@ def test_highlight_marks_query_terms(toy_engine):
 
 def test_batch_search_equals_search(toy_engine):
     queries = ["renew visa", "cheap sofa", "engine start"]
-    runs = toy_engine.batch_search(queries, qids=["a", "b", "c"], k=4,
-                                   categories=[None, "Shopping", None])
+    runs = toy_engine.batch_search(queries, qids=["a", "b", "c"], k=4)
     assert list(runs) == ["a", "b", "c"]
-    assert runs["b"].doc_ids == toy_engine.search("cheap sofa", k=4, category="Shopping").doc_ids
+    assert runs["b"].doc_ids == toy_engine.search("cheap sofa", k=4).doc_ids
+    shopping = toy_engine.batch_search(queries, k=4, category="Shopping")
+    assert shopping["1"].doc_ids == toy_engine.search("cheap sofa", k=4,
+                                                      category="Shopping").doc_ids
     np.testing.assert_array_equal(runs["c"].scores, toy_engine.search("engine start", k=4).scores)
     with pytest.raises(QueryError, match="qids must be distinct"):
         toy_engine.batch_search(["a", "b"], qids=["x", "x"])
-    with pytest.raises(QueryError, match="got 2 queries, 1 qids"):
+    with pytest.raises(QueryError, match="got 2 queries and 1 qids"):
         toy_engine.batch_search(["a", "b"], qids=["x"])
     with pytest.raises(QueryError, match="queries must be a sequence of query texts, not one"):
         toy_engine.batch_search("renew visa")
@@ -398,7 +400,7 @@ def test_similar_searches_a_question_without_itself(toy_engine, tmp_path):
     """engine.similar: the question's title and body as a plain-text query through the
     same pipeline as search, the question itself left out."""
     question = toy_engine.archive.get("t01")
-    same = toy_engine.retrieve(question.text, None)
+    same = toy_engine.rerank(question.text, k=None)
     res = toy_engine.similar("t01", 3)
     assert "t01" not in res and "t01" in same
     assert list(res.doc_ids) == [d for d in same.doc_ids if d != "t01"][:3]
@@ -454,14 +456,14 @@ def test_a_feature_that_is_not_finite_is_a_corrupted_index(toy_engine, tmp_path,
     add_model(path, "ranker", LinearRanker("ranksvm", random_state=0).fit(
         X, [d == "t01" for d in docs], qid=qid, feature_names=names))
     engine = SearchEngine.open(path)
-    real = engine.feature_scores
+    real = engine._features
 
-    def with_nan(q, rows):
-        out = real(q, rows)
+    def with_nan(q, rows, context):
+        out = real(q, rows, context)
         out[:, engine.feature_names.index("vsm")] = np.nan
         return out
 
-    monkeypatch.setattr(engine, "feature_scores", with_nan)
+    monkeypatch.setattr(engine, "_features", with_nan)
     with pytest.raises(IndexFormatError, match="corrupted index .*: feature 'vsm' is not a "
                                                "finite number .NaN or infinite. for some "
                                                "candidates"):

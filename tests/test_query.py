@@ -9,7 +9,7 @@ from cqa_search.exceptions import QueryError
 from cqa_search.presentation import MAX_SUGGESTED_WORD, Suggester, highlight
 from cqa_search.archive import END_OF_DATES, FIRST_DATE
 from cqa_search.query_parser import (_LONE_SIGN, ParsedQuery, Unit, _common_syntax, _parsed,
-                                     date_filter, parse_query, without_empty_units)
+                                     Filters, parse_query, without_empty_units)
 
 
 def U(field, *words, phrase=False):
@@ -245,10 +245,10 @@ def test_filters_that_keep_no_date_are_refused(typed, message):
 
 
 def test_after_and_before_at_the_end_of_the_calendar():
-    assert parse_query("visa " + date_filter("9999-12", "9999-12-31")).dates == (
+    assert Filters(after="9999-12", before="9999-12-31").apply(parse_query("visa")).dates == (
         (DEC_9999, None), (None, DAY_9999))
     with pytest.raises(QueryError, match="'date:>=10000'"):
-        date_filter(after="10000")
+        Filters(after="10000")
 
 
 def test_unreadable_syntax_falls_back_to_its_words():

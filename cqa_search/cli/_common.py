@@ -358,20 +358,14 @@ def positive_int(text) -> int:
 
 
 def hybrid_weight(text):
-    """argparse type of ``--hybrid``: "auto", "none" (or "off") or a number in [0, 1]."""
-    low = text.strip().lower()
-    if low == "auto":
-        return "auto"
-    if low in ("none", "off"):
-        return None
+    """argparse type of ``--hybrid``: "auto", "none" (or "off") or a number in [0, 1]
+    (:func:`~cqa_search.retrieval.first_stage.weight_of_text`)."""
+    from ..retrieval.first_stage import weight_of_text
+
     try:
-        value = float(low)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected auto, none or a number in [0, 1]; got "
-                                         f"{text!r}")
-    return value
+        return weight_of_text(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_field_weights_option(parser) -> None:

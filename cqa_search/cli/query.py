@@ -17,7 +17,7 @@ from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import MAX_K, Presenter
-from ..query_parser import date_filter
+from ..query_parser import Filters
 from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options,
                       add_field_weights_option, format_explanation, format_hit, format_question,
                       hybrid_weight, json_text, note_shards, positive_int, printable,
@@ -79,7 +79,8 @@ def configure(parser) -> None:
     parser.add_argument("--category", help="return only questions of this category")
     parser.add_argument("--after", metavar="DATE",
                         help="only questions created on or after DATE (YYYY, YYYY-MM or "
-                             "YYYY-MM-DD; the query syntax's date:>=DATE)")
+                             "YYYY-MM-DD; as the query syntax's date:>=DATE; with --like "
+                             "too)")
     parser.add_argument("--before", metavar="DATE",
                         help="only questions created before DATE (date:<DATE); --after 2014 "
                              "--before 2015: those of 2014")
@@ -195,7 +196,7 @@ class _Session:
         self.out = sys.stdout if out is None else out
         self.category, self.answers = args.category, args.answers
         self.k = self.capped(args.k)
-        self.dates = date_filter(args.after, args.before)
+        self.dates = {"after": args.after, "before": args.before}
         self.explain = args.explain
         self.last = None
 
@@ -281,7 +282,8 @@ class _Session:
             if self.last is not None and arg.isascii() and arg.isdigit() \
                     and 1 <= int(arg) <= len(self.last):
                 doc_id = self.last.doc_ids[int(arg) - 1]
-            self.last = self.engine.similar(doc_id, k=self.k, category=self.category)
+            self.last = self.engine.similar(doc_id, k=self.k, category=self.category,
+                                            **self.dates)
             self.say(_like_header(self.engine, doc_id, self.style))
             _print_results(self.presenter, self.last, self.style, answers=self.answers,
                            explain=self.explain, out=self.out)
@@ -295,8 +297,7 @@ class _Session:
         return True
 
     def search(self, line) -> None:
-        self.last = self.engine.search(f"{line} {self.dates}".strip(), k=self.k,
-                                       category=self.category)
+        self.last = self.engine.search(line, k=self.k, category=self.category, **self.dates)
         searched = self.last.category
         if self.category is not None and searched is not None and \
                 searched.casefold() != self.category.casefold():
@@ -383,7 +384,6 @@ def _batch(engine, args, style, stdin) -> int:
     if args.run_out:
         check_writable(args.run_out)  # before the searching
     run, n, errors, seen = {}, 0, 0, {}
-    dates = date_filter(args.after, args.before)
     for number, line in enumerate(stdin, start=1):
         line = line.rstrip("\n")
         if not line.strip():
@@ -399,8 +399,8 @@ def _batch(engine, args, style, stdin) -> int:
                 raise QueryError(f"query id {qid!r} of line {number} was given on line "
                                  f"{seen[qid]}")
             seen[qid] = number
-            results = engine.search(f"{text} {dates}".strip(), k=args.k,
-                                    category=args.category)
+            results = engine.search(text, k=args.k, category=args.category,
+                                    after=args.after, before=args.before)
         except QueryError as exc:
             errors += 1
             if args.json:
@@ -429,9 +429,7 @@ def run(args) -> int:
     style = Style("never" if args.json else args.color)
     if args.category is not None:
         engine.categories.id(args.category)  # fail early, with suggestions
-    dates = date_filter(args.after, args.before)  # checked before any search
-    if dates and args.like is not None:
-        raise QueryError("--after and --before filter searches, not --like")
+    Filters(after=args.after, before=args.before)  # checked before any search
     if not args.text and args.like is None:
         if sys.stdin.isatty():
             if args.run_out or args.json:
@@ -448,9 +446,11 @@ def run(args) -> int:
     if args.like is not None:
         if typed:
             raise QueryError("give either the query TEXT or --like ID, not both")
-        results, typed = engine.similar(args.like, k=args.k, category=args.category), None
+        results, typed = engine.similar(args.like, k=args.k, category=args.category,
+                                        after=args.after, before=args.before), None
     else:
-        results = engine.search(f"{typed} {dates}".strip(), k=args.k, category=args.category)
+        results = engine.search(typed, k=args.k, category=args.category, after=args.after,
+                                before=args.before)
     if args.json:
         print(results_json(presenter, results, typed=typed, explain=args.explain,
                            like=args.like))

@@ -159,9 +159,6 @@ def run(args) -> int:
     from ..server.app import HYBRID_VARIABLE, WRITE_TOKEN_VARIABLE
 
     token = _write_token(args, WRITE_TOKEN_VARIABLE)
-    os.environ.pop(HYBRID_VARIABLE, None)  # the worker processes read it from there
-    if args.hybrid != "auto":
-        os.environ[HYBRID_VARIABLE] = "none" if args.hybrid is None else repr(args.hybrid)
     os.environ.pop(WRITE_TOKEN_VARIABLE, None)  # the worker processes read it from there
     if token is not None:
         os.environ[WRITE_TOKEN_VARIABLE] = token
@@ -208,11 +205,12 @@ def run(args) -> int:
     if several:
         options = {k: v for k, v in options.items() if k not in ("host", "port")}
         return serve_processes(args.workers, index, verify=args.verify, host=args.host,
-                               port=args.port, options=options)
+                               port=args.port, options=options, hybrid=args.hybrid)
     # uvicorn's worker processes make the application from the environment
     os.environ[INDEX_VARIABLE] = index
     if args.verify:
         os.environ[VERIFY_VARIABLE] = "1"
+    os.environ[HYBRID_VARIABLE] = "none" if args.hybrid is None else str(args.hybrid)
     uvicorn.run("cqa_search.server.app:app_from_environment", factory=True,
                 workers=args.workers, **options)
     return 0

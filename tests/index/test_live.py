@@ -39,7 +39,7 @@ questions = st.builds(
 def results(engine, k=None):
     out = []
     for text in QUERIES:
-        res = engine.retrieve(text, k)
+        res = engine.rerank(text, k=k)
         out.append((res.doc_ids, res.scores, res.features))
     return out
 
@@ -54,7 +54,7 @@ def assert_same(live_engine, rebuilt_engine):
 
 def live_archive(engine):
     return [engine.archive[r] for r in range(engine.n_docs)
-            if engine.data.live is None or engine.data.live[r]]
+            if engine.searcher.data.live is None or engine.searcher.data.live[r]]
 
 
 @settings(max_examples=25, deadline=None,

@@ -370,6 +370,12 @@ def test_tag_facet_and_date_filters(tmp_path):
         assert bad.status_code == 400 and bad.json()["detail"] == (
             "bad date filter 'date:>=2014-13': month must be in 1..12")
         assert http.get("/api/search", params={"q": "visa date:soon"}).status_code == 400
+        # more like this takes the same filters
+        like = http.get("/api/questions/a/similar", params={"after": "2014"}).json()
+        assert [h["id"] for h in like["hits"]] == ["b"] and like["filters"] == [
+            "date:>=2014-01-01"]
+        bad = http.get("/api/questions/a/similar", params={"before": "2014-13"})
+        assert bad.status_code == 400 and "bad date filter" in bad.json()["detail"]
 
 
 def test_the_filters_applied_and_the_notices_come_with_the_hits(client):

@@ -35,11 +35,12 @@ def test_tools_give_what_the_engine_gives(ranked_index):
                        ("search", {"query": "renew my visa", "k": 3}),
                        ("search", {"query": "visa", "category": "visas", "after": "2000"}),
                        ("similar", {"question_id": "t01", "k": 2}),
-                       ("get_question", {"question_id": "t01"}))
+                       ("get_question", {"question_id": "t01"}),
+                       ("similar", {"question_id": "t01", "after": "2000"}))
     assert {t.name for t in tools} == {"search", "similar", "get_question"}
     described = {t.name: t.description for t in tools}
     assert "query syntax" in described["search"] and "left out" in described["similar"]
-    (error, found), (_, dated), (_, like), (_, question) = out
+    (error, found), (_, dated), (_, like), (_, question), (_, dated_like) = out
     assert not error
     assert [h["id"] for h in found["hits"]] == list(engine.search("renew my visa", k=3).doc_ids)
     hit = found["hits"][0]
@@ -52,6 +53,7 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     assert like["like"] == "t01" and "t01" not in [h["id"] for h in like["hits"]]
     assert question["id"] == "t01" and len(question["answers"]) == 2
     assert question["generation"] == engine.generation
+    assert dated_like["hits"] == [] and dated_like["filters"] == ["date:>=2000-01-01"]
 
 
 @pytest.mark.parametrize("name,arguments,message", [
@@ -60,6 +62,7 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     ("search", {"query": "visa", "category": "Nope"}, "unknown category 'Nope'"),
     ("search", {"query": "visa", "after": "2014-13"}, "bad date filter"),
     ("similar", {"question_id": "nope"}, "unknown question id 'nope'"),
+    ("similar", {"question_id": "t01", "before": "2014-13"}, "bad date filter"),
     ("get_question", {"question_id": "nope"}, "no question 'nope' in the archive"),
 ])
 def test_input_errors_are_tool_errors(toy_index, name, arguments, message):
