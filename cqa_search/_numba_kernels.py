@@ -62,6 +62,33 @@ def _gallop(indices, lo, hi, d):
     return _lower_bound(indices, lo, min(lo + step + 1, hi), d)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _offer(s, d, hs, ht, hr, n, k, doc_category, category, by_category, allowed, by_allowed,
+           tie_rank, by_tie):
+    """Offer document ``d`` of score ``s`` to the heap of the ``n`` best kept (of ``k``);
+    the new ``(n, theta)`` (``theta``: the k-th best score once k are kept, else 0)."""
+    if by_category and doc_category[d] != category:
+        return n, hs[0] if n == k else 0.0
+    if by_allowed and not allowed[d]:
+        return n, hs[0] if n == k else 0.0
+    tr = np.int64(tie_rank[d]) if by_tie else d
+    if n < k:
+        hs[n], ht[n], hr[n] = s, tr, d
+        n += 1
+        if n == k:
+            for h in range(k // 2 - 1, -1, -1):
+                sift_down(hs, ht, hr, h, k)
+    elif worse(hs[0], ht[0], hr[0], s, tr, d):
+        hs[0], ht[0], hr[0] = s, tr, d
+        sift_down(hs, ht, hr, 0, k)
+    return n, hs[0] if n == k else 0.0
+
+
+#: A window whose postings are fewer than its rows over this is read by its postings
+#: (each row visited once, from a posting) rather than row by row.
+SPARSE = 8
+
+
 @njit(cache=True, nogil=True)
 def top_k(indptr, indices, weights, term_ids, coef, k, acc, doc_category, category,
           by_category, allowed, by_allowed, tie_rank, by_tie):
@@ -74,14 +101,18 @@ def top_k(indptr, indices, weights, term_ids, coef, k, acc, doc_category, catego
     query term in query order adds its postings' products (``float32(weight) *
     float32(query weight)``, numpy's arithmetic for a float32 array times a Python float)
     into ``acc`` in float64: each document's score is summed in the order numpy's
-    ``bincount`` sums it, so it is the same number. One pass over the window then offers
-    the scores reaching the k-th best kept so far to a heap of the k best. Every posting
-    is read once, in order; the only random accesses are to ``acc``, in the cache.
+    ``bincount`` sums it, so it is the same number. Then the scores reaching the k-th best
+    kept so far go to a heap of the k best: read from one pass over the window's rows, or,
+    when the window has few postings for its rows (rare terms: :data:`SPARSE`), from the
+    rows of its postings, each taken once (its sum read, then zeroed), so that a query
+    costs its postings, not the archive's rows. Every posting is read once or twice, in
+    order; the only random accesses are to ``acc``, in the cache.
     """
     n_t = term_ids.shape[0]
     window = acc.shape[0]
     pos = np.empty(n_t, dtype=np.int64)
     end = np.empty(n_t, dtype=np.int64)
+    first = np.empty(n_t, dtype=np.int64)  # the window's postings: first[j] to pos[j]
     done = np.int64(1) << 62  # beyond every row
     lo = done
     for j in range(n_t):
@@ -97,8 +128,10 @@ def top_k(indptr, indices, weights, term_ids, coef, k, acc, doc_category, catego
     while lo < done:
         hi = lo + window
         top = 0  # acc[:top] holds the window's sums
+        n_postings = 0
         for j in range(n_t):
             p = pos[j]
+            first[j] = p
             if p >= end[j] or indices[p] >= hi:
                 continue
             q = _gallop(indices, p, end[j], hi)
@@ -107,28 +140,27 @@ def top_k(indptr, indices, weights, term_ids, coef, k, acc, doc_category, catego
                 # (an unsigned index: numba then skips the check for negative indices)
                 acc[np.uint64(indices[r] - lo)] += np.float64(weights[r] * c)
             top = max(top, np.int64(indices[q - 1]) - lo + 1)
+            n_postings += q - p
             pos[j] = q
-        for x in range(top):
-            s = acc[x]
-            if s >= theta and s > 0.0:  # rare once the heap is full: a predictable branch
-                d = lo + x
-                if by_category and doc_category[d] != category:
-                    continue
-                if by_allowed and not allowed[d]:
-                    continue
-                tr = np.int64(tie_rank[d]) if by_tie else d
-                if n < k:
-                    hs[n], ht[n], hr[n] = s, tr, d
-                    n += 1
-                    if n == k:
-                        for h in range(k // 2 - 1, -1, -1):
-                            sift_down(hs, ht, hr, h, k)
-                        theta = hs[0]
-                elif worse(hs[0], ht[0], hr[0], s, tr, d):
-                    hs[0], ht[0], hr[0] = s, tr, d
-                    sift_down(hs, ht, hr, 0, k)
-                    theta = hs[0]
-        acc[:top] = 0.0
+        if n_postings * SPARSE < top:
+            for j in range(n_t):
+                for r in range(first[j], pos[j]):
+                    x = np.uint64(indices[r] - lo)
+                    s = acc[x]
+                    if s == 0.0:  # taken already
+                        continue
+                    acc[x] = 0.0
+                    if s >= theta and s > 0.0:
+                        n, theta = _offer(s, lo + np.int64(x), hs, ht, hr, n, k,
+                                          doc_category, category, by_category, allowed,
+                                          by_allowed, tie_rank, by_tie)
+        else:
+            for x in range(top):
+                s = acc[x]
+                if s >= theta and s > 0.0:  # rare once the heap is full: a predictable branch
+                    n, theta = _offer(s, lo + x, hs, ht, hr, n, k, doc_category, category,
+                                      by_category, allowed, by_allowed, tie_rank, by_tie)
+            acc[:top] = 0.0
         lo = done  # the next window starts at the next row holding a query term
         for j in range(n_t):
             if pos[j] < end[j] and indices[pos[j]] < lo:

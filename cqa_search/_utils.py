@@ -10,6 +10,7 @@ estimators keeps one message format: ``max_iter must be an integer in [1, inf); 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import numbers
 import sys
@@ -19,7 +20,7 @@ import numpy as np
 from .exceptions import ParameterError
 
 __all__ = ["Interval", "InstanceOf", "RANDOM_STATE", "validate_params", "get_params",
-           "progress_bar", "counted", "file_sha256"]
+           "Estimator", "imported", "progress_bar", "counted", "file_sha256"]
 
 
 class Interval:
@@ -93,11 +94,62 @@ def validate_params(obj, constraints=None) -> None:
             raise ParameterError(f"{param} must be {' or '.join(parts)}; got {value!r}")
 
 
+def imported(target):
+    """The object ``"module:name"`` names, its module imported on first use (what the
+    package's registries name, so that a part not used is not imported).
+
+    Examples
+    --------
+    >>> imported("cqa_search._utils:counted")(2, "shard")
+    '2 shards'
+    """
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def get_params(obj) -> dict:
     """The constructor parameters of ``obj``, read from its ``__init__`` signature."""
     names = [p for p in inspect.signature(type(obj).__init__).parameters
              if p not in ("self", "args", "kwargs")]
     return {p: getattr(obj, p) for p in names}
+
+
+class Estimator:
+    """scikit-learn's estimator interface for the classes that must not import
+    scikit-learn (those the query path loads): ``get_params`` and ``set_params`` read
+    and change the parameters of ``__init__``, stored under their names, and the repr
+    shows them. Parameters are checked where they are used (:func:`validate_params`).
+
+    Examples
+    --------
+    >>> class Model(Estimator):
+    ...     def __init__(self, *, k=1):
+    ...         self.k = k
+    >>> Model().set_params(k=2)
+    Model(k=2)
+    >>> Model().set_params(n=2)
+    Traceback (most recent call last):
+    ...
+    cqa_search.exceptions.ParameterError: Model has no parameter 'n' (parameters: k)
+    """
+
+    def get_params(self, deep=True) -> dict:
+        """The constructor parameters (scikit-learn's ``get_params``)."""
+        return get_params(self)
+
+    def set_params(self, **params):
+        """Change parameters (scikit-learn's ``set_params``); checked on next use."""
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ParameterError(f"{type(self).__name__} has no parameter {key!r} "
+                                     f"(parameters: {', '.join(valid)})")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
 
 
 def counted(n, noun) -> str:

@@ -9,12 +9,18 @@ Only ``id`` and some text (``title`` or ``body``) are required. ``best_answer`` 
 0-based index of the best (accepted) answer, or ``null`` when unknown; a string is also
 accepted and taken as the text of the best answer. Keys outside the schema are kept in
 :attr:`Question.extra` and written back, so converting an archive never drops data.
+Among them, the first of :data:`DATE_KEYS` that holds a date is the question's creation
+date (what ``date:`` filters read): an ISO 8601 date or date and time, or a number of
+seconds since 1970, from 0001-01-01 to 9999-12-31 (UTC); a date outside these days is
+refused (:func:`date_seconds`), and text that is no date is no date.
 
 Readers also take the names other tools give these fields (:data:`FIELD_ALIASES`): BEIR
 and pyserini corpora name the id ``_id`` and the text ``text`` or ``contents``.
 """
 from __future__ import annotations
 
+import datetime as dt
+import math
 import mmap
 import os
 import sys
@@ -27,7 +33,8 @@ import orjson
 
 from .exceptions import ArchiveError, IndexFormatError, QueryError, rebuild_hint
 
-__all__ = ["Question", "Archive", "SCHEMA_KEYS", "FIELD_ALIASES"]
+__all__ = ["Question", "Archive", "SCHEMA_KEYS", "FIELD_ALIASES", "DATE_KEYS", "FIRST_DATE",
+           "END_OF_DATES", "date_seconds"]
 
 SCHEMA_KEYS = ("id", "title", "body", "category", "tags", "answers", "best_answer", "duplicate_of")
 _SCHEMA_KEYS = frozenset(SCHEMA_KEYS)
@@ -35,6 +42,18 @@ _SCHEMA_KEYS = frozenset(SCHEMA_KEYS)
 #: absent (BEIR: ``_id``, ``title``, ``text``; pyserini: ``id``, ``contents``).
 FIELD_ALIASES = {"id": ("_id",), "body": ("text", "contents")}
 _NO_EXTRA = MappingProxyType({})
+#: The keys of :attr:`Question.extra` read as a question's creation date, the first that
+#: holds one: the StackExchange reader's ``creation_date``, SemEval's (``RELQ_DATE``) and
+#: Yahoo! L6's ``date``; in a JSONL or CSV archive any of them.
+DATE_KEYS = ("creation_date", "date", "created_at")
+#: 0001-01-01T00:00:00 UTC in seconds since 1970: the first second a date may have.
+FIRST_DATE = -62_135_596_800
+#: The second after 9999-12-31T23:59:59 UTC: dates lie in ``[FIRST_DATE, END_OF_DATES)``
+#: (what a ``datetime`` holds, and an int64 with room to spare).
+END_OF_DATES = 253_402_300_800
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_DATE_RANGE = ("a date from 0001-01-01 to 9999-12-31 (UTC; a number is read as seconds since "
+               "1970-01-01)")
 
 
 def _str_tuple(value, name):
@@ -103,6 +122,61 @@ def _check_extra(extra):
                           else f"it cannot be stored as JSON ({exc})")
                 raise ValueError(f"the value of key {key!r}: {reason}") from None
         raise
+
+
+def _seconds_of(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value) if not isinstance(value, float) or math.isfinite(value) else \
+            END_OF_DATES
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.isascii() and text.isdigit():  # ("²".isdigit() too, which int() refuses)
+        return int(text) if len(text) <= 20 else END_OF_DATES  # (int() stops at 4,300)
+    try:
+        when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return int((when - _EPOCH).total_seconds() // 1)
+
+
+def date_seconds(value) -> int | None:
+    """Seconds since 1970-01-01 UTC of a question's date (a value of one of
+    :data:`DATE_KEYS`), None when ``value`` is no date.
+
+    A date is an ISO 8601 date or date and time (UTC unless it says otherwise) or a number
+    of seconds since 1970 (a JSON number or a string of digits); other text, a boolean or
+    null is no date.
+
+    Raises
+    ------
+    ValueError
+        A date outside 0001-01-01 to 9999-12-31: a number no int64 holds, milliseconds
+        taken for seconds, an infinite number. The date filters of every user of an index
+        read its questions' dates: one out of range must not enter it.
+
+    Examples
+    --------
+    >>> date_seconds("2016-08-02T15:39:14.947"), date_seconds("2012-11-12 13:06:59")
+    (1470152354, 1352725619)
+    >>> date_seconds("1150000000"), date_seconds("2014-01-01"), date_seconds("soon")
+    (1150000000, 1388534400, None)
+    >>> date_seconds(1e30)
+    Traceback (most recent call last):
+    ...
+    ValueError: 1e+30 is not a date from 0001-01-01 to 9999-12-31 (UTC; a number is read as \
+seconds since 1970-01-01)
+    """
+    seconds = _seconds_of(value)
+    if seconds is not None and not FIRST_DATE <= seconds < END_OF_DATES:
+        shown = repr(value)
+        raise ValueError(f"{shown if len(shown) <= 40 else shown[:36] + '...'} is not "
+                         f"{_DATE_RANGE}")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -206,6 +280,12 @@ class Question:
             if extra:
                 extra = dict(extra)
                 _check_extra(extra)
+                for key in DATE_KEYS:
+                    if key in extra:
+                        try:
+                            date_seconds(extra[key])
+                        except ValueError as exc:
+                            raise ValueError(f"field {key!r}: {exc}") from None
             set_(self, "extra", MappingProxyType(extra) if extra else _NO_EXTRA)
 
     @property

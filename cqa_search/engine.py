@@ -5,11 +5,14 @@
     typed query -> parsing (filters) -> analysis -> candidate retrieval (top-k by a term
     model) -> feature scores of the candidates -> ranker -> :class:`Results`
 
-The engine does what a query needs before and after the questions' rows: parsing,
-analysis (the vocabulary and the collection statistics), the ranker, the order and the
-assembly of the results. What reads the rows is its *search back-end*
-(:class:`~cqa_search.searcher.Searcher`): a :class:`~cqa_search.searcher.LocalSearcher`
-reads the segments of one generation in this process; a
+The engine does what a query needs before and after the questions' rows: parsing and
+the filters (:class:`~cqa_search.query_parser.Filters`), analysis (the vocabulary and the
+collection statistics), the first stage's orchestration and what it ran (the candidates'
+:class:`~cqa_search.retrieval.first_stage.CandidateContext`, handed to the scorers that
+read it), the ranker, the order and the assembly of the results. What reads the rows is
+its *search back-end* (:class:`~cqa_search.searcher.Searcher`): a
+:class:`~cqa_search.searcher.LocalSearcher` reads the segments of one generation in this
+process; a
 :class:`~cqa_search.distributed.search.ShardedSearcher` holds a sharded index, every shard
 a local back-end in a Ray actor, and merges their answers. Both answer the same calls, so
 everything the engine offers works on both; :func:`searcher_class` chooses the back-end
@@ -22,21 +25,22 @@ judged queries is :mod:`cqa_search.evaluation.runs`; showing results to a person
 from __future__ import annotations
 
 import dataclasses
-import importlib
+import functools
 import logging
 
 import numpy as np
 
-from ._utils import progress_bar
+from ._utils import imported, progress_bar
 from .exceptions import IndexFormatError, QueryError
 from .features import AnalyzedQuery, analyze, boosted, search_ranker_name, uses_given
-from .index.attributes import attributes_of
 from .index.layout import IndexData
 from .index.store import is_live, read_consistent
 from .parallel import map_queries, n_workers
-from .query_parser import MAX_QUERY_CHARS, ParsedQuery, parse_query, without_empty_units
+from .query_parser import (MAX_QUERY_CHARS, Filters, ParsedQuery, parse_query,
+                           without_empty_units)
 from .results import Results
 from .retrieval import first_stage
+from .retrieval.first_stage import CandidateContext
 from .searcher import _REFIT, Candidates, LocalSearcher, SearchConfig, implausible
 
 __all__ = ["SearchConfig", "SearchEngine", "searcher_class", "SEARCHERS"]
@@ -50,23 +54,36 @@ SEARCHERS = {"shards": "cqa_search.distributed.search:ShardedSearcher"}
 
 def searcher_class(stored) -> type:
     """The back-end class of a generation (:data:`SEARCHERS`; else :class:`LocalSearcher`)."""
-    for key, target in SEARCHERS.items():
-        if key in stored.manifest:
-            module, _, name = target.partition(":")
-            return getattr(importlib.import_module(module), name)
-    return LocalSearcher
+    return next((imported(target) for key, target in SEARCHERS.items()
+                 if key in stored.manifest), LocalSearcher)
 
 
 class SearchEngine:
     """Searches a stored index. Create with :meth:`open`.
 
+    The surface, the same over a local and a sharded index:
+
+    - :meth:`search` a query typed in the query syntax (or a question's title and body),
+      :meth:`similar` the questions like an archived one, :meth:`batch_search` many
+      queries; each takes the filters as parameters (``category``, ``tags``,
+      ``not_tags``, ``after``, ``before``), combined with those of the query text;
+    - :meth:`rerank`: a question taken as plain text, its category a feature (the
+      protocol of judged collections), over given candidates or the whole archive;
+    - :meth:`analyze`: a text as the engine analyses it;
+    - read-only: the index (:attr:`index`, :attr:`archive`, :attr:`analyzer`,
+      :attr:`categories`, :attr:`models`, :attr:`view`, :attr:`path`, :attr:`manifest`,
+      :attr:`generation`, :attr:`n_docs`, :attr:`n_questions`, :meth:`category_counts`,
+      :meth:`tag_counts`, :meth:`surface_words`) and how it ranks (:attr:`config`,
+      :attr:`feature_names`, :attr:`ranker`, :attr:`given_ranker`, their names,
+      :attr:`hybrid_weight`, :attr:`searcher`: the back-end);
+    - :meth:`open`, :meth:`reopen`, :meth:`with_config`, :meth:`close`.
+
     Parameters
     ----------
-    data : IndexData or Searcher
-        A generation read in this process (searched by a :class:`LocalSearcher` with
-        ``models`` and ``config``), or a search back-end.
-    models : mapping of str to estimator, optional
-    config : SearchConfig, optional
+    searcher : Searcher
+        The search back-end (:class:`~cqa_search.searcher.LocalSearcher` for a generation
+        read in this process, e.g. ``LocalSearcher(data, models, config)``, or
+        :class:`~cqa_search.distributed.search.ShardedSearcher`).
 
     Examples
     --------
@@ -83,123 +100,139 @@ class SearchEngine:
     (('a',), 'At the office.')
     >>> engine.search("category:shopping sofa").doc_ids
     ('b',)
+    >>> engine.search("sofa visa", category="Visas").doc_ids
+    ('a',)
     """
 
-    def __init__(self, data, *, models=None, config=None):
-        if isinstance(data, IndexData):
-            data = LocalSearcher(data, models, config)
-        elif models is not None or config is not None:
-            raise TypeError("models and config go with IndexData; a back-end has its own "
-                            "(Searcher.with_config)")
-        self.searcher = data
-        self.config = data.config
-        self.ranker, self.given_ranker = self._make_rankers()
-        self.hybrid_weight = self._hybrid_weight()
+    def __init__(self, searcher):
+        if isinstance(searcher, IndexData):
+            raise TypeError("SearchEngine takes a search back-end: "
+                            "SearchEngine(LocalSearcher(data, models, config)) for an "
+                            "IndexData, or SearchEngine.open(path)")
+        self._searcher = searcher
+        self._ranker, self._given_ranker = self._make_rankers()
+        self._a = self._hybrid_weight()
 
     # -- what the engine reads -------------------------------------------------------
     @property
-    def data(self) -> IndexData:
-        """The generation read in this process (a local back-end only)."""
-        data = getattr(self.searcher, "data", None)
-        if data is None:
-            raise AttributeError(f"{self.path} is searched by a "
-                                 f"{type(self.searcher).__name__}: no IndexData here")
-        return data
+    def searcher(self):
+        """The search back-end (:class:`~cqa_search.searcher.Searcher`)."""
+        return self._searcher
+
+    @property
+    def config(self) -> SearchConfig:
+        """How this engine ranks (the back-end's checked configuration)."""
+        return self._searcher.config
 
     @property
     def index(self):
         """The term index (:class:`~cqa_search.index.term_index.TermIndex`): vocabulary and
         collection statistics (and the postings, with a local back-end)."""
-        return self.searcher.index
+        return self._searcher.index
 
     @property
     def archive(self):
         """The archived questions (:class:`~cqa_search.archive.Archive`, or what reads
         them from the shards)."""
-        return self.searcher.archive
+        return self._searcher.archive
 
     @property
     def analyzer(self):
-        return self.searcher.analyzer
+        """The index's text analysis (:class:`~cqa_search.analysis.Analyzer`)."""
+        return self._searcher.analyzer
 
     @property
     def categories(self):
         """The index's categories (:class:`~cqa_search.index.layout.Categories`)."""
-        return self.searcher.categories
+        return self._searcher.categories
 
     @property
     def models(self):
         """The stored models, by name."""
-        return self.searcher.models
+        return self._searcher.models
 
     @property
     def view(self):
         """What models read of the index to be fitted (:class:`IndexView`)."""
-        return self.searcher.view
+        return self._searcher.view
 
     @property
     def path(self) -> str:
-        return self.searcher.stored.path
+        """The index directory."""
+        return self._searcher.stored.path
 
     @property
     def manifest(self) -> dict:
-        return self.searcher.stored.manifest
+        """The manifest of the generation this engine reads (what a writer checks a model
+        fitted on it against: :func:`~cqa_search.index.models.add_model`)."""
+        return self._searcher.stored.manifest
 
     @property
     def generation(self) -> str:
         """The index generation this engine reads (see :mod:`cqa_search.index.store`)."""
-        return self.searcher.stored.generation
+        return self._searcher.stored.generation
 
     @property
     def n_docs(self) -> int:
         """Rows of the index, deleted questions' included (the length of row masks)."""
-        return self.searcher.n_docs
+        return self._searcher.n_docs
 
     @property
     def n_questions(self) -> int:
         """Questions in the archive: rows less deleted questions."""
-        return self.searcher.n_questions
+        return self._searcher.n_questions
 
     def category_counts(self) -> np.ndarray:
         """Questions per category id (in the order of ``categories``), deleted ones left
         out."""
-        return self.searcher.category_counts()
-
-    @property
-    def attributes(self):
-        """The questions' tags and dates
-        (:class:`~cqa_search.index.attributes.QuestionAttributes`, read on first use; a
-        local back-end only: a sharded index's are its shards')."""
-        return attributes_of(self.data)
+        return self._searcher.category_counts()
 
     def tag_counts(self) -> dict:
         """Questions per tag, deleted ones left out, most questions first (then by tag)."""
-        return self.searcher.tag_counts()
+        return self._searcher.tag_counts()
 
     def surface_words(self) -> dict:
         """Surface word -> document frequency of its term over the fields (the candidates
         of "did you mean")."""
-        return self.searcher.surface_words()
+        return self._searcher.surface_words()
 
     @property
     def feature_names(self) -> tuple:
         """Names of the feature columns, in order."""
-        return self.searcher.feature_names
+        return self._searcher.feature_names
+
+    @property
+    def ranker(self):
+        """The stored ranker of free searches (None: the first stage's order)."""
+        return self._ranker
+
+    @property
+    def given_ranker(self):
+        """The stored ranker of candidates given with scores (:meth:`rerank` with
+        ``scores``; None: their first-stage order)."""
+        return self._given_ranker
+
+    @property
+    def hybrid_weight(self) -> float:
+        """``a`` of the hybrid first stage (0: the retrieval model alone): from the
+        configuration (:attr:`SearchConfig.hybrid`), the ranker and the index's word
+        vectors."""
+        return self._a
 
     def close(self) -> None:
         """Release the back-end's resources (a sharded index's shard actors); the engine is
         unusable afterwards."""
-        self.searcher.close()
+        self._searcher.close()
 
     # -- set-up ----------------------------------------------------------------------
     def _hybrid_weight(self) -> float:
         """``a`` of the hybrid first stage (0: the retrieval model alone), from the
         configuration (see :attr:`SearchConfig.hybrid`) and the back-end's word vectors."""
         wanted = self.config.hybrid
-        vectors = self.searcher.has_vectors
+        vectors = self._searcher.has_vectors
         usable = vectors and first_stage.hybrid_capable(self.config.retrieval)
         if wanted == "auto":
-            stored = getattr(self.ranker, "hybrid_weight_", None)
+            stored = getattr(self._ranker, "hybrid_weight_", None)
             return (first_stage.DEFAULT_WEIGHT if stored is None else stored) if usable else 0.0
         if not wanted:
             return 0.0
@@ -216,13 +249,13 @@ class SearchEngine:
     @property
     def ranker_name(self) -> str | None:
         """The name of :attr:`ranker`, the stored ranker of free searches (None: none)."""
-        return self._name_of(self.ranker)
+        return self._name_of(self._ranker)
 
     @property
     def given_ranker_name(self) -> str | None:
         """The name of :attr:`given_ranker`, the stored ranker of candidates given with
         scores (None: none)."""
-        return self._name_of(self.given_ranker)
+        return self._name_of(self._given_ranker)
 
     def _name_of(self, model):
         return next((n for n, m in self.models.items() if m is model), None)
@@ -294,7 +327,7 @@ class SearchEngine:
             The index can no longer be opened (this engine stays usable: its files are
             kept open).
         """
-        stored = self.searcher.stored
+        stored = self._searcher.stored
         if is_live(stored):
             return self
         engine = SearchEngine.open(self.path, mmap=stored.mmap, verify=stored.verified,
@@ -304,11 +337,10 @@ class SearchEngine:
 
     def with_config(self, config: SearchConfig) -> "SearchEngine":
         """A new engine over the same (shared) index and models with another configuration."""
-        return SearchEngine(self.searcher.with_config(config))
+        return SearchEngine(self._searcher.with_config(config))
 
     # -- queries ---------------------------------------------------------------------
-    def analyze(self, text, category=None, given=None, *, title=None,
-                body=None) -> AnalyzedQuery:
+    def analyze(self, text, category=None, *, title=None, body=None) -> AnalyzedQuery:
         """The query ``text`` analysed like the archive (its terms, their ids and counts).
 
         Parameters
@@ -317,8 +349,6 @@ class SearchEngine:
             Plain text (no query syntax).
         category : str, optional
             The query's category when known (a feature, not a filter).
-        given : dict, optional
-            ``{row: score}`` of reranked candidates.
         title, body : str, optional
             The query's subject and body, when it has these two parts (plain text): the
             per-field features compare them with the archived questions' titles and
@@ -334,8 +364,7 @@ class SearchEngine:
                                  f"{type(part).__name__}")
         if not (title or "").strip() and not (body or "").strip():
             title = body = None  # no parts: the text is the query's title
-        return analyze(self.index, self.analyzer, text, category, given, title=title,
-                       body=body)
+        return analyze(self.index, self.analyzer, text, category, title=title, body=body)
 
     @staticmethod
     def _check_k(k):
@@ -345,16 +374,17 @@ class SearchEngine:
     def _name(self, category_id):
         return None if category_id is None else self.categories[category_id]
 
-    def search(self, query=None, k: int = 10, *, category: str | None = None,
-               title: str | None = None, body: str | None = None) -> Results:
+    def search(self, query=None, k: int = 10, *, category: str | None = None, tags=None,
+               not_tags=None, after=None, before=None, title: str | None = None,
+               body: str | None = None) -> Results:
         """The ``k`` archived questions most similar to ``query``.
 
         Parameters
         ----------
         query : str or ParsedQuery
             The new question, in the query syntax of :mod:`cqa_search.query_parser`
-            (``category:NAME``, ``+word``, ``-word``, ``"a phrase"``, ``title:word``, ...;
-            plain text is taken as it is), at most
+            (``category:NAME``, ``+word``, ``-word``, ``"a phrase"``, ``title:word``,
+            ``tag:NAME``, ``date:2014``, ...; plain text is taken as it is), at most
             :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters; None with
             ``title`` or ``body``: their text, taken as it is.
         k : int or None, default 10
@@ -362,6 +392,13 @@ class SearchEngine:
         category : str, optional
             Return only questions of this category (case-insensitive name); a
             ``category:`` in the query takes precedence.
+        tags, not_tags : sequence of str, optional
+            Return only questions with every one of ``tags``, and none of ``not_tags``
+            (exact tags, any case: ``tag:NAME``, ``-tag:NAME``).
+        after, before : str or datetime.date, optional
+            Return only questions created on or after the day, month or year ``after``
+            (``YYYY[-MM[-DD]]``, UTC; ``date:>=AFTER``) and before ``before``
+            (``date:<BEFORE``). The filters of the query text apply too.
         title, body : str, optional
             The question's subject and body, when it is asked in these two parts (plain
             text): the per-field features compare each with the archived questions'.
@@ -372,13 +409,20 @@ class SearchEngine:
             When no question holds any of the words but some answers do, the questions
             whose answers match (``results.field == "answers"``); when none has every
             required word or phrase, the hits of the words without these requirements
-            (``results.relaxed``).
+            (``results.relaxed``). ``results.parsed.filters()``: every filter applied.
 
         Raises
         ------
         QueryError
-            Empty or too long query, unknown category, bad ``k``.
+            Empty or too long query, unknown category, bad filter, bad ``k``.
         """
+        filters = Filters(category=category, tags=tags, not_tags=not_tags, after=after,
+                          before=before)
+        return self._search(query, k, filters, title, body)[0]
+
+    def _search(self, query, k, filters, title, body) -> tuple:
+        """(:class:`Results`, :class:`CandidateContext`) of :meth:`search`, its filters
+        checked (:class:`Filters`)."""
         self._check_k(k)
         if query is None and (title or body):
             query = ParsedQuery("\n".join(t for t in (title, body) if t))
@@ -389,111 +433,135 @@ class SearchEngine:
                 raise QueryError(f"the query has {len(query):,} characters; at most "
                                  f"{MAX_QUERY_CHARS:,} are taken")
             query = parse_query(query)
+        return self._search_parsed(filters.apply(query), k, title, body)
+
+    def _search_parsed(self, query, k, title, body) -> tuple:
+        """:meth:`_search` of a parsed query with every filter."""
         query = without_empty_units(query, self.analyzer.analyze)
-        cid = self.categories.id(query.category or category)
+        cid = self.categories.id(query.category)
+        name = self._name(cid)
         if query.not_categories:  # -category:travel: the exact names, checked once here
             query = dataclasses.replace(query, not_categories=tuple(
-                self.categories[self.categories.id(name)] for name in query.not_categories))
+                self.categories[self.categories.id(n)] for n in query.not_categories))
         if not query.text.strip():
             raise QueryError("empty query: type some words to search for (-word and NOT "
                              "only leave words out)"
                              + "".join(f"; {notice}" for notice in query.notices))
-        q = boosted(self.analyze(query.text, self._name(cid), title=title, body=body),
-                    query.boosts, self.index, self.analyzer)
-        # what the results say was applied: the category searched by name
-        query = dataclasses.replace(query, category=self._name(cid))
-        results = self._retrieve(q, k, cid, query).replace(parsed=query)
-        retrieval = self.config.retrieval
-        answers = retrieval.on_field("answers") if retrieval.field == "question" \
-            and "answers" in self.index.fields else None
-        if answers is not None and not first_stage.term_matched(q, results) \
-                and len(q.term_ids):
+        q = boosted(self.analyze(query.text, name, title=title, body=body), query.boosts,
+                    self.index, self.analyzer)
+        if query.category != name:  # what the results say was applied: the name searched
+            query = dataclasses.replace(query, category=name)
+        results, context = self._retrieve(q, k, cid, query)
+        if not context.term_max > 0 and len(q.term_ids) \
+                and self._answers_retrieval is not None:
             # No question holds the words: look for them (required words too) in the answers
             # (the hits of the question vectors alone, if none does).
             in_answers = dataclasses.replace(query, must=tuple(
                 tuple(dataclasses.replace(u, field="answers") if u.field == "question" else u
                       for u in alternatives) for alternatives in query.must))
+            # (analysed afresh: the vectors' lists read for the question field not reused)
             again = dataclasses.replace(q, cache={})
-            fallback = self._retrieve(again, k, cid, in_answers, retrieval=answers)
-            if first_stage.term_matched(again, fallback):
-                results = fallback.replace(parsed=in_answers)
+            fallback, in_context = self._retrieve(again, k, cid, in_answers,
+                                                  self._answers_retrieval)
+            if in_context.term_max > 0:
+                results, context = fallback, in_context
         kept = tuple(units for units in query.must if any(u.field == "tag" for u in units))
         if not len(results) and len(kept) < len(query.must):
             # Nothing has every required word or phrase (a quotation pasted with a question,
             # say): the words without the requirements (a tag: is a filter, it stays), and
             # the results say so.
-            relaxed = self.search(dataclasses.replace(query, must=kept), k, category=category,
-                                  title=title, body=body)
+            relaxed, relaxed_context = self._search_parsed(
+                dataclasses.replace(query, must=kept), k, title, body)
             if len(relaxed):
-                results = relaxed.replace(relaxed=True)
-        return results
+                results, context = relaxed.replace(relaxed=True), relaxed_context
+        return results, context
 
-    def similar(self, doc_id: str, k: int = 10, *, category: str | None = None) -> Results:
+    @functools.cached_property
+    def _answers_retrieval(self):
+        """The retrieval model on the answers field (made once: what a search whose words
+        no question holds looks in), or None when there is none."""
+        retrieval = self.config.retrieval
+        if retrieval.field != "question" or "answers" not in self.index.fields:
+            return None
+        return retrieval.on_field("answers")
+
+    def similar(self, doc_id: str, k: int = 10, *, category: str | None = None, tags=None,
+                not_tags=None, after=None, before=None) -> Results:
         """The ``k`` archived questions most similar to the archived question ``doc_id``
         ("more like this", "asked before"): its title and body searched as a new question,
         taken as plain text, through the same retrieval, features and ranker as
-        :meth:`search`; the question itself is left out.
+        :meth:`search`; the question itself is left out. As a search's query, the text
+        searched has at most :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters:
+        the title, then the start of the body (an archived question of megabytes would
+        hold a server's worker for seconds).
 
         Parameters
         ----------
         doc_id : str
             A question of the index.
         k : int or None, default 10
-        category : str, optional
-            Return only questions of this category (as :meth:`search`).
+        category, tags, not_tags, after, before : optional
+            The filters of :meth:`search`.
 
         Raises
         ------
         QueryError
-            Unknown (or deleted) question id, unknown category, bad ``k``.
+            Unknown (or deleted) question id, unknown category, bad filter, bad ``k``.
         """
         self._check_k(k)
+        filters = Filters(category=category, tags=tags, not_tags=not_tags, after=after,
+                          before=before)
         if not isinstance(doc_id, str):
             raise QueryError(f"a question id must be a string; got {type(doc_id).__name__}")
-        row = int(self.searcher.rows([doc_id])[0])
+        row = int(self._searcher.rows([doc_id])[0])
         cid = self.categories.id(category)
         question = self.archive[row]
-        q = self.analyze(question.text, self._name(cid), title=question.title,
-                         body=question.body)
-        found = self._retrieve(q, None if k is None else k + 1, cid)._excluding(row, k)
-        return found.replace(parsed=ParsedQuery(question.text, self._name(cid)))
+        title = question.title[:MAX_QUERY_CHARS]
+        body = question.body[:max(MAX_QUERY_CHARS - len(title) - 1, 0)]
+        text = "\n".join(part for part in (title, body) if part)
+        parsed = filters.apply(ParsedQuery(text, self._name(cid)))
+        q = self.analyze(text, self._name(cid), title=title, body=body)
+        found, _ = self._retrieve(q, None if k is None else k + 1, cid, parsed)
+        return found._excluding(row, k)
 
-    def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed=None,
-                  retrieval=None) -> Results:
-        """The ``k`` best hits of an analysed query (None: all) in the category (an id, or
-        None) passing the filters of ``parsed``: the first stage's candidates (by the
-        config's retrieval model, or ``retrieval``), reordered by the ranker when there is
-        one. What :meth:`search` and :meth:`retrieve` run once the query is analysed."""
+    def _retrieve(self, q: AnalyzedQuery, k, category_id, parsed,
+                  retrieval=None) -> tuple:
+        """(:class:`Results`, :class:`CandidateContext`): the ``k`` best hits of an analysed
+        query (None: all) in the category (an id, or None) passing the filters of
+        ``parsed`` (None: none), the first stage's candidates (by the config's retrieval
+        model, or ``retrieval``) reordered by the ranker when there is one, and what the
+        first stage ran."""
         model = self.config.retrieval if retrieval is None else retrieval
         if len(q.term_ids) == 0:
             empty = np.zeros(0, np.int64)
-            return self._ranked(q, Candidates(empty, np.zeros(0), empty), k)
-        if self.ranker is None:
+            context = CandidateContext(model)
+            found = Candidates(empty, np.zeros(0), empty)
+            return self._ranked(q, found, k, context, parsed), context
+        if self._ranker is None:
             depth = k
         else:  # the ranker reorders the top n_candidates, and never returns fewer than k
             depth = None if k is None else max(k, self.config.n_candidates)
-        found, parts = self._first_stage(q, depth, category_id, parsed, model)
-        return self._ranked(q, found, k, field=model.field, parts=parts)
+        found, context = self._first_stage(q, depth, category_id, parsed, model)
+        return self._ranked(q, found, k, context, parsed, field=model.field), context
 
-    def _first_stage(self, q, depth, category_id, parsed, model):
+    def _first_stage(self, q, depth, category_id, parsed, model) -> tuple:
         """The first stage (:mod:`~cqa_search.retrieval.first_stage`): the ``depth`` best
         rows (None: all) by the term model, or by the hybrid score when this engine has a
-        hybrid weight, as :class:`Candidates`, and (hybrid) the two parts of their
-        scores. The hybrid stage asks the back-end its four primitives (the term and the
-        vector top lists, the term scores and the cosines of given rows), so it runs
-        alike over local segments and over shards."""
-        a = self.hybrid_weight if first_stage.hybrid_capable(model) else 0.0
-        searcher = self.searcher
+        hybrid weight, as :class:`Candidates`, and what it ran (its
+        :class:`CandidateContext`). The hybrid stage asks the back-end its four
+        primitives (the term and the vector top lists, the term scores and the cosines of
+        given rows), so it runs alike over local segments and over shards."""
+        a = self._a if first_stage.hybrid_capable(model) else 0.0
+        searcher = self._searcher
         if not a:
             # without a ranker the hits are the candidates: their features come with them
             # when the back-end computes them in the same pass (not the first-stage
             # feature's: it reads the best score of all the shards, known after it)
             found = searcher.candidates(
                 q, depth, category_id, parsed, model,
-                features=self.ranker is None and "first_stage" not in self.feature_names)
-            first_stage.remember_basis(q, model, found.scores[0] if len(found.rows) else 0.0,
-                                       0.0)
-            return found, None
+                features=self._ranker is None and "first_stage" not in self.feature_names)
+            term_max = float(found.scores[0]) if len(found.rows) else 0.0
+            return found, CandidateContext(model, term_max)
 
         def term_top(m):
             found = searcher.candidates(q, m, category_id, parsed, model)
@@ -510,59 +578,49 @@ class SearchEngine:
                 cosines=lambda rows: searcher.cosines(q, rows),
                 depth=self.config.hybrid_depth, fill=self.config.n_candidates,
                 tie_rank=searcher.tie_ranks)
-        first_stage.remember_basis(q, model, merged.term_max, a, merged)
         found = Candidates(merged.rows, merged.scores, searcher.tie_ranks(merged.rows))
-        return found, first_stage.StageParts(a, model.feature_name, merged.term_max,
-                                             merged.term_scores, merged.dense_scores,
-                                             merged.exact)
+        return found, CandidateContext(model, float(merged.term_max), float(a), merged)
 
-    def candidates(self, q: AnalyzedQuery, depth, category_id=None, parsed=None,
-                   retrieval=None, *, features=False) -> Candidates:
-        """The ``depth`` best rows by the retrieval model (None: every matching row), sorted
-        by (-score, doc id): the term model's part of the first stage
-        (:meth:`Searcher.candidates`)."""
-        return self.searcher.candidates(q, depth, category_id, parsed, retrieval,
-                                        features=features)
+    def _features(self, q, rows, context) -> np.ndarray:
+        """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names)).
+        Candidates no first stage found (given ones: a rerank) get its basis first when
+        the ``first_stage`` feature needs it: the retrieval model's best score over the
+        live rows and this engine's ``a`` (over the whole index, whichever rows a
+        back-end holds)."""
+        if context.term_model is None and "first_stage" in self.feature_names:
+            model = self.config.retrieval
+            best = self._searcher.candidates(q, 1, None, None, model).scores
+            context = context.with_basis(model, best[0] if len(best) else 0.0, self._a)
+        return self._searcher.features(q, np.asarray(rows, dtype=np.int64), context)
 
-    def feature_scores(self, q: AnalyzedQuery, rows) -> np.ndarray:
-        """Feature matrix of candidate ``rows``: shape (len(rows), len(feature_names))."""
-        self._basis(q)
-        return self.searcher.features(q, np.asarray(rows, dtype=np.int64))
-
-    def _basis(self, q) -> None:
-        """Record on ``q`` the basis of its ``first_stage`` feature when no first stage ran
-        for it (candidates given, a rerank): the retrieval model, its best score over the
-        live rows and this engine's ``a`` (the back-end's rows may be a shard's: the
-        best score is the whole index's)."""
-        if first_stage.BASIS in q.cache or "first_stage" not in self.feature_names:
-            return
-        model = self.config.retrieval
-        best = self.searcher.candidates(q, 1, None, None, model).scores
-        first_stage.remember_basis(q, model, best[0] if len(best) else 0.0,
-                                   self.hybrid_weight)
-
-    def _ranked(self, q, found: Candidates, k, field="question", parts=None) -> Results:
-        """Score candidates with the ranker (if any; of given candidates when ``q`` has
-        their scores), sort by (-score, tie), keep ``k``. Without a ranker the features
-        of the hits kept are computed when first read (unless they came with the
-        candidates). ``parts``: the first stage's parts of the candidates' scores (a
-        hybrid stage's), kept for the hits."""
+    def _ranked(self, q, found: Candidates, k, context, parsed=None,
+                field="question") -> Results:
+        """Score candidates with the ranker (if any; of given candidates when the context
+        has their scores), sort by (-score, tie), keep ``k``. Without a ranker the
+        features of the hits kept are computed when first read (unless they came with the
+        candidates). The hits keep the hybrid stage's parts of their scores."""
         rows = found.rows
-        ranker = self.given_ranker if q.given else self.ranker
+        ranker = self._given_ranker if context.given else self._ranker
         if ranker is None:
             scores = np.asarray(found.scores, dtype=np.float64)
             order = np.lexsort((found.tie, -scores))[:k]
             kept = rows[order]
-            features = (lambda: self.feature_scores(q, kept)) if found.features is None \
-                else found.features[order]  # noqa: E731
+            features = (lambda: self._features(q, kept, context)) \
+                if found.features is None else found.features[order]  # noqa: E731
         else:
             all_features = found.features if found.features is not None else \
-                self.feature_scores(q, rows)
+                self._features(q, rows, context)
             names = self.feature_names
             columns = [names.index(f) for f in ranker.feature_names_in_]
+            read = all_features[:, columns]
+            finite = np.isfinite(read).all(axis=0)
+            if not finite.all():  # (the ranker refuses them: a stored model is damaged)
+                raise IndexFormatError(
+                    f"corrupted index {self.path}: feature "
+                    f"{ranker.feature_names_in_[int(np.argmin(finite))]!r} is not a finite "
+                    f"number (NaN or infinite) for some candidates; {_REFIT}")
             with np.errstate(over="ignore", invalid="ignore"):  # checked below
-                scores = np.asarray(ranker.predict(all_features[:, columns]),
-                                    dtype=np.float64)
+                scores = np.asarray(ranker.predict(read), dtype=np.float64)
             order = np.lexsort((found.tie, -scores))[:k]
             kept, features = rows[order], all_features[order]
         if not np.isfinite(scores).all():  # the one place every hit's score goes through
@@ -570,13 +628,16 @@ class SearchEngine:
                 f"ranker {self._name_of(ranker)!r}"
             raise IndexFormatError(f"corrupted index {self.path}: {what} gives scores that "
                                    f"are not finite numbers (NaN or infinite); {_REFIT}")
-        doc_ids = self.searcher.doc_ids(kept) if found.doc_ids is None else \
+        doc_ids = self._searcher.doc_ids(kept) if found.doc_ids is None else \
             [found.doc_ids[i] for i in order.tolist()]
+        parts = context.parts()
         return Results(q.text, kept, doc_ids, scores[order], self.feature_names, features,
                        q.terms, q.unknown_words, self.archive, field, q.category,
-                       first_stage=None if parts is None else parts.take(order))
+                       first_stage=None if parts is None else parts.take(order),
+                       parsed=parsed)
 
-    def batch_search(self, queries, qids=None, *, k=100, categories=None, n_jobs=None,
+    def batch_search(self, queries, qids=None, *, k=100, category=None, tags=None,
+                     not_tags=None, after=None, before=None, n_jobs=None,
                      progress=False) -> dict:
         """Search many queries: ``{qid: Results}`` in query order.
 
@@ -589,8 +650,9 @@ class SearchEngine:
         qids : sequence of str, optional
             Query ids (default "0", "1", ...); must be distinct.
         k : int or None, default 100
-        categories : sequence of (str or None), optional
-            A category filter per query.
+        category, tags, not_tags, after, before : optional
+            The filters of :meth:`search`, for every query (a query's own are in its
+            text: ``category:NAME``, ``tag:NAME``, ``date:...``).
         n_jobs : int or None, default None
             Worker processes (-1: one per core; None or 1: this process). See
             :mod:`cqa_search.parallel`.
@@ -598,26 +660,27 @@ class SearchEngine:
             Show a progress bar on stderr (this process only).
         """
         self._check_k(k)
+        filters = Filters(category=category, tags=tags, not_tags=not_tags, after=after,
+                          before=before)
         if isinstance(queries, str):
             raise QueryError("queries must be a sequence of query texts, not one string "
                              "(search() searches one)")
         queries = [(q.get("text") or None, q.get("title"), q.get("body"))
                    if isinstance(q, dict) else (q, None, None) for q in queries]
         qids = [str(i) for i in range(len(queries))] if qids is None else [str(q) for q in qids]
-        categories = [None] * len(queries) if categories is None else list(categories)
-        if not len(qids) == len(queries) == len(categories):
-            raise QueryError(f"got {len(queries)} queries, {len(qids)} qids and "
-                             f"{len(categories)} categories; they must match")
+        if len(qids) != len(queries):
+            raise QueryError(f"got {len(queries)} queries and {len(qids)} qids; they must "
+                             "match")
         if len(set(qids)) != len(qids):
             raise QueryError("qids must be distinct")
-        if self.searcher.forks and n_workers(n_jobs, len(queries)) > 1:
-            parts = map_queries(_search_parts, zip(queries, categories), state=(self, k),
+        if self._searcher.forks and n_workers(n_jobs, len(queries)) > 1:
+            parts = map_queries(_search_parts, queries, state=(self, k, filters),
                                 n_jobs=n_jobs)
             return {qid: self._results_of(part) for qid, part in zip(qids, parts)}
         out = {}
         bar = progress_bar(progress, "searching", "queries")
-        for qid, (text, title, body), cat in zip(qids, queries, categories):
-            out[qid] = self.search(text, k, category=cat, title=title, body=body)
+        for qid, (text, title, body) in zip(qids, queries):
+            out[qid] = self._search(text, k, filters, title, body)[0]
             bar.update()
         bar.close()
         return out
@@ -627,27 +690,34 @@ class SearchEngine:
         features that ranking did not need are computed here when first read, as in
         :meth:`search`)."""
         (text, title, body, rows, scores, features, terms, unknown, field, category, relaxed,
-         stage) = parts
+         stage, parsed, context) = parts
         if features is None:
-            features = lambda: self.feature_scores(  # noqa: E731
-                self.analyze(text, category, title=title, body=body), rows)
-        return Results(text, rows, self.searcher.doc_ids(rows), scores,
+            features = lambda: self._features(  # noqa: E731
+                self.analyze(text, category, title=title, body=body), rows, context)
+        return Results(text, rows, self._searcher.doc_ids(rows), scores,
                        self.feature_names, features, terms, unknown, self.archive, field,
-                       category, relaxed, stage)
+                       category, relaxed, stage, parsed)
 
-    def rerank(self, text: str, doc_ids, *, scores=None, category=None, title=None,
-               body=None) -> Results:
-        """Order only the given candidates (the rerank protocol).
+    def rerank(self, text: str, doc_ids=None, *, k=None, scores=None, category=None,
+               title=None, body=None) -> Results:
+        """Rank for a question taken as plain text, its category a feature (the protocol
+        of judged collections, as evaluation and training run it): the given candidates
+        (``doc_ids``), or, without them, the ``k`` best of the whole archive (full
+        retrieval: the first stage's candidates reordered by the ranker, without the
+        conveniences of :meth:`search`: no syntax, filter, answers fallback).
 
         Parameters
         ----------
         text : str
-            The query, taken as plain text (no query syntax).
-        doc_ids : sequence of str
-            The candidates, in their given order (ties keep it, as the SemEval scorer does).
+            The question, taken as plain text (no query syntax).
+        doc_ids : sequence of str, optional
+            The candidates, in their given order (ties keep it, as the SemEval scorer
+            does); None: the whole archive's.
+        k : int or None, default None
+            How many to return (None: every candidate, or every matching question).
         scores : sequence of float, optional
-            Their initial scores (e.g. a search engine's), the features ``given_score``
-            and ``given_rrank``.
+            The candidates' initial scores (e.g. a search engine's), the features
+            ``given_score`` and ``given_rrank``; then :attr:`given_ranker` orders them.
         category : str, optional
             The query's category when known (a feature; not a filter).
         title, body : str, optional
@@ -656,41 +726,40 @@ class SearchEngine:
         Raises
         ------
         QueryError
-            Empty query, unknown category, or a candidate id that is not in the archive.
+            Empty query, unknown category, bad ``k``, scores without candidates, or a
+            candidate id that is not in the archive.
         """
+        self._check_k(k)
         cid = self.categories.id(category)
+        if doc_ids is None:
+            if scores is not None:
+                raise QueryError("scores are those of given candidates: give their doc_ids "
+                                 "too")
+            q = self.analyze(text, self._name(cid), title=title, body=body)
+            return self._retrieve(q, k, None, None)[0]
         if isinstance(doc_ids, str):
             raise QueryError("doc_ids must be a sequence of ids, not one string")
-        rows = self.searcher.rows(doc_ids).astype(np.int64)
-        given = None
+        rows = self._searcher.rows(doc_ids).astype(np.int64)
+        context = CandidateContext()
         if scores is not None:
             if len(scores) != len(rows):
                 raise QueryError(f"got {len(rows)} candidates but {len(scores)} scores")
             try:
-                given = dict(zip(rows.tolist(), map(float, scores)))
+                context = CandidateContext.of_given(rows, scores)
             except (TypeError, ValueError):
                 raise QueryError(f"scores must be numbers; got {list(scores)!r}") from None
-        q = self.analyze(text, self._name(cid), given, title=title, body=body)
-        base = self.searcher.retrieval_scores(q, rows, self.config.retrieval)
+        q = self.analyze(text, self._name(cid), title=title, body=body)
+        base = self._searcher.retrieval_scores(q, rows, self.config.retrieval)
         return self._ranked(q, Candidates(rows, base, np.arange(len(rows)), list(doc_ids)),
-                            None)
-
-    def retrieve(self, text: str, k, *, category=None, title=None, body=None) -> Results:
-        """Full retrieval of ``text`` taken as plain text (no query syntax), as evaluation
-        runs it: the top ``k`` of the whole archive, ``category`` being the query's
-        category (a feature, not a filter); ``title`` and ``body``: the query's two parts
-        (see :meth:`search`)."""
-        self._check_k(k)
-        cid = self.categories.id(category)
-        return self._retrieve(self.analyze(text, self._name(cid), title=title, body=body),
-                              k, None)
+                            k, context)
 
 
 def _search_parts(state, item):
     """One query of :meth:`SearchEngine.batch_search` as plain arrays (a worker's result)."""
-    engine, k = state
-    (text, title, body), category = item
-    res = engine.search(text, k, category=category, title=title, body=body)
+    engine, k, filters = state
+    text, title, body = item
+    res, context = engine._search(text, k, filters, title, body)
     features = None if callable(res._features) else res.features  # None: not computed yet
     return (res.query, title, body, res._rows, res.scores, features, res.query_terms,
-            res.unknown_words, res.field, res.category, res.relaxed, res.first_stage)
+            res.unknown_words, res.field, res.category, res.relaxed, res.first_stage,
+            res.parsed, context)

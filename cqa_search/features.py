@@ -7,7 +7,11 @@ reads; a model that is not in the index simply contributes no columns.
 
 An :class:`AnalyzedQuery` carries what scorers need about the query, analysed once: its
 distinct term ids with frequencies, its term sequence in text order, its category, and a
-scratch ``cache`` where a scorer may keep per-query work (e.g. a folded-in topic vector).
+``cache`` where a scorer may keep what it derives from the query alone (e.g. a folded-in
+topic vector). What the query's first stage ran, and the scores of candidates given with
+it, are not the query's: a scorer that reads them (``reads_context = True``) is called as
+``score(query, rows, context)`` with the candidates'
+:class:`~cqa_search.retrieval.first_stage.CandidateContext`.
 
 Trained models (translation tables, topic models, rankers) give their features through
 ``scorer(view)``; what else a stored model implements is the registry's contract
@@ -18,7 +22,6 @@ to score.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -106,10 +109,8 @@ class AnalyzedQuery:
         Query words whose term is not in the index.
     category : str or None
         The query's category when known.
-    given : dict or None
-        Initial scores of reranked candidates, ``{row: score}`` in their given order.
     cache : dict
-        Per-query scratch space for scorers.
+        Per-query scratch space for scorers: what they derive from the query alone.
     title, body : ndarray of int64 or None
         Term ids of the query's title and body in text order, when the query comes in
         these two parts (a query of a queries file, a question asked with a subject);
@@ -124,35 +125,36 @@ class AnalyzedQuery:
     sequence: np.ndarray
     unknown_words: tuple = ()
     category: str | None = None
-    given: dict | None = None
     cache: dict = field(default_factory=dict, compare=False)
     title: np.ndarray | None = None
     body: np.ndarray | None = None
 
 
-def analyze(index, analyzer, text, category=None, given=None, *, title=None,
-            body=None) -> AnalyzedQuery:
+def analyze(index, analyzer, text, category=None, *, title=None, body=None) -> AnalyzedQuery:
     """``text`` analysed like the archive of ``index`` (a TermIndex): its known terms, their
     ids and counts, and the words the archive lacks. ``title`` and ``body`` (strings,
     optional): the query's two parts, analysed into :attr:`AnalyzedQuery.title` and
     ``.body`` when either is given (``text`` is then usually ``title + "\\n" + body``)."""
     pairs = analyzer.pairs(text)
-    all_ids = index.known_ids([term for _, term in pairs])
-    known = all_ids >= 0
-    sequence = all_ids[known]
-    terms = [term for (_, term), ok in zip(pairs, known.tolist()) if ok]
-    unknown = [token for (token, _), ok in zip(pairs, known.tolist()) if not ok]
-    counts = Counter(sequence.tolist())  # np.unique costs ~40 us on a few ids
+    sequence, terms, unknown, counts = [], [], [], {}  # (np.unique: ~40 us on a few ids)
+    for (token, term), i in zip(pairs, index.known_ids([t for _, t in pairs]).tolist()):
+        if i < 0:
+            unknown.append(token)
+        else:
+            sequence.append(i)
+            terms.append(term)
+            counts[i] = counts.get(i, 0) + 1
     ids = sorted(counts)
     qtf = np.array([counts[i] for i in ids], dtype=np.float64)
     ids = np.array(ids, dtype=np.int64)
+    sequence = np.array(sequence, dtype=np.int64)
     parts = {}
     if title is not None or body is not None:
         for name, part in (("title", title), ("body", body)):
             part_ids = index.known_ids(analyzer.analyze(part or ""))
             parts[name] = part_ids[part_ids >= 0].astype(np.int64)
     return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf,
-                         sequence, tuple(dict.fromkeys(unknown)), category, given, **parts)
+                         sequence, tuple(dict.fromkeys(unknown)), category, **parts)
 
 
 def boosted(query: AnalyzedQuery, boosts, index, analyzer) -> AnalyzedQuery:
@@ -174,7 +176,12 @@ def boosted(query: AnalyzedQuery, boosts, index, analyzer) -> AnalyzedQuery:
 
 @runtime_checkable
 class FeatureScorer(Protocol):
-    """Named feature columns for the candidates of a query."""
+    """Named feature columns for the candidates of a query.
+
+    A scorer of what the query's first stage ran or was given (its candidates' context)
+    sets ``reads_context = True`` and takes it: ``score(query, rows, context)``, with a
+    :class:`~cqa_search.retrieval.first_stage.CandidateContext`.
+    """
 
     names: tuple
 
@@ -213,27 +220,26 @@ class TermFeatures:
 class ContextFeatures:
     """Features of a candidate's context: given initial score/rank, category match, length.
 
-    ``given_score`` and ``given_rrank`` (1/rank in the given order) come with reranked
-    candidates (e.g. the search-engine order of SemEval) and are 0 when none are given;
+    ``given_score`` and ``given_rrank`` (1/rank by the given scores) come with reranked
+    candidates (e.g. the search-engine order of SemEval; the candidates' context's
+    ``given`` and ``given_ranks``) and are 0 when none are given;
     ``category_match`` is 1 when the candidate's category is the query's (0 when either
     is unknown); ``log_length`` is ``log(1 + |question|)`` in index terms.
     """
 
     names = (*GIVEN_FEATURES, "category_match", "log_length")
+    reads_context = True
 
     def __init__(self, view: IndexView):
         self.view = view
         self._doc_len = view.index["question"].doc_len
 
-    def score(self, query: AnalyzedQuery, rows) -> np.ndarray:
+    def score(self, query: AnalyzedQuery, rows, context) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         out = np.zeros((len(rows), len(self.names)))
-        if query.given:
-            rank = query.cache.get("given_rank")
-            if rank is None:
-                ordered = sorted(query.given, key=lambda r: -query.given[r])  # stable
-                rank = query.cache["given_rank"] = {r: i + 1 for i, r in enumerate(ordered)}
-            out[:, 0] = [query.given.get(r, 0.0) for r in rows.tolist()]
+        given, rank = context.given, context.given_ranks
+        if given:
+            out[:, 0] = [given.get(r, 0.0) for r in rows.tolist()]
             out[:, 1] = [1.0 / rank[r] if r in rank else 0.0 for r in rows.tolist()]
         categories = self.view.categories
         if query.category is not None and query.category in categories:

@@ -38,6 +38,9 @@ the API show it). A boost multiplies the weight of its words' terms in the query
 query frequency ``qtf``, which every term model's score multiplies), wherever they rank;
 a boost that cannot apply (on a left-out word, a category, a boost of 0, a word the index
 does not hold: :func:`without_empty_units`) is ignored, with a notice.
+Filters given beside the text (a category, tags, a date range: the
+keyword parameters of :meth:`~cqa_search.SearchEngine.search`) are :class:`Filters`,
+added to the text's by :meth:`Filters.apply`.
 
 Field names may be written in any case (``Title:visa``). A query keeps one category.
 Dates are those the archive's records keep (:mod:`cqa_search.index.attributes`), in UTC;
@@ -60,9 +63,10 @@ import threading
 import warnings
 from dataclasses import dataclass
 
+from .archive import END_OF_DATES, FIRST_DATE
 from .exceptions import QueryError
 
-__all__ = ["ParsedQuery", "Unit", "parse_query", "date_filter", "without_empty_units",
+__all__ = ["ParsedQuery", "Unit", "Filters", "parse_query", "without_empty_units",
            "FIELD_PREFIXES", "MAX_QUERY_CHARS"]
 
 #: Field prefixes of the syntax (``title:word``); ``text`` is the default (the question:
@@ -222,7 +226,10 @@ def _date_clause(low, high) -> str:
         seconds, datetime.timezone.utc).date().isoformat()
     if low is not None and high is not None:
         return f"date:{day(low)}..{day(high - 86400)}"
-    return f"date:>={day(low)}" if high is None else f"date:<{day(high)}"
+    if high is None:
+        return f"date:>={day(low)}"
+    # (the day after 9999-12-31 has no date to write)
+    return f"date:<={day(high - 86400)}" if high == END_OF_DATES else f"date:<{day(high)}"
 
 
 def _parser():
@@ -540,14 +547,16 @@ def _period(text, clause):
         start = datetime.datetime(year, month, day, tzinfo=datetime.timezone.utc)
     except ValueError as exc:
         raise QueryError(f"bad date filter {clause!r}: {exc}") from None
-    if m[3]:
-        end = start + datetime.timedelta(days=1)
-    elif m[2]:
-        end = start.replace(year=year + month // 12, month=month % 12 + 1)
-    else:
-        end = start.replace(year=year + 1) if year < 9999 else None
-    seconds = lambda when: None if when is None else int(when.timestamp())  # noqa: E731
-    return seconds(start), seconds(end)
+    try:
+        if m[3]:
+            end = int((start + datetime.timedelta(days=1)).timestamp())
+        elif m[2]:
+            end = int(start.replace(year=year + month // 12, month=month % 12 + 1).timestamp())
+        else:
+            end = int(start.replace(year=year + 1).timestamp())
+    except (OverflowError, ValueError):  # the period ends with 9999-12-31, the last day
+        end = END_OF_DATES
+    return int(start.timestamp()), end
 
 
 def _date_range(expr, clause) -> tuple:
@@ -558,11 +567,16 @@ def _date_range(expr, clause) -> tuple:
         high = _period(last, clause)[1] if last else None
         if low is None and high is None:
             raise QueryError(f"bad date filter {clause!r}: {_DATE_HELP}")
-        return low, high
-    op = next((o for o in (">=", "<=", ">", "<", "=") if expr.startswith(o)), "")
-    start, end = _period(expr[len(op):], clause)
-    return {"": (start, end), "=": (start, end), ">=": (start, None), ">": (end, None),
-            "<": (None, start), "<=": (None, end)}[op]
+    else:
+        op = next((o for o in (">=", "<=", ">", "<", "=") if expr.startswith(o)), "")
+        start, end = _period(expr[len(op):], clause)
+        low, high = {"": (start, end), "=": (start, end), ">=": (start, None),
+                     ">": (end, None), "<": (None, start), "<=": (None, end)}[op]
+    if (low is not None and low >= END_OF_DATES) or (high is not None and high <= FIRST_DATE):
+        raise QueryError(f"bad date filter {clause!r}: no question is dated "
+                         f"{'after 9999-12-31' if high is None else 'before 0001-01-01'} (dates "
+                         "run from 0001-01-01 to 9999-12-31)")
+    return low, high
 
 
 def _dates(typed) -> tuple:
@@ -582,27 +596,102 @@ def _dates(typed) -> tuple:
     return _DATE_CLAUSE.sub(take, typed), tuple(ranges)
 
 
-def date_filter(after=None, before=None) -> str:
-    """The ``date:`` clauses of the questions created on or after the day (month, year)
-    ``after`` and before ``before`` (what ``--after`` and ``--before`` add to a query),
-    checked.
+@dataclass(frozen=True)
+class Filters:
+    """Filters of a search given beside its text (parameters, not query syntax), checked
+    once: :meth:`apply` adds them to those of the text.
+
+    Parameters
+    ----------
+    category : str, optional
+        Only this category (``category:NAME``; a ``category:`` in the text wins).
+    tags : sequence of str, optional
+        Only questions with every one of these tags (``tag:NAME`` each: exact, any case).
+    not_tags : sequence of str, optional
+        No question with any of these tags (``-tag:NAME`` each).
+    after, before : str or datetime.date, optional
+        Only questions created on or after the day, month or year ``after``
+        (``YYYY[-MM[-DD]]``: ``date:>=AFTER``), before ``before`` (``date:<BEFORE``).
+
+    Raises
+    ------
+    QueryError
+        A value of the wrong type, an empty tag, a bad date.
 
     Examples
     --------
-    >>> date_filter("2014-01-01", "2015")
-    'date:>=2014-01-01 date:<2015'
-    >>> date_filter(before="2014-13")
+    >>> Filters(tags=["visa"], after="2014").apply(parse_query("renew")).filters()
+    ('tag:visa', 'date:>=2014-01-01')
+    >>> Filters(before="2014-13")
     Traceback (most recent call last):
     ...
     cqa_search.exceptions.QueryError: bad date filter 'date:<2014-13': month must be in 1..12
     """
-    clauses = [f"date:>={after}" if after else "", f"date:<{before}" if before else ""]
-    clauses = [c for c in clauses if c]
-    for clause in clauses:
-        if any(c.isspace() for c in clause):
-            raise QueryError(f"bad date filter {clause!r}: {_DATE_HELP}")
-        _date_range(clause[len("date:"):], clause)
-    return " ".join(clauses)
+
+    category: str | None = None
+    tags: tuple = ()
+    not_tags: tuple = ()
+    after: str | None = None
+    before: str | None = None
+
+    def __post_init__(self):
+        if self.category is None and self.after is None and self.before is None \
+                and _no_tags(self.tags) and _no_tags(self.not_tags):
+            for name in ("tags", "not_tags", "_dates"):  # most searches: nothing to check
+                object.__setattr__(self, name, ())
+            return
+        for name in ("tags", "not_tags"):  # (the category: checked by the index's names)
+            object.__setattr__(self, name, _tag_names(name, getattr(self, name)))
+        dates = []
+        for name, op in (("after", ">="), ("before", "<")):
+            value = getattr(self, name)
+            if isinstance(value, datetime.date):
+                value = value.isoformat()[:10]
+            elif value is not None and not isinstance(value, str):
+                raise QueryError(f"{name} must be a date (YYYY, YYYY-MM or YYYY-MM-DD); got "
+                                 f"{type(value).__name__}")
+            object.__setattr__(self, name, value or None)
+            if value:
+                clause = f"date:{op}{value}"
+                if any(c.isspace() for c in clause):
+                    raise QueryError(f"bad date filter {clause!r}: {_DATE_HELP}")
+                dates.append(_date_range(clause[len("date:"):], clause))
+        object.__setattr__(self, "_dates", tuple(dates))
+
+    def __bool__(self) -> bool:
+        return self.category is not None or bool(self.tags or self.not_tags or self._dates)
+
+    def apply(self, parsed: ParsedQuery) -> ParsedQuery:
+        """``parsed`` with these filters added to its own (its category kept if it has
+        one)."""
+        if not self:
+            return parsed
+        return dataclasses.replace(
+            parsed, category=self.category if parsed.category is None else parsed.category,
+            must=parsed.must + tuple((Unit("tag", (t,)),) for t in self.tags),
+            must_not=parsed.must_not + tuple((Unit("tag", (t,)),) for t in self.not_tags),
+            dates=parsed.dates + self._dates)
+
+
+def _no_tags(tags) -> bool:
+    """``tags`` says no tag (None, or an empty tuple or list): nothing to check."""
+    return tags is None or (type(tags) in (tuple, list) and not tags)
+
+
+def _tag_names(name, tags) -> tuple:
+    """``tags`` (a sequence of tag names, or None) as a tuple of names, checked."""
+    if tags is None:
+        return ()
+    try:
+        given = tuple(tags) if not isinstance(tags, str) else None
+    except TypeError:
+        given = None
+    if given is None or not all(isinstance(t, str) for t in given):
+        raise QueryError(f"{name} must be a sequence of tag names (strings); got {tags!r}")
+    names = tuple(t.strip() for t in given)
+    if not all(names):
+        raise QueryError(f"{name} has an empty tag name: {list(given)!r}")
+    return names
 
 
 def _parsed(typed: str) -> ParsedQuery:

@@ -1,6 +1,7 @@
 """Search results: an immutable ranked list of hits with their feature scores."""
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,6 +43,13 @@ def _frozen(a, dtype):
     a = np.array(a, dtype=dtype)
     a.setflags(write=False)
     return a
+
+
+@functools.cache
+def _arguments() -> tuple:
+    """The names of :class:`Results`' constructor arguments (read once: a search must not
+    pay for reflection)."""
+    return tuple(inspect.signature(Results).parameters)
 
 
 class Results:
@@ -130,7 +138,7 @@ class Results:
         TypeError
             A name that is not an argument of the constructor.
         """
-        names = list(inspect.signature(Results).parameters)
+        names = _arguments()
         unknown = sorted(set(changes) - set(names))
         if unknown:
             raise TypeError(f"Results has no argument {unknown[0]!r} (arguments: "

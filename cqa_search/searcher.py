@@ -147,8 +147,9 @@ class Candidates:
     doc_ids : list of str or None
         Their ids, when the back-end has them at hand.
     features : ndarray of shape (len(rows), n_features) or None
-        Their feature scores, when asked for (``features=True``) and computed in the same
-        pass (a back-end whose rows are remote); None: computed on demand.
+        Their feature scores, when asked for (``features=True``: candidates of a search,
+        none given with scores) and computed in the same pass (a back-end whose rows are
+        remote); None: computed on demand.
     """
 
     rows: np.ndarray
@@ -196,7 +197,10 @@ class Searcher(Protocol):
     question vectors' best ``n``), :meth:`retrieval_scores` and :meth:`cosines` (of given
     rows), and breaks ties by :meth:`tie_ranks`: every back-end method takes a query and
     rows and returns arrays, so a sharded back-end sends it to the shards holding the
-    rows and merges.
+    rows and merges. The features of rows read the candidates' context
+    (:class:`~cqa_search.retrieval.first_stage.CandidateContext`), which a sharded
+    back-end maps to each shard's rows (:meth:`CandidateContext.local
+    <cqa_search.retrieval.first_stage.CandidateContext.local>`).
     """
 
     def with_config(self, config) -> "Searcher":
@@ -212,8 +216,9 @@ class Searcher(Protocol):
         query's (scores: the cosines), in the category that pass the filters; none when
         the query has no word with a vector."""
 
-    def features(self, q, rows) -> np.ndarray:
-        """Feature matrix of ``rows``: shape (len(rows), len(feature_names))."""
+    def features(self, q, rows, context) -> np.ndarray:
+        """Feature matrix of ``rows`` (candidates of ``context``): shape (len(rows),
+        len(feature_names))."""
 
     def retrieval_scores(self, q, rows, model) -> np.ndarray:
         """The term model ``model``'s scores of ``rows``."""
@@ -271,6 +276,7 @@ class LocalSearcher:
         self.config = checked_config(config or SearchConfig(), data.index.fields, self.models)
         self._stats = None
         self._scorers = self._make_scorers()
+        self.feature_names = tuple(n for s in self._scorers for n in s.names)
 
     @classmethod
     def open(cls, stored, config=None) -> "LocalSearcher":
@@ -290,10 +296,6 @@ class LocalSearcher:
     @property
     def n_questions(self) -> int:
         return self.data.n_questions
-
-    @property
-    def feature_names(self) -> tuple:
-        return tuple(n for s in self._scorers for n in s.names)
 
     @property
     def attributes(self):
@@ -383,10 +385,11 @@ class LocalSearcher:
     def tie_ranks(self, rows) -> np.ndarray:
         return self.data.doc_id_rank[np.asarray(rows, dtype=np.int64)]
 
-    def features(self, q, rows) -> np.ndarray:
+    def features(self, q, rows, context) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         with implausible(self.stored.path, "a stored model"):
-            return np.hstack([s.score(q, rows) for s in self._scorers]) \
+            return np.hstack([s.score(q, rows, context) if getattr(s, "reads_context", False)
+                              else s.score(q, rows) for s in self._scorers]) \
                 if len(self._scorers) else np.zeros((len(rows), 0))
 
     def retrieval_scores(self, q, rows, model) -> np.ndarray:

@@ -108,6 +108,7 @@ def child_foldin(args):
     from cqa_search import SearchConfig, SearchEngine
     from cqa_search.exceptions import ConvergenceWarning
     from cqa_search.factorization import TopicModel
+    from cqa_search.searcher import LocalSearcher
 
     engine = SearchEngine.open(os.path.join(args.work_dir, "index"))
     with warnings.catch_warnings():
@@ -136,8 +137,8 @@ def child_foldin(args):
     has = truth >= 0
     if has.any():
         out["accuracy_reconstruction"] = float(np.mean(inferred[has] == truth[has]))
-    engine = SearchEngine(engine.data, models={**engine.models, "topics": model},
-                          config=engine.config)
+    engine = SearchEngine(LocalSearcher(engine.searcher.data,
+                                        {**engine.models, "topics": model}, engine.config))
     for inference in ("given", "reconstruction", "hits", "all"):
         model.set_params(category_inference="reconstruction" if inference == "given"
                          else inference)

@@ -400,7 +400,7 @@ def hybrid_main(a):
     dense = engine.searcher._dense
     field = engine.index["question"]
     texts = read_texts(a.queries, a.n_queries)
-    tie = engine.data.doc_id_rank
+    tie = engine.searcher.data.doc_id_rank
     n = 100
     lat_h, lat_b, cpu_h, cpu_b, same, proven, overlap = [], [], [], [], [], [], []
     for rep in range(2):  # the first pass warms the caches; the second is timed

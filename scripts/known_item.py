@@ -9,7 +9,7 @@ Usage::
 Without ARCHIVE: every StackExchange dump in ``DATA/stackexchange`` and the demo archive.
 Each archive is indexed once with ``build_index``'s defaults (the question, its answers and
 its title); then every question with a title is searched by its title as plain text
-(``engine.retrieve(title, 3)``), by each retrieval model of ``--models`` alone: no ranker,
+(``engine.rerank(title, k=3)``), by each retrieval model of ``--models`` alone: no ranker,
 no features, no hybrid stage. A question is found *first* when the first hit is a question
 with the same title (a title several questions share counts for any of them; titles
 compared after case folding and collapsing white space) and in the *top 3* likewise.
@@ -56,7 +56,7 @@ def known_item(path, specs) -> dict:
             if not q.title.strip():
                 continue
             wanted = same[_key(q.title)]
-            hits = searcher.retrieve(q.title, K).doc_ids
+            hits = searcher.rerank(q.title, k=K).doc_ids
             n += 1
             first += bool(hits) and hits[0] in wanted
             top += any(h in wanted for h in hits)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The reliability loops of issues 12 and 29 at full N (the tests run them with a small N).
+"""The reliability loops of issues 12, 29 and 43 at full N (the tests run them with a small N).
 
-Builds the demo index with a model of every family and a ranker, then:
+Builds the demo index with a model of every family (the word vectors too) and a ranker,
+then:
 
 1. flips bits in every stored file (``--flips`` per file: an .npy header byte, then random
    bytes), opening and searching after each flip, with and without checksum verification,
@@ -9,7 +10,9 @@ Builds the demo index with a model of every family and a ranker, then:
    refused is compared with the pristine index's (same hits, scores and questions);
 2. forges values with their checksums (every JSON leaf of the manifest and of every
    model.json with 13 implausible values, every stored array with extreme elements):
-   refused or finite results, never another exception or NaN;
+   refused or finite results, never another exception or NaN; the results of each
+   forgery not refused are compared with the pristine index's; the ranker's forgeries
+   are exported too (refused, or finite numbers in strict JSON);
 3. puts a FIFO, /dev/zero, a link out of the index, a directory or a 16 GiB file where
    index files should be (CURRENT, the manifest, arrays, a model, the archive, the
    generation directory): ``cqa-search query`` in bounded time and memory;
@@ -23,12 +26,19 @@ Builds the demo index with a model of every family and a ranker, then:
 8. kills writers (rebuilds, fits, a training run) with SIGKILL at random moments
    (``--kills``), opening and searching after each kill;
 9. runs ``--readers`` reader processes for ``--seconds`` while this process rebuilds (with
-   another analyzer) and refits the index in a loop.
+   another analyzer) and refits the index in a loop;
+10. gives every face hostile input (issue 43): dates no int64 holds and filters at the
+    ends of the calendar (archives, add, Python, the command line, the write API, MCP),
+    closed standard streams, archived terminal control sequences (every printer, the
+    interactive session on a pseudo-terminal), token files that are no files, SIGINT to
+    MCP, ``--bodies`` request bodies that stall or are cut, more-like-this of a question
+    of ``--similar-mb`` MB.
 
 Prints one Markdown table (what BENCHMARKS.md shows). The loops live in
 cqa_search/testing/{harness,forgery,environment}.py, shared with the tests.
 
 Usage: scripts/reliability.py [--flips 10] [--kills 50] [--readers 8] [--seconds 60]
+                              [--bodies 50] [--similar-mb 49]
 """
 from __future__ import annotations
 
@@ -43,7 +53,8 @@ import tempfile
 import time
 from collections import Counter
 
-from cqa_search.testing import environment, forgery, harness
+from cqa_search import build_index
+from cqa_search.testing import environment, forgery, harness, inputs
 
 
 def _failed(results, key="case"):
@@ -57,7 +68,7 @@ def flips(index, args, rows):
     cases = harness.corruption_cases(index, args.flips, seed=args.seed)
     n_files = len({c[0] for c in cases})
     for verify in (False, True):
-        r = reliability.run_corruptions(index, cases, verify=verify)
+        r = harness.run_corruptions(index, cases, verify=verify)
         if "crashed" in r:
             rows.append((f"bit flips, verify={verify}", f"CRASH on {r['crashed']} "
                          f"(exit {r['returncode']})", ""))
@@ -93,12 +104,29 @@ def forgeries(index, work, args, rows):
         return
     o = r["outcomes"]
     nan = sum(u["error"] == "AssertionError" for u in r["unexpected"])
+    by_file = Counter()
+    for rel, n in r["different"].items():
+        by_file[_kind(rel)] += n
+    differ = ", ".join(f"{n} in {k}" for k, n in by_file.most_common()) or "none"
     rows.append((f"forged values with their checksums ({len(cases)}: JSON leaves of the "
                  "manifest and the models x 13 values, array elements at extremes), "
                  "`--verify`",
                  f"{o['corrupted index']} 'corrupted index', {o['other clear error']} other "
-                 f"one-line errors, {o['results']} results with finite scores",
+                 f"one-line errors, {o['same results']} results identical to the pristine "
+                 f"index's, {o['different results']} different results with finite scores "
+                 f"({differ})",
                  f"{len(r['unexpected']) - nan} tracebacks, {nan} NaN/infinite results"))
+    for u in r["unexpected"][:5]:
+        print("unexpected:", u, file=sys.stderr)
+    cases = forgery.ranker_cases(copy)
+    r = forgery.run_exports(copy, cases)
+    if "crashed" in r:
+        rows.append(("forged rankers exported", f"CRASH on {r['crashed']}", ""))
+        return
+    rows.append((f"the ranker's {len(cases)} forgeries exported by `export-ranker` (JSON and "
+                 "RankLib)", f"{r['outcomes']['refused']} refused in one line, "
+                 f"{r['outcomes']['written']} written with finite numbers (strict JSON)",
+                 f"{len(r['unexpected'])} tracebacks or non-finite numbers written"))
     for u in r["unexpected"][:5]:
         print("unexpected:", u, file=sys.stderr)
 
@@ -179,6 +207,69 @@ def environment_loops(index, work, args, rows):
     _record(work, args, rows)
 
 
+def _expected(results) -> str:
+    return f"{sum(r['ok'] for r in results)} of {len(results)} as expected"
+
+
+def input_loops(index, work, args, rows):
+    """Issue 43: hostile input through every face."""
+    results = inputs.date_archives(index, work)
+    rows.append((f"dates no int64 holds, milliseconds, the second after 9999-12-31, "
+                 f"digits that are not ASCII ({len(inputs.BAD_DATES)} bad, "
+                 f"{len(inputs.NOT_DATES)} no date) in JSONL and CSV archives, `add`, "
+                 f"Python ({len(results)} cases)",
+                 f"{_expected(results)}: a bad date refused by its line (skipped and counted "
+                 "with `--skip-invalid`), text built undated, `tag:`/`date:` filters "
+                 "working after", _failed(results)))
+    edge = inputs.edge_index(index, work)
+    results = inputs.calendar_filters(edge)
+    rows.append((f"`date:` filters and `--after`/`--before` at both ends of the calendar "
+                 f"({len(results)}), `cqa-search query`",
+                 f"{_expected(results)}: the questions of 0001-01-01 / 9999-12-31 they "
+                 "keep, or one line and exit 1", _failed(results)))
+    results = inputs.mcp_session(edge)
+    signals = [r for r in results if r["case"].startswith("mcp: ")]
+    rows.append((f"MCP over stdio: the same filters, a laced query and ids "
+                 f"({len(results) - len(signals)} tool calls), then SIGINT/SIGTERM "
+                 f"({len(signals)})",
+                 f"{_expected(results)}: hits or a tool error saying why",
+                 "stopped in " + ", ".join(f"{r['seconds']:.1f} s" if r["seconds"] is not None
+                                           else "never" for r in signals)
+                 + f"; {_failed(results)}"))
+    results = inputs.write_server(edge, work, n_bodies=args.bodies,
+                                  megabytes=args.similar_mb)
+    for label, pick in [("POST /api/questions with each date, then /api/tags and filtered "
+                         "searches", lambda c: c.startswith(("POST", "GET /api/tags",
+                                                             "GET /api/search?"))),
+                        ("the calendar filters over HTTP (`q`, `after`, `before`)",
+                         lambda c: c.startswith("GET /api/search ")),
+                        (f"{args.bodies} write bodies stalled and {args.bodies} cut "
+                         "mid-body, then the server's log",
+                         lambda c: "writes" in c or "log" in c)]:
+        part = [r for r in results if pick(r["case"])]
+        rows.append((f"{label} ({len(part)} steps)", _expected(part), _failed(part)))
+    similar = next(r for r in results if "similar" in r["case"])
+    rows.append((f"`/api/questions/ID/similar` of a question of {args.similar_mb} MB",
+                 f"status {similar['status']} in {similar['seconds']:.1f} s",
+                 f"another client's slowest answer meanwhile "
+                 f"{similar['slowest other answer'] or 0:.1f} s"))
+    results = inputs.closed_streams(index, work)
+    rows.append((f"query, query --json, info, export-ranker, build-index, piped queries with "
+                 f"`>&-`, `2>&-`, `<&-` ({len(results)})",
+                 f"{_expected(results)}: exit 0 (1 for a refused filter), no traceback, no "
+                 "message on standard output", _failed(results)))
+    results = inputs.control_characters(work)
+    rows.append((f"an archive whose every field holds terminal control sequences, through "
+                 f"every printer and the interactive session on a pseudo-terminal "
+                 f"({len(results)})", f"{_expected(results)}: escaped (`\\x1b`), none raw",
+                 _failed(results)))
+    results = inputs.token_files(index, work)
+    rows.append((f"`serve --token-file` on /dev/zero, a FIFO, a directory, 1 MiB, a link to "
+                 f"a device, not UTF-8, a token not ASCII ({len(results)})",
+                 f"{_expected(results)}: one line and exit 1",
+                 f"slowest {max(r['seconds'] for r in results):.1f} s; {_failed(results)}"))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flips", type=int, default=10, help="bit flips per stored file")
@@ -187,6 +278,10 @@ def main(argv=None):
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--slow-clients", type=int, default=200)
     ap.add_argument("--record-mb", type=int, default=1024, help="size of the huge record")
+    ap.add_argument("--bodies", type=int, default=50,
+                    help="write requests whose body stalls (and as many cut)")
+    ap.add_argument("--similar-mb", type=int, default=49,
+                    help="size of the question more-like-this reads")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     work = tempfile.mkdtemp(prefix="cqa_reliability_")
@@ -196,6 +291,7 @@ def main(argv=None):
     flips(index, args, rows)
     forgeries(index, work, args, rows)
     environment_loops(index, work, args, rows)
+    input_loops(index, work, args, rows)
     copy = harness.fresh_copy(index, os.path.join(work, "kill"))
     k = harness.kill_loop(copy, args.kills, seed=args.seed)
     rows.append((f"kill -9 of build-index / fit / train ({args.kills} runs)",
@@ -206,8 +302,8 @@ def main(argv=None):
     for f in k["open_failures"][:5]:
         print("open failure:", f, file=sys.stderr)
     path = os.path.join(work, "rw")
-    build_index(reliability.demo_questions(), path)
-    rw = reliability.readers_against_writer(path, args.readers, args.seconds)
+    build_index(harness.demo_questions(), path)
+    rw = harness.readers_against_writer(path, args.readers, args.seconds)
     rows.append((f"{args.readers} reader processes x {args.seconds:.0f} s against a writer",
                  f"{rw['opens']:,} opens + searches, {rw['failed_opens']} failed",
                  f"{rw['writes']} rebuilds/refits meanwhile"))

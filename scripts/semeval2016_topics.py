@@ -33,6 +33,7 @@ from cqa_search.exceptions import ConvergenceWarning
 from cqa_search.factorization import (VARIANTS, GNMFNC, TopicModel, interpolate,
                                       term_question_matrix)
 from cqa_search.retrieval import BM25, LMJelinekMercer, top_k
+from cqa_search.searcher import LocalSearcher
 
 from _common import METRICS, paper_parser, prepare, self_candidate_queries, table, write_report
 
@@ -63,11 +64,10 @@ def fit_all(view, seeds, inference, max_iter=100, tol=0.0):
 
 def features(engine, models, splits):
     """Per split: (X, qid, doc_ids, names) for the given candidates."""
-    eng = SearchEngine(engine.data, models={**engine.models,
-                                            **{m.feature_name_: m for m in models}},
-                       config=SearchConfig(features=tuple(TERMS.values()),
-                                           models=tuple(m.feature_name_ for m in models),
-                                           ranker=None))
+    eng = SearchEngine(LocalSearcher(
+        engine.searcher.data, {**engine.models, **{m.feature_name_: m for m in models}},
+        SearchConfig(features=tuple(TERMS.values()),
+                     models=tuple(m.feature_name_ for m in models), ranker=None)))
     out = {}
     for split, (queries, qrels, candidates) in splits.items():
         out[split] = feature_table(eng, queries, candidates=candidates)

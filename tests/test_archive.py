@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cqa_search import Archive, Question
+from cqa_search.archive import END_OF_DATES, FIRST_DATE, date_seconds
 from cqa_search.exceptions import ArchiveError, QueryError
 from cqa_search.readers import read_archive
 
@@ -23,6 +24,33 @@ def test_question_normalises_and_validates():
         Question("a", "t", answers="single")
     with pytest.raises(ValueError, match="field 'id' must be a non-empty string"):
         Question("", "t")
+
+
+@pytest.mark.parametrize("value", [1e30, -1e30, 2 ** 63, float("inf"), float("nan"),
+                                   END_OF_DATES, FIRST_DATE - 1, 1470152354947,
+                                   "99999999999999999999", "9" * 5000,
+                                   "0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00"])
+def test_a_date_outside_the_calendar_is_refused(value):
+    """Issue 43: one such date broke every tag: and date: filter of its index (no int64
+    holds it); its record is refused, naming the field."""
+    with pytest.raises(ValueError, match=r"^field 'created_at': .* is not a date from "
+                                         r"0001-01-01 to 9999-12-31 \(UTC; a number is read"):
+        Question("q", "t", extra={"created_at": value})
+    with pytest.raises(ValueError, match="^field 'date': "):
+        Question.from_dict({"id": "q", "title": "t", "date": value})
+
+
+@pytest.mark.parametrize("value,seconds", [
+    (FIRST_DATE, FIRST_DATE), (END_OF_DATES - 1, END_OF_DATES - 1),
+    ("0001-01-01", FIRST_DATE), ("9999-12-31T23:59:59", END_OF_DATES - 1),
+    ("2014-01-01T00:00:00Z", 1388534400), (1388534400.9, 1388534400),
+    ("²", None), ("²³", None), ("soon", None), ("", None), (True, None), (None, None),
+    ([2014], None), ("1e30", None)])
+def test_what_is_a_date(value, seconds):
+    """Text that is no date (a superscript two is a digit to str.isdigit, not to int)
+    is no date, and its question is kept: only a date out of range is refused."""
+    assert date_seconds(value) == seconds
+    assert Question("q", "t", extra={"date": value}).extra["date"] == value
 
 
 def test_from_dict_round_trip_keeps_unknown_fields():

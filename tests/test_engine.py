@@ -9,8 +9,9 @@ import pytest
 from cqa_search import Question, SearchConfig, SearchEngine, build_index
 from cqa_search.analysis import Analyzer
 from cqa_search.evaluation import feature_table, run_queries
-from cqa_search.exceptions import QueryError
+from cqa_search.exceptions import IndexFormatError, QueryError
 from cqa_search.presentation import Presenter
+from cqa_search.query_parser import ParsedQuery
 from cqa_search.retrieval import BM25, LMDirichlet, VSM
 
 
@@ -130,14 +131,16 @@ def test_highlight_marks_query_terms(toy_engine):
 
 def test_batch_search_equals_search(toy_engine):
     queries = ["renew visa", "cheap sofa", "engine start"]
-    runs = toy_engine.batch_search(queries, qids=["a", "b", "c"], k=4,
-                                   categories=[None, "Shopping", None])
+    runs = toy_engine.batch_search(queries, qids=["a", "b", "c"], k=4)
     assert list(runs) == ["a", "b", "c"]
-    assert runs["b"].doc_ids == toy_engine.search("cheap sofa", k=4, category="Shopping").doc_ids
+    assert runs["b"].doc_ids == toy_engine.search("cheap sofa", k=4).doc_ids
+    shopping = toy_engine.batch_search(queries, k=4, category="Shopping")
+    assert shopping["1"].doc_ids == toy_engine.search("cheap sofa", k=4,
+                                                      category="Shopping").doc_ids
     np.testing.assert_array_equal(runs["c"].scores, toy_engine.search("engine start", k=4).scores)
     with pytest.raises(QueryError, match="qids must be distinct"):
         toy_engine.batch_search(["a", "b"], qids=["x", "x"])
-    with pytest.raises(QueryError, match="got 2 queries, 1 qids"):
+    with pytest.raises(QueryError, match="got 2 queries and 1 qids"):
         toy_engine.batch_search(["a", "b"], qids=["x"])
     with pytest.raises(QueryError, match="queries must be a sequence of query texts, not one"):
         toy_engine.batch_search("renew visa")
@@ -397,7 +400,7 @@ def test_similar_searches_a_question_without_itself(toy_engine, tmp_path):
     """engine.similar: the question's title and body as a plain-text query through the
     same pipeline as search, the question itself left out."""
     question = toy_engine.archive.get("t01")
-    same = toy_engine.retrieve(question.text, None)
+    same = toy_engine.rerank(question.text, k=None)
     res = toy_engine.similar("t01", 3)
     assert "t01" not in res and "t01" in same
     assert list(res.doc_ids) == [d for d in same.doc_ids if d != "t01"][:3]
@@ -420,6 +423,51 @@ def test_similar_searches_a_question_without_itself(toy_engine, tmp_path):
     assert engine.similar("a").doc_ids == ("b",)
     with pytest.raises(QueryError, match="unknown question id 'c'"):  # deleted
         engine.similar("c")
+
+
+def test_similar_reads_at_most_max_query_chars(tmp_path):
+    """Issue 43: a question of 49 MiB took 9-17 s as the query of a more-like-this: its
+    title and the start of its body are searched, as a search's query is bounded."""
+    from cqa_search.query_parser import MAX_QUERY_CHARS
+
+    body = " ".join(f"word{i % 5000}" for i in range(200_000)) + " visa"
+    build_index([Question("long", "renew visa", body), Question("b", "visa fees"),
+                 Question("c", "renew passport word7 word8")], tmp_path / "idx")
+    engine = SearchEngine.open(tmp_path / "idx")
+    res = engine.similar("long", k=None)
+    bounded = "renew visa\n" + body[:MAX_QUERY_CHARS - len("renew visa\n")]
+    assert res.parsed.text == bounded and len(bounded) == MAX_QUERY_CHARS
+    same = engine.search(ParsedQuery(bounded), k=None)
+    assert list(res.doc_ids) == [d for d in same.doc_ids if d != "long"]
+    short = engine.similar("c", k=None)  # a shorter question: searched whole, as before
+    assert short.parsed.text == "renew passport word7 word8"
+
+
+def test_a_feature_that_is_not_finite_is_a_corrupted_index(toy_engine, tmp_path, monkeypatch):
+    """A NaN feature (a zeroed count in a stored model gave one) reached the ranker,
+    whose check of its input raised ValueError: exit 70 on the command line."""
+    from cqa_search.index.models import add_model
+    from cqa_search.ranking import LinearRanker
+
+    path = tmp_path / "idx"
+    shutil.copytree(toy_engine.path, path)
+    X, qid, docs, names = feature_table(toy_engine, [{"id": "v", "text": "renew my visa"}],
+                                        k=None)
+    add_model(path, "ranker", LinearRanker("ranksvm", random_state=0).fit(
+        X, [d == "t01" for d in docs], qid=qid, feature_names=names))
+    engine = SearchEngine.open(path)
+    real = engine._features
+
+    def with_nan(q, rows, context):
+        out = real(q, rows, context)
+        out[:, engine.feature_names.index("vsm")] = np.nan
+        return out
+
+    monkeypatch.setattr(engine, "_features", with_nan)
+    with pytest.raises(IndexFormatError, match="corrupted index .*: feature 'vsm' is not a "
+                                               "finite number .NaN or infinite. for some "
+                                               "candidates"):
+        engine.search("renew my visa")
 
 
 def test_tag_is_an_exact_filter_and_tags_a_word_search(tmp_path):
@@ -470,3 +518,25 @@ def test_date_filters_read_the_dates_the_readers_keep(tmp_path):
                          ("visa -date:2014", "a date filter cannot be left out")]:
         with pytest.raises(QueryError, match=message):
             engine.search(bad)
+
+
+def test_a_date_out_of_range_in_an_older_index_is_no_date(tmp_path, monkeypatch, caplog):
+    """An index built before dates were checked may hold "date": 1e30 (the write API took
+    it): every tag: and date: filter and the tag counts of that index failed for every
+    user. The date is read as none, with one warning naming the question."""
+    import cqa_search.archive
+
+    monkeypatch.setattr(cqa_search.archive, "date_seconds", lambda value: None)  # unchecked
+    build_index([Question("huge", "visa fees", tags=["t"], extra={"date": 1e30}),
+                 Question("ok", "visa office", tags=["t"], extra={"date": "2014-05-01"})],
+                tmp_path / "idx")
+    monkeypatch.undo()
+    engine = SearchEngine.open(tmp_path / "idx")
+    assert set(engine.search("visa tag:t", k=None).doc_ids) == {"huge", "ok"}
+    assert engine.search("visa date:2014", k=None).doc_ids == ("ok",)
+    assert engine.tag_counts() == {"t": 2}
+    said = [r.getMessage() for r in caplog.records if r.name == "cqa_search.index.attributes"]
+    assert len(said) == 1 and said[0].endswith(
+        "seg-000001/archive.jsonl: 1 date(s) outside 0001-01-01 to 9999-12-31 (the first of "
+        "question 'huge') read as no date; the index was built before dates were checked: "
+        "rebuild it with `cqa-search build-index`")

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from cqa_search.analysis import Analyzer
 from cqa_search.exceptions import QueryError
 from cqa_search.presentation import MAX_SUGGESTED_WORD, Suggester, highlight
+from cqa_search.archive import END_OF_DATES, FIRST_DATE
 from cqa_search.query_parser import (_LONE_SIGN, ParsedQuery, Unit, _common_syntax, _parsed,
-                                     parse_query, without_empty_units)
+                                     Filters, parse_query, without_empty_units)
 
 
 def U(field, *words, phrase=False):
@@ -204,6 +205,50 @@ def test_filters_say_what_a_query_applies():
         once = parse_query(typed)
         again = parse_query(" ".join(once.filters()))
         assert again.filters() == once.filters(), typed
+
+
+DEC_9999, DAY_9999 = 253399622400, 253402214400  # 9999-12-01, 9999-12-31
+
+
+@pytest.mark.parametrize("typed,dates,written", [
+    ("date:9999-12-31", (DAY_9999, END_OF_DATES), "date:9999-12-31..9999-12-31"),
+    ("date:9999-12", (DEC_9999, END_OF_DATES), "date:9999-12-01..9999-12-31"),
+    ("date:9999", (253370764800, END_OF_DATES), "date:9999-01-01..9999-12-31"),
+    ("date:>=9999-12-31", (DAY_9999, None), "date:>=9999-12-31"),
+    ("date:<=9999", (None, END_OF_DATES), "date:<=9999-12-31"),
+    ("date:..9999-12", (None, END_OF_DATES), "date:<=9999-12-31"),
+    ("date:9999-12..", (DEC_9999, None), "date:>=9999-12-01"),
+    ("date:<9999-12-31", (None, DAY_9999), "date:<9999-12-31"),
+    ("date:0001", (FIRST_DATE, -62104060800), "date:0001-01-01..0001-12-31"),
+    ("date:>=0001", (FIRST_DATE, None), "date:>=0001-01-01"),
+])
+def test_dates_at_the_end_of_the_calendar(typed, dates, written):
+    """Issue 43: a period ending with 9999-12-31 overflowed (date:9999-12-31) or found no
+    end (date:9999-12 asked for year 10000; date:9999 and date:>9999 gave None bounds):
+    it ends at END_OF_DATES, the second after the calendar, and is written back."""
+    parsed = parse_query(f"visa {typed}")
+    assert parsed.dates == (dates,) and parsed.filters() == (written,)
+    assert parse_query(f"visa {written}").dates == (dates,)
+
+
+@pytest.mark.parametrize("typed,message", [
+    ("date:>9999", "no question is dated after 9999-12-31 (dates run from 0001-01-01 to "
+                   "9999-12-31)"),
+    ("date:>9999-12-31", "no question is dated after 9999-12-31"),
+    ("date:<0001", "no question is dated before 0001-01-01"),
+    ("date:0000", "year 0 is out of range"),
+    ("date:10000", "write date:2014"),
+])
+def test_filters_that_keep_no_date_are_refused(typed, message):
+    with pytest.raises(QueryError, match=re.escape(f"bad date filter {typed!r}: {message}")):
+        parse_query(f"visa {typed}")
+
+
+def test_after_and_before_at_the_end_of_the_calendar():
+    assert Filters(after="9999-12", before="9999-12-31").apply(parse_query("visa")).dates == (
+        (DEC_9999, None), (None, DAY_9999))
+    with pytest.raises(QueryError, match="'date:>=10000'"):
+        Filters(after="10000")
 
 
 def test_unreadable_syntax_falls_back_to_its_words():

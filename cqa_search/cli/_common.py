@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import logging
 import os
+import re
 import sys
 import textwrap
 import warnings
 
 from ..exceptions import CQASearchError, ParameterError, QueryError
 
-__all__ = ["run_command", "Style", "format_hit", "format_explanation", "format_question",
-           "add_common_options", "positive_int", "os_error_reason", "hybrid_weight",
-           "format_first_stage", "add_field_weights_option", "retrieval_model"]
+__all__ = ["run_command", "Style", "printable", "json_text", "format_hit", "format_explanation",
+           "format_question", "add_common_options", "positive_int", "os_error_reason",
+           "hybrid_weight", "format_first_stage", "add_field_weights_option", "retrieval_model"]
 
 PROG = "cqa-search"
 
@@ -70,14 +72,55 @@ def _user_error(exc) -> bool:
     return validation is not None and isinstance(exc, validation.InvalidParameterError)
 
 
+# C0 control characters but tab and newline, DEL, and the C1 ones (U+009B is a CSI to
+# some terminals, as ESC [ is)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text) -> str:
+    r"""``text`` safe for a terminal: its control characters (but tab and newline) written
+    as escapes (``\x1b``), so that the text of an archive or an index never reaches a
+    terminal as a control sequence (clearing it, retitling it, a hyperlink), as ``--json``
+    and the search page escape it. Every printer of the command line passes what it did
+    not write itself through this (its own colours are added after).
+
+    Examples
+    --------
+    >>> printable("x \x1b[2J\x1b]0;owned\x07 y\tz")
+    'x \\x1b[2J\\x1b]0;owned\\x07 y\tz'
+    """
+    text = str(text)
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+# what JSON leaves raw in its strings of those: DEL and C1
+_JSON_RAW = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(doc, **options) -> str:
+    r"""``doc`` as JSON text safe for a terminal: :func:`json.dumps` (non-ASCII text as it
+    is) escapes the C0 control characters of its strings, and here DEL and the C1 ones
+    too (``\u009b``), which JSON allows raw (U+009B is a CSI to some terminals).
+
+    Examples
+    --------
+    >>> json_text({"title": "x\x1b[2J\x9b2J é"})
+    '{"title": "x\\u001b[2J\\u009b2J é"}'
+    """
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m[0]):04x}",
+                         json.dumps(doc, ensure_ascii=False, **options))
+
+
 def warning_line(message) -> str:
     """How the command line says a warning (its own, Python's and the logged ones)."""
-    return f"{PROG}: warning: {message}"
+    return f"{PROG}: warning: {printable(message)}"
 
 
 class _Said(logging.Formatter):
     def format(self, record) -> str:
-        return f"{PROG}: {record.levelname.lower()}: {record.getMessage()}"
+        return f"{PROG}: {record.levelname.lower()}: {printable(record.getMessage())}"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -145,13 +188,35 @@ def _discard_stdout(stream) -> None:
         pass
 
 
+def _closed_streams() -> None:
+    """Standard streams the caller closed (``>&-``, ``2>&-``, ``<&-``; Python then sets
+    ``sys.stdout`` and the others to None) read and write the null device: a closed
+    standard output discards the results, a closed standard error the messages (they must
+    not go to standard output), a closed standard input is empty. Its descriptor gets the
+    null device too, or the next file opened would take its number, and what is written
+    to standard output (or a child's) would go into that file."""
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:  # still free: the null device on it
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))
+
+
 def run_command(run, args) -> int:
     """Call ``run(args)``: a user's error prints one line and exits 1; a bug says it is one
     and exits :data:`EXIT_BUG` (``-vv`` shows its traceback). A warning prints one line
     (``-vv``: Python's, with the source line that issued it). What the machine refuses (a
     full disk, a file-size limit, standard output on a full device or in an encoding
     without some characters of the results) is the user's environment: one line, exit 1,
-    and text that cannot be encoded is replaced."""
+    and text that cannot be encoded is replaced; a standard stream the caller closed is
+    the null device."""
+    _closed_streams()
     verbose = getattr(args, "verbose", 0)
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
     handler = logging.StreamHandler()  # without -v only warnings: said like the command's
@@ -228,14 +293,14 @@ def _run(run, args, verbose, command) -> int:
     except Exception as exc:  # noqa: BLE001 - the one place that reports every failure
         _close_bars()
         if _user_error(exc):
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {printable(exc)}", file=sys.stderr)
             return 1
         if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT:
             print(f"{PROG}: error: {_environment_error(exc, args, command)}", file=sys.stderr)
             return 1
         if verbose >= 2:
             raise
-        print(f"{PROG}: internal error: {type(exc).__name__}: {exc}\n"
+        print(f"{PROG}: internal error: {type(exc).__name__}: {printable(exc)}\n"
               f"This is a bug in cqa_search; run the command again with -vv to see where it "
               f"happened, and please report it.", file=sys.stderr)
         return EXIT_BUG
@@ -293,20 +358,14 @@ def positive_int(text) -> int:
 
 
 def hybrid_weight(text):
-    """argparse type of ``--hybrid``: "auto", "none" (or "off") or a number in [0, 1]."""
-    low = text.strip().lower()
-    if low == "auto":
-        return "auto"
-    if low in ("none", "off"):
-        return None
+    """argparse type of ``--hybrid``: "auto", "none" (or "off") or a number in [0, 1]
+    (:func:`~cqa_search.retrieval.first_stage.weight_of_text`)."""
+    from ..retrieval.first_stage import weight_of_text
+
     try:
-        value = float(low)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected auto, none or a number in [0, 1]; got "
-                                         f"{text!r}")
-    return value
+        return weight_of_text(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_field_weights_option(parser) -> None:
@@ -362,27 +421,27 @@ def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
     of the body with the matched words marked, and a snippet of the answer shown."""
     start, end = style.marks if style.on else ("", "")
     question = hit.question
-    head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(hit.doc_id)}"
+    head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(printable(hit.doc_id))}"
     if hit.category:
-        head += "  " + style.dim(f"[{hit.category}]")
-    lines = [head, "    " + presenter.snippet(question.title or question.body, terms,
-                                                width=width, start=start, end=end)]
+        head += "  " + style.dim(f"[{printable(hit.category)}]")
+    lines = [head, "    " + presenter.snippet(printable(question.title or question.body),
+                                                terms, width=width, start=start, end=end)]
     if question.title and question.body:
-        lines.append("    " + style.dim(presenter.snippet(question.body, terms, width=width,
-                                                          start=start, end=end)))
+        lines.append("    " + style.dim(presenter.snippet(printable(question.body), terms,
+                                                          width=width, start=start, end=end)))
     if answer:
         shown = presenter.answer(hit)
         if shown is not None:
             label, text = shown
             lines.append("    " + style.dim(f"{label}: ") + presenter.snippet(
-                text, terms, width=width - len(label) - 2, start=start, end=end))
+                printable(text), terms, width=width - len(label) - 2, start=start, end=end))
     return "\n".join(lines)
 
 
 def format_first_stage(parts) -> str:
     """The two parts of a hit's hybrid first-stage score (``hit.first_stage``), e.g.
     ``0.612 = 0.3 × bm25 8.31/12.0 + 0.7 × cosine 0.52``."""
-    return (f"{parts['score']:.3f} = {1 - parts['a']:.2g} × {parts['term_model']} "
+    return (f"{parts['score']:.3f} = {1 - parts['a']:.2g} × {printable(parts['term_model'])} "
             f"{parts['term']:.3g}/{parts['term_max']:.3g} + {parts['a']:.2g} × cosine "
             f"{parts['cosine']:.3f}")
 
@@ -403,11 +462,11 @@ def _ranking_explanation(hit, engine, style, top) -> str:
         items = sorted(hit.features.items(), key=lambda kv: -abs(kv[1]))[:top]
         label = "features: " if engine.ranker is None else \
             "features (the ranker normalises them per query: no contributions): "
-        return "    " + style.dim(label) + ", ".join(f"{k} {v:.3g}" for k, v in items)
+        return "    " + style.dim(label) + ", ".join(f"{printable(k)} {v:.3g}" for k, v in items)
     contributions = engine.ranker.explain(hit.features)
     shown = list(contributions.items())[:top]
     rest = sum(v for _, v in list(contributions.items())[top:])
-    text = ", ".join(f"{k} {v:+.3g}" for k, v in shown)
+    text = ", ".join(f"{printable(k)} {v:+.3g}" for k, v in shown)
     if len(contributions) > top:
         text += f", {len(contributions) - top} more {rest:+.3g}"
     intercept = float(getattr(engine.ranker, "intercept_", 0.0))
@@ -417,14 +476,16 @@ def _ranking_explanation(hit, engine, style, top) -> str:
 
 def format_question(question, style, width=100) -> str:
     """A whole question with all its answers (for the REPL's :show)."""
-    wrap = lambda text, indent: textwrap.fill(" ".join(text.split()), width,  # noqa: E731
-                                              initial_indent=indent, subsequent_indent=indent)
-    out = [style.bold(f"{question.id}") + (f"  [{question.category}]" if question.category else ""),
+    wrap = lambda text, indent: textwrap.fill(  # noqa: E731
+        " ".join(printable(text).split()), width, initial_indent=indent,
+        subsequent_indent=indent)
+    out = [style.bold(printable(question.id))
+           + (f"  [{printable(question.category)}]" if question.category else ""),
            wrap(question.title, "  ")]
     if question.body:
         out.append(wrap(question.body, "  "))
     if question.tags:
-        out.append("  tags: " + ", ".join(question.tags))
+        out.append("  tags: " + printable(", ".join(question.tags)))
     for i, ans in enumerate(question.answers):
         mark = " (best)" if i == question.best_answer else ""
         out.append(style.dim(f"  answer {i + 1}{mark}:"))

@@ -3,13 +3,15 @@ format (for the learning-to-rank plugins of Elasticsearch and OpenSearch)."""
 from __future__ import annotations
 
 import argparse
+import json
 
 from ..exceptions import ParameterError
 from ..features import GIVEN_FEATURES, search_ranker_name, uses_given
-from ..index.models import model_class
+from ..index.models import load_model
 from ..index.store import open_index
 from ..ranking.export import FORMATS, export_ranker
-from ._common import COMMANDS, add_common_options, os_error_reason, run_command
+from ._common import (COMMANDS, add_common_options, json_text, os_error_reason, printable,
+                      run_command)
 
 HELP = COMMANDS["export-ranker"][1]
 
@@ -35,8 +37,7 @@ def run(args) -> int:
     if entry is None or entry["kind"] != "ranker":
         raise ParameterError(f"this index has no ranker {args.name!r} (rankers: "
                              f"{', '.join(rankers) or 'none; train one with `cqa-search train`'})")
-    model = stored.model(args.name)
-    ranker = model_class("ranker").from_state(model.params, model.meta, model.arrays())
+    ranker = load_model(stored, args.name)
     if uses_given(ranker):
         search = search_ranker_name(args.name)
         candidates = ("cqa-search ranks candidates given with their scores with it (a rerank "
@@ -49,7 +50,9 @@ def run(args) -> int:
                       "retrieval model (bm25 by default) with it")
     text = export_ranker(ranker, args.format, index=stored.path, generation=stored.generation,
                          model=args.name, created=entry.get("created"), candidates=candidates)
-    if args.output is None:
+    if args.output is None:  # (a terminal: its JSON with DEL and C1 escaped too)
+        text = json_text(json.loads(text), indent=1) if args.format == "json" else \
+            printable(text)
         print(text.rstrip("\n"))
         return 0
     try:

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from .._utils import counted
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
 from ..index.models import FAMILIES
 from ..retrieval.first_stage import DEFAULT_WEIGHT
-from ._common import COMMANDS, add_common_options, run_command
+from ._common import COMMANDS, add_common_options, json_text, printable, run_command
 
 HELP = COMMANDS["info"][1]
 
@@ -98,8 +97,7 @@ def format_info(info) -> str:
 
 def run(args) -> int:
     info = index_info(args.index)
-    print(json.dumps(info, ensure_ascii=False, indent=1) if args.json
-                  else format_info(info))
+    print(json_text(info, indent=1) if args.json else printable(format_info(info)))
     return 0
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from ..exceptions import CQASearchError
-from ._common import COMMANDS, add_common_options, run_command, warning_line
+from ._common import COMMANDS, PROG, add_common_options, run_command, warning_line
 
 HELP = COMMANDS["mcp"][1]
 
@@ -32,11 +33,26 @@ def run(args) -> int:
                            "there)"), file=sys.stderr)
     server, live = create_mcp_server(index)
     live.start()
+    previous = signal.signal(signal.SIGINT, _interrupted(live))
     try:
         server.run("stdio")  # standard output is the protocol's: nothing else is printed
     finally:
+        signal.signal(signal.SIGINT, previous)
         live.stop()
     return 0
+
+
+def _interrupted(live):
+    """The SIGINT handler of the server: it ends the process at once. The SDK reads
+    standard input in a worker thread, which a cancellation (asyncio's answer to SIGINT)
+    and the interpreter's exit both wait for: until the client closes standard input, the
+    process would stay, silent. The requests under way are dropped, as a closed standard
+    input drops them."""
+    def stop(signum, frame):
+        live.stop()
+        print(f"{PROG}: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+    return stop
 
 
 def main(argv=None) -> int:

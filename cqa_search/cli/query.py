@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -18,10 +17,11 @@ from ..evaluation.trec import check_writable, write_run
 from ..exceptions import QueryError
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..presentation import MAX_K, Presenter
-from ..query_parser import date_filter
+from ..query_parser import Filters
 from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options,
                       add_field_weights_option, format_explanation, format_hit, format_question,
-                      hybrid_weight, note_shards, positive_int, retrieval_model, run_command)
+                      hybrid_weight, json_text, note_shards, positive_int, printable,
+                      retrieval_model, run_command)
 
 HELP = COMMANDS["query"][1]
 
@@ -79,7 +79,8 @@ def configure(parser) -> None:
     parser.add_argument("--category", help="return only questions of this category")
     parser.add_argument("--after", metavar="DATE",
                         help="only questions created on or after DATE (YYYY, YYYY-MM or "
-                             "YYYY-MM-DD; the query syntax's date:>=DATE)")
+                             "YYYY-MM-DD; as the query syntax's date:>=DATE; with --like "
+                             "too)")
     parser.add_argument("--before", metavar="DATE",
                         help="only questions created before DATE (date:<DATE); --after 2014 "
                              "--before 2015: those of 2014")
@@ -145,10 +146,10 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
     parsed = results.parsed
     if parsed is not None:
         for notice in parsed.notices:
-            print(style.dim(f"note: {notice}"), file=out)
+            print(style.dim(f"note: {printable(notice)}"), file=out)
         filters = parsed.filters()
         if filters:
-            print(style.dim("filters: " + " ".join(filters)), file=out)
+            print(style.dim("filters: " + printable(" ".join(filters))), file=out)
     if results.relaxed:
         print(style.dim("no question has every required word or phrase; questions with the "
                         "words:"), file=out)
@@ -164,12 +165,13 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
             print(format_explanation(hit, presenter.engine, style), file=out)
     for word, options in presenter.suggestions(results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
-        print(style.dim(f"'{word}' is not in the archive{hint}"), file=out)
+        print(style.dim(printable(f"'{word}' is not in the archive{hint}")), file=out)
 
 
 def _like_header(engine, doc_id, style) -> str:
     question = engine.archive.get(doc_id)
-    return style.dim(f"questions like {doc_id}: ") + (question.title or question.body[:80])
+    return style.dim(f"questions like {printable(doc_id)}: ") + printable(
+        question.title or question.body[:80])
 
 
 def results_json(presenter, results, *, qid=None, typed=None, explain=False,
@@ -182,7 +184,7 @@ def results_json(presenter, results, *, qid=None, typed=None, explain=False,
         doc = {"qid": qid, **doc}
     if like is not None:
         doc = {"like": like, **doc}
-    return json.dumps(doc, ensure_ascii=False)
+    return json_text(doc)
 
 
 class _Session:
@@ -194,7 +196,7 @@ class _Session:
         self.out = sys.stdout if out is None else out
         self.category, self.answers = args.category, args.answers
         self.k = self.capped(args.k)
-        self.dates = date_filter(args.after, args.before)
+        self.dates = {"after": args.after, "before": args.before}
         self.explain = args.explain
         self.last = None
 
@@ -210,7 +212,7 @@ class _Session:
 
     @property
     def prompt(self) -> str:
-        return f"cqa [{self.category}]> " if self.category else "cqa> "
+        return f"cqa [{printable(self.category)}]> " if self.category else "cqa> "
 
     def complete(self, line) -> list:
         """Completions of a whole input line (commands, then category names)."""
@@ -219,10 +221,10 @@ class _Session:
         name, space, arg = line.partition(" ")
         if not space:
             return [c + " " for c in COMMAND_NAMES if c.startswith(name)]
-        if name == ":category":
+        if name == ":category":  # (readline lists them raw: none with control characters)
             folded = arg.casefold()
             return [f"{name} {c}" for c in sorted(self.engine.categories.present())
-                    if c.casefold().startswith(folded)]
+                    if c.casefold().startswith(folded) and printable(c) == c]
         if name in (":answers", ":explain"):
             return [f"{name} {v}" for v in ("on", "off") if v.startswith(arg)]
         return []
@@ -237,7 +239,7 @@ class _Session:
         if not rows:
             return "(no question of this index has a category now)"
         width = max(len(name) for name, _ in rows)
-        lines = [f"  {name:<{width}}  {n:>7,}" for name, n in rows]
+        lines = [printable(f"  {name:<{width}}  {n:>7,}") for name, n in rows]
         return "\n".join([f"  {'category':<{width}}  {'questions':>7}"] + lines)
 
     def command(self, line) -> bool:
@@ -280,7 +282,8 @@ class _Session:
             if self.last is not None and arg.isascii() and arg.isdigit() \
                     and 1 <= int(arg) <= len(self.last):
                 doc_id = self.last.doc_ids[int(arg) - 1]
-            self.last = self.engine.similar(doc_id, k=self.k, category=self.category)
+            self.last = self.engine.similar(doc_id, k=self.k, category=self.category,
+                                            **self.dates)
             self.say(_like_header(self.engine, doc_id, self.style))
             _print_results(self.presenter, self.last, self.style, answers=self.answers,
                            explain=self.explain, out=self.out)
@@ -290,17 +293,16 @@ class _Session:
             else:
                 setattr(self, name, arg == "on")
         else:
-            self.say(f"unknown command :{name}; type :help")
+            self.say(f"unknown command :{printable(name)}; type :help")
         return True
 
     def search(self, line) -> None:
-        self.last = self.engine.search(f"{line} {self.dates}".strip(), k=self.k,
-                                       category=self.category)
+        self.last = self.engine.search(line, k=self.k, category=self.category, **self.dates)
         searched = self.last.category
         if self.category is not None and searched is not None and \
                 searched.casefold() != self.category.casefold():
-            self.say(self.style.dim(f"in {searched}: the query's category: wins over "
-                                    f":category {self.category}"))
+            self.say(self.style.dim(printable(f"in {searched}: the query's category: wins "
+                                              f"over :category {self.category}")))
         _print_results(self.presenter, self.last, self.style, answers=self.answers,
                        explain=self.explain, out=self.out)
 
@@ -315,7 +317,7 @@ class _Session:
                 return self.command(line)
             self.search(line)
         except QueryError as exc:
-            self.say(f"error: {exc}")
+            self.say(f"error: {printable(exc)}")
         return True
 
     def loop(self, stdin) -> None:
@@ -382,7 +384,6 @@ def _batch(engine, args, style, stdin) -> int:
     if args.run_out:
         check_writable(args.run_out)  # before the searching
     run, n, errors, seen = {}, 0, 0, {}
-    dates = date_filter(args.after, args.before)
     for number, line in enumerate(stdin, start=1):
         line = line.rstrip("\n")
         if not line.strip():
@@ -398,22 +399,21 @@ def _batch(engine, args, style, stdin) -> int:
                 raise QueryError(f"query id {qid!r} of line {number} was given on line "
                                  f"{seen[qid]}")
             seen[qid] = number
-            results = engine.search(f"{text} {dates}".strip(), k=args.k,
-                                    category=args.category)
+            results = engine.search(text, k=args.k, category=args.category,
+                                    after=args.after, before=args.before)
         except QueryError as exc:
             errors += 1
             if args.json:
-                print(json.dumps({"qid": qid, "query": text, "error": str(exc)},
-                                 ensure_ascii=False))
+                print(json_text({"qid": qid, "query": text, "error": str(exc)}))
             else:
-                print(f"query {qid}: error: {exc}", file=sys.stderr)
+                print(printable(f"query {qid}: error: {exc}"), file=sys.stderr)
             continue
         run[qid] = dict(zip(results.doc_ids, results.scores.tolist()))
         if args.json:
             print(results_json(presenter, results, qid=qid, typed=text,
                                explain=args.explain))
         else:
-            print(style.bold(f"query {qid}: {text}"))
+            print(style.bold(printable(f"query {qid}: {text}")))
             _print_results(presenter, results, style, answers=args.answers,
                            explain=args.explain, out=sys.stdout)
             print()
@@ -429,9 +429,7 @@ def run(args) -> int:
     style = Style("never" if args.json else args.color)
     if args.category is not None:
         engine.categories.id(args.category)  # fail early, with suggestions
-    dates = date_filter(args.after, args.before)  # checked before any search
-    if dates and args.like is not None:
-        raise QueryError("--after and --before filter searches, not --like")
+    Filters(after=args.after, before=args.before)  # checked before any search
     if not args.text and args.like is None:
         if sys.stdin.isatty():
             if args.run_out or args.json:
@@ -448,9 +446,11 @@ def run(args) -> int:
     if args.like is not None:
         if typed:
             raise QueryError("give either the query TEXT or --like ID, not both")
-        results, typed = engine.similar(args.like, k=args.k, category=args.category), None
+        results, typed = engine.similar(args.like, k=args.k, category=args.category,
+                                        after=args.after, before=args.before), None
     else:
-        results = engine.search(f"{typed} {dates}".strip(), k=args.k, category=args.category)
+        results = engine.search(typed, k=args.k, category=args.category, after=args.after,
+                                before=args.before)
     if args.json:
         print(results_json(presenter, results, typed=typed, explain=args.explain,
                            like=args.like))

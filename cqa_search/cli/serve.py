@@ -5,6 +5,7 @@ import argparse
 import ipaddress
 import os
 import socket
+import stat
 import sys
 import threading
 import time
@@ -17,6 +18,8 @@ from ._common import (HYBRID_HELP, add_common_options, hybrid_weight, note_shard
 GRACEFUL_SECONDS = 5
 #: The shortest write token taken.
 MIN_TOKEN_CHARS = 16
+#: The largest token file read (a token is tens of bytes: more is not a token file).
+MAX_TOKEN_FILE_BYTES = 4096
 
 HELP = ("serve a search page and a JSON API over an index (read-only unless --allow-writes; "
         "follows rebuilds without a restart; needs the server extra: pip install "
@@ -76,21 +79,51 @@ def _write_token(args, variable) -> str | None:
             raise ParameterError("--token-file applies with --allow-writes")
         return None
     if args.token_file:
-        try:
-            with open(args.token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ParameterError(f"cannot read --token-file {args.token_file}: "
-                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+        token = _read_token_file(args.token_file)
     else:
         token = os.environ.get(variable, "").strip()
         if not token:
             raise ParameterError(f"--allow-writes needs a token: --token-file FILE, or the "
                                  f"environment variable {variable}")
-    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+    if len(token) < MIN_TOKEN_CHARS or not (token.isascii() and token.isprintable()) \
+            or any(c.isspace() for c in token):
+        # (HTTP clients send a header's bytes as Latin-1 at best: another token would
+        # never match)
         raise ParameterError(f"the write token must have at least {MIN_TOKEN_CHARS} "
-                             "characters and no white space (e.g. `openssl rand -hex 32`)")
+                             "characters, all printable ASCII, and no white space (e.g. "
+                             "`openssl rand -hex 32`)")
     return token
+
+
+def _read_token_file(path) -> str:
+    """The token in the file ``path``: a regular file of at most
+    :data:`MAX_TOKEN_FILE_BYTES` bytes (a FIFO would block the start until someone writes
+    to it, a device such as /dev/zero would be read without end), in UTF-8."""
+    def refused(reason):
+        return ParameterError(f"cannot read --token-file {path}: {reason}")
+
+    try:  # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise refused(exc.strerror or exc) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a device")
+        raise refused(f"it is {kind}, not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(MAX_TOKEN_FILE_BYTES + 1)
+        except OSError as exc:
+            raise refused(exc.strerror or exc) from None
+    if len(data) > MAX_TOKEN_FILE_BYTES:
+        raise refused(f"it has more than {MAX_TOKEN_FILE_BYTES:,} bytes (a token file holds "
+                      "the token alone)")
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise refused("it is not UTF-8 text") from None
 
 
 def _say_when_listening(host, port, message, *, timeout=600.0) -> threading.Thread:
@@ -126,9 +159,6 @@ def run(args) -> int:
     from ..server.app import HYBRID_VARIABLE, WRITE_TOKEN_VARIABLE
 
     token = _write_token(args, WRITE_TOKEN_VARIABLE)
-    os.environ.pop(HYBRID_VARIABLE, None)  # the worker processes read it from there
-    if args.hybrid != "auto":
-        os.environ[HYBRID_VARIABLE] = "none" if args.hybrid is None else repr(args.hybrid)
     os.environ.pop(WRITE_TOKEN_VARIABLE, None)  # the worker processes read it from there
     if token is not None:
         os.environ[WRITE_TOKEN_VARIABLE] = token
@@ -146,13 +176,13 @@ def run(args) -> int:
         print(f"cqa-search: note: listening on {args.host}: other machines can reach this "
               "server (" + ("writes with the token: serve it behind HTTPS" if token else
                             "read-only") + ")", file=sys.stderr)
-    from ..server.protocol import HeadTimeoutProtocol
+    from ..server.protocol import RequestTimeoutProtocol
 
-    # a client that trickles its request head is dropped (HeadTimeoutProtocol); stopping
-    # waits for the requests under way, not for ever
+    # a client that trickles its request head or body is dropped (RequestTimeoutProtocol);
+    # stopping waits for the requests under way, not for ever
     options = dict(host=args.host, port=args.port, log_level="info" if args.verbose else
                    "warning", h11_max_incomplete_event_size=MAX_TARGET_BYTES + 16384,  # + headers
-                   server_header=False, http=HeadTimeoutProtocol,
+                   server_header=False, http=RequestTimeoutProtocol,
                    timeout_graceful_shutdown=GRACEFUL_SECONDS)
     from ..server.processes import REUSE_PORT, listening_socket, serve_processes
 
@@ -175,11 +205,12 @@ def run(args) -> int:
     if several:
         options = {k: v for k, v in options.items() if k not in ("host", "port")}
         return serve_processes(args.workers, index, verify=args.verify, host=args.host,
-                               port=args.port, options=options)
+                               port=args.port, options=options, hybrid=args.hybrid)
     # uvicorn's worker processes make the application from the environment
     os.environ[INDEX_VARIABLE] = index
     if args.verify:
         os.environ[VERIFY_VARIABLE] = "1"
+    os.environ[HYBRID_VARIABLE] = "none" if args.hybrid is None else str(args.hybrid)
     uvicorn.run("cqa_search.server.app:app_from_environment", factory=True,
                 workers=args.workers, **options)
     return 0

@@ -21,9 +21,10 @@ The build:
    driver merges the vocabularies in shard order and sums the statistics, renumbered
    (:class:`~cqa_search.index.term_index.CollectionStats`);
 3. one task per shard renumbers its postings to the global term ids and writes its shard
-   index with the writers of an unsharded build (the same files, byte for byte, for the
-   same questions and term ids), plus the posting weights of the global statistics
-   (:func:`~cqa_search.index.layout.write_weights`);
+   index as an unsharded build writes one (:class:`~cqa_search.index.build.NewIndex`: the
+   same files, byte for byte, for the same questions and term ids), in the top level's
+   temporary directory (a nested writer), plus the posting weights of the global
+   statistics (:func:`~cqa_search.index.layout.write_weights`);
 4. the driver writes the shared files and commits the top-level generation.
 
 The output directory must be on storage every Ray node sees (a local disk for a local
@@ -43,10 +44,10 @@ from .._utils import progress_bar
 from ..analysis import Analyzer
 from ..archive import Question
 from ..exceptions import ParameterError
-from ..index.build import (DEFAULT_FIELDS, BuildSummary, check_fields, checked_questions,
-                           commit_new, nothing_read, read_archive)
-from ..index.layout import SegmentRows, SegmentWriter, write_globals, write_weights
-from ..index.sharding import register_shard, shard_dir
+from ..index.build import (DEFAULT_FIELDS, BuildSummary, NewIndex, check_fields,
+                           checked_questions, nothing_read, read_archive)
+from ..index.layout import SegmentRows, write_globals, write_weights
+from ..index.sharding import shard_dir
 from ..index.store import IndexWriter
 from ..index.term_index import CollectionStats, FieldIndex, TermIndex, TermIndexBuilder
 from ..index.vocab import Vocabulary
@@ -81,7 +82,9 @@ def _analyse(spool, start, stop, analyzer_config, fields):
     stats : dict
         Field -> (n_docs, df, term_freq, total_terms) over the local term ids.
     part : dict
-        What :func:`_write` needs (kept in Ray's object store meanwhile).
+        What :func:`_write` needs (kept in Ray's object store meanwhile): the postings,
+        the surface words and the :class:`~cqa_search.index.layout.SegmentRows` of the
+        questions (without their builder).
     """
     import orjson
 
@@ -96,11 +99,11 @@ def _analyse(spool, start, stop, analyzer_config, fields):
     for name, fi in index.fields.items():
         st = CollectionStats.of(fi)
         stats[name] = (st.n_docs, st.df, st.term_freq, st.total_terms)
+    surface = rows.builder.surface_words()
+    rows.builder = None  # (analysed: its postings go on, not its state)
     part = {"fields": {name: (fi.indptr, fi.indices, fi.counts, fi.doc_len, fi.sequence)
                        for name, fi in index.fields.items()},
-            "surface": rows.builder.surface_words(), "doc_ids": rows.doc_ids,
-            "offsets": rows.archive_offsets, "categories": list(rows.categories),
-            "doc_category": rows.doc_category, "counts": {"n_docs": len(rows), **rows.counts}}
+            "surface": surface, "rows": rows}
     return index.vocab.terms, stats, part
 
 
@@ -117,23 +120,19 @@ def _write(part, spool, start, stop, path, terms, mapping, stats, stats_id, anal
     with open(spool, "rb") as f:
         f.seek(start)
         lines = f.read(stop - start)
-    with IndexWriter(path) as writer:
-        segment = SegmentWriter(writer, "seg-000001")
-        with segment.archive() as out:
-            out.write(lines)
-        entry = segment.finish(index, doc_ids=part["doc_ids"], archive_offsets=part["offsets"],
-                               doc_category=part["doc_category"])
+    rows = part["rows"]
+    surface = {tok: int(mapping[t]) for tok, t in part["surface"].items()}  # global ids
+    with IndexWriter(path, nested=True) as writer:  # (registered by the driver)
+        new = NewIndex(writer, rows)
+        new.write_lines(lines)
         weights = write_weights(writer, {name: fi.with_stats(stats[name])
                                          for name, fi in index.fields.items()}, "", ".global")
-        counts, categories = part["counts"], part["categories"]
-        surface = {tok: int(mapping[t]) for tok, t in part["surface"].items()}  # global ids
-        commit_new(writer, index, entry, analyzer=analyzer, doc_ids=part["doc_ids"],
-                   categories=categories, surface=surface, counts=counts, n_skipped=0,
-                   sources=sources, shard={"weights": weights, "stats_id": stats_id})
-    os.unlink(os.path.join(path, ".lock"))  # nobody writes a shard of a generation
-    doc_category = part["doc_category"]
+        new.commit(analyzer=analyzer, index=index, surface=surface, sources=sources,
+                   shard={"weights": weights, "stats_id": stats_id})
+    categories = list(rows.categories)
+    doc_category = rows.doc_category
     category_counts = np.bincount(doc_category[doc_category >= 0], minlength=len(categories))
-    return {"counts": counts, "categories": categories,
+    return {"counts": {"n_docs": len(rows), **rows.counts}, "categories": categories,
             "category_counts": category_counts.tolist(), "surface": surface}
 
 
@@ -261,7 +260,7 @@ def _commit(writer, path, t0, analyzer, vocab, stats, stats_id, parts, bounds, w
         surface.update(info["surface"])
         for key in totals:
             totals[key] += info["counts"][key]
-        register_shard(writer, shard_dir(s))
+        writer.add_index(shard_dir(s))
         shards[s] = {"dir": shard_dir(s), "n_docs": info["counts"]["n_docs"], "n_deleted": 0}
     writer.array("category_counts.npy", np.asarray(category_counts, dtype=np.int64))
     field_meta = write_globals(writer, vocab_terms=vocab.terms, categories=list(categories),

@@ -13,7 +13,9 @@ scores as it would in one index of the whole archive:
   index would select. Asked for their features (no ranker reorders them), each shard
   returns the features of its best with them: one round.
 * *features* and *retrieval scores* of given rows: each shard computes those of its
-  rows (the ranker's second round, reranking).
+  rows (the ranker's second round, reranking), the features with the candidates' context
+  in its own rows (:meth:`CandidateContext.local
+  <cqa_search.retrieval.first_stage.CandidateContext.local>`).
 * questions, ids and rows, counts of categories and tags, the answers chosen: from the
   shards holding the rows (or from every shard, merged).
 
@@ -51,7 +53,7 @@ from ..index.sharding import load_shard, read_shards, shard_models
 from ..index.store import StoredIndex
 from ..index.term_index import FieldIndex, TermIndex
 from ..index.vocab import Vocabulary
-from ..retrieval import first_stage
+from ..retrieval.first_stage import CandidateContext
 from ..searcher import Candidates, LocalSearcher, SearchConfig, checked_config
 from ._ray import ShardError, connect, remote
 
@@ -152,16 +154,19 @@ class _ShardActor:
         return (None if category is None else categories.index(category)), parsed
 
     def candidates(self, config, stats, q, depth, category, parsed, retrieval, features):
-        """(rows, scores, doc ids, features or None) of this shard's best ``depth``."""
+        """(rows, scores, doc ids, features or None) of this shard's best ``depth`` (their
+        features: those of a search's candidates, none given with scores)."""
         started = time.thread_time()
         searcher = self._of(config, stats)
         local = self._local(searcher, category, parsed)
+        searched = CandidateContext()
         if local is None:
             none = np.zeros(0, np.int64)
-            return none, np.zeros(0), [], searcher.features(q, none) if features else None
+            return (none, np.zeros(0), [],
+                    searcher.features(q, none, searched) if features else None)
         found = searcher.candidates(q, depth, *local, retrieval)
         out = (found.rows, found.scores, searcher.doc_ids(found.rows),
-               searcher.features(q, found.rows) if features else None)
+               searcher.features(q, found.rows, searched) if features else None)
         self._done("candidates", started)
         return out
 
@@ -179,9 +184,9 @@ class _ShardActor:
     def cosines(self, config, q, rows) -> np.ndarray:
         return self._of(config).cosines(q, rows)
 
-    def features(self, config, stats, q, rows) -> np.ndarray:
+    def features(self, config, stats, q, context, rows) -> np.ndarray:
         started = time.thread_time()
-        out = self._of(config, stats).features(q, rows)
+        out = self._of(config, stats).features(q, rows, context)
         self._done("features", started)
         return out
 
@@ -469,49 +474,27 @@ class ShardedSearcher:
                           f"{str(exc).splitlines()[0] if str(exc) else ''}); no partial "
                           "result is returned")
 
-    def per_shard(self, rows, method, what, *args, query=None):
-        """``[(rows of shard s, actor.method(*args, [q,] local rows)), ...]`` for the
-        shards holding ``rows`` (``query``: ``q`` made local to each shard)."""
+    def per_shard(self, rows, method, what, *args, context=None):
+        """``[(rows of shard s, actor.method(*args, [context,] local rows)), ...]`` for the
+        shards holding ``rows`` (``context``: the candidates' context, made local to each
+        shard)."""
         rows = np.asarray(rows, dtype=np.int64)
         shard = self.shard_of(rows)
         shards = np.unique(shard).tolist()
         picks = [rows[shard == s] for s in shards]
+        starts = {s: int(self.starts[s]) for s in shards}
         return list(zip(picks, self.call(shards, method, what, {
-            s: (*args, *(() if query is None else (self._local_query(query, s, p),)),
-                p - self.starts[s]) for s, p in zip(shards, picks)})))
+            s: (*args, *(() if context is None else (context.local(p, starts[s]),)),
+                p - starts[s]) for s, p in zip(shards, picks)})))
 
-    def _local_query(self, q, s, rows):
-        """``q`` for shard ``s``: the given scores and ranks of reranked candidates, and the
-        first stage's candidates with their scores (the ``first_stage`` feature reads
-        them), keyed by the shard's own rows (ranks over all candidates, as
-        ContextFeatures computes them)."""
-        start = int(self.starts[s])
-        cache = q.cache
-        basis = cache.get(first_stage.BASIS)
-        if basis is not None and basis[3] is not None:
-            merged = basis[3]
-            mine = np.isin(merged.rows, rows)  # in the order of the candidates
-            local = dataclasses.replace(
-                merged, rows=merged.rows[mine] - start, scores=merged.scores[mine],
-                term_scores=merged.term_scores[mine], dense_scores=merged.dense_scores[mine])
-            cache = {**cache, first_stage.BASIS: (*basis[:3], local)}
-        if not q.given:
-            return q if cache is q.cache else dataclasses.replace(q, cache=cache)
-        ordered = sorted(q.given, key=lambda r: -q.given[r])  # stable, as ContextFeatures
-        rank = {r: i + 1 for i, r in enumerate(ordered)}
-        mine = rows.tolist()
-        return dataclasses.replace(q, given={r - start: q.given[r] for r in mine if r in q.given},
-                                   cache={**cache, "given_rank": {r - start: rank[r]
-                                                                  for r in mine if r in rank}})
-
-    def _scatter(self, rows, method, what, width, *args, query=None) -> np.ndarray:
+    def _scatter(self, rows, method, what, width, *args, context=None) -> np.ndarray:
         """An array of ``len(rows)`` (x ``width``) of the shards' answers for their rows."""
         rows = np.asarray(rows, dtype=np.int64)
         out = np.zeros((len(rows), width) if width else len(rows))
         if not len(rows):
             return out
         position = {r: i for i, r in enumerate(rows.tolist())}
-        for picked, part in self.per_shard(rows, method, what, *args, query=query):
+        for picked, part in self.per_shard(rows, method, what, *args, context=context):
             out[[position[r] for r in picked.tolist()]] = part
         return out
 
@@ -549,15 +532,15 @@ class ShardedSearcher:
                           (self.config, q, depth, category, parsed))
         return self._merged(shards, parts, depth)[0]
 
-    def features(self, q, rows) -> np.ndarray:
+    def features(self, q, rows, context) -> np.ndarray:
         return self._scatter(rows, "features", "computing features", len(self.feature_names),
-                             self.config, self._stats, query=q)
+                             self.config, self._stats, q, context=context)
 
     def retrieval_scores(self, q, rows, model) -> np.ndarray:
         return self._scatter(rows, "retrieval_scores", "scoring candidates", 0, q, model)
 
     def cosines(self, q, rows) -> np.ndarray:
-        return self._scatter(rows, "cosines", "scoring candidates", 0, self.config, query=q)
+        return self._scatter(rows, "cosines", "scoring candidates", 0, self.config, q)
 
     def tie_ranks(self, rows) -> np.ndarray:
         return _id_rank(self.doc_ids(rows))

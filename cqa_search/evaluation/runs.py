@@ -30,7 +30,7 @@ def _results(engine, query, candidates, k, features=True):
         res = engine.rerank(text, list(given), scores=list(given.values()), category=category,
                             **parts)
         return list(res.doc_ids), res.scores, res.features if features else None
-    res = engine.retrieve(text, None if k is None else k + 1, category=category, **parts)
+    res = engine.rerank(text, k=None if k is None else k + 1, category=category, **parts)
     keep = [i for i, d in enumerate(res.doc_ids) if d != qid][:k]
     return ([res.doc_ids[i] for i in keep], res.scores[keep],
             res.features[keep] if features else None)

@@ -4,16 +4,17 @@
 They are read from the questions an index stores (its segments' ``archive.jsonl``), the
 first time a generation needs them: a tag is one of a question's ``tags`` (compared
 exactly, ignoring case: ``tag:gaming`` never finds ``game-theory``), and its date is the
-first of :data:`DATE_KEYS` among the fields its reader kept (the StackExchange reader's
+first of :data:`~cqa_search.archive.DATE_KEYS` among the fields its reader kept that holds
+a date (:func:`~cqa_search.archive.date_seconds`: the StackExchange reader's
 ``creation_date``, SemEval's ``date`` (``RELQ_DATE``), Yahoo! L6's ``date`` in Unix
-seconds; in a JSONL archive any of these keys): an ISO 8601 date or date and time (UTC
-unless it says otherwise) or a number of seconds since 1970. A segment's questions never
-change, so the arrays of a segment are kept for the next generations that share it (a
-server following live additions reads only the new segment).
+seconds; in a JSONL archive any of these keys). A date outside 0001-01-01 to 9999-12-31,
+which an index built before dates were checked may hold, is read as none, with a warning.
+A segment's questions never change, so the arrays of a segment are kept for the next
+generations that share it (a server following live additions reads only the new segment).
 """
 from __future__ import annotations
 
-import datetime as dt
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -21,47 +22,18 @@ from collections import OrderedDict
 import numpy as np
 import orjson
 
-from ..exceptions import IndexFormatError
+from ..archive import DATE_KEYS, date_seconds
+from ..exceptions import IndexFormatError, rebuild_hint
 from .layout import segment_dir
 
-__all__ = ["QuestionAttributes", "attributes_of", "parse_date", "DATE_KEYS", "NO_DATE"]
+__all__ = ["QuestionAttributes", "attributes_of", "NO_DATE"]
 
-#: The fields of a question read as its creation date, the first present.
-DATE_KEYS = ("creation_date", "date", "created_at")
+logger = logging.getLogger(__name__)
 #: The date of a question without one (no date filter keeps it).
 NO_DATE = np.iinfo(np.int64).min
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _SEGMENTS_KEPT = 256  # segments whose arrays are kept between generations
 _cache = OrderedDict()
 _lock = threading.Lock()
-
-
-def parse_date(value) -> int | None:
-    """Seconds since 1970-01-01 UTC of a stored date, None when it is not one.
-
-    Examples
-    --------
-    >>> parse_date("2016-08-02T15:39:14.947"), parse_date("2012-11-12 13:06:59")
-    (1470152354, 1352725619)
-    >>> parse_date("1150000000"), parse_date("2014-01-01"), parse_date("soon")
-    (1150000000, 1388534400, None)
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return int(value) if np.isfinite(value) else None
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        when = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return int((when - _EPOCH).total_seconds() // 1)
 
 
 def _segment(path, offsets):
@@ -70,7 +42,7 @@ def _segment(path, offsets):
     its rows' dates."""
     n = len(offsets) - 1
     dates = np.full(n, NO_DATE, dtype=np.int64)
-    known, first, indptr, ids = {}, [], [0], []
+    known, first, indptr, ids, out_of_range = {}, [], [0], [], []
     with open(path, "rb") as f:
         data = f.read()
     for row in range(n):
@@ -89,10 +61,18 @@ def _segment(path, offsets):
             ids.append(known[key])
         indptr.append(len(ids))
         for key in DATE_KEYS:
-            when = parse_date(record.get(key))
+            try:
+                when = date_seconds(record.get(key))
+            except ValueError:  # stored before dates were checked: no date
+                out_of_range.append(record.get("id"))
+                continue
             if when is not None:
                 dates[row] = when
                 break
+    if out_of_range:
+        logger.warning("%s: %d date(s) outside 0001-01-01 to 9999-12-31 (the first of question "
+                       "%r) read as no date; the index was built before dates were checked: "
+                       "%s", path, len(out_of_range), out_of_range[0], rebuild_hint())
     return (list(known), first, np.asarray(indptr, dtype=np.int64),
             np.asarray(ids, dtype=np.int64), dates)
 

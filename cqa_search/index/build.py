@@ -1,4 +1,11 @@
-"""Building an index: archive -> analysis -> term index -> a new generation on disk."""
+"""Building an index: archive -> analysis -> term index -> a new generation on disk.
+
+:func:`build_index` writes an index of one segment; :class:`NewIndex` is that recipe (the
+questions written and recorded, their postings built, the segment finished, the files the
+segments share written, the generation committed), also followed by the shards of a
+sharded build (:mod:`cqa_search.distributed.build`) and by a shard a sharded index gains
+when questions are added (:mod:`cqa_search.index.sharded_writer`).
+"""
 from __future__ import annotations
 
 import logging
@@ -15,9 +22,9 @@ from ..exceptions import ArchiveError, ParameterError
 from ..readers import ReadReport, read_questions
 from .layout import SegmentRows, SegmentWriter, write_globals
 from .store import IndexWriter
-from .term_index import FIELDS, TermIndexBuilder
+from .term_index import FIELDS, TermIndex, TermIndexBuilder
 
-__all__ = ["build_index", "BuildSummary", "DEFAULT_FIELDS"]
+__all__ = ["build_index", "BuildSummary", "DEFAULT_FIELDS", "NewIndex", "FIRST_SEGMENT"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +32,8 @@ logger = logging.getLogger(__name__)
 #: alone (BM25F weighs the title and the body, the question less its title: the title
 #: adds 3 % to an index of synthetic forum questions, BENCHMARKS.md "BM25F").
 DEFAULT_FIELDS = ("question", "answers", "title")
+#: The segment of an index of one segment (a build, a compaction).
+FIRST_SEGMENT = "seg-000001"
 
 
 @dataclass(frozen=True)
@@ -126,21 +135,75 @@ def nothing_read(message, report) -> ArchiveError:
                                    if report.n_skipped else ""))
 
 
-def commit_new(writer, index, entry, *, analyzer, doc_ids, categories, surface, counts,
-               n_skipped, sources, **manifest) -> str:
-    """Write the files a new one-segment generation shares (``entry``: its segment, of
-    the questions ``doc_ids``; ``counts``: its answers, best answers and duplicate links)
-    and commit it (``manifest``: more entries of its manifest)."""
-    field_stats = write_globals(
-        writer, vocab_terms=index.vocab.terms, categories=list(categories), surface=surface,
-        doc_ids=doc_ids, field_stats={name: fi.stats for name, fi in index.fields.items()})
-    stats = {"n_docs": len(doc_ids), "n_rows": len(doc_ids), "n_terms": len(index.vocab),
-             **counts, "n_categories": len(categories), "n_skipped": n_skipped,
-             "fields": field_stats}
-    return writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
-                          "analyzer": analyzer.to_config(), "segments": [entry],
-                          "stats": stats, "counters": {"added": 0, "deleted": 0},
-                          "sources": list(sources), "models": {}, **manifest})
+class NewIndex:
+    """A new index of one segment, written into the generation ``writer`` makes (a build,
+    a shard of a sharded build, a shard a sharded index gains): its questions written as
+    the segment's archive lines, each recorded in ``rows``, then :meth:`commit`.
+
+    Parameters
+    ----------
+    writer : IndexWriter
+    rows : SegmentRows
+        What the segment records of its questions; its builder makes their postings.
+    """
+
+    def __init__(self, writer, rows: SegmentRows):
+        self.writer, self.rows = writer, rows
+        self.segment = SegmentWriter(writer, FIRST_SEGMENT)
+        self.surface = None
+
+    def write_questions(self, questions) -> SegmentRows:
+        """Write ``questions`` (checked already), each recorded in :attr:`rows`."""
+        return self.segment.write_questions(questions, self.rows)
+
+    def write_lines(self, lines: bytes) -> None:
+        """Write the archive lines (canonical JSONL) of questions :attr:`rows` recorded
+        already."""
+        with self.segment.archive() as out:
+            out.write(lines)
+
+    def commit(self, *, analyzer, index=None, surface=None, store_weights=False,
+               n_skipped=0, sources=(), **manifest) -> TermIndex:
+        """Finish the segment, write the files the segments share and commit the
+        generation; returns its postings.
+
+        Parameters
+        ----------
+        analyzer : Analyzer
+        index : TermIndex, optional
+            The questions' postings (default: built by the rows' builder).
+        surface : dict, optional
+            Surface word -> term id (default: the builder's).
+        store_weights : bool, default False
+            Store the posting weights of the collection's statistics (the index is a
+            whole collection, not a shard: :meth:`SegmentWriter.finish`).
+        n_skipped : int, default 0
+            Invalid records skipped by the reader.
+        sources : sequence of str
+            The archive files read.
+        **manifest
+            More entries of the manifest.
+        """
+        rows, writer = self.rows, self.writer
+        if index is None:
+            logger.info("building postings for %d questions", len(rows))
+            index = rows.builder.build()
+        self.surface = rows.builder.surface_words() if surface is None else surface
+        entry = self.segment.finish(index, doc_ids=rows.doc_ids,
+                                    archive_offsets=rows.archive_offsets,
+                                    doc_category=rows.doc_category, store_weights=store_weights)
+        field_stats = write_globals(
+            writer, vocab_terms=index.vocab.terms, categories=list(rows.categories),
+            surface=self.surface, doc_ids=rows.doc_ids,
+            field_stats={name: fi.stats for name, fi in index.fields.items()})
+        stats = {"n_docs": len(rows), "n_rows": len(rows), "n_terms": len(index.vocab),
+                 **rows.counts, "n_categories": len(rows.categories), "n_skipped": n_skipped,
+                 "fields": field_stats}
+        writer.commit({"build_id": secrets.token_hex(8), "rows_id": secrets.token_hex(8),
+                       "analyzer": analyzer.to_config(), "segments": [entry], "stats": stats,
+                       "counters": {"added": 0, "deleted": 0}, "sources": list(sources),
+                       "models": {}, **manifest})
+        return index
 
 
 def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=None,
@@ -199,19 +262,13 @@ def build_index(archive, path, *, analyzer=None, fields=DEFAULT_FIELDS, format=N
     questions, report, sources = read_archive(archive, format=format, skip_invalid=skip_invalid,
                                               reader_options=reader_options)
     with IndexWriter(path) as writer:
-        segment = SegmentWriter(writer, "seg-000001")
-        rows = segment.write_questions(
-            checked_questions(questions, progress_bar(progress, "indexing", "questions")),
-            SegmentRows(TermIndexBuilder(analyzer, fields, n_jobs=n_jobs)))
+        new = NewIndex(writer, SegmentRows(TermIndexBuilder(analyzer, fields, n_jobs=n_jobs)))
+        rows = new.write_questions(
+            checked_questions(questions, progress_bar(progress, "indexing", "questions")))
         if not len(rows):
             raise nothing_read("the archive is empty: no question was read", report)
-        logger.info("building postings for %d questions", len(rows))
-        index = rows.builder.build()
-        entry = segment.finish(index, doc_ids=rows.doc_ids, archive_offsets=rows.archive_offsets,
-                               doc_category=rows.doc_category, store_weights=True)
-        commit_new(writer, index, entry, analyzer=analyzer, doc_ids=rows.doc_ids,
-                   categories=rows.categories, surface=rows.builder.surface_words(),
-                   counts=rows.counts, n_skipped=report.n_skipped, sources=sources)
+        index = new.commit(analyzer=analyzer, store_weights=True, n_skipped=report.n_skipped,
+                           sources=sources)
     return BuildSummary(
         path=os.fspath(path), n_questions=len(rows), n_answers=rows.counts["n_answers"],
         n_categories=len(rows.categories), n_terms=len(index.vocab), n_skipped=report.n_skipped,

@@ -28,6 +28,8 @@ segment shares. Paths are relative to the generation directory (see
     segments/<seg>/fields/question/bm25.npy     float32 (nnz,) precomputed BM25 weights (a
                                                 one-segment generation without deletions)
     models/<name>/         model.json (kind, params, meta, array names) + <array>.npy
+    models/<name>/rows/<seg>/<array>.npy    the rows of a segment's questions, computed
+                                            when they were added (a model's ``runs``)
 
 A segment's rows follow those of the segments before it. In memory, the segments of a
 generation are one index (:meth:`FieldIndex.concat`), scored with the stored statistics of
@@ -491,7 +493,9 @@ def _manifest_parts(stored):
                 check_count(meta["nnz"], "segment nnz")
                 check_count(meta["total_terms"], "segment total_terms")
                 check_count(meta["n_terms"], "segment n_terms", high=n_terms)
-                dict(meta.get("weights", {}))
+                if not all(type(rel) is str and rel in m["files"]
+                           for rel in dict(meta.get("weights", {})).values()):
+                    raise ValueError("segment weights name no stored file")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise IndexFormatError(f"corrupted index {stored.path}: bad manifest ({exc!r}); "
                                f"{rebuild_hint()}") from None

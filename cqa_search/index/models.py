@@ -1,4 +1,4 @@
-"""The model registry: the trained models an index can store, and storing/loading them.
+"""The model registry: the trained models an index can store, storing and removing them.
 
 A stored model is a scikit-learn style estimator (parameters in ``__init__``,
 ``get_params``, learned state ending in ``_``) that also implements::
@@ -21,10 +21,14 @@ question vectors) also implements::
     select_rows(view, rows) -> model            # a copy with the rows ``rows`` of ``view``
     rows_state(start, stop) -> (meta, arrays)   # optional: its rows start to stop - 1,
                                                 # when they are not slices of row_arrays
+    added_rows(questions) -> dict               # optional: the row arrays of questions
+                                                # being added (one row each, in order)
 
 so that a compaction carries its rows to the renumbered questions and a sharded index
-splits them with its shards (:mod:`cqa_search.index.sharding`); the questions an index
-gains after its fit it computes itself when it scores them (folding them in).
+splits them with its shards (:mod:`cqa_search.index.writer`). The rows of the questions
+an index gains after the store the model computes when they are added (``added_rows``,
+e.g. an encoder's vectors: stored with their segment), or else itself when it scores them
+(folding them in).
 
 A *family* is a kind that :func:`cqa_search.training.fit_family` (``cqa-search fit INDEX
 FAMILY``) trains from an index's own archive: its ``fit(view, *, progress=False)`` reads an
@@ -32,34 +36,25 @@ FAMILY``) trains from an index's own archive: its ``fit(view, *, progress=False)
 parameters (names, defaults and help from its signature and numpydoc docstring).
 
 Kinds are imported on first use, so searching an index without trained models never
-imports them (nor scikit-learn).
+imports them (nor scikit-learn). A model's files, and loading the models of a generation,
+are :mod:`cqa_search.index.model_files` (its names are public here too);
+:func:`add_model` and :func:`remove_model` make their change through the index's write
+back-end (:mod:`cqa_search.index.writer`).
 """
 from __future__ import annotations
 
-import importlib
 import uuid
 from dataclasses import dataclass
 
-from .._utils import validate_params
 from ..exceptions import IndexFormatError, ParameterError
-from .store import IndexWriter, damage_advice, open_index
-from .validate import InvalidArray
+from .model_files import (MODEL_KINDS, STATE_ERRORS, load_model, load_models, model_class,
+                          model_dir, row_arrays, runs_entry, write_model)
+from .store import open_index
+from .writer import open_writer
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
-           "load_models", "model_dir", "write_model", "row_arrays", "stale_inputs"]
-
-#: Model kind -> estimator class, or ``"module:Class"`` imported on first use.
-MODEL_KINDS = {
-    "translation": "cqa_search.translation.model:TranslationModel",
-    "ibm1": "cqa_search.translation.ibm1:IBMModel1",
-    "topics": "cqa_search.factorization.topics:TopicModel",
-    "topic-interpolation": "cqa_search.factorization.topics:TopicInterpolation",
-    "multiview": "cqa_search.factorization.multiview:MultiViewModel",
-    "ranker": "cqa_search.ranking.linear:LinearRanker",
-    "answers": "cqa_search.answers:AnswerSelector",
-    "embeddings": "cqa_search.vectors.model:EmbeddingModel",
-}
-
+           "load_model", "load_models", "model_dir", "write_model", "row_arrays",
+           "stale_inputs"]
 
 @dataclass(frozen=True)
 class Family:
@@ -139,54 +134,9 @@ FAMILIES = {
 }
 
 
-def model_class(kind) -> type:
-    """The estimator class of a model kind (imported on first use).
-
-    Raises
-    ------
-    KeyError
-        Unknown kind.
-    """
-    cls = MODEL_KINDS[kind]
-    if isinstance(cls, str):
-        module, _, name = cls.partition(":")
-        cls = getattr(importlib.import_module(module), name)
-    return cls
-
-
 def _check_name(name) -> None:
     if not isinstance(name, str) or not name or not all(c.isalnum() or c in "-_" for c in name):
         raise ParameterError(f"model name must use letters, digits, '-' and '_'; got {name!r}")
-
-
-#: What ``from_state`` raises on a malformed stored state (a forged count that overflows
-#: an array's dtype in a computation: ArithmeticError).
-_STATE_ERRORS = (KeyError, TypeError, ValueError, IndexError, InvalidArray, ArithmeticError)
-
-
-def model_dir(name) -> str:
-    """The directory of model ``name`` in a generation."""
-    return f"models/{name}"
-
-
-def row_arrays(model) -> tuple:
-    """The names of a model's state arrays with one row per question (none: ``()``)."""
-    return tuple(getattr(model, "row_arrays", ()) or ())
-
-
-def write_model(writer, name, model, state=None, *, only=None) -> None:
-    """Write a fitted model's files into the generation ``writer`` makes:
-    ``models/<name>/model.json`` (kind, parameters, metadata, array names) and an ``.npy``
-    per array of its ``state()`` (``state``: that state, when computed already; ``only``:
-    the arrays written, the others being the same files as before, kept or linked by the
-    caller)."""
-    meta, arrays = model.state() if state is None else state
-    prefix = model_dir(name)
-    for key, arr in arrays.items():
-        if only is None or key in only:
-            writer.array(f"{prefix}/{key}.npy", arr)
-    writer.json(f"{prefix}/model.json", {"kind": model.kind, "params": model.get_params(),
-                                          "meta": meta, "arrays": list(arrays)})
 
 
 def add_model(index, name, model, *, inputs=()) -> str:
@@ -239,18 +189,15 @@ def add_model(index, name, model, *, inputs=()) -> str:
     meta, arrays = model.state()
     try:  # what a reader of the index will check: a model it cannot load is not stored
         type(model).from_state(model.get_params(), meta, arrays)
-    except _STATE_ERRORS as exc:
+    except STATE_ERRORS as exc:
         raise ParameterError(f"model {name!r} cannot be stored: its fitted state is invalid "
                              f"({exc}); the index is unchanged") from None
-    prefix = model_dir(name) + "/"
     # the feature columns the model adds to every hit (rankers and answer choosers add none)
     produced = list(getattr(model, "feature_names", ())) if hasattr(model, "scorer") else []
     read = [*inputs, *getattr(model, "inputs_", ())]
     uses = set(getattr(model, "feature_names_in_", ())) if hasattr(model, "predict") else set()
 
-    def manifest(base):
-        if base is None:
-            raise IndexFormatError(f"no index at {path} (build one with `cqa-search build-index`)")
+    def stored_models(base):  # the manifest's models, from the live generation
         if base.manifest.get("rows_id") != fitted_on.get("rows_id"):
             raise IndexFormatError(f"{path} was rebuilt or compacted while model {name!r} was "
                                    "being fitted: its rows changed; fit it again")
@@ -272,28 +219,17 @@ def add_model(index, name, model, *, inputs=()) -> str:
         # and tells the models it read that were fitted again since (each fit its own id).
         sources = read + [other for other, entry in models.items()
                           if uses.intersection(entry.get("features", ()))]
-        models[name] = {"kind": kind, "dir": prefix.rstrip("/"), "created": _created(),
+        models[name] = {"kind": kind, "dir": model_dir(name), "created": _created(),
                         "counters": dict(fitted_on.get("counters", {})),
                         "rows": int(fitted_on.get("stats", {}).get("n_rows", 0)),
                         "features": produced, "fit": uuid.uuid4().hex,
                         "inputs": {n: models[n].get("fit") for n in dict.fromkeys(sources)
-                                   if n in models and n != name}}
+                                   if n in models and n != name}, **runs_entry(model)}
         _check_rankers(base, models, f"storing model {name!r}")
-        return {**base.manifest, "models": models}
+        return models
 
-    with IndexWriter(path) as writer:
-        base = writer.begin()  # the shards of a sharded index are written from it
-        rewritten = []
-        if base is not None and "shards" in base.manifest:
-            from .sharding import store_model
-
-            manifest(base)  # the checks first
-            rewritten = store_model(writer, base, name, model, (meta, arrays))
-        else:
-            write_model(writer, name, model, (meta, arrays))
-        return writer.commit(manifest, keep=lambda base: [
-            rel for rel in base.manifest["files"]
-            if not rel.startswith((prefix, *(d + "/" for d in rewritten)))])
+    with open_writer(path) as writer:
+        return writer.store_model(name, model, (meta, arrays), stored_models)
 
 
 def stale_inputs(models, name) -> list:
@@ -318,7 +254,7 @@ def _check_rankers(base, models, change) -> None:
         stored = base.model(other)
         try:
             uses = cls.from_state(stored.params, stored.meta, stored.arrays()).feature_names_in_
-        except _STATE_ERRORS:
+        except STATE_ERRORS:
             continue  # unreadable: opening the index says so
         lost = sorted(removed.intersection(uses))
         if lost:
@@ -345,55 +281,15 @@ def remove_model(path, name) -> str:
     ParameterError
         A stored ranker uses the model's features.
     """
-    prefix = model_dir(name) + "/"
-    with IndexWriter(path, unchecked=prefix) as writer:
-        base = writer.begin()
-        if base is None:
-            open_index(path)  # says what is wrong with the index
+    def stored_models(base):  # the manifest's models, from the live generation
         if name not in base.models:
             raise IndexFormatError(f"{path} has no model {name!r} (models: "
                                    f"{', '.join(base.models) or 'none'})")
+        models = dict(base.models)
+        models.pop(name)
+        _check_rankers(base, models, f"removing model {name!r}")
+        return models
 
-        def manifest(base):
-            models = dict(base.models)
-            models.pop(name)
-            _check_rankers(base, models, f"removing model {name!r}")
-            return {**base.manifest, "models": models}
-
-        rewritten = []
-        if "shards" in base.manifest:  # the shards' rows of the model go too
-            from .sharding import remove_rows
-
-            manifest(base)  # the checks first
-            rewritten = remove_rows(writer, base, name)
-        return writer.commit(manifest, keep=lambda base: [
-            rel for rel in base.manifest["files"]
-            if not rel.startswith((prefix, *(d + "/" for d in rewritten)))])
-
-
-def load_models(stored) -> dict:
-    """Every model of a generation: name -> fitted estimator.
-
-    Raises
-    ------
-    IndexFormatError
-        A model of an unknown kind, or one whose stored state is malformed.
-    """
-    models = {}
-    for name, entry in stored.models.items():
-        try:
-            cls = model_class(entry["kind"])
-        except KeyError:
-            raise IndexFormatError(f"{stored.path}: model {name!r} is of kind {entry['kind']!r}, "
-                                   f"which this cqa_search cannot read") from None
-        stored_model = stored.model(name)
-        try:
-            model = cls.from_state(stored_model.params, stored_model.meta, stored_model.arrays())
-            if hasattr(model, "_parameter_constraints"):  # what a fit would refuse
-                validate_params(model)
-            models[name] = model
-        except _STATE_ERRORS as exc:
-            raise IndexFormatError(f"corrupted index {stored.path}: model {name!r} cannot be "
-                                   f"loaded ({exc}); "
-                                   f"{damage_advice(stored.path, entry['dir'] + '/')}") from None
-    return models
+    # (the model's files are not read: it may be damaged)
+    with open_writer(path, unchecked=model_dir(name) + "/") as writer:
+        return writer.remove_model(name, stored_models)

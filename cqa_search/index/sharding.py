@@ -27,11 +27,11 @@ its weights after a live change).
 
 Models: the top level stores every model (``models/<name>/``), but a model with a row per
 question (its ``row_arrays``, :mod:`.models`) without its rows; each shard stores that model
-whole, with its own rows, in its generation's ``models/<name>/``: the arrays the shards
-share are hard links of the top level's files (one copy on disk and in the page cache),
-the rows its own (:func:`store_model`). A shard opened alone is an index of its part with
-these models; a live change or a compaction of a shard carries its rows as it does for
-any index.
+whole, with its own rows (:func:`rows_of`), in its generation's ``models/<name>/``: the
+arrays the shards share are hard links of the top level's files (one copy on disk and in
+the page cache), the rows its own. A shard opened alone is an index of its part with these
+models; a live change or a compaction of a shard carries its rows as it does for any
+index. Writing a sharded index is :mod:`cqa_search.index.sharded_writer`.
 
 :func:`load_shard` reads a shard as one part of the whole: its postings with the global
 vocabulary and statistics; :func:`shard_models` its models; :func:`sharded_data` the
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 
 import numpy as np
 
@@ -49,15 +48,14 @@ from ..analysis import Analyzer
 from ..archive import Archive
 from ..exceptions import IndexFormatError, ParameterError, rebuild_hint
 from .layout import Categories, IndexData, doc_id_ranks, load_index, read_stats
-from .models import load_models, model_dir, row_arrays, write_model
-from .store import CURRENT, MANIFEST, IndexWriter, open_index
+from .model_files import load_models, row_arrays
+from .store import open_index
 from .term_index import FieldIndex, TermIndex
 from .validate import InvalidArray, check_array, check_count
 from .vocab import Vocabulary
 
 __all__ = ["read_shards", "load_shard", "shard_models", "shard_dir", "is_sharded",
-           "register_shard", "rewrite_shard", "store_model", "remove_rows", "sharded_data",
-           "as_part", "rows_of"]
+           "sharded_data", "as_part", "rows_of", "per_question"]
 
 
 def shard_dir(s) -> str:
@@ -97,17 +95,6 @@ def read_shards(stored) -> list:
                                f"{rebuild_hint()}") from None
     stored.check(consistent, "its shards do not hold the questions its manifest counts")
     return shards
-
-
-def register_shard(writer, directory) -> None:
-    """Make the shard index written at ``directory`` (relative to ``writer.tmp``) part of
-    the generation ``writer`` makes: its ``CURRENT``, manifest and files (with the
-    checksums its manifest lists)."""
-    stored = open_index(os.path.join(writer.tmp, directory))
-    writer.add_file(f"{directory}/{CURRENT}")
-    writer.add_file(f"{directory}/{stored.generation}/{MANIFEST}")
-    for rel, info in stored.manifest["files"].items():
-        writer.add_file(f"{directory}/{stored.generation}/{rel}", info["sha256"])
 
 
 def _padded(field: FieldIndex, n_terms) -> FieldIndex:
@@ -209,30 +196,9 @@ def sharded_data(top) -> IndexData:
 
 
 # ---------------------------------------------------------------------------------------
-# Changing shards
+# The rows of a model with a row per question
 # ---------------------------------------------------------------------------------------
-def rewrite_shard(writer, base, s, change) -> None:
-    """Shard ``s`` of the generation ``writer`` makes from ``base`` (the live top-level
-    generation, under the writers' lock): its files in ``base`` linked, then its next
-    generation written by ``change(shard_writer, shard_base)`` (an
-    :class:`~.store.IndexWriter` on the shard and its live generation; ``change``
-    commits it), then registered with ``writer``. The files of ``base`` under the shard's
-    directory must not be kept by ``writer``'s commit."""
-    directory = shard_dir(s)
-    old = open_index(os.path.join(base.root, directory))
-    target = os.path.join(writer.tmp, directory)
-    for rel in (CURRENT, f"{old.generation}/{MANIFEST}",
-                *(f"{old.generation}/{r}" for r in old.manifest["files"])):
-        os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
-        os.link(os.path.join(base.root, directory, rel), os.path.join(target, rel))
-    with IndexWriter(target) as shard_writer:
-        change(shard_writer, shard_writer.begin())
-    shutil.rmtree(os.path.join(target, old.generation))  # (links: base keeps its files)
-    os.unlink(os.path.join(target, ".lock"))  # nobody writes a shard of a generation
-    register_shard(writer, directory)
-
-
-def _per_question(model, name) -> tuple:
+def per_question(model, name) -> tuple:
     """The row arrays of a model with a row per question (ParameterError when it has rows
     but does not name them); () for the others."""
     if not hasattr(model, "select_rows"):
@@ -255,69 +221,3 @@ def rows_of(model, start, stop, state=None) -> tuple:
     meta, arrays = model.state() if state is None else state
     rows = row_arrays(model)
     return meta, {k: arrays[k][start:stop] if k in rows else v for k, v in arrays.items()}
-
-
-def store_model(writer, base, name, model, state) -> list:
-    """Write model ``name`` (its ``state``) into the generation ``writer`` makes from the
-    sharded index ``base``: at the top level, and, for a model with a row per question,
-    in every shard with its own rows (the other arrays linked from the top level's, its
-    rows left out there); returns the shard directories rewritten.
-
-    Raises
-    ------
-    ParameterError
-        The model's rows are not the index's rows.
-    """
-    meta, arrays = state
-    rows = _per_question(model, name)
-    if not rows:
-        write_model(writer, name, model, state)
-        return []
-    shards = read_shards(base)
-    n_rows = sum(entry["n_docs"] for entry in shards)
-    if len(arrays[rows[0]]) != n_rows:
-        raise ParameterError(f"model {name!r} has {len(arrays[rows[0]])} rows of questions "
-                             f"but {base.path} has {n_rows}: fit it again")
-    write_model(writer, name, model, rows_of(model, 0, 0, state))
-    prefix = model_dir(name)
-    start, rewritten = 0, []
-    for s, entry in enumerate(shards):
-        stop = start + entry["n_docs"]
-        if entry["dir"] is None:
-            continue
-
-        def change(w, shard_base, start=start, stop=stop):
-            write_model(w, name, model, rows_of(model, start, stop, state),
-                        only=rows)
-            for key in arrays:  # the arrays the shards share: the top level's files
-                if key not in rows:
-                    rel = f"{prefix}/{key}.npy"
-                    w.link(rel, os.path.join(writer.tmp, rel), writer.digest(rel))
-            models = dict(shard_base.models)
-            models[name] = {"kind": model.kind, "dir": prefix, "rows": int(stop - start)}
-            w.commit({**shard_base.manifest, "models": models}, keep=[
-                rel for rel in shard_base.manifest["files"] if not rel.startswith(prefix + "/")])
-        rewrite_shard(writer, base, s, change)
-        rewritten.append(entry["dir"])
-        start = stop
-    return rewritten
-
-
-def remove_rows(writer, base, name) -> list:
-    """Remove model ``name`` from the shards of the sharded index ``base`` that store it
-    (in the generation ``writer`` makes); returns the shard directories rewritten."""
-    prefix, rewritten = model_dir(name), []
-    for s, entry in enumerate(read_shards(base)):
-        if entry["dir"] is None:
-            continue
-        shard = open_index(os.path.join(base.root, entry["dir"]))
-        if name not in shard.models:
-            continue
-
-        def change(w, shard_base):
-            models = {k: v for k, v in shard_base.models.items() if k != name}
-            w.commit({**shard_base.manifest, "models": models}, keep=[
-                rel for rel in shard_base.manifest["files"] if not rel.startswith(prefix + "/")])
-        rewrite_shard(writer, base, s, change)
-        rewritten.append(entry["dir"])
-    return rewritten

@@ -29,7 +29,10 @@ modified; the manifest is written last, the directory renamed to the next genera
 A crash at any point leaves the previous generation live; the leftovers (a temporary
 directory, a generation never made current) are removed by the next writer. Writers
 serialise their switch on ``.lock`` and build on the generation that is live at that
-moment, so two concurrent writers (say, two ``cqa-search fit``) both land.
+moment, so two concurrent writers (say, two ``cqa-search fit``) both land. An index inside
+a generation being made (a shard of a sharded index) is written by a nested writer
+(:meth:`IndexWriter.nested`), which takes no lock (no other writer reaches it), and
+becomes part of that generation (:meth:`IndexWriter.add_index`).
 
 Reading (:func:`open_index`): ``CURRENT`` is read once and every file comes from that
 generation, so a reader sees one consistent snapshot. Generations older than the previous
@@ -596,14 +599,22 @@ class IndexWriter:
     unchecked : str, optional
         Files of the live generation under this prefix are not checked when it is read as
         the base of the change (a damaged model that the change removes).
+    nested : bool, default False
+        The index is written inside a generation that another writer is making (a shard
+        of a sharded index, in that writer's temporary directory, which no other writer
+        reaches; see :meth:`nested`): it takes no writers' lock, and keeps no generation
+        but the one it commits (no reader opens a generation being made).
     """
 
     _created = False
     _held = None
+    #: The generation committed (None until then).
+    committed = None
 
-    def __init__(self, path, *, unchecked=None):
+    def __init__(self, path, *, unchecked=None, nested=False):
         self.path = os.path.abspath(os.fspath(path))
         self.unchecked = unchecked
+        self.is_nested = nested
         self._legacy = []
         if os.path.lexists(self.path):
             if not os.path.isdir(self.path):
@@ -662,7 +673,7 @@ class IndexWriter:
         generation (a :class:`StoredIndex`, None when there is none): for a change that
         must build on the index as it is, with no other writer in between (adding or
         deleting questions)."""
-        if self._held is None:
+        if self._held is None and not self.is_nested:
             self._held = _lock(self.path)
         return self._base()
 
@@ -770,7 +781,7 @@ class IndexWriter:
             The new generation's name.
         """
         self._sync_written()
-        with _locked(self.path, held=self._held is not None):
+        with _locked(self.path, held=self._held is not None or self.is_nested):
             base = self._base()
             if callable(manifest):
                 manifest = manifest(base)
@@ -817,9 +828,47 @@ class IndexWriter:
                 else:
                     with contextlib.suppress(OSError):
                         os.unlink(full)
-            _remove_leftovers(self.path, {generation, None if base is None else base.generation})
+            _remove_leftovers(self.path, {generation} if self.is_nested or base is None
+                              else {generation, base.generation})
         self._release()
+        self.committed = generation
         return generation
+
+    @contextlib.contextmanager
+    def nested(self, directory, *, base=None):
+        """The writer of an index inside this generation, at ``directory`` (a shard of a
+        sharded index): a nested :class:`IndexWriter`, which must commit within the
+        block; that index is then part of this generation (:meth:`add_index`).
+
+        Parameters
+        ----------
+        directory : str
+            Relative to this generation.
+        base : StoredIndex, optional
+            That index as the generation this one replaces holds it: its live generation
+            is linked in first, so that the nested writer changes it (its :meth:`begin`
+            returns it, its files are there to keep).
+        """
+        target = os.path.join(self.tmp, directory)
+        if base is not None:
+            for rel in (CURRENT, f"{base.generation}/{MANIFEST}",
+                        *(f"{base.generation}/{r}" for r in base.manifest["files"])):
+                _link(os.path.join(base.path, rel), os.path.join(target, rel))
+        with IndexWriter(target, nested=True) as writer:
+            yield writer
+            if writer.committed is None:
+                raise RuntimeError(f"the index at {directory} was not committed")
+        self.add_index(directory)
+
+    def add_index(self, directory) -> None:
+        """Make the index committed at ``directory`` inside this generation (by a nested
+        writer, maybe in another process) part of it: its ``CURRENT``, manifest and
+        files, with the checksums its manifest lists."""
+        stored = open_index(os.path.join(self.tmp, directory))
+        self.add_file(f"{directory}/{CURRENT}")
+        self.add_file(f"{directory}/{stored.generation}/{MANIFEST}")
+        for rel, info in stored.manifest["files"].items():
+            self.add_file(f"{directory}/{stored.generation}/{rel}", info["sha256"])
 
     def _base(self):
         generation = current_generation(self.path)

@@ -61,6 +61,9 @@ class CollectionStats:
     >>> b = a + CollectionStats(1, np.array([0, 1]), np.array([0, 1]), 1)
     >>> b.n_docs, b.df.tolist(), b.avg_doc_len, b.collection_prob.tolist()
     (3, [1, 3], 1.6666666666666667, [0.2, 0.8])
+    >>> c = (b - a).padded(3)
+    >>> c.n_docs, c.df.tolist(), c.term_freq.tolist(), c.total_terms
+    (1, [0, 1, 0], [0, 1, 0], 1)
     """
 
     def __init__(self, n_docs, df, term_freq, total_terms):
@@ -88,6 +91,24 @@ class CollectionStats:
         return CollectionStats(self.n_docs + other.n_docs, pad(self.df) + pad(other.df),
                                pad(self.term_freq) + pad(other.term_freq),
                                self.total_terms + other.total_terms)
+
+    def __sub__(self, other) -> "CollectionStats":
+        """The statistics of this collection without ``other``, a part of it (whose
+        vocabulary may be a prefix of this one's)."""
+        n = len(self.df)
+
+        def pad(a):
+            return np.pad(np.asarray(a, dtype=np.int64), (0, n - len(a)))
+        return CollectionStats(self.n_docs - other.n_docs,
+                               np.asarray(self.df, dtype=np.int64) - pad(other.df),
+                               np.asarray(self.term_freq, dtype=np.int64)
+                               - pad(other.term_freq), self.total_terms - other.total_terms)
+
+    def padded(self, n_terms) -> "CollectionStats":
+        """These statistics over a vocabulary of ``n_terms``, a prefix of which is theirs
+        (the terms beyond it occur nowhere)."""
+        return self + CollectionStats(0, np.zeros(n_terms, np.int64),
+                                      np.zeros(n_terms, np.int64), 0)
 
     @property
     def avg_doc_len(self) -> float:

@@ -13,11 +13,14 @@ weights of features ``1..n`` in the order of the ranker's feature names (its hea
 them: the feature set of the other engine must compute them in that order); RankLib's
 linear format has no intercept, which changes no order (it is written as a comment).
 A ranker that normalises per query (``normalize="query"``) or has threshold terms
-(boosting) has no folded form: only JSON states it.
+(boosting) has no folded form: only JSON states it. Every number written is finite (JSON
+has no infinity): a ranker whose weights or normalisation overflow once folded (a damaged
+one) is refused.
 """
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -45,9 +48,25 @@ def folded_weights(ranker) -> tuple:
         raise ParameterError(f"this ranker ({ranker.learner}) has {len(ranker.step_coef_)} "
                              "threshold terms, which a linear model cannot hold (export it "
                              "as json)")
-    weights = ranker.coef_ / ranker.norm_scale_
-    intercept = float(ranker.intercept_ - np.dot(weights, ranker.norm_offset_))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # see _finite
+        weights = ranker.coef_ / ranker.norm_scale_
+        intercept = float(ranker.intercept_ - np.dot(weights, ranker.norm_offset_))
     return weights, intercept
+
+
+def _finite(named) -> None:
+    """Refuse to export a number that is not finite (``named``: ``(what, value)`` pairs).
+
+    Raises
+    ------
+    ParameterError
+        Naming the first such number.
+    """
+    for what, value in named:
+        if value is not None and not math.isfinite(value):
+            raise ParameterError(f"the ranker cannot be exported: {what} is {value} (its "
+                                 "weights or normalisation hold extreme values: a damaged "
+                                 "ranker; train it again)")
 
 
 def _json(ranker, context) -> str:
@@ -56,11 +75,12 @@ def _json(ranker, context) -> str:
         weights, intercept = folded_weights(ranker)
     except ParameterError:
         weights, intercept = None, None
-    steps = [{"feature": names[int(f)],
-              "threshold": float(ranker.norm_offset_[int(f)] + t * ranker.norm_scale_[int(f)]),
-              "weight": float(w)}
-             for f, t, w in zip(ranker.step_feature_, ranker.step_threshold_,
-                                ranker.step_coef_)]
+    with np.errstate(over="ignore", invalid="ignore"):  # see _finite
+        steps = [{"feature": names[int(f)], "threshold": float(ranker.norm_offset_[int(f)]
+                                                               + t * ranker.norm_scale_[int(f)]),
+                  "weight": float(w)}
+                 for f, t, w in zip(ranker.step_feature_, ranker.step_threshold_,
+                                    ranker.step_coef_)]
     doc = {
         "format": "cqa_search linear ranker", "version": 1, **context,
         "learner": ranker.learner, "normalize": ranker.normalize,
@@ -82,12 +102,18 @@ def _json(ranker, context) -> str:
         "folded_intercept": intercept,
         "steps": steps,
     }
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    _finite([(f"the {key.replace('_', ' ')} of feature {f['name']!r}", value)
+             for f in doc["features"] for key, value in f.items() if key != "name"]
+            + [(f"the threshold of a step on feature {step['feature']!r}", step["threshold"])
+               for step in steps] + [("the folded intercept", intercept)])
+    return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _ranklib(ranker, context) -> str:
     weights, intercept = folded_weights(ranker)
     names = [str(f) for f in ranker.feature_names_in_]
+    _finite([*((f"the folded weight of feature {n!r}", float(w)) for n, w in zip(names, weights)),
+             ("the folded intercept", intercept)])
     lines = ["## Coordinate Ascent",  # RankLib's header of a linear model (what LTR reads)
              f"## cqa_search LinearRanker ({ranker.learner}; normalize={ranker.normalize}, "
              "folded into the weights)",

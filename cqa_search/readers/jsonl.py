@@ -25,18 +25,9 @@ from ..exceptions import ArchiveError
 from ._base import (ReadReport, check_columns, check_encoding, check_file, read_line,
                     too_large)
 
-__all__ = ["read", "sniff"]
+__all__ = ["read"]
 
 _POSITION = re.compile(r": line \d+ column (\d+) \(char \d+\)$")
-
-
-def sniff(path, head: bytes) -> bool:
-    """True when the first non-blank line of the file looks like a JSON object."""
-    for line in head.splitlines():
-        line = line.strip()
-        if line:
-            return line.startswith(b"{")
-    return False
 
 
 def _diagnose(raw: bytes, error: orjson.JSONDecodeError) -> str:

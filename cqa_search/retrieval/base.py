@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import get_params, validate_params
+from .._utils import Estimator, validate_params
 from ..exceptions import ParameterError
 from ..index.term_index import FieldIndex
 from .postings import locate
@@ -79,7 +79,7 @@ def gather(field: FieldIndex, term_ids, rows):
     return locate(field.indptr, field.indices, term_ids, rows)
 
 
-class TermModel:
+class TermModel(Estimator):
     """Base class of the term models (BM25, query likelihood, VSM).
 
     Subclasses set ``name`` and implement :meth:`_weight`, the posting weight as an
@@ -89,7 +89,8 @@ class TermModel:
     given (keyword-only) in ``__init__`` and checks them when it is first used (here:
     :meth:`cache_key`, which every scoring method calls, and a :class:`SearchConfig`);
     ``get_params``/``set_params`` read and change them. Term models do not import
-    scikit-learn (searching with the term index never needs it), so the check is
+    scikit-learn (searching with the term index never needs it), so that interface is
+    :class:`cqa_search._utils.Estimator` and the check
     :func:`cqa_search._utils.validate_params`.
 
     Parameters
@@ -105,18 +106,9 @@ class TermModel:
         self.field = field
 
     # -- parameters ------------------------------------------------------------------
-    def get_params(self, deep=True) -> dict:
-        """The constructor parameters (scikit-learn's ``get_params``)."""
-        return get_params(self)
-
     def set_params(self, **params) -> "TermModel":
         """Change parameters (scikit-learn's ``set_params``); checked on next use."""
-        valid = self.get_params()
-        for key, value in params.items():
-            if key not in valid:
-                raise ParameterError(f"{type(self).__name__} has no parameter {key!r} "
-                                     f"(parameters: {', '.join(valid)})")
-            setattr(self, key, value)
+        super().set_params(**params)
         self.__dict__.pop("_cache_key", None)
         return self
 
@@ -159,10 +151,6 @@ class TermModel:
             key = self._cache_key = (self.name + "(" + ",".join(f"{k}={v}" for k, v in
                                                                 params.items()) + ")")
         return key
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     def __eq__(self, other):
         return type(self) is type(other) and self.get_params() == other.get_params()

@@ -30,14 +30,19 @@ merging. ``a`` is chosen by ``cqa-search train`` (:data:`WEIGHT_GRID`, by the tr
 queries' recall of the candidates) and stored with the ranker
 (``LinearRanker.hybrid_weight_``); without one the engine uses :data:`DEFAULT_WEIGHT`.
 
-The first stage's score is also a feature column (:class:`FirstStageFeature`,
-``first_stage``: the baseline that ``train``'s cross-validation compares a ranker with),
-and both of its parts are shown by ``--explain`` (:class:`StageParts`).
+What the stage ran for a query is a :class:`CandidateContext` (the term model, its best
+score over the rows the query may return, ``a``, the merged candidates; for candidates
+given with scores, a rerank, their scores and ranks): the engine hands it to the feature
+scorers that read it. The first stage's score is such a feature column
+(:class:`FirstStageFeature`, ``first_stage``: the baseline that ``train``'s
+cross-validation compares a ranker with), and both of its parts are shown by
+``--explain`` (:class:`StageParts`, :meth:`CandidateContext.parts`).
 """
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,8 +50,8 @@ from .candidates import _sums_of_weights
 from .hybrid import Merged, hybrid_scores, merge  # noqa: F401 (Merged: the stage's result)
 
 __all__ = ["DEFAULT_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capable",
-           "check_weight", "hybrid_candidates", "StageParts", "FirstStageFeature",
-           "remember_basis", "term_matched"]
+           "check_weight", "weight_of_text", "hybrid_candidates", "CandidateContext",
+           "StageParts", "FirstStageFeature"]
 
 #: ``a`` of an engine without a ranker that stores one: the best mean MAP of the hybrid
 #: order over two sets of training queries that no benchmark scores, SemEval-2016
@@ -59,8 +64,6 @@ WEIGHT_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 DEPTH = 2
 #: The deepest lists (in candidates) the stage reads before it takes the merge as it is.
 MAX_DEPTH = 16
-#: ``query.cache`` key of the first stage's basis: (term model, max term score, a).
-BASIS = "first_stage_basis"
 
 
 def hybrid_capable(model) -> bool:
@@ -82,6 +85,31 @@ def check_weight(a, what="the hybrid weight a") -> float | None:
     if isinstance(a, bool) or not isinstance(a, numbers.Real) or not 0 <= a <= 1:
         raise ValueError(f"{what} must be a number in [0, 1]; got {a!r}")
     return float(a)
+
+
+def weight_of_text(text) -> float | str | None:
+    """The first stage as a person writes it (``--hybrid``): ``"auto"``, ``"none"`` (or
+    ``"off"``: None) or a number in [0, 1] (a float): what :class:`SearchConfig`'s
+    ``hybrid`` takes.
+
+    Raises
+    ------
+    ValueError
+
+    Examples
+    --------
+    >>> weight_of_text("0.3"), weight_of_text("None"), weight_of_text(" auto")
+    (0.3, None, 'auto')
+    """
+    low = text.strip().lower()
+    if low == "auto":
+        return "auto"
+    if low in ("none", "off"):
+        return None
+    try:
+        return check_weight(float(low))
+    except ValueError:
+        raise ValueError(f"expected auto, none or a number in [0, 1]; got {text!r}") from None
 
 
 def hybrid_candidates(n, *, a, term_top, dense_top, term_scores, cosines, depth=DEPTH,
@@ -161,20 +189,6 @@ class _Memo:
         return out
 
 
-def term_matched(query, results) -> bool:
-    """Whether the first stage run for ``query`` found rows holding a query term (when
-    none was recorded: whether its ``results`` have hits)."""
-    basis = query.cache.get(BASIS)
-    return bool(len(results)) if basis is None else basis[1] > 0
-
-
-def remember_basis(query, model, term_max, a, merged=None) -> None:
-    """Record on ``query`` what its first stage ran (the term model, ``max T`` over the
-    rows it could return, ``a``, and the hybrid stage's :class:`Merged` rows): the
-    ``first_stage`` feature of its candidates uses them."""
-    query.cache[BASIS] = (model, float(term_max), float(a), merged)
-
-
 @dataclass(frozen=True)
 class StageParts:
     """Both parts of the first-stage score of some hits (what ``--explain`` shows).
@@ -224,16 +238,91 @@ class StageParts:
                 "term_part": float(term_part), "cosine_part": float(cosine_part)}
 
 
+@dataclass(frozen=True)
+class CandidateContext:
+    """What a query's first stage ran, for the feature scorers that read it: made with
+    the candidates, handed with their rows to the back-end's scorers
+    (:class:`FirstStageFeature`, the given-run features of
+    :class:`~cqa_search.features.ContextFeatures`), never kept on the query.
+
+    A first stage gives its ``term_model``, ``term_max``, ``a`` and (hybrid) ``merged``;
+    candidates given with scores (a rerank) give ``given`` and ``given_ranks``, and the
+    engine adds the stage's basis (the retrieval model's best score over the live rows,
+    its ``a``) when a scorer needs it. An input the stage comes to combine (another
+    score in the hybrid sum, another term model) is another field here.
+
+    Attributes
+    ----------
+    term_model : TermModel or None
+        The retrieval model that scored the candidates (None: no first stage ran).
+    term_max : float
+        Its best score over the rows the query may return (the term part's normaliser;
+        0: no such row holds a query term).
+    a : float
+        Weight of the word-vector cosine in the stage's score (0: the term model alone).
+    merged : Merged or None
+        The hybrid stage's candidates with both parts of their scores.
+    given : mapping of int to float or None
+        ``{row: score}`` of candidates given with scores, in their given order.
+    given_ranks : mapping of int to int or None
+        ``{row: rank}`` of the same, 1 for the best score (equal scores in their given
+        order): ranks over all the given candidates, whichever rows a scorer sees.
+    """
+
+    term_model: object = None
+    term_max: float = 0.0
+    a: float = 0.0
+    merged: Merged | None = None
+    given: Mapping | None = None
+    given_ranks: Mapping | None = None
+
+    @classmethod
+    def of_given(cls, rows, scores) -> "CandidateContext":
+        """The context of candidates ``rows`` given with ``scores`` (a rerank)."""
+        given = dict(zip(np.asarray(rows).tolist(), map(float, scores)))
+        ordered = sorted(given, key=lambda r: -given[r])  # stable: ties in given order
+        return cls(given=given, given_ranks={r: i + 1 for i, r in enumerate(ordered)})
+
+    def with_basis(self, model, term_max, a) -> "CandidateContext":
+        """This context with the first-stage basis of candidates no stage found: the
+        retrieval ``model``, its best score ``term_max``, the weight ``a``."""
+        return replace(self, term_model=model, term_max=float(term_max), a=float(a))
+
+    def parts(self) -> StageParts | None:
+        """Both parts of the hybrid stage's candidates' scores (None: no hybrid stage)."""
+        merged = self.merged
+        if merged is None:
+            return None
+        return StageParts(self.a, self.term_model.feature_name, merged.term_max,
+                          merged.term_scores, merged.dense_scores, merged.exact)
+
+    def local(self, rows, start) -> "CandidateContext":
+        """This context for a back-end that holds ``rows`` of the whole index as its rows
+        ``rows - start`` (a shard): the merged and given candidates among ``rows``, in
+        its rows (ranks stay those over every given candidate)."""
+        merged, given, ranks = self.merged, self.given, self.given_ranks
+        if merged is not None:
+            mine = np.isin(merged.rows, rows)  # in the order of the candidates
+            merged = replace(merged, rows=merged.rows[mine] - start,
+                             scores=merged.scores[mine], term_scores=merged.term_scores[mine],
+                             dense_scores=merged.dense_scores[mine])
+        if given:
+            held = set(np.asarray(rows).tolist())
+            given = {r - start: v for r, v in given.items() if r in held}
+            ranks = {r - start: v for r, v in ranks.items() if r in held}
+        return replace(self, merged=merged, given=given, given_ranks=ranks)
+
+
 class FirstStageFeature:
     """The first stage's score of candidates as a feature column, ``first_stage``:
     ``(1 - a) * T / max T + a * cos`` with the engine's ``a`` (0 when its first stage is
     the term model alone: the normalised term score). Made by a back-end whose index has
     word vectors; ``train`` compares its rankers with this column's order.
 
-    ``T``, ``max T`` and ``a`` are those the query's first stage recorded
-    (:func:`remember_basis`); for candidates that did not come from one (a rerank of
-    given candidates), the engine records the retrieval model's best score over the live
-    rows and its ``a`` (over the whole index: a shard's back-end has only its rows).
+    ``T``, ``max T`` and ``a`` are the query's :class:`CandidateContext`'s: those its first
+    stage ran with or, for candidates that did not come from one (a rerank of given
+    candidates), the retrieval model's best score over the live rows and the engine's
+    ``a`` (over the whole index: a shard's back-end has only its rows).
 
     Parameters
     ----------
@@ -243,15 +332,16 @@ class FirstStageFeature:
     """
 
     names = ("first_stage",)
+    reads_context = True
 
     def __init__(self, index, dense):
         self.index, self.dense = index, dense
 
-    def score(self, query, rows) -> np.ndarray:
+    def score(self, query, rows, context) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
-        model, term_max, a, merged = query.cache[BASIS]
+        merged, model, a = context.merged, context.term_model, context.a
         if merged is not None and np.array_equal(merged.rows, rows):
             return merged.scores[:, None]  # the stage's candidates: their scores
         term = model.score_rows(model.field_index(self.index), query.term_ids, query.qtf, rows)
         cosine = self.dense.cosines(query, rows) if a > 0 else np.zeros(len(rows))
-        return hybrid_scores(term, cosine, a, term_max)[:, None]
+        return hybrid_scores(term, cosine, a, context.term_max)[:, None]

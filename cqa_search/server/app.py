@@ -9,8 +9,9 @@ and the search page.
                                        the hits of :meth:`SearchEngine.search` as
                                        :meth:`Presenter.results_dict` gives them
 ``GET /api/questions/{id}``            an archived question with all its answers
-``GET /api/questions/{id}/similar``    ``k``, ``category``, ``explain``: the questions most
-                                       like it (:meth:`SearchEngine.similar`)
+``GET /api/questions/{id}/similar``    ``k``, ``category``, ``explain``, ``after``,
+                                       ``before``: the questions most like it
+                                       (:meth:`SearchEngine.similar`)
 ``GET /api/categories``                the categories with their numbers of questions
 ``GET /api/tags``                      ``limit``: the most frequent tags, with theirs
 ``GET /health``                        the generation served and its number of questions
@@ -20,16 +21,18 @@ and the search page.
 
 Errors are JSON (:class:`~cqa_search.server.schema.Error`): 400 for a bad query or
 parameter, 404, 405, 413/414 for a request too large, 503 while no index can be opened,
-500 (no traceback: it is logged) for a bug. The engine follows the index's generations
-(:class:`~cqa_search.server.live.LiveIndex`). Requests run on the event loop, one at a time,
-with one BLAS thread: Python runs one thread at a time anyway, and handing each search to a
-worker thread cost ~1.3 ms of CPU per request (a third of a SemEval query's; 217 instead of
-307 requests/s from 16 clients). A search holds the loop for its few milliseconds (a query
+500 (no traceback: it is logged) for a bug. A request whose body does not come whole (the
+client went away, or stalled: :mod:`.protocol`) is one line in the log. The engine
+follows the index's generations (:class:`~cqa_search.server.live.LiveIndex`). Requests run
+on the event loop, one at a time, with one BLAS thread: Python runs one thread at a time
+anyway, and handing each search to a worker thread cost ~1.3 ms of CPU per request (a
+third of a SemEval query's; 217 instead of 307 requests/s from 16 clients). A search holds the loop for its few milliseconds (a query
 of MAX_QUERY_CHARS characters with k = 100 for ~0.1 s); more processes: ``--workers``.
 """
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -41,16 +44,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from .._version import __version__
 from ..engine import SearchConfig
 from ..exceptions import CQASearchError, IndexFormatError, QueryError
 from ..presentation import MAX_K, source_url
-from ..query_parser import MAX_QUERY_CHARS, ParsedQuery, date_filter, parse_query
+from ..query_parser import MAX_QUERY_CHARS
+from ..retrieval.first_stage import weight_of_text
 from . import schema
 from .live import LiveIndex
 
 __all__ = ["create_app", "app_from_environment", "MAX_K", "MAX_TARGET_BYTES"]
+
+logger = logging.getLogger(__name__)
 
 #: Longest request target (path and query string) in bytes: a query of MAX_QUERY_CHARS
 #: characters fits, percent-encoded, when they take at most two UTF-8 bytes (as Latin,
@@ -63,7 +70,8 @@ VERIFY_VARIABLE = "CQA_SEARCH_VERIFY"
 #: The token of ``cqa-search serve --allow-writes`` (an environment variable, not an
 #: option: a command line is visible to every user of the machine).
 WRITE_TOKEN_VARIABLE = "CQA_SEARCH_WRITE_TOKEN"
-#: The first stage of the worker processes (``serve --hybrid``): "auto", "none" or a number.
+#: The first stage of uvicorn's worker processes (``serve --hybrid`` as written: "auto",
+#: "none" or a number).
 HYBRID_VARIABLE = "CQA_SEARCH_HYBRID"
 #: Where questions are added and deleted (``serve --allow-writes``).
 WRITE_PATH = "/api/questions"
@@ -199,6 +207,14 @@ def _handlers(app: FastAPI) -> None:
     async def http_error(request, exc):
         return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
+    @app.exception_handler(ClientDisconnect)
+    async def gone(request, exc):  # the client's doing, not a bug: no traceback
+        client = request.client
+        logger.warning("%s %s%s: the request body did not come whole (the client closed the "
+                       "connection, or its body stalled); nothing was changed", request.method,
+                       request.url.path, f" from {client.host}:{client.port}" if client else "")
+        return _error(400, "the request body did not come whole")  # (nobody to read it)
+
     @app.exception_handler(Exception)
     async def bug(request, exc):  # the ASGI server logs the traceback
         return _error(500, "internal error (logged by the server)")
@@ -298,15 +314,12 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
             "the question's body (plain text), compared with the archived bodies"))] = None,
     ):
         engine, presenter = live.current()
-        dates = date_filter(after, before)
-        if q is None:  # the two parts are the query, as plain text
-            if not (title or body):
-                raise QueryError("give the question: q, or its title and body")
-            typed = "\n".join(t for t in (title, body) if t)
-            query = ParsedQuery(typed, dates=parse_query(dates).dates if dates else ())
-        else:
-            typed, query = q, f"{q} {dates}" if dates else q
-        results = engine.search(query, k=k, category=category or None, title=title, body=body)
+        if q is None and not (title or body):
+            raise QueryError("give the question: q, or its title and body")
+        # (without q, the two parts are the query, as plain text)
+        typed = q if q is not None else "\n".join(t for t in (title, body) if t)
+        results = engine.search(q, k=k, category=category or None, after=after, before=before,
+                                title=title, body=body)
         doc = presenter.results_dict(results, typed=typed, explain=explain)
         doc["generation"] = engine.generation
         return _JSON(doc)
@@ -321,11 +334,17 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
             "only this category (case-insensitive)"))] = None,
         explain: Annotated[bool, Query(description="add each hit's feature contributions "
                                                    "(with a ranker)")] = False,
+        after: Annotated[str | None, Query(max_length=40, description=(
+            "only questions created on or after this day, month or year "
+            "(YYYY[-MM[-DD]])"))] = None,
+        before: Annotated[str | None, Query(max_length=40, description=(
+            "only questions created before it"))] = None,
     ):
         engine, presenter = live.current()
         if doc_id not in engine.archive:
             raise HTTPException(404, f"no question {doc_id!r} in the archive")
-        results = engine.similar(doc_id, k=k, category=category or None)
+        results = engine.similar(doc_id, k=k, category=category or None, after=after,
+                                 before=before)
         body = presenter.results_dict(results, explain=explain)
         body["generation"] = engine.generation
         return _JSON(body)
@@ -380,20 +399,16 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
 
 def app_from_environment() -> FastAPI:
     """:func:`create_app` for the index named by ``$CQA_SEARCH_INDEX`` (the factory that
-    uvicorn's worker processes call; ``$CQA_SEARCH_VERIFY`` set: ``verify=True``;
-    ``$CQA_SEARCH_WRITE_TOKEN`` set: writes with this token)."""
+    uvicorn's worker processes call, where a platform has no ``SO_REUSEPORT``;
+    ``$CQA_SEARCH_VERIFY`` set: ``verify=True``; ``$CQA_SEARCH_WRITE_TOKEN`` set: writes
+    with this token; ``$CQA_SEARCH_HYBRID``: ``serve --hybrid`` as it was written)."""
     index = os.environ.get(INDEX_VARIABLE)
     if not index:
         raise CQASearchError(f"set {INDEX_VARIABLE} to the index directory to serve")
+    try:
+        hybrid = weight_of_text(os.environ.get(HYBRID_VARIABLE) or "auto")
+    except ValueError as exc:
+        raise CQASearchError(f"{HYBRID_VARIABLE}: {exc}") from None
     return create_app(index, verify=bool(os.environ.get(VERIFY_VARIABLE)),
                       write_token=os.environ.get(WRITE_TOKEN_VARIABLE) or None,
-                      hybrid=hybrid_from_environment())
-
-
-def hybrid_from_environment():
-    """The ``hybrid`` of :func:`create_app` in ``$CQA_SEARCH_HYBRID`` (what ``serve
-    --hybrid`` gives its worker processes): "auto" when unset, "none" or a number."""
-    text = os.environ.get(HYBRID_VARIABLE, "auto").strip().lower()
-    if text in ("auto", ""):
-        return "auto"
-    return None if text == "none" else float(text)
+                      hybrid=hybrid)

@@ -4,7 +4,8 @@ assistant can call, over stdio, with the official ``mcp`` package (the ``mcp`` e
 Tools:
 
 - ``search(query, k, category, after, before)``: the query syntax of the CLI;
-- ``similar(question_id, k, category)``: the questions most similar to an archived one;
+- ``similar(question_id, k, category, after, before)``: the questions most similar to an
+  archived one;
 - ``get_question(question_id)``: a question with all its answers.
 
 Hits are compact (id, title, category, tags, score, link, a snippet of the body and of the
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from ..exceptions import CQASearchError
 from ..presentation import MAX_K, source_url
-from ..query_parser import date_filter
 from .live import LiveIndex
 
 __all__ = ["create_mcp_server", "MAX_K"]
@@ -79,20 +79,22 @@ def create_mcp_server(index, *, interval: float = 0.5):
         year (YYYY[-MM[-DD]]). Returns the best `k` hits with their best answers."""
         engine, presenter = current()
         try:
-            dates = date_filter(after, before)
-            results = engine.search(f"{query} {dates}" if dates else query, k=checked_k(k),
-                                    category=category or None)
+            results = engine.search(query, k=checked_k(k), category=category or None,
+                                    after=after, before=before)
         except CQASearchError as exc:
             raise ToolError(str(exc)) from None
         return {"query": query, **_compact(presenter, results), "generation": engine.generation}
 
     @server.tool()
-    def similar(question_id: str, k: int = 10, category: str | None = None) -> dict:
+    def similar(question_id: str, k: int = 10, category: str | None = None,
+                after: str | None = None, before: str | None = None) -> dict:
         """The archived questions most similar to the question `question_id` (its title
-        and body searched, the question itself left out)."""
+        and body searched, the question itself left out). `category`, `after`, `before`:
+        as in search."""
         engine, presenter = current()
         try:
-            results = engine.similar(question_id, k=checked_k(k), category=category or None)
+            results = engine.similar(question_id, k=checked_k(k), category=category or None,
+                                     after=after, before=before)
         except CQASearchError as exc:
             raise ToolError(str(exc)) from None
         return {"like": question_id, **_compact(presenter, results),

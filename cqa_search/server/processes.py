@@ -61,19 +61,19 @@ def listening_socket(host: str, port: int, reuse_port=True) -> socket.socket:
     return sock
 
 
-def _serve_one(index, verify, host, port, options, loads, slot) -> None:
+def _serve_one(index, verify, hybrid, host, port, options, loads, slot) -> None:
     """One server process (the target of each child), ``loads[slot]`` its open connections
     (:class:`~cqa_search.server.balance.ConnectionBalancer`)."""
     import uvicorn
 
-    from .app import WRITE_TOKEN_VARIABLE, create_app, hybrid_from_environment
+    from .app import WRITE_TOKEN_VARIABLE, create_app
     from .balance import ConnectionBalancer
 
     sock = listening_socket(host, port)
     config = uvicorn.Config(create_app(index, verify=verify,
                                        balancer=ConnectionBalancer(loads, slot),
                                        write_token=os.environ.get(WRITE_TOKEN_VARIABLE),
-                                       hybrid=hybrid_from_environment()),
+                                       hybrid=hybrid),
                             **options)
     try:
         uvicorn.Server(config).run(sockets=[sock])
@@ -81,10 +81,13 @@ def _serve_one(index, verify, host, port, options, loads, slot) -> None:
         pass  # (uvicorn re-raises it once it has stopped; uvicorn.run() ignores it too)
 
 
-def serve_processes(n: int, index, *, verify: bool, host: str, port: int, options: dict) -> int:
+def serve_processes(n: int, index, *, verify: bool, host: str, port: int, options: dict,
+                    hybrid="auto") -> int:
     """Run ``n`` server processes on ``host:port`` until SIGINT or SIGTERM; returns the exit
     status (0, or 1 when the processes keep dying as they start). A port that cannot be
-    bound makes each process die as it starts: check it first (:func:`listening_socket`)."""
+    bound makes each process die as it starts: check it first (:func:`listening_socket`).
+    ``hybrid``: their first stage (:attr:`SearchConfig.hybrid
+    <cqa_search.SearchConfig.hybrid>`)."""
     context = multiprocessing.get_context("spawn")
     stopping = []
 
@@ -98,7 +101,8 @@ def serve_processes(n: int, index, *, verify: bool, host: str, port: int, option
     def start(slot):
         loads[slot] = 0
         proc = context.Process(target=_serve_one, name="cqa-search-serve", daemon=False,
-                               args=(index, verify, host, port, options, loads, slot))
+                               args=(index, verify, hybrid, host, port, options, loads,
+                                     slot))
         proc.start()
         return proc, time.monotonic()
 

@@ -339,7 +339,7 @@ class Server:
                                             *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        deadline = time.monotonic() + TIMEOUT
+        deadline = time.monotonic() + 3 * TIMEOUT  # (a start on a loaded machine is no hang)
         while True:
             try:
                 self.get("/health")

@@ -5,12 +5,21 @@ array, is replaced by an implausible one (a count beyond its dtype, a float32 ma
 NaN, infinity, a wrong type) and the manifest's size and SHA-256 of the file updated;
 then the index is opened with ``verify=True`` and searched. Every case must end in
 "corrupted index" (or another one-line error of cqa_search) or in results whose scores
-are all finite: never an exception of another kind, a crash, or NaN/infinite scores.
+are all finite: never an exception of another kind, a crash, or NaN/infinite scores. The
+results of a forgery that is not refused are compared with the pristine index's: the
+forgeries that change what a search returns are counted by file (neither the checks on
+opening nor ``--verify`` see them: the value is plausible and its checksum right).
 Run in a child process (:func:`run_forgeries`), like the bit flips.
+
+:func:`run_exports` forges a stored ranker the same way and exports it
+(``cqa-search export-ranker``, JSON and RankLib): refused in one line, or written with
+finite numbers only (strict JSON).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import math
 import os
@@ -123,22 +132,29 @@ def forge(root, case) -> dict:
 
 
 def forge_and_open(path, cases, queries) -> dict:
-    """Every case on the index at ``path`` (undone afterwards): outcome counts and the
-    unexpected ones (another exception, NaN or infinite scores)."""
-    from cqa_search import SearchEngine
+    """Every case on the index at ``path`` (undone afterwards): outcome counts (results
+    the same as the pristine index's or different, "corrupted index", another one-line
+    error), the unexpected ones (another exception, NaN or infinite scores) and the files
+    whose forgeries changed the results (file -> cases)."""
+    from .harness import search_all
 
     root = Path(path) / current_generation(path)
-    outcomes = {"results": 0, "corrupted index": 0, "other clear error": 0}
-    unexpected = []
+    pristine = search_all(path, verify=True, queries=queries)
+    outcomes = {"same results": 0, "different results": 0, "corrupted index": 0,
+                "other clear error": 0}
+    unexpected, different = [], {}
     for case in cases:
         saved = forge(root, case)
         try:
-            engine = SearchEngine.open(path, verify=True)
-            for text in queries:
-                scores = engine.search(text, k=5).scores
-                if not np.isfinite(scores).all():
-                    raise AssertionError(f"non-finite scores {scores.tolist()} for {text!r}")
-            outcomes["results"] += 1
+            found = search_all(path, verify=True, queries=queries)
+            scores = [float(score) for hits in found for _, score, _ in hits]
+            if not all(math.isfinite(score) for score in scores):
+                raise AssertionError(f"non-finite scores {scores}")
+            if found == pristine:
+                outcomes["same results"] += 1
+            else:
+                outcomes["different results"] += 1
+                different[case[0]] = different.get(case[0], 0) + 1
         except IndexFormatError:
             outcomes["corrupted index"] += 1
         except CQASearchError:
@@ -151,16 +167,78 @@ def forge_and_open(path, cases, queries) -> dict:
             for file, data in saved.items():
                 file.write_bytes(data)
             print(json.dumps({"done": case}), flush=True)
+    return {"cases": len(cases), "outcomes": outcomes, "unexpected": unexpected,
+            "different": different}
+
+
+def _exported(text, format) -> bool:
+    """Whether an export holds finite numbers only (JSON: strict, without NaN/Infinity)."""
+    if format == "json":
+        def refuse(constant):
+            raise ValueError(constant)
+        try:
+            json.loads(text, parse_constant=refuse)
+            return True
+        except ValueError:
+            return False
+    weights = text.strip().splitlines()[-1].split()
+    return all(math.isfinite(float(item.split(":")[1])) for item in weights)
+
+
+def forge_and_export(path, cases) -> dict:
+    """Every case on the index at ``path`` (undone afterwards), its ranker exported as
+    JSON and in RankLib's format by ``cqa-search export-ranker`` (in this process): each
+    export refused in one line, or written with finite numbers."""
+    from ..cli.__main__ import main
+
+    root = Path(path) / current_generation(path)
+    outcomes = {"written": 0, "refused": 0}
+    unexpected = []
+    out = Path(path).parent / "exported"
+    for case in cases:
+        saved = forge(root, case)
+        try:
+            for format in ("json", "ranklib"):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    code = main(["export-ranker", str(path), "--format", format, "-o",
+                                 str(out)])
+                lines = err.getvalue().strip().splitlines()
+                if code == 0 and _exported(out.read_text(), format):
+                    outcomes["written"] += 1
+                elif code == 1 and len(lines) == 1 and lines[0].startswith("cqa-search: error:"):
+                    outcomes["refused"] += 1
+                else:
+                    unexpected.append({"case": case, "format": format, "code": code,
+                                       "stderr": err.getvalue()[-300:]})
+        finally:
+            for file, data in saved.items():
+                file.write_bytes(data)
+            print(json.dumps({"done": case}), flush=True)
     return {"cases": len(cases), "outcomes": outcomes, "unexpected": unexpected}
+
+
+def ranker_cases(path) -> list:
+    """The cases of :func:`forgery_cases` that forge the stored ranker."""
+    return [c for c in forgery_cases(path) if c[0].startswith("models/ranker/")]
 
 
 def run_forgeries(path, cases, queries, timeout=3600) -> dict:
     """:func:`forge_and_open` in a child process; a crash (signal) names its case."""
+    return _in_child("forge_and_open", path, [cases, queries], cases, timeout)
+
+
+def run_exports(path, cases, timeout=3600) -> dict:
+    """:func:`forge_and_export` in a child process; a crash (signal) names its case."""
+    return _in_child("forge_and_export", path, [cases], cases, timeout)
+
+
+def _in_child(function, path, arguments, cases, timeout) -> dict:
     code = ("import json, sys; from cqa_search.testing import forgery; "
-            "print(json.dumps({'result': forgery.forge_and_open(sys.argv[1], "
+            f"print(json.dumps({{'result': forgery.{function}(sys.argv[1], "
             "*json.load(open(sys.argv[2])))}))")
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:  # too long for an argument
-        json.dump([cases, queries], f)
+        json.dump(arguments, f)
         f.flush()
         proc = subprocess.run([sys.executable, "-c", code, os.fspath(path), f.name],
                               capture_output=True, text=True, timeout=timeout)

@@ -39,7 +39,7 @@ from ..exceptions import CQASearchError, IndexFormatError
 from ..index.build import build_index
 from ..index.store import CURRENT, current_generation
 
-__all__ = ["make_index", "demo_questions", "fresh_copy", "corruption_cases",
+__all__ = ["make_index", "demo_questions", "fresh_copy", "search_all", "corruption_cases",
            "corrupt_and_open", "run_corruptions", "kill_loop", "readers_against_writer"]
 
 #: The command line, as a writer's process runs it.
@@ -56,8 +56,8 @@ def demo_questions(n=None):
 
 
 def make_index(path, *, models=True) -> Path:
-    """The demo archive indexed, with a small model of every family and a ranker (fitted
-    and trained by the command line)."""
+    """The demo archive indexed, with a small model of every family (the word vectors too)
+    and a ranker (fitted and trained by the command line)."""
     path = Path(path)
     build_index(demo_dir() / DEMO_ARCHIVE, path)
     if models:
@@ -66,6 +66,7 @@ def make_index(path, *, models=True) -> Path:
                       "--max-iter", "10"],
                      ["fit", str(path), "multiview", "--views", "ibm1", "--n-components", "4",
                       "--max-iter", "10"],
+                     ["fit", str(path), "embeddings"],
                      ["train", str(path), "--queries", str(demo_dir() / DEMO_QUERIES),
                       "--qrels", str(demo_dir() / DEMO_QRELS), "--learner", "ranksvm"]):
             done = subprocess.run([*CLI, *argv, "-q"], capture_output=True, text=True)
@@ -75,12 +76,13 @@ def make_index(path, *, models=True) -> Path:
     return path
 
 
-def _search_all(path, **open_options):
-    """Open and search; returns what the searches returned (ids, exact scores, the
-    questions as stored) to compare with another index's."""
+def search_all(path, queries=QUERIES, **open_options):
+    """Open and search (``queries``, by default :data:`QUERIES`); returns what the searches
+    returned (ids, exact scores, the questions as stored) to compare with another
+    index's."""
     engine = SearchEngine.open(path, **open_options)
     found = []
-    for text in QUERIES:
+    for text in queries:
         found.append([(hit.doc_id, repr(float(hit.score)), hit.question.to_json())
                       for hit in engine.search(text, k=5)])
     return found
@@ -122,7 +124,7 @@ def corrupt_and_open(path, cases, *, verify=False, on_case=None) -> dict:
     (file -> cases). ``on_case(case)`` is called after each case (how a crash is traced to
     its case)."""
     root = Path(path) / current_generation(path)
-    pristine = _search_all(path)
+    pristine = search_all(path)
     outcomes = {"same results": 0, "different results": 0, "corrupted index": 0,
                 "other clear error": 0}
     unexpected, different = [], {}
@@ -130,7 +132,7 @@ def corrupt_and_open(path, cases, *, verify=False, on_case=None) -> dict:
         file = root / rel
         _flip(file, offset, bit)
         try:
-            found = [_search_all(path, mmap=mmap, verify=verify) for mmap in (True, False)]
+            found = [search_all(path, mmap=mmap, verify=verify) for mmap in (True, False)]
             if found[0] == found[1] == pristine:
                 outcomes["same results"] += 1
             else:
@@ -203,7 +205,7 @@ def kill_loop(path, n_kills, *, seed=0, max_delay=3.0) -> dict:
             results["finished_before_kill"] += 1
         proc.wait()
         try:
-            _search_all(path)
+            search_all(path)
             results["generations"].append(current_generation(path))
         except Exception as exc:  # noqa: BLE001
             results["open_failures"].append(f"{' '.join(cmd[3:5])}: {type(exc).__name__}: "

@@ -59,7 +59,11 @@ The eight features of §3.4 map to these columns:
   phrases ``w``: each document word is aligned to a query position by eq. 9 with the
   roles exchanged (``argmax_j P(t_i | w_j)``), bi-phrases are found as above and scored
   with the inverse probabilities ``phi(t|w)``; document words no bi-phrase explains get
-  the background ``lam * P(t|C)``;
+  the background ``lam * P(t|C)``. This DP reads the first
+  :data:`MAX_INVERSE_POSITIONS` words of the question part (every question of the
+  judged collections is shorter): it is dense over the longest candidate, and a
+  question of megabytes made it take gigabytes and tens of seconds in every search
+  that had it as a candidate;
 - ``ptrans_lw``, ``ptrans_ilw``: the same with the lexical weights ``lex(w|t)`` and
   ``lex(t|w)``;
 - ``ptrans_pa``: phrase alignment (distortion) ``sum_{k >= 2} |a_k - b_{k-1} - 1|`` along
@@ -76,7 +80,10 @@ import numpy as np
 from .. import compiled
 from ._arrays import offsets_from_lengths, sort_with_index
 
-__all__ = ["FEATURE_NAMES", "segment_dp", "TranslationScorer"]
+__all__ = ["FEATURE_NAMES", "segment_dp", "TranslationScorer", "MAX_INVERSE_POSITIONS"]
+
+#: Words of a candidate's question part that ``ptrans_ipt`` and ``ptrans_ilw`` read.
+MAX_INVERSE_POSITIONS = 2048
 
 FEATURE_NAMES = ("wt", "translm", "ptrans_pt", "ptrans_ipt", "ptrans_lw", "ptrans_ilw",
                  "ptrans_pa", "ptrans_uwp")
@@ -228,6 +235,18 @@ class _Docs:
         self.tokens = np.asarray(sequence[np.repeat(starts, lengths) + self.local], dtype=np.int64)
         self.n = len(rows)
         self.width = int(lengths.max(initial=0))
+
+    def head(self, limit) -> "_Docs":
+        """The first ``limit`` tokens of each candidate (``self`` when none is longer)."""
+        if self.width <= limit:
+            return self
+        out = object.__new__(_Docs)
+        keep = self.local < limit
+        out.lengths = np.minimum(self.lengths, limit)
+        out.offsets = offsets_from_lengths(out.lengths)
+        out.doc, out.local, out.tokens = self.doc[keep], self.local[keep], self.tokens[keep]
+        out.n, out.width = self.n, limit
+        return out
 
 
 class _Pairs:
@@ -484,10 +503,11 @@ class TranslationScorer:
         # ``inv_probs``, by decreasing length as the DP kernel wants), apart: a long
         # candidate does not lengthen the query's DPs.
         fwd_probs = np.zeros((J, L, 2 * n_fwd))
-        inv_len = np.concatenate([question.lengths, question.lengths])
+        inverse = question.head(MAX_INVERSE_POSITIONS)
+        inv_len = np.concatenate([inverse.lengths, inverse.lengths])
         col = np.empty(2 * n, dtype=np.int64)
         col[np.argsort(-inv_len, kind="stable")] = np.arange(2 * n)
-        inv_probs = np.zeros((max(question.width, 1), L, 2 * n))
+        inv_probs = np.zeros((max(inverse.width, 1), L, 2 * n))
         bg_q = m.lam * self._bg[seq]
         links, BG, unaligned = [], [], []
         for k, (docs, pairs, _) in enumerate(parts):
@@ -496,7 +516,7 @@ class TranslationScorer:
             links.append(spans)
             BG.append(bg)
             unaligned.append((A < 0).sum(axis=1))
-        self._inverse_spans(question, tables, qng, inv_probs, col[:n], col[n:])
+        self._inverse_spans(inverse, tables, qng, inv_probs, col[:n], col[n:])
         logmu = np.log(np.array([mu for _, _, mu in parts]))
         with np.errstate(divide="ignore"):
             if m.segmentation == "sum":

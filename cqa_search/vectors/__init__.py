@@ -6,7 +6,7 @@ soft-cosine features (``cqa-search fit INDEX embeddings``).
 question vectors, :mod:`.softcos` compares bags of words through similar words,
 :mod:`.parts` gives the titles and bodies, :mod:`.scoring` the features.
 """
-from .model import FEATURE_NAMES, EmbeddingModel
-from .scoring import EmbeddingScorer
+from .model import EmbeddingModel
+from .scoring import FEATURE_NAMES, EmbeddingScorer
 
 __all__ = ["EmbeddingModel", "EmbeddingScorer", "FEATURE_NAMES"]

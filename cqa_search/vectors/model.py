@@ -31,26 +31,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._utils import Interval, get_params, validate_params
+from .._utils import Estimator, Interval, progress_bar, validate_params
 from ..exceptions import IndexFormatError, ParameterError
-from .._utils import progress_bar
 from ..index.validate import check_array, check_sparse
 from . import dense, embeddings, parts, sif, softcos
+from .scoring import FEATURE_NAMES, TEXTS, EmbeddingScorer
 
-__all__ = ["EmbeddingModel", "FEATURE_NAMES", "METHODS", "Rows"]
+__all__ = ["EmbeddingModel", "METHODS", "Rows"]
 
 logger = logging.getLogger(__name__)
 
 METHODS = ("ppmi-svd", "word2vec")
-#: The soft-cosine similarity matrices and the parts of a question they compare.
-MATRICES = ("emb", "char")
-TEXTS = ("title", "body", "question")
-#: The features of the model, in column order.
-FEATURE_NAMES = (
-    ("emb_sif", "emb_mean")
-    + tuple(f"softcos_{t}" for t in TEXTS)
-    + tuple(f"softcos_char_{t}" for t in TEXTS)
-    + tuple(f"field_{p}_{m}" for m in ("bm25", "vsm") for p in parts.PARTS))
 
 
 @dataclass(frozen=True)
@@ -94,12 +85,12 @@ _FIT_STEPS = ("word vectors", "question vectors", "inverted file", "similar word
               "titles and bodies", "soft-cosine norms")
 
 
-class EmbeddingModel:
+class EmbeddingModel(Estimator):
     """Word vectors learned from an index's archive; question vectors for the dense first
     stage; embedding, soft-cosine and per-field features.
 
-    Features (:data:`FEATURE_NAMES`): ``emb_sif`` and ``emb_mean`` (cosine of the query's
-    and the question's SIF vectors, and of their plain mean word vectors);
+    Features (:data:`~.scoring.FEATURE_NAMES`): ``emb_sif`` and ``emb_mean`` (cosine of
+    the query's and the question's SIF vectors, and of their plain mean word vectors);
     ``softcos_{title,body,question}`` and ``softcos_char_...`` (soft cosine of the
     query's title, body and whole text with the question's, over similar words by vector
     and by spelling); ``field_{title,body}_{bm25,vsm}`` (BM25 and tf-idf cosine of the
@@ -202,40 +193,6 @@ class EmbeddingModel:
         self.n_probe = n_probe
         self.exact_limit = exact_limit
         self.random_state = random_state
-
-    def get_params(self, deep=True) -> dict:
-        return get_params(self)
-
-    def set_params(self, **params) -> "EmbeddingModel":
-        for key, value in params.items():
-            if key not in self.get_params():
-                raise ParameterError(f"EmbeddingModel has no parameter {key!r}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self):
-        return "EmbeddingModel(" + ", ".join(f"{k}={v!r}" for k, v in
-                                             self.get_params().items()) + ")"
-
-    @property
-    def feature_names(self) -> tuple:
-        return FEATURE_NAMES
-
-    @property
-    def row_arrays(self) -> tuple:
-        """The state arrays with a row per question (see :mod:`cqa_search.index.models`),
-        the question vectors first: the vectors, soft-cosine norms and inverted lists, and
-        the title and body fields when the model stores them. The vectors by list and the
-        fields are not slices of the rows: :meth:`rows_state` takes a run of them."""
-        self._check_fitted()
-        fields = () if self.parts_ is None else tuple(
-            key for p in parts.PARTS for key in parts.field_arrays(self.parts_[p], f"{p}_"))
-        return ("doc_vectors", "doc_norms", "doc_list", "list_vectors") + fields
-
-    def rows_state(self, start, stop):
-        """The state of a copy holding rows ``start`` to ``stop - 1`` of the fit (what the
-        shard holding those rows of a sharded index stores)."""
-        return self.select_rows(None, np.arange(start, stop)).state()
 
     # -- training ----------------------------------------------------------------------
     def fit(self, view, y=None, *, progress=False):
@@ -378,6 +335,22 @@ class EmbeddingModel:
             raise NotFittedError("this EmbeddingModel is not fitted yet; call fit first")
 
     # -- storage -------------------------------------------------------------------------
+    @property
+    def row_arrays(self) -> tuple:
+        """The state arrays with a row per question (see :mod:`cqa_search.index.models`),
+        the question vectors first: the vectors, soft-cosine norms and inverted lists, and
+        the title and body fields when the model stores them. The vectors by list and the
+        fields are not slices of the rows: :meth:`rows_state` takes a run of them."""
+        self._check_fitted()
+        fields = () if self.parts_ is None else tuple(
+            key for p in parts.PARTS for key in parts.field_arrays(self.parts_[p], f"{p}_"))
+        return ("doc_vectors", "doc_norms", "doc_list", "list_vectors") + fields
+
+    def rows_state(self, start, stop):
+        """The state of a copy holding rows ``start`` to ``stop - 1`` of the fit (what the
+        shard holding those rows of a sharded index stores)."""
+        return self.select_rows(None, np.arange(start, stop)).state()
+
     def state(self):
         """(meta, arrays) for :func:`cqa_search.index.models.add_model`."""
         self._check_fitted()
@@ -483,9 +456,11 @@ class EmbeddingModel:
             model.parts_ = {p: f.select(rows) for p, f in full.fields.items()}
         return model
 
+    @property
+    def feature_names(self) -> tuple:
+        return FEATURE_NAMES
+
     def scorer(self, view):
         """The feature scorer and dense searcher over ``view``
         (:class:`~.scoring.EmbeddingScorer`)."""
-        from .scoring import EmbeddingScorer
-
         return EmbeddingScorer(self, view)

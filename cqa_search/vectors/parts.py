@@ -70,6 +70,9 @@ def field_from_arrays(name, arrays, prefix, n_docs, n_terms) -> FieldIndex:
     a = {key: arrays[f"{prefix}{key}"] for key in _ARRAYS}
     n_terms = max(n_terms, len(a["indptr"]) - 1)
     check_sparse(a["indptr"], a["indices"], a["counts"], (n_terms, n_docs), f"{name} postings")
+    # a posting counts its word at least once (as the index's own fields are checked): a
+    # count of 0 gives a question a vector of zeros, and its cosine NaN
+    check_array(a["counts"], f"{name} counts", kind="iu", low=1)
     doc_len = check_array(a["doc_len"], f"{name} lengths", kind="iu", shape=(n_docs,), low=0)
     check_offsets(np.concatenate(([0], np.cumsum(doc_len, dtype=np.int64))),
                   f"{name} lengths", length=n_docs + 1, total=len(a["sequence"]))

@@ -1,7 +1,7 @@
 """The features and the dense search of an :class:`~.model.EmbeddingModel` over an index.
 
 :class:`EmbeddingScorer` is the model's :class:`~cqa_search.features.FeatureScorer` (the
-columns of :data:`~.model.FEATURE_NAMES`) and the dense half of the hybrid first stage
+columns of :data:`FEATURE_NAMES`) and the dense half of the hybrid first stage
 (:meth:`EmbeddingScorer.nearest`, :meth:`EmbeddingScorer.cosines`; merged with the term
 model's top list by :func:`cqa_search.retrieval.hybrid.merge`).
 
@@ -16,10 +16,19 @@ import numpy as np
 
 from .._blas import one_blas_thread
 from ..retrieval import BM25, VSM
-from . import dense, sif, softcos
-from .model import FEATURE_NAMES, MATRICES, TEXTS
+from . import dense, parts, sif, softcos
 
-__all__ = ["EmbeddingScorer", "query_parts"]
+__all__ = ["EmbeddingScorer", "query_parts", "FEATURE_NAMES"]
+
+#: The soft-cosine similarity matrices and the parts of a question they compare.
+MATRICES = ("emb", "char")
+TEXTS = ("title", "body", "question")
+#: The features of the model, in column order.
+FEATURE_NAMES = (
+    ("emb_sif", "emb_mean")
+    + tuple(f"softcos_{t}" for t in TEXTS)
+    + tuple(f"softcos_char_{t}" for t in TEXTS)
+    + tuple(f"field_{p}_{m}" for m in ("bm25", "vsm") for p in parts.PARTS))
 
 
 def query_parts(query) -> dict:

@@ -177,8 +177,14 @@ def test_after_and_before(capsys, tmp_path):
     code, _, err = run(capsys, "query", tmp_path / "idx", "visa", "--after", "2014-02-30")
     assert code == 1 and err == ("cqa-search: error: bad date filter 'date:>=2014-02-30': day "
                                  "is out of range for month\n")
-    code, _, err = run(capsys, "query", tmp_path / "idx", "--like", "a", "--after", "2014")
-    assert code == 1 and "--after and --before filter searches, not --like" in err
+    # more like this takes the filters too
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "--like", "a", "--after", "2014",
+                       "--json")
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == ["b"]
+    assert json.loads(out)["filters"] == ["date:>=2014-01-01"]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "--like", "a", "--before", "2014",
+                       "--json")
+    assert code == 0 and json.loads(out)["hits"] == []
 
 
 def test_ctrl_c_during_a_search_keeps_the_session(toy_index, monkeypatch):

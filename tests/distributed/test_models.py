@@ -283,21 +283,21 @@ def test_add_delete_and_compact_answer_as_on_one_index(demo, tmp_path, n):
 def test_a_change_that_fails_leaves_the_sharded_index_as_it_was(demo, tmp_path, monkeypatch):
     """A failure while the shards are changed (here: the second shard's) commits nothing:
     the live generation is the one before, and readers see it; the next change lands."""
-    from cqa_search.index import live_shards
+    from cqa_search.index.changes import SegmentChange
 
     sharded = _copy(demo / "s3", tmp_path / "s3")
     before = open_index(sharded)
     engine = SearchEngine.open(sharded)
     expected = engine.search("car battery flat morning", 5)
     calls = []
-    real = live_shards.append
+    real = SegmentChange.append
 
     def failing(*args, **kwargs):
         calls.append(1)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
         return real(*args, **kwargs)
-    monkeypatch.setattr(live_shards, "append", failing)
+    monkeypatch.setattr(SegmentChange, "append", failing)
     with pytest.raises(OSError, match="No space left"):
         add_questions(sharded, NEW[:3])
     assert len(calls) == 2
@@ -306,7 +306,7 @@ def test_a_change_that_fails_leaves_the_sharded_index_as_it_was(demo, tmp_path, 
     assert not [e for e in os.listdir(sharded) if e.startswith(".tmp-")]
     same_results(engine.search("car battery flat morning", 5), expected)
     assert engine.reopen() is engine
-    monkeypatch.setattr(live_shards, "append", real)
+    monkeypatch.setattr(SegmentChange, "append", real)
     add_questions(sharded, NEW[:3])
     fresh = engine.reopen()
     assert fresh is not engine and fresh.n_questions == 330

@@ -106,8 +106,8 @@ def test_fan_out_search_equals_one_index(engines, n):
         _same(sharded.search(q["text"], 10), one.search(q["text"], 10))
         _same(sharded.search(q["text"], 5, category=q["category"]),
               one.search(q["text"], 5, category=q["category"]))
-        _same(sharded.retrieve(q["text"], 30, category=q["category"]),
-              one.retrieve(q["text"], 30, category=q["category"]))
+        _same(sharded.rerank(q["text"], k=30, category=q["category"]),
+              one.rerank(q["text"], k=30, category=q["category"]))
     for text in SYNTAX:
         _same(sharded.search(text, 10), one.search(text, 10))
     for q in QUERIES[:4]:  # more like this: a question of whichever shard
@@ -191,15 +191,15 @@ def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
     text = QUERIES[2]["text"]
     expected = one.search(text)
     # killed between the two rounds of a query: Ray restarts it and retries the call
-    real = sharded.feature_scores
+    real = sharded.searcher.features
 
-    def kill_then_features(q, rows):
+    def kill_then_features(q, rows, context):
         ray.kill(sharded.searcher.actors[1], no_restart=False)
-        return real(q, rows)
-    sharded.feature_scores = kill_then_features
+        return real(q, rows, context)
+    sharded.searcher.features = kill_then_features
     _same(sharded.search(text), expected)
     # killed for good mid-query: the search fails, naming the shard
-    def kill_for_good(q, rows):
+    def kill_for_good(q, rows, context):
         actor = sharded.searcher.actors[1]
         ray.kill(actor, no_restart=True)
         # ray.kill only asks: a call sent at once can still be served (seen under load)
@@ -210,8 +210,8 @@ def test_a_killed_shard_is_restarted_or_the_search_fails(engines, indexes):
             except ray.exceptions.RayActorError:
                 break
             time.sleep(0.05)
-        return real(q, rows)
-    sharded.feature_scores = kill_for_good
+        return real(q, rows, context)
+    sharded.searcher.features = kill_for_good
     with pytest.raises(ShardError, match=r"shard 1 of 2 \(shards/00001\) failed while "
                                          "computing features.*no partial result"):
         sharded.search(text)

@@ -1,6 +1,7 @@
 """export-ranker: the exported weights reproduce the engine's scores (JSON and RankLib's
 linear format), and what a linear model cannot hold is said."""
 import json
+import re
 import shutil
 import warnings
 
@@ -95,3 +96,24 @@ def test_errors(toy_index, capsys):
     assert main(["export-ranker", str(toy_index)]) == 1
     assert "this index has no ranker 'ranker' (rankers: none; train one with `cqa-search " \
            "train`)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value,format,message", [
+    ("max", "json", "the folded weight of feature '.*' is (-)?inf"),
+    ("max", "ranklib", "the folded weight of feature '.*' is (-)?inf"),
+    ("inf", "json", "corrupted index .*: model 'ranker' cannot be loaded .ranker coef holds "
+                    "NaN or infinite values"),
+])
+def test_a_forged_ranker_is_refused_not_written(toy_index, tmp_path, capsys, value, format,
+                                                message):
+    """Issue 43: a ranker forged with its checksum (a weight at float's maximum, one
+    infinite) exited 70 (loaded by hand, unchecked) or wrote Infinity into its JSON."""
+    from cqa_search.index.store import current_generation
+    from cqa_search.testing.forgery import forge
+
+    path = ranked(toy_index, tmp_path, learner="ranksvm")
+    forge(path / current_generation(path), ("models/ranker/coef.npy", "element", value))
+    assert main(["export-ranker", str(path), "--format", format]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and re.fullmatch(f"cqa-search: error: (the ranker cannot be exported: )?"
+                                      f"{message}.*\n", err)

@@ -111,7 +111,7 @@ def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, toy_
     pipeline, bm25 = read_run(tmp_path / "pipeline.run"), read_run(tmp_path / "bm25.run")
     ranked = SearchEngine.open(index)
     for q in QUERIES:
-        expected = ranked.retrieve(q["text"], 100)
+        expected = ranked.rerank(q["text"], k=100)
         assert list(pipeline[q["id"]]) == [d for d in expected.doc_ids if d != q["id"]]
     assert pipeline != bm25
     assert main(args + ["--ranker", "nope"]) == 1

@@ -5,6 +5,7 @@ Small N here (CI); ``scripts/reliability.py`` runs every case of each family (th
 figures of BENCHMARKS.md). The loops live in environment.py and forgery.py.
 """
 import errno
+import json
 import os
 import signal
 import sys
@@ -20,10 +21,9 @@ from cqa_search.testing import environment, forgery, harness
 pytestmark = pytest.mark.reliability
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    """The demo index with a model of every family and a ranker (never modified)."""
-    return harness.make_index(tmp_path_factory.mktemp("env") / "index")
+@pytest.fixture
+def index(demo_index):
+    return demo_index
 
 
 def _failures(results):
@@ -109,7 +109,11 @@ def test_forged_counts_and_weights_are_refused(index, tmp_path):
     float32's maximum; then a sample of every forgery (the script runs them all)."""
     copy = harness.fresh_copy(index, tmp_path / "copy")
     root = copy / current_generation(copy)
+    weights = json.loads((root / "manifest.json").read_text())["segments"][0]["fields"][
+        "question"]["weights"]
     for case, message in [
+        (("manifest.json", ["segments", 0, "fields", "question", "weights", next(iter(weights))],
+          []), "bad manifest .*segment weights name no stored file"),  # was an AttributeError
         (("models/translation/model.json", ["meta", "ibm1", "n_cooccurrences"], 99999999999),
          "model 'translation' cannot be loaded .ibm1 n_cooccurrences is 99,999,999,999, "
          "outside"),

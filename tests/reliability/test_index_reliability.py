@@ -10,9 +10,9 @@ from cqa_search.testing import harness as reliability
 pytestmark = pytest.mark.reliability
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    return reliability.make_index(tmp_path_factory.mktemp("rel") / "index")
+@pytest.fixture
+def index(demo_index):
+    return demo_index
 
 
 def test_flipped_bits_in_every_file_give_a_result_or_corrupted_index(index, tmp_path):

@@ -263,7 +263,7 @@ def test_search_with_bm25f(tmp_path):
     engine = SearchEngine.open(tmp_path / "idx", config=CONFIG)
     assert engine.feature_names[:2] == ("bm25f", "bm25")
     for text in QUERIES:
-        res = engine.retrieve(text, None)
+        res = engine.rerank(text, k=None)
         tokens = engine.analyzer.analyze(text)
         # the default analyzer stems and drops stopwords: the oracle reads its terms
         terms = [[engine.analyzer.analyze(" ".join(part)) for part in d] for d in DOCS]
@@ -294,11 +294,11 @@ def test_live_changes_score_as_a_rebuild(tmp_path, steps):
             compact(path)
         engine = SearchEngine.open(path, config=CONFIG)
         live = [engine.archive[r] for r in range(engine.n_docs)
-                if engine.data.live is None or engine.data.live[r]]
+                if engine.searcher.data.live is None or engine.searcher.data.live[r]]
         build_index(live, tmp_path / f"rebuilt-{step}")
         rebuilt = SearchEngine.open(tmp_path / f"rebuilt-{step}", config=CONFIG)
         for text in QUERIES:  # every hit: scores and features
-            got, want = engine.retrieve(text, None), rebuilt.retrieve(text, None)
+            got, want = engine.rerank(text, k=None), rebuilt.rerank(text, k=None)
             assert got.doc_ids == want.doc_ids
             np.testing.assert_allclose(np.column_stack([got.scores, got.features]),
                                        np.column_stack([want.scores, want.features]),
@@ -349,7 +349,7 @@ def test_hybrid_first_stage_with_bm25f(vectors_index, a):
         term, matched = model.score_all(model.field_index(engine.index), q.term_ids, q.qtf)
         dense = engine.searcher._dense.vectors @ engine.searcher._dense.query_vector(q)
         s = hybrid_scores(term, dense, a, term[matched].max())
-        want = top_k(s, 10, tie_rank=engine.data.doc_id_rank)
+        want = top_k(s, 10, tie_rank=engine.searcher.data.doc_id_rank)
         assert list(res.doc_ids) == [engine.archive.doc_ids[r] for r in want.tolist()]
         assert res.first_stage.term_model == "bm25f"
         np.testing.assert_allclose(res.scores, s[want], rtol=1e-5, atol=1e-7)

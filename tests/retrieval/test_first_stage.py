@@ -17,6 +17,7 @@ from cqa_search.index.models import add_model
 from cqa_search.retrieval import BM25, LMJelinekMercer, top_k
 from cqa_search.retrieval import first_stage
 from cqa_search.retrieval.hybrid import hybrid_scores
+from cqa_search.searcher import LocalSearcher
 
 QUERIES = ["sinuses plugged up and head feels heavy", "cheap flights to europe",
            "my car battery keeps dying overnight", "how do I stop my dog barking",
@@ -42,7 +43,7 @@ def whole_archive(engine, q, a, k, allowed=None):
     ok = np.ones(engine.n_docs, dtype=bool) if allowed is None else allowed
     term_max = term[ok & matched].max() if (ok & matched).any() else 0.0
     s = hybrid_scores(term, dense, a, term_max)
-    return top_k(s, k, allowed=ok, tie_rank=engine.data.doc_id_rank), s
+    return top_k(s, k, allowed=ok, tie_rank=engine.searcher.data.doc_id_rank), s
 
 
 # -- the stage's loop ------------------------------------------------------------------------
@@ -152,15 +153,16 @@ def test_the_first_stage_feature_of_the_stage_candidates_is_their_stage_score(in
                   if isinstance(s, first_stage.FirstStageFeature)]
     for text in QUERIES:
         q = engine.analyze(text)
-        found, _ = engine._first_stage(q, 30, None, None, engine.config.retrieval)
-        rows, scores = found.rows, found.scores
-        got = feature.score(q, rows)[:, 0]  # the candidates as the stage found them
-        assert got.tolist() == scores.tolist()
-        model, term_max, a, _ = q.cache[first_stage.BASIS]
-        first_stage.remember_basis(q, model, term_max, a)  # the reference: recomputed
-        np.testing.assert_allclose(got, feature.score(q, rows)[:, 0], rtol=1e-6, atol=1e-9)
-        np.testing.assert_allclose(feature.score(q, rows[::-1])[:, 0], got[::-1], rtol=1e-6,
+        res = engine.search(text, k=30)  # the candidates as the stage found them
+        rows = res._rows
+        got = res.features[:, engine.feature_names.index("first_stage")]
+        assert got.tolist() == res.scores.tolist()
+        # the reference: recomputed from the stage's basis, in any order of the rows
+        basis = first_stage.CandidateContext(BM25(), res.first_stage.term_max, 0.5)
+        np.testing.assert_allclose(got, feature.score(q, rows, basis)[:, 0], rtol=1e-6,
                                    atol=1e-9)
+        np.testing.assert_allclose(feature.score(q, rows[::-1], basis)[:, 0], got[::-1],
+                                   rtol=1e-6, atol=1e-9)
 
 
 def test_filters_deleted_rows_and_categories(index, tmp_path):
@@ -168,7 +170,7 @@ def test_filters_deleted_rows_and_categories(index, tmp_path):
     shutil.copytree(index, path)
     delete_questions(path, ["health-004", "cooking-014"])
     engine = SearchEngine.open(path, config=SearchConfig(ranker=None, hybrid=0.5))
-    live = engine.data.live
+    live = engine.searcher.data.live
     cats = engine.view.doc_category
     health = engine.categories.id("Health")
     for typed, allowed in [
@@ -238,14 +240,13 @@ def test_configuration_and_the_rankers_weight(index, tmp_path):
     from cqa_search.ranking import LinearRanker
 
     engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
-    q = engine.analyze(QUERIES[0])
-    rows = engine.candidates(q, 30).rows
+    found = engine.search(QUERIES[0], k=30)
     names = list(engine.feature_names)
     free = [j for j, n in enumerate(names) if not n.startswith("given_")]
-    X = engine.feature_scores(q, rows)[:, free]
-    y = (np.arange(len(rows)) < 3).astype(float)
+    X = found.features[:, free]
+    y = (np.arange(len(found)) < 3).astype(float)
     ranker = LinearRanker("ranksvm", random_state=0).fit(
-        X, y, qid=np.zeros(len(rows)), feature_names=[names[j] for j in free])
+        X, y, qid=np.zeros(len(found)), feature_names=[names[j] for j in free])
     assert ranker.hybrid_weight_ is None
     ranker.hybrid_weight_ = 0.7
     copy = tmp_path / "copy"
@@ -270,14 +271,13 @@ def test_ranked_candidates_keep_their_parts(index):
     from cqa_search.ranking import LinearRanker
 
     engine = SearchEngine.open(index, config=SearchConfig(ranker=None))
-    q = engine.analyze(QUERIES[1])
-    rows = engine.candidates(q, 40).rows
-    X = engine.feature_scores(q, rows)
+    found = engine.search(QUERIES[1], k=40)
     names = list(engine.feature_names)
     ranker = LinearRanker("ranksvm", random_state=0).fit(
-        X[:, [names.index("log_length")]], np.arange(len(rows)) % 2, qid=np.zeros(len(rows)),
-        feature_names=["log_length"])
-    ranked = SearchEngine(engine.data, models={**engine.models, "ranker": ranker})
+        found.features[:, [names.index("log_length")]], np.arange(len(found)) % 2,
+        qid=np.zeros(len(found)), feature_names=["log_length"])
+    ranked = SearchEngine(LocalSearcher(engine.searcher.data,
+                                        {**engine.models, "ranker": ranker}))
     res = ranked.search(QUERIES[1], k=10)
     free = engine.search(QUERIES[1], k=100)
     by_id = {d: free[i].first_stage for i, d in enumerate(free.doc_ids)}

@@ -370,6 +370,12 @@ def test_tag_facet_and_date_filters(tmp_path):
         assert bad.status_code == 400 and bad.json()["detail"] == (
             "bad date filter 'date:>=2014-13': month must be in 1..12")
         assert http.get("/api/search", params={"q": "visa date:soon"}).status_code == 400
+        # more like this takes the same filters
+        like = http.get("/api/questions/a/similar", params={"after": "2014"}).json()
+        assert [h["id"] for h in like["hits"]] == ["b"] and like["filters"] == [
+            "date:>=2014-01-01"]
+        bad = http.get("/api/questions/a/similar", params={"before": "2014-13"})
+        assert bad.status_code == 400 and "bad date filter" in bad.json()["detail"]
 
 
 def test_the_filters_applied_and_the_notices_come_with_the_hits(client):
@@ -526,6 +532,36 @@ def test_a_question_another_process_added_can_be_deleted(tmp_path, toy_questions
         assert missing.status_code == 404 and missing.json()["detail"] == \
             "no question 'n1' in the archive"
     assert SearchEngine.open(path).n_questions == 12
+
+
+def test_a_date_no_int64_holds_is_refused_and_filters_keep_working(tmp_path, toy_questions):
+    """Issue 43: {"date": 1e30} was added (201), then /api/tags, every tag: and date:
+    filter answered 500 for every user until it was deleted; filters at the end of the
+    calendar answered 500."""
+    path = tmp_path / "idx"
+    build_index(toy_questions, path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with TestClient(create_app(path, write_token=TOKEN)) as http:
+        for value in (1e30, "99999999999999999999", 253402300800):
+            refused = http.post("/api/questions", headers=auth,
+                                json={"id": "p", "title": "x", "body": "y", "date": value})
+            assert refused.status_code == 400 and refused.json()["detail"].startswith(
+                "question 1 of the body: field 'date': ")
+        assert http.post("/api/questions", headers=auth, json={
+            "id": "last", "title": "visa at the end", "date": "9999-12-31T23:59:59",
+            "tags": ["eyes"]}).status_code == 201
+        assert http.get("/api/tags").status_code == 200
+        for params, found in [({"q": "visa tag:eyes"}, ["last"]),
+                              ({"q": "visa date:9999-12-31"}, ["last"]),
+                              ({"q": "visa", "after": "9999-12"}, ["last"]),
+                              ({"q": "visa date:9999-12..", "before": "9999-12-31"}, [])]:
+            response = http.get("/api/search", params=params)
+            assert response.status_code == 200, params
+            assert [h["id"] for h in response.json()["hits"]] == found, params
+        response = http.get("/api/search", params={"q": "visa date:>9999"})
+        assert response.status_code == 400 and response.json()["detail"] == (
+            "bad date filter 'date:>9999': no question is dated after 9999-12-31 (dates run "
+            "from 0001-01-01 to 9999-12-31)")
 
 
 @pytest.mark.parametrize("error, status", [(errno.ENOSPC, 507), (errno.EFBIG, 507),

@@ -35,11 +35,12 @@ def test_tools_give_what_the_engine_gives(ranked_index):
                        ("search", {"query": "renew my visa", "k": 3}),
                        ("search", {"query": "visa", "category": "visas", "after": "2000"}),
                        ("similar", {"question_id": "t01", "k": 2}),
-                       ("get_question", {"question_id": "t01"}))
+                       ("get_question", {"question_id": "t01"}),
+                       ("similar", {"question_id": "t01", "after": "2000"}))
     assert {t.name for t in tools} == {"search", "similar", "get_question"}
     described = {t.name: t.description for t in tools}
     assert "query syntax" in described["search"] and "left out" in described["similar"]
-    (error, found), (_, dated), (_, like), (_, question) = out
+    (error, found), (_, dated), (_, like), (_, question), (_, dated_like) = out
     assert not error
     assert [h["id"] for h in found["hits"]] == list(engine.search("renew my visa", k=3).doc_ids)
     hit = found["hits"][0]
@@ -52,6 +53,7 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     assert like["like"] == "t01" and "t01" not in [h["id"] for h in like["hits"]]
     assert question["id"] == "t01" and len(question["answers"]) == 2
     assert question["generation"] == engine.generation
+    assert dated_like["hits"] == [] and dated_like["filters"] == ["date:>=2000-01-01"]
 
 
 @pytest.mark.parametrize("name,arguments,message", [
@@ -60,6 +62,7 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     ("search", {"query": "visa", "category": "Nope"}, "unknown category 'Nope'"),
     ("search", {"query": "visa", "after": "2014-13"}, "bad date filter"),
     ("similar", {"question_id": "nope"}, "unknown question id 'nope'"),
+    ("similar", {"question_id": "t01", "before": "2014-13"}, "bad date filter"),
     ("get_question", {"question_id": "nope"}, "no question 'nope' in the archive"),
 ])
 def test_input_errors_are_tool_errors(toy_index, name, arguments, message):
@@ -104,3 +107,44 @@ def test_the_command_over_stdio(toy_index):
 
     assert [h["id"] for h in asyncio.run(session())["hits"]] == \
         list(SearchEngine.open(toy_index).search("renew visa", k=1).doc_ids)
+
+
+def test_sigint_after_the_handshake_ends_the_server(toy_index):
+    """Issue 43: after the handshake SIGINT left the process alive and silent until its
+    standard input closed (the SDK reads it in a thread that asyncio's cancellation waits
+    for); now it ends at once, as the command line ends on Ctrl-C."""
+    import signal
+
+    from cqa_search.testing.inputs import MCPSession
+
+    session = MCPSession(toy_index)
+    try:
+        session.handshake()
+        error, text = session.tool("search", {"query": "renew visa", "k": 1})
+        assert error is False and json.loads(text)["hits"]
+        took, code, err = session.stop(signal.SIGINT)
+    finally:
+        if session.proc.poll() is None:
+            session.proc.kill()
+    assert took is not None and took < 10
+    assert (code, err) == (130, "cqa-search: interrupted\n")
+
+
+@pytest.mark.parametrize("arguments,message", [
+    ({"query": "visa date:>9999"}, "bad date filter 'date:>9999': no question is dated after "
+                                   "9999-12-31"),
+    ({"query": "visa", "after": "9999-12-31", "before": "0001"},
+     "bad date filter 'date:<0001': no question is dated before 0001-01-01"),
+])
+def test_dates_past_the_calendar_are_tool_errors(toy_index, arguments, message):
+    """They were 'unexpected exceptions' (an OverflowError, a TypeError)."""
+    _, [(error, text)] = calls(toy_index, ("search", arguments))
+    assert error and message in text
+
+
+def test_dates_at_the_end_of_the_calendar_search(toy_index):
+    _, found = calls(toy_index, ("search", {"query": "visa date:9999-12-31"}),
+                     ("search", {"query": "visa", "after": "9999-12", "before": "9999-12-31"}))
+    assert [error for error, _ in found] == [False, False]
+    assert [doc["filters"] for _, doc in found] == [
+        ["date:9999-12-31..9999-12-31"], ["date:>=9999-12-01", "date:<9999-12-31"]]

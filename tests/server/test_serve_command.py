@@ -136,7 +136,8 @@ def test_worker_processes_make_the_app_from_the_environment(toy_index, monkeypat
     (["--allow-writes"], {}, "--allow-writes needs a token: --token-file FILE, or the "
                              "environment variable CQA_SEARCH_WRITE_TOKEN"),
     (["--allow-writes"], {"CQA_SEARCH_WRITE_TOKEN": "short"},
-     "the write token must have at least 16 characters and no white space"),
+     "the write token must have at least 16 characters, all printable ASCII, and no white "
+     "space"),
     (["--allow-writes", "--token-file", "/nonexistent/token"], {},
      "cannot read --token-file /nonexistent/token: No such file or directory"),
     (["--token-file", "/nonexistent/token"], {}, "--token-file applies with --allow-writes"),
@@ -147,6 +148,26 @@ def test_write_token_options(capsys, toy_index, monkeypatch, args, env, message)
         monkeypatch.setenv(key, value)
     assert main(["serve", str(toy_index), *args]) == 1
     assert capsys.readouterr().err.strip().startswith(f"cqa-search: error: {message}")
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda d: "/dev/zero", "it is a device, not a regular file"),  # read without end
+    (lambda d: os.mkfifo(d / "t") or d / "t", "it is a FIFO, not a regular file"),  # waited
+    (lambda d: d, "it is a directory, not a regular file"),
+    (lambda d: (d / "t").write_bytes(b"a" * 5000) and d / "t",
+     "it has more than 4,096 bytes (a token file holds the token alone)"),
+    (lambda d: (d / "t").write_bytes(b"\xff" * 20) and d / "t", "it is not UTF-8 text"),
+    (lambda d: (d / "t").write_text("é" * 20) and d / "t",  # accepted, but never matched
+     "the write token must have at least 16 characters, all printable ASCII"),
+])
+def test_a_token_file_that_is_no_token_file(capsys, toy_index, tmp_path, monkeypatch, make,
+                                            message):
+    """Issue 43: serve --token-file read /dev/zero without bound and blocked on a FIFO."""
+    monkeypatch.delenv("CQA_SEARCH_WRITE_TOKEN", raising=False)
+    path = make(tmp_path)
+    assert main(["serve", str(toy_index), "--allow-writes", "--token-file", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cqa-search: error: ") and message in err and "\n" not in err
 
 
 def test_writes_through_several_processes(tmp_path, toy_questions):

@@ -265,6 +265,38 @@ def test_edge_cases(gap_engine, gap_model, tmp_path):
     assert scorer.score(gap_engine.analyze("visa"), np.zeros(0, np.int64)).shape == (0, 8)
 
 
+def test_the_inverse_direction_reads_the_first_words_of_a_long_candidate(gap_engine, gap_model,
+                                                                        monkeypatch):
+    """ptrans_ipt and ptrans_ilw read the first MAX_INVERSE_POSITIONS words of a question
+    (the DP is dense over the longest candidate: a question of megabytes took gigabytes
+    and tens of seconds); the other features, and both for shorter questions, are those
+    of the whole question, and a row scores the same alone as among others."""
+    from cqa_search.translation import scoring
+
+    scorer = gap_model.scorer(gap_engine.view)
+    lengths = gap_engine.index["question"].doc_len
+    rows = np.flatnonzero(lengths > 0)[:40]
+    limit = int(np.median(lengths[rows]))
+    inverse = [FEATURE_NAMES.index("ptrans_ipt"), FEATURE_NAMES.index("ptrans_ilw")]
+    others = [j for j in range(len(FEATURE_NAMES)) if j not in inverse]
+    short = lengths[rows] <= limit
+    assert short.any() and not short.all()
+    for text in QUERIES[:3]:
+        q = gap_engine.analyze(text)
+        whole = scorer.score(q, rows)
+        monkeypatch.setattr(scoring, "MAX_INVERSE_POSITIONS", limit)
+        capped = scorer.score(gap_engine.analyze(text), rows)
+        monkeypatch.undo()
+        assert np.isfinite(capped).all()
+        np.testing.assert_array_equal(capped[:, others], whole[:, others])
+        np.testing.assert_array_equal(capped[short][:, inverse], whole[short][:, inverse])
+        assert not np.array_equal(capped[~short][:, inverse], whole[~short][:, inverse])
+        monkeypatch.setattr(scoring, "MAX_INVERSE_POSITIONS", limit)
+        alone = [scorer.score(gap_engine.analyze(text), rows[[k]])[0] for k in range(len(rows))]
+        monkeypatch.undo()
+        np.testing.assert_allclose(np.array(alone), capped, rtol=1e-12)
+
+
 def test_question_only_index(tmp_path):
     """Without the answers field only the question part is scored (mu1 = 1)."""
     from cqa_search import Question

@@ -148,7 +148,7 @@ def test_nearest_exact_and_by_inverted_file(engine):
     q = analyze(engine.index, engine.analyzer, "cheap flights to europe")
     rows, cos = sc.nearest(q, 10)
     everything = model.doc_vectors_ @ sc.query_vector(q)
-    assert rows.tolist() == np.lexsort((engine.data.doc_id_rank * 0 + np.arange(len(
+    assert rows.tolist() == np.lexsort((engine.searcher.data.doc_id_rank * 0 + np.arange(len(
         everything)), -everything))[:10].tolist()
     np.testing.assert_allclose(sc.cosines(q, rows), cos, rtol=1e-6)
     allowed = np.arange(engine.n_docs) % 2 == 0
@@ -233,6 +233,11 @@ def test_validation_and_errors(engine, tmp_path):
 
     with pytest.raises(InvalidArray, match="soft-cosine norms has shape"):
         EmbeddingModel.from_state(model.get_params(), meta, arrays)
+    for part in ("title", "body"):  # issue 43: a zeroed count gave NaN in every query
+        zeroed = dict(model.state()[1])
+        zeroed[f"{part}_counts"] = np.zeros_like(zeroed[f"{part}_counts"])
+        with pytest.raises(InvalidArray, match=f"{part} counts holds 0, below its bound 1"):
+            EmbeddingModel.from_state(model.get_params(), meta, zeroed)
 
 
 def test_cli_fit_and_build_index_models(index_copy, tmp_path, capsys):
@@ -269,7 +274,8 @@ def test_the_query_path_imports_neither_scikit_learn_nor_gensim(demo_index):
     code = ("import sys; from cqa_search import SearchEngine, SearchConfig; "
             f"e = SearchEngine.open({str(demo_index)!r}); "
             "q = e.analyze('stuffy nose'); s = [x for x in e.searcher._scorers if 'emb_sif' in x.names][0]; "
-            "rows, _ = s.nearest(q, 5); e.feature_scores(q, rows); e.search('stuffy nose'); "
+            "rows, _ = s.nearest(q, 5); e.rerank('stuffy nose', e.searcher.doc_ids(rows)); "
+            "e.search('stuffy nose'); "
             "print(sorted(m for m in ('sklearn', 'gensim') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=True)
