@@ -48,7 +48,8 @@ from .index.store import open_index
 from .ranking import LinearRanker, LinearRankerCV
 from .ranking._utils import query_folds
 from .searcher import LocalSearcher
-from .training_data import Fitted, HybridChoice, JudgedQueries, fit_ranker, fit_on
+from .training_data import (Fitted, HybridChoice, JudgedQueries, fit_on, fit_ranker,
+                            order_ranker)
 
 __all__ = ["FitReport", "TrainReport", "CrossValidation", "Fold", "fit_family",
            "train_ranker", "cross_validate_training", "query_splits", "cv_report",
@@ -280,8 +281,8 @@ class TrainReport:
     seconds : dict
         ``{"features": ..., "learning": ...}``.
     improves : bool
-        The ranker ranks better than the retrieval order (by cross-validation; True with
-        ``no_cv``).
+        The ranker ranks better than the retrieval order (by cross-validation, and not
+        worse on held-out queries by the assessment; True with ``no_cv``).
     stored : bool
         The ranker was stored in the index.
     removed : bool
@@ -306,6 +307,12 @@ class TrainReport:
         queries, against the first stage's order and the retrieval model alone.
     assessment_note : str or None
         Why there is no assessment although one was asked for (e.g. too few queries).
+    overruled : tuple or None
+        ``(mean, low, high)``: the assessment's gain over the baseline order when the
+        cross-validation chose a learned ranking but the whole training, cross-validated,
+        does not beat that order on held-out queries (mean gain <= 0): the order itself
+        is then what is stored (a first stage with its ``a``) or kept (the retrieval
+        order), not the learned ranking. None otherwise.
     """
 
     ranker: LinearRanker
@@ -326,6 +333,7 @@ class TrainReport:
     hybrid: "HybridChoice | None" = None
     assessment: "CrossValidation | None" = None
     assessment_note: str | None = None
+    overruled: tuple | None = None
 
     def summary(self) -> str:
         """The training figures: learner, data, MAP, and the weight of every feature."""
@@ -369,6 +377,11 @@ class TrainReport:
         cv = self.selection
         order = "the first stage's order" if cv.baseline == "first_stage" else \
             "the retrieval order"
+        if self.overruled is not None:
+            mean, low, high = (100 * v for v in self.overruled)
+            return (f"the learned ranking beat {order} on the cross-validation that chose it, "
+                    f"but the whole training, cross-validated, does not on new queries (MAP "
+                    f"{mean:+.2f}, 95% interval {low:+.2f} to {high:+.2f})")
         return (f"the learned ranking (cross-validated MAP {100 * cv.learned_score_:.2f}) is "
                 f"not better than {order} alone ({cv.baseline}, "
                 f"{100 * cv.baseline_score_:.2f})")
@@ -455,7 +468,10 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     training queries, so it can be wrong on new ones: with ``assess`` the whole training
     is also cross-validated (:func:`cross_validate_training`), and the report gives the
     MAP to expect on new queries against the first stage's order and the retrieval model
-    alone, with intervals.
+    alone, with intervals; when by that assessment the training does not beat the first
+    stage's order on held-out queries (a mean gain <= 0), the learned ranking is not
+    stored even though the cross-validation on all the queries chose it: that order is
+    (:attr:`TrainReport.overruled`).
 
     A ranker of given candidates that reads their scores (the given-run features
     :data:`~cqa_search.features.GIVEN_FEATURES`) ranks only candidates given with scores
@@ -556,6 +572,13 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         except (QueryError, ParameterError) as exc:  # too few queries for the folds, ...
             note = str(exc)
 
+    ranker, improves, overruled = fitted.ranker, fitted.improves, None
+    if improves and fitted.selection is not None and assessment is not None \
+            and assessment.gain("baseline")[0] <= 0:
+        # the training loses to the order it had to beat on held-out queries: keep that
+        ranker, improves, overruled = order_ranker(fitted, **options), False, \
+            assessment.gain("baseline")
+
     def report(fitted_ranker, improves, name, **more):
         """The report of ``fitted_ranker`` (ranker, selection), stored as ``name`` when
         it improves or has a hybrid first stage (its order is then stored with its
@@ -574,8 +597,9 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     if search is not None:  # stored first: a reader meanwhile finds the new ranker with it
         search = report(search, search[1] is None or bool(search[1].improves_),
                         search_ranker_name(name))
-    out = report((fitted.ranker, fitted.selection), fitted.improves, name, search=search,
-                 hybrid=fitted.hybrid, assessment=assessment, assessment_note=note)
+    out = report((ranker, fitted.selection), improves, name, search=search,
+                 hybrid=fitted.hybrid, assessment=assessment, assessment_note=note,
+                 overruled=overruled)
     if search is None and not dry_run and search_ranker_name(name) in engine.models:
         # an earlier training's, which would rank free searches in place of this one
         remove_model(index, search_ranker_name(name))
@@ -684,6 +708,13 @@ class CrossValidation:
                 line += (f"  trained search {100 * mean:+.2f} (95% interval "
                          f"{100 * low:+.2f} to {100 * high:+.2f})")
             out.append(line)
+        mean, low, _ = self.gain("baseline")
+        order = f"the {what} ({order})"
+        out.append("  on new queries the trained search " + (
+            f"ranks better than {order}" if low > 0 else
+            f"is not better than {order}" if mean <= 0 else
+            f"is not shown to be better than {order}: the interval includes 0 (more judged "
+            "queries narrow it)"))
         out.extend(f"  fold {i}: {f.describe()}" for i, f in enumerate(self.folds, 1))
         return out
 
