@@ -452,18 +452,20 @@ def _options(learner, params, normalize, max_iter, tol, early_stopping, random_s
                 random_state=random_state, cv=cv, all_features=all_features, no_cv=no_cv)
 
 
-def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ranksvm",
+def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="anchored",
                  params=None, normalize="zscore", max_iter=None, tol=1e-4,
                  early_stopping=False, random_state=0, features=None, exclude=None,
-                 graded=False, cv=5, all_features=False, no_cv=False, name="ranker",
+                 graded=False, cv=5, all_features=True, no_cv=False, name="ranker",
                  hybrid="auto", assess=True, dry_run=False, progress=False) -> TrainReport:
     """Train a ranker on judged queries and store it in the index unless it loses to the
     retrieval model (what ``cqa-search train`` does).
 
-    By default the ranker is chosen by query-grouped cross-validation
-    (:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation, the model families
-    that earn their place, and whether it ranks the candidates better than the retrieval
-    model alone on the training queries; when it does not, nothing is stored (and a
+    By default the ranker is a correction to the first stage's score regularised towards
+    it (the ``anchored`` learner over every feature: what measured best on dev data,
+    BENCHMARKS.md "A ranker that generalises"), chosen by query-grouped cross-validation
+    (:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation (and with
+    ``all_features=False`` the model families that earn their place), and whether it
+    ranks the candidates better than the retrieval model alone on the training queries; when it does not, nothing is stored (and a
     ranker stored before under the same name is removed). That choice is made on the
     training queries, so it can be wrong on new ones: with ``assess`` the whole training
     is also cross-validated (:func:`cross_validate_training`), and the report gives the
@@ -503,11 +505,11 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     k : int, optional
         Candidates per query from full retrieval (default: the engine's
         ``n_candidates``, the candidates search reranks).
-    learner : str, default "ranksvm"
+    learner : str, default "anchored"
         A :class:`~cqa_search.ranking.LinearRanker` learner.
     params : dict, optional
-        Learner options; fixing the one cross-validation would choose (``C``,
-        ``alpha``) turns that choice off.
+        Learner options; fixing the one cross-validation would choose (``alpha``, ``C``)
+        turns that choice off.
     normalize : {"zscore", "minmax", "query"} or None, default "zscore"
     max_iter : int, optional
         Iteration limit of the learner (default: the learner's, or chosen by
@@ -523,8 +525,9 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         Pairwise learners also order the relevance grades.
     cv : int, default 5
         Folds of the cross-validation (and of the assessment).
-    all_features : bool, default False
-        No family selection.
+    all_features : bool, default True
+        No family selection (False: forward selection of the model families by
+        cross-validation, see :class:`~cqa_search.ranking.LinearRankerCV`).
     no_cv : bool, default False
         No cross-validation: fit the learner with its options on all the features and
         store it.
@@ -780,9 +783,9 @@ def _cross_validate(judged, folds, features, exclude, options) -> CrossValidatio
 
 
 def cross_validate_training(index, queries, qrels, candidates=None, *, folds=5, k=None,
-                            learner="ranksvm", params=None, normalize="zscore", max_iter=None,
+                            learner="anchored", params=None, normalize="zscore", max_iter=None,
                             tol=1e-4, early_stopping=False, random_state=0, features=None,
-                            exclude=None, graded=False, cv=5, all_features=False,
+                            exclude=None, graded=False, cv=5, all_features=True,
                             no_cv=False, hybrid="auto", cache=None,
                             progress=False) -> CrossValidation:
     """Held-out scores of :func:`train_ranker`: each query ranked by a ranker trained

@@ -114,11 +114,12 @@ ROWS = {
                     train={}),
     "pipeline-plain": Row("learned pipeline on an index without fitted models (term and "
                           "context features)", train={}, families=()),
-    **{f"pipeline-{learner}": Row(f"learned pipeline, `train --learner {learner}`",
-                                  train={"learner": learner})
-       for learner in ("ranksvm", "anchored")},
-    "pipeline-anchored-all": Row("learned pipeline, `train --learner anchored --all-features`",
-                                 train={"learner": "anchored", "all_features": True}),
+    "pipeline-ranksvm": Row("learned pipeline, ranksvm with family selection (`train "
+                            "--learner ranksvm --no-all-features`: the default before "
+                            "2026-12-07)", train={"learner": "ranksvm", "all_features": False}),
+    "pipeline-anchored-selected": Row("learned pipeline, anchored with family selection "
+                                      "(`train --no-all-features`)",
+                                      train={"learner": "anchored", "all_features": False}),
     "pipeline-term": Row("learned pipeline over the term model's candidates "
                          "(`train --hybrid none`)", train={"hybrid": None}),
     **{f"hybrid@{a:g}": Row(f"hybrid first stage, a = {a:g}", {"hybrid": a},
@@ -138,7 +139,7 @@ ROWS = {
 }
 RETRIEVAL_ROWS = ["bm25", "default", "term", "hybrid", "pipeline"]
 #: The rows and dev collections that chose ``train``'s default learner (``--learner-choice``).
-LEARNER_CHOICE = (["bm25", "pipeline-ranksvm", "pipeline-anchored", "pipeline-anchored-all"],
+LEARNER_CHOICE = (["bm25", "pipeline-ranksvm", "pipeline-anchored-selected", "pipeline"],
                   ["semeval-dev", "demo-train", "semeval-train"])
 KNOWN_ITEM_ROWS = ["bm25", "default", "term", "hybrid"]
 
