@@ -91,19 +91,14 @@ def fit(Z, y, groups, *, rng, max_iter=MAX_ITER, tol=1e-4, callback=None, alpha=
 
     Parameters
     ----------
-    Z : ndarray of shape (n_samples, n_features)
-        Normalised features, canonical order.
-    y : ndarray of shape (n_samples,)
-    groups : QueryGroups
-    rng : numpy.random.Generator
-        Unused: the fit is deterministic.
-    max_iter : int
-        L-BFGS-B iterations.
+    Z, y, groups, rng, max_iter, callback
+        As every learner of :data:`~cqa_search.ranking.linear.LEARNERS` takes them
+        (normalised features and labels in canonical order, their query groups; ``rng``
+        is unused: the fit is deterministic; ``max_iter``: L-BFGS iterations;
+        ``callback(iteration, coef, None)`` after every iteration).
     tol : float
         L-BFGS stops when no entry of the gradient of ``L`` exceeds ``tol`` per query
         (``L`` sums the queries' losses).
-    callback : callable, optional
-        ``callback(iteration, coef, None)`` after every iteration.
     alpha : float
         L2 penalty of the correction ``theta - e_b`` (0: none).
     base_feature : int or None
