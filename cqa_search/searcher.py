@@ -21,12 +21,14 @@ from typing import Protocol
 
 import numpy as np
 
-from .exceptions import CQASearchError, IndexFormatError, QueryError
-from .features import ContextFeatures, IndexView, TermFeatures
+from .exceptions import CQASearchError, IndexFormatError, ParameterError, QueryError
+from .features import ContextFeatures, IndexView, TermFeatures, search_ranker_name
 from .index.attributes import attributes_of
 from .index.layout import IndexData, load_index
 from .index.models import load_models
-from .retrieval import BM25, VSM, LMDirichlet, LMJelinekMercer, TermModel, first_stage, top_k
+from .retrieval import (BM25, BM25F, VSM, LMDirichlet, LMJelinekMercer, TermModel, first_stage,
+                        make_model, top_k)
+from .retrieval.bm25f import DEFAULT_WEIGHTS
 from .retrieval.candidates import top_k_of_model
 from .retrieval.filters import apply_filters
 
@@ -47,8 +49,13 @@ class SearchConfig:
 
     Parameters
     ----------
-    retrieval : TermModel, default BM25()
-        Selects and scores the candidates over the whole archive.
+    retrieval : TermModel or "auto", default "auto"
+        Selects and scores the candidates over the whole archive (its score is a feature
+        too). "auto": the model the ranker was trained with (``LinearRanker.retrieval_``,
+        which ``train`` records); otherwise (no ranker, one fitted outside ``train`` or
+        stored before rankers recorded it) :func:`default_retrieval`: BM25F with
+        :data:`~cqa_search.retrieval.bm25f.DEFAULT_WEIGHTS` on an index with titles, else
+        BM25.
     features : tuple of TermModel
         Term models whose scores are features of every candidate; models on fields the
         index lacks are left out.
@@ -78,7 +85,7 @@ class SearchConfig:
         lists are read once at that depth and cut).
     """
 
-    retrieval: TermModel = field(default_factory=BM25)
+    retrieval: TermModel | str = "auto"
     features: tuple = field(default_factory=_default_features)
     models: tuple | None = None
     ranker: str | None = "ranker"
@@ -87,14 +94,14 @@ class SearchConfig:
     hybrid_depth: int = first_stage.DEPTH
 
     def __post_init__(self):
-        if not isinstance(self.retrieval, TermModel):
-            raise QueryError(f"retrieval must be a TermModel; got {self.retrieval!r}")
+        if not isinstance(self.retrieval, TermModel) and self.retrieval != "auto":
+            raise QueryError(f"retrieval must be a TermModel or 'auto'; got {self.retrieval!r}")
         object.__setattr__(self, "features", tuple(self.features))
         if self.models is not None:
             object.__setattr__(self, "models", tuple(self.models))
         if not all(isinstance(m, TermModel) for m in self.features):
             raise QueryError("features must be TermModel instances")
-        for model in (self.retrieval, *self.features):
+        for model in (*([self.retrieval] if self.retrieval != "auto" else []), *self.features):
             model.cache_key()  # checks the model's parameters
         names = [m.feature_name for m in self.features]
         if len(set(names)) != len(names):
@@ -115,9 +122,41 @@ class SearchConfig:
                              f"{self.hybrid_depth!r}")
 
 
+def default_retrieval(fields) -> TermModel:
+    """The retrieval model of an index's searches without a ranker: BM25F with
+    :data:`~cqa_search.retrieval.bm25f.DEFAULT_WEIGHTS` when the index has the titles as a
+    field (``build-index`` indexes them by default: a query that is a question's title
+    finds it first), else BM25."""
+    return BM25F(**DEFAULT_WEIGHTS) if "title" in fields else BM25()
+
+
+def _resolved_retrieval(config, fields, models) -> TermModel:
+    """``config.retrieval``, "auto" resolved: the configured ranker's own (or its
+    ``-search`` ranker's), else :func:`default_retrieval`."""
+    if config.retrieval != "auto":
+        return config.retrieval
+    for name in () if config.ranker is None else (config.ranker,
+                                                  search_ranker_name(config.ranker)):
+        ranker = models.get(name)
+        if not hasattr(ranker, "predict"):
+            continue
+        spec = getattr(ranker, "retrieval_", None)
+        if spec is None:  # fitted outside `train`, or stored before rankers recorded it
+            break
+        params = {k: v for k, v in spec.items() if k != "name"}
+        try:
+            return make_model(spec["name"], **params)
+        except (ParameterError, TypeError) as exc:
+            raise IndexFormatError(f"corrupted index: ranker {name!r} records a retrieval "
+                                   f"model that cannot be made ({exc})") from None
+    return default_retrieval(fields)
+
+
 def checked_config(config, fields, models) -> SearchConfig:
     """``config`` checked against an index's fields and models, the term features on
-    fields it lacks left out (what every back-end searches with)."""
+    fields it lacks left out, and ``retrieval="auto"`` resolved (what every back-end
+    searches with)."""
+    config = dataclasses.replace(config, retrieval=_resolved_retrieval(config, fields, models))
     missing = [f for f in config.retrieval.index_fields if f not in fields]
     if missing:
         raise QueryError(f"the retrieval model uses field {missing[0]!r}, which this index "
@@ -129,6 +168,8 @@ def checked_config(config, fields, models) -> SearchConfig:
         raise QueryError(f"this index has no model {unknown[0]!r} "
                          f"(models: {', '.join(models) or 'none'})")
     kept = tuple(m for m in config.features if all(f in fields for f in m.index_fields))
+    if config.retrieval.feature_name not in {m.feature_name for m in kept}:
+        kept += (config.retrieval,)  # the first stage's score is a feature, always
     return dataclasses.replace(config, features=kept)
 
 

@@ -442,5 +442,7 @@ def fit_on(judged, ids=None, *, features=None, exclude=None, **options) -> Fitte
     ranker, selection = fit_ranker(X, y, qid, names, baseline, **options)
     if choice is not None:
         ranker.hybrid_weight_ = choice.a
+    model = judged.engine.config.retrieval
+    ranker.retrieval_ = {"name": model.feature_name, **model.get_params()}
     return Fitted(choice, X, y, qid, names, baseline, retrieval, ranker, selection, n_pairs,
                   n_useful, {"features": t1 - t0, "learning": time.perf_counter() - t1})

@@ -50,7 +50,6 @@ import numpy as np
 
 from cqa_search import SearchConfig, SearchEngine
 from cqa_search._blas import one_blas_thread
-from cqa_search.retrieval import BM25
 from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT, MAX_DEPTH
 from cqa_search.retrieval.hybrid import hybrid_scores
 from cqa_search.vectors import dense, embeddings
@@ -398,7 +397,8 @@ def hybrid_main(a):
                                                             hybrid=a.a, hybrid_depth=a.depth))
     term = engine.with_config(SearchConfig(features=(), models=(), ranker=None, hybrid=None))
     dense = engine.searcher._dense
-    field = engine.index["question"]
+    model = engine.config.retrieval  # the index's (BM25F on an index with titles)
+    field = model.field_index(engine.index)
     texts = read_texts(a.queries, a.n_queries)
     tie = engine.searcher.data.doc_id_rank
     n = 100
@@ -418,7 +418,7 @@ def hybrid_main(a):
             cpu_h.append(c2 - c1)
             if len(same) < a.n_check and got.first_stage is not None:
                 q = engine.analyze(got.query)
-                scores, _ = BM25().score_all(field, q.term_ids, q.qtf)
+                scores, _ = model.score_all(field, q.term_ids, q.qtf)
                 with one_blas_thread():
                     cos = dense.vectors @ dense.query_vector(q)
                 s = hybrid_scores(scores, cos, a.a, scores.max())
@@ -435,7 +435,8 @@ def hybrid_main(a):
           f"({'inverted file' if dense.ivf else 'exact'} dense search); load average "
           f"{load_average()}\n")
     print("| first stage | p50 ms | p95 ms | CPU p50 ms | CPU p95 ms |\n|---|---:|---:|---:|---:|")
-    print(f"| BM25 top {n} (hybrid off) | {b50:.2f} | {b95:.2f} | {cb50:.2f} | {cb95:.2f} |")
+    print(f"| {model.feature_name} top {n} (hybrid off) | {b50:.2f} | {b95:.2f} | {cb50:.2f} "
+          f"| {cb95:.2f} |")
     print(f"| hybrid top {n} | {h50:.2f} | {h95:.2f} | {ch50:.2f} | {ch95:.2f} |")
     print(f"\nThe hybrid top {n} is the whole archive's top {n} (every question scored by the "
           f"formula, the exact cosines) for {100 * np.mean(same):.1f} % of {len(same)} queries "

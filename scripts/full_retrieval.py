@@ -74,7 +74,7 @@ from cqa_search.index.store import is_compatible
 from cqa_search.ranking.selection import FAMILIES as FEATURE_FAMILIES
 from cqa_search.readers import read_questions
 from cqa_search.readers.semeval import read_original_questions
-from cqa_search.retrieval import BM25, parse_model
+from cqa_search.retrieval import BM25, BM25F, parse_model
 from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT, WEIGHT_GRID
 from cqa_search.training import cross_validate_training, fit_family, query_splits
 from cqa_search.training_data import JudgedQueries
@@ -101,6 +101,8 @@ class Row:
     train: dict | None = None
     families: tuple = EVERY_FAMILY
     first_stage: bool = False  # the first stage alone, its a chosen as `train` chooses it
+    fuse: tuple = ()  # rows whose runs are fused (FUSIONS: how), none searched by this one
+    fusion: str = "rrf"
 
 
 ROWS = {
@@ -137,6 +139,28 @@ ROWS = {
                                train={"exclude": list(prefixes)})
        for f, prefixes in FEATURE_FAMILIES.items() if f not in ("first-stage",)},
 }
+# Safe defaults of an index without a ranker (--safe-defaults): on an index with word
+# vectors only (no other family changes a search without a ranker)
+_VECTORS = ("embeddings",)
+_BM25F = {"bm25f": BM25F(), "bm25f-t3": BM25F(title=3, b_title=1), "bm25f-t5": BM25F(title=5)}
+ROWS.update({
+    "bm25-v": Row("BM25 (k1=1.2, b=0.75)", {"retrieval": BM25(), "hybrid": None},
+                  families=_VECTORS),
+    "hybrid-v": Row(f"hybrid first stage on BM25, a = {DEFAULT_WEIGHT:g} (the default before)",
+                    {"retrieval": BM25(), "hybrid": DEFAULT_WEIGHT}, families=_VECTORS),
+    "vectors": Row("the word vectors alone (a = 1)", {"hybrid": 1.0}, families=_VECTORS),
+    **{name: Row(f"{name}: {model!r}", {"retrieval": model, "hybrid": None},
+                 families=_VECTORS) for name, model in _BM25F.items()},
+    **{f"{name}@{a:g}": Row(f"hybrid on {name}, a = {a:g}", {"retrieval": model, "hybrid": a},
+                            families=_VECTORS)
+       for name, model in _BM25F.items() for a in (0.05, 0.1, 0.2, 0.3)},
+    **{f"{fusion}-{name}": Row(f"{fusion}: {name} and the word vectors", families=_VECTORS,
+                               fuse=(name, "vectors"), fusion=fusion)
+       for fusion in ("rrf", "extend") for name in ("bm25-v", "bm25f", "bm25f-t3")},
+})
+SAFE_ROWS = ["bm25-v", "hybrid-v", "vectors", *_BM25F,
+             *(f"{n}@{a:g}" for n in _BM25F for a in (0.05, 0.1, 0.2, 0.3)),
+             *(f"{f}-{n}" for f in ("rrf", "extend") for n in ("bm25-v", "bm25f", "bm25f-t3"))]
 RETRIEVAL_ROWS = ["bm25", "default", "term", "hybrid", "pipeline"]
 #: The rows and dev collections that chose ``train``'s default learner (``--learner-choice``).
 LEARNER_CHOICE = (["bm25", "pipeline-ranksvm", "pipeline-anchored-selected", "pipeline"],
@@ -329,8 +353,34 @@ def _key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def search_row(c, row, path, work):
-    """Per-query metrics of a row without a ranker over the scored queries (cached run)."""
+def _rrf(runs, k=60):
+    """Reciprocal-rank fusion (Cormack, Clarke & Buettcher 2009): sum of 1 / (k + rank)."""
+    fused = {}
+    for run in runs:
+        for rank, doc in enumerate(sorted(run, key=lambda d: (-run[d], d)), 1):
+            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def _extend(runs):
+    """The first run's hits in its order, then the next runs' hits it does not have."""
+    out = []
+    for run in runs:
+        out += [d for d in sorted(run, key=lambda d: (-run[d], d)) if d not in set(out)]
+    return {d: float(len(out) - i) for i, d in enumerate(out)}
+
+
+FUSIONS = {"rrf": _rrf, "extend": _extend}
+
+
+def row_run(c, row, path, work) -> dict:
+    """The run of a row without a ranker over the scored queries (cached), or the fusion of
+    its ``fuse`` rows' runs, cut at ``DEPTH``."""
+    if row.fuse:
+        runs = [row_run(c, ROWS[name], path, work) for name in row.fuse]
+        fused = {q: FUSIONS[row.fusion]([run.get(q, {}) for run in runs]) for q in runs[0]}
+        return {q: dict(sorted(docs.items(), key=lambda kv: (-kv[1], kv[0]))[:DEPTH])
+                for q, docs in fused.items()}
     engine = SearchEngine.open(path, config=SearchConfig(ranker=None, **row.config))
     cache = os.path.join(work, c.key, "runs", _key(engine.manifest, repr(engine.config),
                                                    [q["id"] for q in c.scored]) + ".json")
@@ -343,7 +393,13 @@ def search_row(c, row, path, work):
         with open(cache + ".tmp", "w", encoding="utf-8") as f:
             json.dump({q: list(docs.items()) for q, docs in run.items()}, f)
         os.replace(cache + ".tmp", cache)
-    return evaluate(run, c.qrels, metrics=metric_names(c), convention="trec")
+    return run
+
+
+def search_row(c, row, path, work):
+    """Per-query metrics of a row without a ranker over the scored queries."""
+    return evaluate(row_run(c, row, path, work), c.qrels, metrics=metric_names(c),
+                    convention="trec")
 
 
 def train_row(c, row, path, work):
@@ -415,7 +471,7 @@ def run_collection(c, rows, reference, work, command, log):
              "| system | " + " | ".join(heads[m] for m in metrics)
              + f" | {heads[main]} vs BM25: p (t / rand.) | vs {ref}: p (t / rand.) |",
              "|---|" + "---:|" * (len(metrics) + 2)]
-    base = results.get("bm25", (None, None))[1]
+    base = results.get("bm25", results.get("bm25-v", (None, None)))[1]
     for name, (label, table) in results.items():
         cells = [f"{v:.2f}" for v in summarize(table[metrics], percent=True)]
         for other in (base, None if ref is None else results[ref][1]):
@@ -474,6 +530,10 @@ def main(argv=None):
                     help="the tables that chose train's default learner, on dev data only: "
                          f"--collections {' '.join(LEARNER_CHOICE[1])} --rows "
                          f"{' '.join(LEARNER_CHOICE[0])} --reference pipeline-ranksvm")
+    ap.add_argument("--safe-defaults", action="store_true",
+                    help="the first stages an index without a ranker could use (BM25F "
+                         "weights, small hybrid weights, fusions with the word vectors) on "
+                         "every collection, against BM25")
     ap.add_argument("--learners", action="store_true",
                     help="the first stage alone (a as train chooses it) with PPMI-SVD and "
                          "word2vec word vectors, three seeds each, on --collections")
@@ -488,6 +548,11 @@ def main(argv=None):
     if args.learner_choice:
         args.rows, args.collections = map(list, LEARNER_CHOICE)
         args.reference = "pipeline-ranksvm"
+    if args.safe_defaults:
+        args.collections = ["semeval-train", "demo-train", "demo", "semeval",
+                            "semeval-devtest", "stackexchange", "stackfaq", "known-item"]
+        args.rows = SAFE_ROWS
+        args.reference = "hybrid-v"
     if args.learners:
         args.rows = [f"first-stage-{m}-{seed}" for m in ("ppmi-svd", "word2vec")
                      for seed in (0, 1, 2)]

@@ -12,7 +12,8 @@ from cqa_search.evaluation import feature_table, run_queries
 from cqa_search.exceptions import IndexFormatError, QueryError
 from cqa_search.presentation import Presenter
 from cqa_search.query_parser import ParsedQuery
-from cqa_search.retrieval import BM25, LMDirichlet, VSM
+from cqa_search.retrieval import BM25, BM25F, LMDirichlet, VSM
+from cqa_search.retrieval.bm25f import DEFAULT_WEIGHTS
 
 
 def test_search_returns_ranked_hits_with_answers_and_features(toy_engine):
@@ -24,8 +25,11 @@ def test_search_returns_ranked_hits_with_answers_and_features(toy_engine):
     assert top.title == "How do I renew my residence visa?"
     assert top.best_answer.startswith("Go to the immigration office")
     assert set(top.features) == {"bm25", "lm_jm", "lm_dir", "vsm", "answers_bm25", "answers_lm_jm",
-                                 "given_score", "given_rrank", "category_match", "log_length"}
-    assert top.features["bm25"] == pytest.approx(top.score)
+                                 "bm25f", "given_score", "given_rrank", "category_match",
+                                 "log_length"}
+    # the retrieval model of an index with titles (its score a feature too)
+    assert toy_engine.config.retrieval == BM25F(**DEFAULT_WEIGHTS)
+    assert top.features["bm25f"] == pytest.approx(top.score)
     assert res.query_terms == ("renew", "visa")
     assert [h.doc_id for h in res] == list(res.doc_ids)
     df = res.to_dataframe()
@@ -154,10 +158,11 @@ def test_batch_search_equals_search(toy_engine):
 def test_config_selects_retrieval_model_and_features(toy_index):
     config = SearchConfig(retrieval=LMDirichlet(mu=100), features=(VSM(), BM25(field="body")))
     engine = SearchEngine.open(toy_index, config=config)
-    assert engine.config.features == (VSM(),)  # the index has no body field
+    # the index has no body field; the retrieval model's score is a feature, always
+    assert engine.config.features == (VSM(), LMDirichlet(mu=100))
     res = engine.search("renew visa")
-    assert res.feature_names == ("vsm", "given_score", "given_rrank", "category_match",
-                                 "log_length")
+    assert res.feature_names == ("vsm", "lm_dir", "given_score", "given_rrank",
+                                 "category_match", "log_length")
     assert res[0].score == pytest.approx(
         LMDirichlet(mu=100).score_rows(engine.index["question"], *_q(engine, "renew visa"),
                                        [engine.archive.row(res.doc_ids[0])])[0])

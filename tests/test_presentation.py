@@ -102,7 +102,7 @@ def test_results_dict_is_json_and_matches_the_results(toy_engine):
     assert doc["query_terms"] == list(results.query_terms)
     assert doc["suggestions"] == {"furnture": ["furniture"]}
     assert doc["did_you_mean"] == "renew my visa furniture"
-    assert doc["ranking"] == {"retrieval": "bm25", "ranker": None, "hybrid": None}
+    assert doc["ranking"] == {"retrieval": "bm25f", "ranker": None, "hybrid": None}
     first = doc["hits"][0]
     assert text_of(first["title_marked"]) == first["title"] == results[0].title
     assert any(s["match"] for s in first["title_marked"])

@@ -224,7 +224,7 @@ def test_the_ranker_of_free_searches_also_reranks_when_it_alone_wins(
     assert not report.improves and not report.stored and report.removed
     assert report.selection.baseline == "given_rrank" and uses_given(report.ranker)
     assert report.search.improves and report.search.stored
-    assert report.search.selection.baseline == "bm25"
+    assert report.search.selection.baseline == "bm25f"  # the index's retrieval model
     text = str(report)
     assert "no ranker stored for candidates given with scores (the ranker 'ranker' stored " \
            "before is removed)" in text
@@ -279,9 +279,9 @@ def test_train_with_candidates_from_the_command_line(index, judged, bm25_positio
 
     evaluate = ["evaluate", str(index), *files, "-q"]
     assert main(evaluate + ["--candidates", str(tmp_path / "given.run")]) == 0
-    assert "bm25+ranker " in capsys.readouterr().out  # the ranker of given scores reranks
+    assert "bm25f+ranker " in capsys.readouterr().out  # the ranker of given scores reranks
     assert main(evaluate) == 0
-    assert "bm25+ranker-search " in capsys.readouterr().out
+    assert "bm25f+ranker-search " in capsys.readouterr().out
     assert main(["info", str(index)]) == 0
     assert "ranks candidates given with their scores (free searches: ranker-search)" \
         in capsys.readouterr().out
@@ -403,7 +403,7 @@ def test_cross_validation_scores_each_fold_as_train_ranker_would(vectors_index, 
     assert mean == pytest.approx(cv.metrics["map"].mean() - cv.retrieval["map"].mean())
     text = "\n".join(cv.lines())
     assert "on new queries: MAP by 3-fold cross-validation" in text
-    assert "first stage order (first_stage)" in text and "retrieval model alone (bm25)" in text
+    assert "first stage order (first_stage)" in text and "retrieval model alone (bm25f)" in text
     assert text.count("  fold ") == 3
 
 
@@ -442,7 +442,7 @@ def test_train_reports_what_to_expect_on_new_queries(index, judged, bm25_positio
     assert len(cv.folds) == 3 and len(cv.metrics) == 6
     text = str(report)
     mean, low, high = cv.gain("baseline")
-    assert f"  {'retrieval order (bm25)':<34} {100 * cv.baseline['map'].mean():6.2f}  " \
+    assert f"  {'retrieval order (bm25f)':<34} {100 * cv.baseline['map'].mean():6.2f}  " \
            f"trained search {100 * mean:+.2f} (95% interval {100 * low:+.2f} to " \
            f"{100 * high:+.2f})" in text
     small = train_ranker(index, queries[:2], qrels, k=10, cv=3, dry_run=True,

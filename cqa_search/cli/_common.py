@@ -12,6 +12,7 @@ import textwrap
 import warnings
 
 from ..exceptions import CQASearchError, ParameterError, QueryError
+from ..retrieval.first_stage import DEFAULT_WEIGHT
 
 __all__ = ["run_command", "Style", "printable", "json_text", "format_hit", "format_explanation",
            "format_question", "add_common_options", "positive_int", "os_error_reason",
@@ -388,9 +389,9 @@ def add_field_weights_option(parser) -> None:
 
 
 def retrieval_model(spec=None, weights=None):
-    """The retrieval model of ``--model SPEC`` (:func:`~cqa_search.retrieval.parse_model`;
-    BM25 when None) and ``--field-weights`` (``weights``: BM25F with them, its other
-    parameters from a ``bm25f`` SPEC).
+    """The retrieval model of ``--model SPEC`` (:func:`~cqa_search.retrieval.parse_model`)
+    and ``--field-weights`` (``weights``: BM25F with them, its other parameters from a
+    ``bm25f`` SPEC); "auto" without either (the index's: see ``SearchConfig.retrieval``).
 
     Raises
     ------
@@ -399,6 +400,8 @@ def retrieval_model(spec=None, weights=None):
     """
     from ..retrieval import BM25F, parse_model
 
+    if spec is None and weights is None:
+        return "auto"
     model = parse_model(spec or "bm25")
     if weights is None:
         return model
@@ -410,10 +413,10 @@ def retrieval_model(spec=None, weights=None):
 
 #: The help of ``--hybrid`` (query, evaluate, serve).
 HYBRID_HELP = ("the first stage: the weight a of the word-vector cosine in the hybrid score "
-               "(1-a)*bm25/max bm25 + a*cosine, in [0, 1]; 'none': the retrieval model "
-               "alone (default: auto, the a stored with the ranker by `train`, or 0.7 "
-               "without one, when the index has word vectors: `cqa-search fit INDEX "
-               "embeddings`)")
+               "(1-a)*T/max T + a*cosine (T: the retrieval model's score), in [0, 1]; "
+               "'none': the retrieval model alone (default: auto, the a stored with the "
+               f"ranker by `train`, or {DEFAULT_WEIGHT:g} without one, when the index has "
+               "word vectors: `cqa-search fit INDEX embeddings`)")
 
 
 def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:

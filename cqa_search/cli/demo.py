@@ -61,7 +61,8 @@ def run(args) -> int:
     training, held_out = demo_split(queries)
     style = Style(args.color)
 
-    print("\n" + style.bold("== BM25, the words of the query only =="))
+    print("\n" + style.bold("== BM25F, the words of the query only (a title's words count "
+                            "5 times) =="))
     engine = SearchEngine.open(args.output)
     _show(engine, by_id, qrels, args.k, style)
     bm25 = _scores(engine, held_out, qrels)
@@ -78,7 +79,7 @@ def run(args) -> int:
                                 "(cqa-search train, its defaults) ==") + "\n")
         # the held-out table below is the honest measure: no cross-validation of the training
         print(train_ranker(args.output, training, qrels, assess=False))
-        print("\n" + style.bold("== the same searches: BM25 and word-vector candidates "
+        print("\n" + style.bold("== the same searches: BM25F and word-vector candidates "
                                 "reranked by the trained ranker =="))
         print(style.dim("(scores are now the ranker's: a weighted sum of the features, each "
                         "standardised by its mean and spread over the training candidates; the "
@@ -90,16 +91,16 @@ def run(args) -> int:
         pipeline = _scores(engine, held_out, qrels)
 
     print(f"\nThe {len(held_out)} held-out demo queries (never used for training):")
-    rows = [("BM25", bm25)] + ([] if args.bm25_only else [
+    rows = [("BM25F", bm25)] + ([] if args.bm25_only else [
         ("+ word vectors", vectors), ("models + ranker", pipeline)])
     print("  " + " " * 16 + "".join(f"{m.upper():>8}" for m in METRICS))
     for name, scores in rows:
         print(f"  {name:<16}" + "".join(f"{scores[m]:8.1f}" for m in METRICS))
     if not args.bm25_only:
         a = DEFAULT_WEIGHT
-        print("(+ word vectors: no ranker, the candidates of BM25 and of the question vectors "
-              f"learned from the archive, in the order of {1 - a:.1f} x BM25 / its best + "
-              f"{a:.1f} x cosine)")
+        print("(+ word vectors: no ranker, the candidates of BM25F and of the question vectors "
+              f"learned from the archive, in the order of {1 - a:g} x BM25F / its best + "
+              f"{a:g} x cosine)")
     print(f"\nSearch it yourself:  cqa-search query {args.output}"
           + ("" if args.bm25_only else "   (add --explain to see why a hit ranks)"))
     return 0

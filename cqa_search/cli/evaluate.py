@@ -77,10 +77,10 @@ def configure(parser) -> None:
 
 
 def _label(args, model) -> str:
-    """The run's name of the retrieval model: ``--model`` as given (bm25 by default), or
-    ``bm25f:title=2,body=1,answers=0`` with ``--field-weights``."""
+    """The run's name of the retrieval model: ``--model`` as given (the engine's model's
+    name by default), or ``bm25f:title=2,body=1,answers=0`` with ``--field-weights``."""
     if args.field_weights is None:
-        return args.model or "bm25"
+        return args.model or model.feature_name
     return "bm25f:" + ",".join(f"{p}={w:g}" for p, w in args.field_weights.items())
 
 
@@ -119,7 +119,7 @@ def run(args) -> int:
         run_ = run_queries(engine, queries, candidates=candidates, k=args.k,
                            progress=not args.quiet)
         a = engine.hybrid_weight if candidates is None else 0.0
-        label = _label(args, model) + (f"+hybrid{a:g}" if a else "") \
+        label = _label(args, engine.config.retrieval) + (f"+hybrid{a:g}" if a else "") \
             + (f"+{ranker}" if ranker is not None else "")
     convention, metrics, what = _protocol(args)
     if args.run_out:  # in the convention's order: the file evaluates to what is printed

@@ -7,6 +7,7 @@ from .._utils import counted
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
 from ..index.models import FAMILIES
+from ..retrieval.bm25f import DEFAULT_WEIGHTS
 from ..retrieval.first_stage import DEFAULT_WEIGHT
 from ._common import COMMANDS, add_common_options, json_text, printable, run_command
 
@@ -32,18 +33,28 @@ def _first_stage(info) -> str:
     """What chooses the candidates of free searches (on a sharded index as on any other:
     its shards hold their rows of the word vectors)."""
     models = info["models"]
-    if not any(m["kind"] == "embeddings" for m in models.values()):
-        return ("BM25 alone (no word vectors: `cqa-search fit INDEX embeddings` adds the "
-                "hybrid first stage)")
     name = "ranker"  # the ranker of free searches: its own, or its NAME-search
     if any(f in GIVEN_FEATURES for f in models.get(name, {}).get("features") or ()):
         name = search_ranker_name(name)
-    stored = models.get(name, {}).get("hybrid_weight") if name in models else None
+    ranker = models.get(name) if models.get(name, {}).get("kind") == "ranker" else None
+    if ranker is not None and ranker.get("retrieval"):
+        term = f"{ranker['retrieval']} (the model the ranker {name!r} was trained with)"
+    elif "title" in info["fields"]:
+        term = ("bm25f (" + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_WEIGHTS.items())
+                + "; the default of an index with titles)")
+    else:
+        term = "bm25 (the default of an index without titles)"
+    if not any(m["kind"] == "embeddings" for m in models.values()):
+        return (f"{term} alone (no word vectors: `cqa-search fit INDEX embeddings` adds the "
+                "hybrid first stage)")
+    stored = None if ranker is None else ranker.get("hybrid_weight")
     if stored == 0:
-        return f"BM25 alone (the ranker {name!r} was trained so: `train --hybrid none`)"
+        return f"{term} alone (the ranker {name!r} was trained so: `train --hybrid none`)"
     a = DEFAULT_WEIGHT if stored is None else stored
-    return (f"hybrid: (1-a) x bm25 / its best + a x cosine of the question vectors, a = "
-            f"{a:g} (" + ("the default without a ranker that stores one" if stored is None
+    return (f"hybrid over {term}: (1-a) x its score / the best + a x cosine of the question "
+            f"vectors, a = "
+            f"{a:g} (" + ("the default without a ranker that stores one: the vectors add "
+                          "questions sharing no word with the query" if stored is None
                           else f"chosen by `train`, stored with the ranker {name!r}") + ")")
 
 

@@ -115,15 +115,17 @@ def compact(path, *, progress=False) -> ChangeSummary:
 
 
 def _ranker_meta(stored, name):
-    """The feature names a stored ranker reads and its hybrid weight (None when its model
-    file is damaged: opening the index says so)."""
+    """The feature names a stored ranker reads, its hybrid weight and the name of its
+    retrieval model (None: the index's default, for a ranker that records none; all None
+    when its model file is damaged: opening the index says so)."""
     try:
         meta = stored.model(name).meta
     except IndexFormatError:
-        return None, None
-    names, a = meta.get("feature_names"), meta.get("hybrid_weight")
+        return None, None, None
+    names, a, spec = meta.get("feature_names"), meta.get("hybrid_weight"), meta.get("retrieval")
     return (names if isinstance(names, list) else None,
-            a if isinstance(a, (int, float)) and not isinstance(a, bool) else None)
+            a if isinstance(a, (int, float)) and not isinstance(a, bool) else None,
+            spec.get("name") if isinstance(spec, dict) else None)
 
 
 def index_info(path) -> dict:
@@ -131,7 +133,8 @@ def index_info(path) -> dict:
     model how many questions were added and deleted since its fit, the stored models it
     was fitted from that were fitted again since (``refitted_since``:
     :func:`~cqa_search.index.models.stale_inputs`; for a ranker, the models of its
-    features), and for a ranker the ``features`` it reads and its ``hybrid_weight``."""
+    features), and for a ranker the ``features`` it reads, its ``hybrid_weight`` and its
+    ``retrieval`` model's name."""
     stored = open_index(path)
     parts = writer_class(stored).info(stored)
     m = stored.manifest
@@ -147,8 +150,8 @@ def index_info(path) -> dict:
                         - int(fitted.get("deleted", 0)),
                         "refitted_since": stale_inputs(stored.models, name)}
         if entry["kind"] == "ranker":
-            models[name]["features"], models[name]["hybrid_weight"] = \
-                _ranker_meta(stored, name)
+            models[name]["features"], models[name]["hybrid_weight"], \
+                models[name]["retrieval"] = _ranker_meta(stored, name)
     return {"path": stored.path, "generation": stored.generation,
             "created": m.get("created"), "format_version": m.get("format_version"),
             "questions": int(stats.get("n_docs", 0)), "rows": int(stats.get("n_rows", 0)),

@@ -187,6 +187,13 @@ class LinearRanker(BaseEstimator):
         candidates the ranker was trained on (0: the retrieval model's alone), which an
         engine searching with this ranker uses (``SearchConfig(hybrid="auto")``); None
         (``fit`` leaves it so; ``cqa-search train`` sets it): the engine's default.
+    retrieval_ : dict or None
+        The retrieval model of the first stage the ranker was trained on, as ``{"name":
+        feature name, parameter: value, ...}``
+        (:func:`~cqa_search.retrieval.make_model`), which an engine searching with this
+        ranker uses (``SearchConfig(retrieval="auto")``); None (``fit`` leaves it so;
+        ``cqa-search train`` sets it; rankers stored before it existed): the index's
+        default (``SearchConfig.retrieval``).
     learner_info_ : dict
         Learner details (boosting: base feature and alpha_0; stacking: base learners
         and the meta-ranker's weights).
@@ -333,6 +340,7 @@ class LinearRanker(BaseEstimator):
         self.init_score_ = None if result.init_score is None else float(result.init_score)
         self.learner_info_ = self._info(result, feature_names)
         self.hybrid_weight_ = None
+        self.retrieval_ = None
         self.train_score_ = mean_average_precision(result.decision(Z), yc, groups)
         logger.info("%s: training MAP %.4f after %d iterations", self.learner,
                     self.train_score_, self.n_iter_)
@@ -502,7 +510,8 @@ class LinearRanker(BaseEstimator):
                 "init_score": self.init_score_, "train_score": self.train_score_,
                 "validation_scores": self.validation_scores_,
                 "learner_info": self.learner_info_,
-                "hybrid_weight": getattr(self, "hybrid_weight_", None)}
+                "hybrid_weight": getattr(self, "hybrid_weight_", None),
+                "retrieval": getattr(self, "retrieval_", None)}
         arrays = {"coef": self.coef_, "intercept": np.array([self.intercept_]),
                   "norm_offset": self.norm_offset_, "norm_scale": self.norm_scale_,
                   "step_feature": self.step_feature_, "step_threshold": self.step_threshold_,
@@ -551,6 +560,11 @@ class LinearRanker(BaseEstimator):
                               or not 0 <= a <= 1):
             raise InvalidArray(f"ranker hybrid_weight must be a number in [0, 1]; got {a!r}")
         model.hybrid_weight_ = None if a is None else float(a)
+        spec = meta.get("retrieval")  # (checked as a model by the engine that reads it)
+        if spec is not None and not (isinstance(spec, dict) and type(spec.get("name")) is str):
+            raise InvalidArray(f"ranker retrieval must be a model's name and parameters; got "
+                               f"{spec!r}")
+        model.retrieval_ = spec
         return model
 
 

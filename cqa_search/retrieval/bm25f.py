@@ -41,7 +41,13 @@ from ..index.term_index import PARTS, combine_fields, part_fields
 from .base import TermModel
 from .bm25 import BM25, bm25_idf
 
-__all__ = ["BM25F", "parse_field_weights"]
+__all__ = ["BM25F", "DEFAULT_WEIGHTS", "parse_field_weights"]
+
+#: The weights of an index's search without a ranker when the index has titles
+#: (``SearchConfig(retrieval="auto")``): chosen without a ranker on the training queries no
+#: benchmark scores, among those that keep a question's own title finding it first
+#: (BENCHMARKS.md, "Safe defaults").
+DEFAULT_WEIGHTS = {"title": 5.0}
 
 
 def parse_field_weights(text) -> dict:

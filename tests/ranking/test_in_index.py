@@ -106,7 +106,7 @@ def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, toy_
     add_model(index, "ranker", LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=names))
     args = ["evaluate", str(index), "--queries", str(queries), "--qrels", str(qrels), "-q"]
     assert main(args + ["--run-out", str(tmp_path / "pipeline.run")]) == 0
-    assert "bm25+ranker" in capsys.readouterr().out
+    assert "bm25f+ranker" in capsys.readouterr().out  # the index's default retrieval model
     assert main(args + ["--ranker", "none", "--run-out", str(tmp_path / "bm25.run")]) == 0
     pipeline, bm25 = read_run(tmp_path / "pipeline.run"), read_run(tmp_path / "bm25.run")
     ranked = SearchEngine.open(index)
@@ -127,8 +127,8 @@ def test_train_command_options_and_errors(index, toy_judged, capsys):
     out, _ = capsys.readouterr()
     features = [line.split()[0] for line in out.split("weight")[1].splitlines()[1:]
                 if line and not line.startswith("(")]
-    assert features == ["bm25", "vsm", "answers_bm25", "answers_lm_jm", "category_match",
-                        "log_length"]
+    assert features == ["bm25", "vsm", "answers_bm25", "answers_lm_jm", "bm25f",
+                        "category_match", "log_length"]
     assert "cqa-search query" in out and "--ranker svm" in out
     ranker = SearchEngine.open(index).models["svm"]
     assert all(not f.startswith(("given_", "lm_")) for f in ranker.feature_names_in_)
@@ -172,7 +172,7 @@ def test_train_stores_nothing_when_nothing_beats_the_retrieval_order(index, tmp_
     assert train.main(argv) == 0
     out, _ = capsys.readouterr()
     assert "3-fold MAP   query-grouped cross-validation:" in out
-    assert "retrieval order (bm25)" in out and "100.00" in out
+    assert "retrieval order (bm25f)" in out and "100.00" in out
     assert "chosen       the retrieval order (MAP 100.00)" in out
     assert ("warning: the learned ranking (cross-validated MAP" in out
             and "no ranker stored, search keeps the retrieval order (the ranker 'ranker' "
@@ -188,9 +188,9 @@ def test_train_stores_a_ranker_that_beats_the_retrieval_order(index, tmp_path, c
     argv = bm25_judged(index, tmp_path, bm25_position_qrels(index, -1))
     assert train.main(argv + ["--learner", "ranksvm", "--no-all-features"]) == 0
     out, _ = capsys.readouterr()
-    assert "best single feature (bm25)" in out and "stored as model 'ranker'" in out
+    assert "best single feature (bm25f)" in out and "stored as model 'ranker'" in out
     chosen = float(out.split("chosen")[1].split("MAP ")[1].split(")")[0])
-    baseline = float(out.split("retrieval order (bm25)")[1].split()[0])
+    baseline = float(out.split("retrieval order (bm25f)")[1].split()[0])
     assert chosen > baseline and "warning" not in out
     engine = SearchEngine.open(index)
     for query in QUERIES:  # the relevant candidate now comes first
@@ -271,3 +271,32 @@ def test_a_ranker_of_given_scores_never_ranks_a_free_search(index):
     np.testing.assert_array_equal(reranked.scores, ranker.predict(reranked.features[:, columns]))
     add_model(index, "ranker-search", ranker)  # one that reads them too is not used either
     assert SearchEngine.open(index).ranker is None
+
+
+def test_a_ranker_searches_over_the_retrieval_model_it_was_trained_with(index):
+    """`train` records the retrieval model of the candidates it learned from; searches with
+    the ranker retrieve with it, whatever the index's default (a ranker fitted outside
+    `train` records none: the index's default)."""
+    from cqa_search.exceptions import IndexFormatError
+    from cqa_search.retrieval import BM25, BM25F
+    from cqa_search.training import train_ranker
+
+    train_ranker(index, QUERIES, QRELS, no_cv=True)
+    engine = SearchEngine.open(index)
+    assert engine.ranker.retrieval_["name"] == "bm25f"
+    assert engine.config.retrieval == BM25F(**{k: v for k, v in engine.ranker.retrieval_.items()
+                                               if k != "name"})
+    default = engine.config.retrieval
+    X, y, qid, names = table(engine.with_config(SearchConfig(retrieval=BM25(), ranker=None)))
+    assert "bm25f" not in names
+    stored = LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=names)
+    for spec, expected in [({"name": "bm25", "field": "question", "k1": 1.2, "b": 0.75,
+                             "method": "lucene"}, BM25()), (None, default)]:
+        stored.retrieval_ = spec
+        add_model(index, "ranker", stored)
+        assert SearchEngine.open(index).config.retrieval == expected
+    stored.retrieval_ = {"name": "bm25", "k1": -1}
+    add_model(index, "ranker", stored)
+    with pytest.raises(IndexFormatError, match="ranker 'ranker' records a retrieval model "
+                                               "that cannot be made"):
+        SearchEngine.open(index)

@@ -35,10 +35,10 @@ def index(vectors_index):
 
 
 def whole_archive(engine, q, a, k, allowed=None):
-    """The oracle: every allowed row scored by the hybrid formula (BM25 of the whole
-    archive, the exact cosines), the top k by (-score, doc id)."""
-    field = engine.index["question"]
-    term, matched = BM25().score_all(field, q.term_ids, q.qtf)
+    """The oracle: every allowed row scored by the hybrid formula (the retrieval model's
+    scores of the whole archive, the exact cosines), the top k by (-score, doc id)."""
+    model = engine.config.retrieval
+    term, matched = model.score_all(model.field_index(engine.index), q.term_ids, q.qtf)
     dense = engine.searcher._dense.vectors @ engine.searcher._dense.query_vector(q)
     ok = np.ones(engine.n_docs, dtype=bool) if allowed is None else allowed
     term_max = term[ok & matched].max() if (ok & matched).any() else 0.0
@@ -138,7 +138,7 @@ def test_search_is_the_whole_archive_top(index, a):
         np.testing.assert_allclose(res.scores, s[expected], rtol=1e-5, atol=1e-7)
         # --explain's parts add up to the score; first_stage is the same as a feature
         parts = res.first_stage
-        assert parts.a == a and parts.term_model == "bm25"
+        assert parts.a == a and parts.term_model == engine.config.retrieval.feature_name
         np.testing.assert_allclose(parts.scores, res.scores, rtol=1e-6)
         hit = res[0]
         assert hit.first_stage["term_part"] + hit.first_stage["cosine_part"] == \
@@ -158,7 +158,8 @@ def test_the_first_stage_feature_of_the_stage_candidates_is_their_stage_score(in
         got = res.features[:, engine.feature_names.index("first_stage")]
         assert got.tolist() == res.scores.tolist()
         # the reference: recomputed from the stage's basis, in any order of the rows
-        basis = first_stage.CandidateContext(BM25(), res.first_stage.term_max, 0.5)
+        basis = first_stage.CandidateContext(engine.config.retrieval, res.first_stage.term_max,
+                                             0.5)
         np.testing.assert_allclose(got, feature.score(q, rows, basis)[:, 0], rtol=1e-6,
                                    atol=1e-9)
         np.testing.assert_allclose(feature.score(q, rows[::-1], basis)[:, 0], got[::-1],

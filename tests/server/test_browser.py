@@ -175,7 +175,7 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     assert marks and all(m.startswith(("renew", "visa")) for m in marks)
     assert first.find_element(By.CSS_SELECTOR, ".answer .label").text.lower() == "best answer"
     status = d.find_element(By.ID, "status").text
-    assert "ranked by bm25 + ranksvm ranker" in status
+    assert "ranked by bm25f + ranksvm ranker" in status
 
     # why a hit ranks: its feature contributions
     table = first.find_element(By.CSS_SELECTOR, "details.why table")
@@ -361,7 +361,7 @@ def test_why_this_rank_shows_both_parts_of_the_first_stage(which, request, brows
     wait(d, lambda d: hits(d), "the hits")
     status = d.find_element(By.ID, "status").text
     # train's default learner, or the first stage's order as a one-feature RankSVM
-    assert re.search(r"ranked by bm25 \+ word vectors \+ (anchored|ranksvm) ranker", status)
+    assert re.search(r"ranked by bm25f \+ word vectors \+ (anchored|ranksvm) ranker", status)
     first = hits(d)[0]
     first.find_element(By.CSS_SELECTOR, "details.why summary").click()
     stage = first.find_element(By.CSS_SELECTOR, "details.why .first-stage")
