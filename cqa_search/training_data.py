@@ -339,7 +339,8 @@ def fit_ranker(X, y, qid, names, baseline, *, learner, params, normalize, max_it
 def order_ranker(fitted, *, normalize, tol, random_state, **options) -> LinearRanker:
     """The order a training had to beat (``fitted.baseline``) as a ranker of that feature
     alone, made as :class:`~cqa_search.ranking.LinearRankerCV` makes it when that order
-    wins, with the first stage's ``a`` (``options``: the rest of :func:`fit_ranker`'s)."""
+    wins, with the first stage's ``a`` and retrieval model (``options``: the rest of
+    :func:`fit_ranker`'s)."""
     j = fitted.names.index(fitted.baseline)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -348,6 +349,7 @@ def order_ranker(fitted, *, normalize, tol, random_state, **options) -> LinearRa
             fitted.X[:, [j]], fitted.y, qid=fitted.qid, feature_names=[fitted.baseline])
     if fitted.hybrid is not None:
         ranker.hybrid_weight_ = fitted.hybrid.a
+    ranker.retrieval_ = fitted.ranker.retrieval_  # the same first stage's retrieval model
     return ranker
 
 
