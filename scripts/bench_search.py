@@ -110,12 +110,12 @@ from importlib import metadata
 from pathlib import Path
 
 from _common import SYNTH, Clock, dir_bytes, load_average, memory_mb
+from _peers import read_query_texts, tantivy_build, tantivy_searcher, whole_questions
 
 HERE = Path(__file__).resolve().parent
 ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem", "cqa-question",  # last two: not
            "cqa-bm25f")                                                    # default
 K = 10
-TANTIVY_HEAP = 256 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------------------
@@ -132,15 +132,9 @@ def _read_texts(archive):
     return texts, ids
 
 
-def _read_queries(path, n=None):
-    with open(path, encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f if line.strip()]
-    return texts if n is None else texts[:n]
-
-
 def _query_sets(a):
     """``{name: query texts}`` of the ``--query-set NAME=PATH`` arguments of a child."""
-    return {name: _read_queries(path, a.n_queries)
+    return {name: read_query_texts(path, a.n_queries)
             for name, path in (spec.split("=", 1) for spec in a.query_set)}
 
 
@@ -149,25 +143,6 @@ def _per_set(sets, run_modes):
     named ``mode|set``."""
     return {f"{mode}|{name}": loop for name, queries in sets.items()
             for mode, loop in run_modes(queries).items()}
-
-
-def _whole_questions(archive, n, out, pool=200_000, seed=7):
-    """Write ``n`` archive questions (title, newline, body) as a queries file: sampled
-    among the first ``pool`` records with ``seed``."""
-    import random
-
-    records = []
-    with open(archive, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i >= pool:
-                break
-            records.append(line)
-    chosen = sorted(random.Random(seed).sample(range(len(records)), min(n, len(records))))
-    with open(out, "w", encoding="utf-8") as f:
-        for i in chosen:
-            rec = json.loads(records[i])
-            f.write(json.dumps({"id": rec["id"], "text": rec["title"] + "\n" + rec["body"]})
-                    + "\n")
 
 
 def _loop_result(n, clock, **extra):
@@ -310,72 +285,27 @@ def _bm25s_query(a, sets, stopwords):
             "modes": _per_set(sets, modes)}
 
 
-def _tantivy_analyzers(tantivy, stopwords):
-    """engine -> (tokenizer name, analyzer to register or None for a built-in, query analyzer)."""
-    F = tantivy.Filter
-    same = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(r"(?u)\w{2,}"))
-            .filter(F.lowercase()).filter(F.custom_stopword(stopwords))
-            .filter(F.stemmer("english")).build())
-    # tantivy's en_stem, rebuilt to analyse queries with the same chain.
-    en_stem = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(F.remove_long(40))
-               .filter(F.lowercase()).filter(F.stemmer("english")).build())
-    return {"tantivy": ("cqa_like", same, same), "tantivy-en_stem": ("en_stem", None, en_stem)}
-
-
 def _tantivy_build(a, stopwords):
-    import tantivy
+    import tantivy  # noqa: F401  (its import in the RSS after imports, as the others')
 
     import_rss = memory_mb()[0]
-    name, registered, _ = _tantivy_analyzers(tantivy, stopwords)[a.engine]
     with Clock() as clock:
-        sb = tantivy.SchemaBuilder()
-        sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
-        sb.add_text_field("text", stored=False, tokenizer_name=name, index_option="freq")
-        index = tantivy.Index(sb.build(), path=a.index)
-        if registered is not None:
-            index.register_tokenizer(name, registered)
-        writer = index.writer(TANTIVY_HEAP, 1)
-        Document = tantivy.Document
-        with open(a.archive, encoding="utf-8") as f:
-            for line in f:
-                rec = json.loads(line)
-                writer.add_document(Document(id=rec["id"],
-                                             text=rec["title"] + "\n" + rec["body"]))
-        writer.commit()
-        writer.wait_merging_threads()
-    index.reload()
+        segments = tantivy_build(a.archive, a.index, a.engine, stopwords)
     return {"build_s": clock.wall, "build_cpu_s": clock.cpu, "import_rss_mb": import_rss,
-            "segments": index.searcher().num_segments}
+            "segments": segments}
 
 
 def _tantivy_query(a, sets, stopwords):
-    import tantivy
+    import tantivy  # noqa: F401  (its import in the RSS after imports, as the others')
 
     import_rss = memory_mb()[0]
-    name, registered, query_analyzer = _tantivy_analyzers(tantivy, stopwords)[a.engine]
     with Clock() as clock:
-        index = tantivy.Index.open(a.index)
-        if registered is not None:
-            index.register_tokenizer(name, registered)
-        searcher = index.searcher()
-    schema = index.schema
-    Query, Occur = tantivy.Query, tantivy.Occur
-    analyze, term_query, search = query_analyzer.analyze, Query.term_query, searcher.search
-
-    def one(text):
-        terms = analyze(text)
-        if not terms:
-            return []
-        query = Query.boolean_query([(Occur.Should, term_query(schema, "text", t, "freq"))
-                                     for t in terms])
-        return search(query, K, count=False).hits
-
+        one, doc_id = tantivy_searcher(a.index, a.engine, stopwords, K)
     first_ms = _first_query(one, next(iter(sets.values()))[0])
 
     def modes(queries):
         loop = _timed_loop(queries, one, a.check)
-        loop["top"] = [[searcher.doc(addr)["id"][0] for _, addr in hits]
-                       for hits in loop["top"]]
+        loop["top"] = [[doc_id(hit) for hit in hits] for hits in loop["top"]]
         return {"per_query": loop}
 
     return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
@@ -727,7 +657,7 @@ def _inputs(a, work):
         sets[f"{queries.name} (its `text` field)"] = queries
     if a.whole_questions:
         whole = work / f"whole_questions_{a.whole_questions}.jsonl"
-        _whole_questions(archive, a.whole_questions, whole)
+        whole_questions(archive, a.whole_questions, whole)
         sets[f"{a.whole_questions} archive questions, title + body"] = whole
     return archive, sets
 
@@ -748,7 +678,7 @@ def parent_main(a, argv) -> int:
         # Given to the bm25s and tantivy children as data, so that they need not import
         # scikit-learn (whose import would inflate their RSS).
         (work / "stopwords.json").write_text(json.dumps(sorted(ENGLISH_STOP_WORDS)))
-        n_queries = {name: len(_read_queries(path, a.n_queries)) for name, path in sets.items()}
+        n_queries = {name: len(read_query_texts(path, a.n_queries)) for name, path in sets.items()}
         _, doc_ids = _read_texts(archive)
         jobs = []  # (engine, tag, extra child arguments)
         for e in engines:
