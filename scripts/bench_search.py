@@ -9,6 +9,16 @@ Usage::
     python scripts/bench_search.py --generate 200000 --work-dir DIR    # synth_archive.py first
     python scripts/bench_search.py --pipeline NAME=INDEX:QUERIES [...] [--repeat R]
         [--passes P] [--baseline-src DIR]    # latency of the full pipeline (see below)
+    python scripts/bench_search.py --quick [--generate N | ARCHIVE QUERIES] [--repeat R]
+        [--work-dir DIR]    # the speed check before you stop (scripts/_speed_check.py)
+
+``--quick`` measures in one process, in interleaved rounds (3 by default), ours beside
+tantivy on short queries and whole questions of a generated archive (100,000 questions by
+default) and the full pipeline's p95 on the demo archive with every model family and a
+ranker, and says FASTER / SAME / SLOWER against the figures under "The speed check" in
+BENCHMARKS.md; it builds its indexes once and keeps them in ``--work-dir`` (default
+``indexes/speed-check``). The first run generates and builds (a few minutes), the next
+ones take under a minute on two cores.
 
 Prints a Markdown report on stdout (command, machine, two tables, a sanity line, notes);
 progress goes to stderr. ``--json-out`` also saves the raw measurements.
@@ -111,6 +121,7 @@ from pathlib import Path
 
 from _common import SYNTH, Clock, dir_bytes, load_average, memory_mb
 from _peers import read_query_texts, tantivy_build, tantivy_searcher, whole_questions
+from _speed_check import DEFAULT_SIZE, N_WHOLE, ROUNDS, speed_check
 
 HERE = Path(__file__).resolve().parent
 ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem", "cqa-question",  # last two: not
@@ -629,8 +640,9 @@ def _run_all(a, work, archive, sets, jobs):
 
 
 def _inputs(a, work):
-    """(archive path, {query set name: queries path}): given, generated, the first
-    ``--limit`` records, and ``--whole-questions`` questions of the archive."""
+    """(archive, queries, whole questions): the paths of the archive (given, generated, its
+    first ``--limit`` records), its queries (None without) and ``--whole-questions``
+    questions of the archive as queries (None without)."""
     if a.generate:
         archive = work / f"synth{a.generate}.jsonl"
         queries = work / f"synth{a.generate}_queries.jsonl"
@@ -652,14 +664,11 @@ def _inputs(a, work):
                     break
                 dst.write(line)
         archive = limited
-    sets = {}
-    if queries:
-        sets[f"{queries.name} (its `text` field)"] = queries
+    whole = None
     if a.whole_questions:
         whole = work / f"whole_questions_{a.whole_questions}.jsonl"
         whole_questions(archive, a.whole_questions, whole)
-        sets[f"{a.whole_questions} archive questions, title + body"] = whole
-    return archive, sets
+    return archive, queries, whole
 
 
 def parent_main(a, argv) -> int:
@@ -672,7 +681,12 @@ def parent_main(a, argv) -> int:
     work = Path(tmp or a.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        archive, sets = _inputs(a, work)
+        archive, queries, whole = _inputs(a, work)
+        sets = {}
+        if queries:
+            sets[f"{queries.name} (its `text` field)"] = queries
+        if whole:
+            sets[f"{a.whole_questions} archive questions, title + body"] = whole
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
         # Given to the bm25s and tantivy children as data, so that they need not import
@@ -773,6 +787,20 @@ def parent_main(a, argv) -> int:
     return 0
 
 
+def quick_main(a, argv) -> int:
+    """The speed check (``--quick``): its archive (generated unless given), its query sets
+    and its cached indexes in the work directory, measured by :mod:`_speed_check`."""
+    given = bool(a.archive)
+    if not given:
+        a.generate = a.generate or DEFAULT_SIZE
+    a.whole_questions = a.whole_questions or N_WHOLE
+    work = Path(a.work_dir or HERE.parent / "indexes" / "speed-check")
+    work.mkdir(parents=True, exist_ok=True)
+    archive, queries, whole = _inputs(a, work)
+    return speed_check(archive, queries, whole, work, rounds=a.repeat or ROUNDS, argv=argv,
+                       use_references=not given and a.generate == DEFAULT_SIZE)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("archive", nargs="?", help="archive JSONL (id, title, body, ...)")
@@ -793,13 +821,18 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, metavar="N", help="use the first N archive records")
     ap.add_argument("--n-queries", type=int, metavar="Q",
                     help="use the first Q queries (default all; --generate writes 1000)")
-    ap.add_argument("--repeat", type=int, default=1, metavar="R",
+    ap.add_argument("--repeat", type=int, metavar="R",
                     help="run every build and query process R times (interleaved) and "
                          "report the best time and the largest RSS (default 1)")
     ap.add_argument("--check", type=int, default=20,
                     help="queries compared with bm25s's top-10 (default 20)")
     ap.add_argument("--keep-indexes", action="store_true", help="keep the built indexes")
     ap.add_argument("--json-out", help="also write the raw measurements here")
+    ap.add_argument("--quick", action="store_true",
+                    help="the speed check: ours beside tantivy in one process and the full "
+                         "pipeline's p95, against BENCHMARKS.md (--generate: the archive's "
+                         f"size, default {DEFAULT_SIZE:,}; --work-dir: its cache, default "
+                         "indexes/speed-check; --repeat: its rounds, default 3)")
     # Internal: one engine and phase in a child process.
     ap.add_argument("--pipeline", action="append", metavar="NAME=INDEX:QUERIES",
                     help="measure the full pipeline on this index (repeatable)")
@@ -818,8 +851,11 @@ def main(argv=None) -> int:
     ap.add_argument("--fields", default="question,answers", help=argparse.SUPPRESS)
     raw = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(raw)
-    if a.repeat < 1:
+    if a.repeat is not None and a.repeat < 1:
         ap.error(f"--repeat must be at least 1; got {a.repeat}")
+    if a.quick:
+        return quick_main(a, ["python", "scripts/bench_search.py", *raw])
+    a.repeat = a.repeat or 1
     if a.child:
         a.engine, a.archive = a.child, a.child_archive
         return child_main(a)
