@@ -84,6 +84,18 @@ def test_bench_search_quick_tiny(tmp_path):
         assert cells[3:] == ["–", "no reference"]
     assert "200 questions" in out and "20 short queries, 200 whole questions" in out
     assert {p.name for p in work.iterdir()} >= {"cqa-a", "tantivy-a", "demo-pipeline"}
+    # where a search of that pipeline spends its time, stage by stage
+    from cqa_search.data import DEMO_QUERIES, demo_dir
+
+    out = run("bench_stages.py", str(work / "demo-pipeline"), str(demo_dir() / DEMO_QUERIES),
+              "--passes", "1")
+    stages = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
+              if line.startswith("| ") and not line.startswith("| stage |")]
+    assert stages[:2] == ["parse", "analysis"] and stages[-3:] == ["results", "the rest",
+                                                                   "**search**"]
+    assert "first stage" in stages and "ranker" in stages
+    assert "features: TranslationScorer (wt, 8)" in stages
+    assert "features: FirstStageFeature (first_stage, 1)" in stages
 
 
 def test_speed_check_verdicts(tmp_path):
