@@ -1,8 +1,9 @@
 """The speed check of ``bench_search.py --quick``: a minute's measurement anyone can run
 before they stop, each figure against its reference in BENCHMARKS.md.
 
-Everything runs in this one process, interleaved in rounds (so a load that comes and goes
-hits ours and the peer alike), on indexes it builds once and keeps in the work directory:
+Everything runs in this one process, in rounds, ours and the peer taking turns every 20
+queries (so a load that comes and goes hits them alike), on indexes it builds once and
+keeps in the work directory:
 
 * BM25 top-10 of short queries and of whole questions (title and body), one at a time:
   ``SearchEngine.search(text, k=10)`` with ``SearchConfig(features=(), ranker=None)`` on
@@ -111,13 +112,25 @@ def _pipeline_build():
     return build, demo_dir() / DEMO_ARCHIVE, demo_dir() / DEMO_QUERIES
 
 
-def _cpu_of_loop(search, queries) -> float:
-    """CPU seconds of ``search`` over ``queries`` (after one warm-up query)."""
-    search(queries[0])
-    started = time.process_time()
-    for text in queries:
-        search(text)
-    return time.process_time() - started
+def _cpu_of_loops(runs, queries, use, chunk=20) -> dict:
+    """CPU seconds of each run over ``queries``: ``runs`` maps a name to ``(search,
+    kernels)`` (``use(kernels)`` chooses the compiled kernels or the numpy paths before
+    it); the runs take turns every ``chunk`` queries, so that a load that comes and goes
+    hits them alike (after one warm-up query each)."""
+    spent = dict.fromkeys(runs, 0.0)
+    for search, kernels in runs.values():
+        use(kernels)
+        search(queries[0])
+    for start in range(0, len(queries), chunk):
+        part = queries[start:start + chunk]
+        for name, (search, kernels) in runs.items():
+            use(kernels)
+            started = time.process_time()
+            for text in part:
+                search(text)
+            spent[name] += time.process_time() - started
+    use("auto")
+    return spent
 
 
 def _p95_ms(engine, queries, passes) -> float:
@@ -203,12 +216,8 @@ def speed_check(archive, short, whole, work, *, rounds, argv, use_references) ->
     for rnd in range(rounds):
         _log(f"round {rnd + 1} of {rounds}")
         for what, queries in sets.items():
-            compiled.use("auto")
-            cpu = {"ours": _cpu_of_loop(ours_search, queries)}
-            compiled.use("numpy")
-            cpu["numpy"] = _cpu_of_loop(ours_search, queries)
-            compiled.use("auto")
-            cpu["tantivy"] = _cpu_of_loop(peer, queries)
+            cpu = _cpu_of_loops({"ours": (ours_search, "auto"), "numpy": (ours_search, "numpy"),
+                                 "tantivy": (peer, "auto")}, queries, compiled.use)
             values.setdefault(f"{what}: ours ÷ tantivy", []).append(cpu["tantivy"] / cpu["ours"])
             values.setdefault(f"{what}: numpy paths ÷ tantivy", []).append(
                 cpu["tantivy"] / cpu["numpy"])
