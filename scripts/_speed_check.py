@@ -252,4 +252,7 @@ def speed_check(archive, short, whole, work, *, rounds, argv, use_references) ->
               + f" | {'–' if ref is None else f'{ref:.2f}'} | {verdict(rs, ref, higher)} |")
     print(f"\nthis run: the best round; a verdict needs every round beyond ±{NOISE:.0%} of "
           "the reference (ratios: higher is faster; ms: lower is faster)")
+    if os.getloadavg()[0] > (os.cpu_count() or 1):
+        print("the machine is loaded (load average above its CPUs): the ms checks are CPU "
+              "times that other jobs inflate (shared caches); the ratios hold better")
     return 0
