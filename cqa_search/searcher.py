@@ -51,7 +51,7 @@ class SearchConfig:
     ----------
     retrieval : TermModel or "auto", default "auto"
         Selects and scores the candidates over the whole archive (its score is a feature
-        too). "auto": the model the ranker was trained with (``LinearRanker.retrieval_``,
+        too, unless ``features`` is empty). "auto": the model the ranker was trained with (``LinearRanker.retrieval_``,
         which ``train`` records); otherwise (no ranker, one fitted outside ``train`` or
         stored before rankers recorded it) :func:`default_retrieval`: BM25F with
         :data:`~cqa_search.retrieval.bm25f.DEFAULT_WEIGHTS` on an index with titles, else
@@ -168,8 +168,8 @@ def checked_config(config, fields, models) -> SearchConfig:
         raise QueryError(f"this index has no model {unknown[0]!r} "
                          f"(models: {', '.join(models) or 'none'})")
     kept = tuple(m for m in config.features if all(f in fields for f in m.index_fields))
-    if config.retrieval.feature_name not in {m.feature_name for m in kept}:
-        kept += (config.retrieval,)  # the first stage's score is a feature, always
+    if kept and config.retrieval.feature_name not in {m.feature_name for m in kept}:
+        kept += (config.retrieval,)  # the first stage's score is a feature too
     return dataclasses.replace(config, features=kept)
 
 

@@ -6,7 +6,8 @@ queries (so a load that comes and goes hits them alike), on indexes it builds on
 keeps in the work directory:
 
 * BM25 top-10 of short queries and of whole questions (title and body), one at a time:
-  ``SearchEngine.search(text, k=10)`` with ``SearchConfig(features=(), ranker=None)`` on
+  ``SearchEngine.search(text, k=10)`` with ``SearchConfig(retrieval=BM25(), features=(),
+  ranker=None)`` on
   the compiled kernels (loaded first, as ``serve`` does) and on the numpy paths, beside
   tantivy with the same analysis (``_peers.tantivy_searcher``); ratios of queries per CPU
   second;
@@ -186,6 +187,7 @@ def speed_check(archive, short, whole, work, *, rounds, argv, use_references) ->
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     from cqa_search import SearchConfig, SearchEngine, compiled
+    from cqa_search.retrieval import BM25
     from cqa_search.evaluation import read_queries
 
     work = Path(work)
@@ -199,11 +201,12 @@ def speed_check(archive, short, whole, work, *, rounds, argv, use_references) ->
     pipeline_index = _cached(work / "demo-pipeline", demo_archive, build)
 
     kernels = compiled.load()
-    bm25 = SearchConfig(features=(), ranker=None)
+    bm25 = SearchConfig(retrieval=BM25(), features=(), ranker=None)  # tantivy's model
     ours = SearchEngine.open(ours_index, config=bm25)
     peer, _ = tantivy_searcher(peer_index, "tantivy", stopwords, K)
     full = SearchEngine.open(pipeline_index)
-    alone = full.with_config(SearchConfig(features=(), models=(), ranker=None))
+    alone = full.with_config(SearchConfig(retrieval=BM25(), features=(), models=(),
+                                          ranker=None))
     texts = [q["text"] for q in read_queries(demo_queries)]
     sets = {"short queries": read_query_texts(short, N_SHORT) if short else [],
             "whole questions": read_query_texts(whole, N_WHOLE) if whole else []}
