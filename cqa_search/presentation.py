@@ -488,7 +488,9 @@ class Presenter:
     def hit_dict(self, hit, terms, *, explain=False, width=200) -> dict:
         """One hit as JSON-ready data (the CLI's ``--json`` and the server's).
 
-        Keys: ``rank``, ``id``, ``score``, ``title``, ``category``, ``tags``, ``url``
+        Keys: ``rank``, ``id``, ``score``, ``title``, ``category``, ``tags``, ``date``
+        (the creation date in ISO 8601, :attr:`~cqa_search.archive.Question.date`; None
+        without one), ``url``
         (:func:`source_url`), ``n_answers``, ``features``; ``snippet``, a query-biased
         excerpt of the body; ``answer`` (``{"label", "snippet"}``, see :meth:`answer`;
         None without answers); the same texts as marked segments (:func:`segments`) for
@@ -506,6 +508,7 @@ class Presenter:
         answer_marked = None if answer is None else self.segments(answer[1], terms, width=width)
         out = {"rank": hit.rank, "id": hit.doc_id, "score": hit.score, "title": title,
                "category": question.category, "tags": list(question.tags),
+               "date": question.date,
                "url": source_url(question), "n_answers": len(question.answers),
                "snippet": _plain(body_marked),
                "answer": None if answer is None else {

@@ -417,13 +417,16 @@ HYBRID_HELP = ("the first stage: the weight a of the word-vector cosine in the h
 
 
 def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
-    """A hit as a few indented lines: rank, score, id, category, the title and a snippet
-    of the body with the matched words marked, and a snippet of the answer shown."""
+    """A hit as a few indented lines: rank, score, id, category, date (the day), the title
+    and a snippet of the body with the matched words marked, and a snippet of the answer
+    shown."""
     start, end = style.marks if style.on else ("", "")
     question = hit.question
     head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(printable(hit.doc_id))}"
     if hit.category:
         head += "  " + style.dim(f"[{printable(hit.category)}]")
+    if question.date is not None:
+        head += "  " + style.dim(question.date[:10])
     lines = [head, "    " + presenter.snippet(printable(question.title or question.body),
                                                 terms, width=width, start=start, end=end)]
     if question.title and question.body:

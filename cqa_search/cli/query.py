@@ -77,6 +77,11 @@ def configure(parser) -> None:
                              "question ID (more like this: its title and body searched, the "
                              "question itself left out)")
     parser.add_argument("--category", help="return only questions of this category")
+    parser.add_argument("--tag", action="append", metavar="NAME",
+                        help="only questions with this tag (exactly, ignoring case; as "
+                             "tag:NAME; several --tag: all of them; with --like too)")
+    parser.add_argument("--not-tag", action="append", metavar="NAME",
+                        help="leave out questions with this tag (-tag:NAME)")
     parser.add_argument("--after", metavar="DATE",
                         help="only questions created on or after DATE (YYYY, YYYY-MM or "
                              "YYYY-MM-DD; as the query syntax's date:>=DATE; with --like "
@@ -196,7 +201,8 @@ class _Session:
         self.out = sys.stdout if out is None else out
         self.category, self.answers = args.category, args.answers
         self.k = self.capped(args.k)
-        self.dates = {"after": args.after, "before": args.before}
+        self.filters = {"after": args.after, "before": args.before, "tags": args.tag,
+                        "not_tags": args.not_tag}
         self.explain = args.explain
         self.last = None
 
@@ -283,7 +289,7 @@ class _Session:
                     and 1 <= int(arg) <= len(self.last):
                 doc_id = self.last.doc_ids[int(arg) - 1]
             self.last = self.engine.similar(doc_id, k=self.k, category=self.category,
-                                            **self.dates)
+                                            **self.filters)
             self.say(_like_header(self.engine, doc_id, self.style))
             _print_results(self.presenter, self.last, self.style, answers=self.answers,
                            explain=self.explain, out=self.out)
@@ -297,7 +303,8 @@ class _Session:
         return True
 
     def search(self, line) -> None:
-        self.last = self.engine.search(line, k=self.k, category=self.category, **self.dates)
+        self.last = self.engine.search(line, k=self.k, category=self.category,
+                                       **self.filters)
         searched = self.last.category
         if self.category is not None and searched is not None and \
                 searched.casefold() != self.category.casefold():
@@ -378,6 +385,12 @@ def _readline(session):
     return save
 
 
+def _filters(args) -> dict:
+    """The filter options as keyword arguments of a search or more-like-this."""
+    return {"category": args.category, "after": args.after, "before": args.before,
+            "tags": args.tag, "not_tags": args.not_tag}
+
+
 def _batch(engine, args, style, stdin) -> int:
     """One query per input line (``QID<TAB>text`` or text); text or JSON lines out."""
     presenter = Presenter(engine)
@@ -399,8 +412,7 @@ def _batch(engine, args, style, stdin) -> int:
                 raise QueryError(f"query id {qid!r} of line {number} was given on line "
                                  f"{seen[qid]}")
             seen[qid] = number
-            results = engine.search(text, k=args.k, category=args.category,
-                                    after=args.after, before=args.before)
+            results = engine.search(text, k=args.k, **_filters(args))
         except QueryError as exc:
             errors += 1
             if args.json:
@@ -429,7 +441,8 @@ def run(args) -> int:
     style = Style("never" if args.json else args.color)
     if args.category is not None:
         engine.categories.id(args.category)  # fail early, with suggestions
-    Filters(after=args.after, before=args.before)  # checked before any search
+    Filters(after=args.after, before=args.before, tags=args.tag,
+            not_tags=args.not_tag)  # checked before any search
     if not args.text and args.like is None:
         if sys.stdin.isatty():
             if args.run_out or args.json:
@@ -446,11 +459,9 @@ def run(args) -> int:
     if args.like is not None:
         if typed:
             raise QueryError("give either the query TEXT or --like ID, not both")
-        results, typed = engine.similar(args.like, k=args.k, category=args.category,
-                                        after=args.after, before=args.before), None
+        results, typed = engine.similar(args.like, k=args.k, **_filters(args)), None
     else:
-        results = engine.search(typed, k=args.k, category=args.category, after=args.after,
-                                before=args.before)
+        results = engine.search(typed, k=args.k, **_filters(args))
     if args.json:
         print(results_json(presenter, results, typed=typed, explain=args.explain,
                            like=args.like))

@@ -46,6 +46,9 @@ class Hit(BaseModel):
     title: str = Field(description="the title (or the start of the body when there is none)")
     category: str | None
     tags: list[str]
+    date: str | None = Field(description="the creation date, ISO 8601 in UTC (YYYY-MM-DD "
+                                         "at midnight, else YYYY-MM-DDTHH:MM:SSZ); null "
+                                         "without one")
     url: str | None = Field(description="the original post, when the archive has one")
     n_answers: int
     snippet: str = Field(description="a query-biased excerpt of the body")

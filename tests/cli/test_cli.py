@@ -49,7 +49,7 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
     assert doc["category"] == "Cars" and doc["hits"][0]["category"] == "Cars"
     assert doc["matched_in"] == "question"
     assert set(doc["hits"][0]) == {"rank", "id", "score", "title", "snippet", "category",
-                                   "tags", "url", "n_answers", "answer", "features",
+                                   "tags", "date", "url", "n_answers", "answer", "features",
                                    "title_marked", "snippet_marked"}  # Presenter.hit_dict
     assert doc["hits"][0]["answer"]["label"] == "best answer"
 
@@ -89,7 +89,8 @@ def _session(toy_index, **options):
     from cqa_search.cli.query import _Session
 
     args = Namespace(**{"k": 10, "category": None, "answers": True, "explain": False,
-                        "after": None, "before": None, **options})
+                        "after": None, "before": None, "tag": None, "not_tag": None,
+                        **options})
     out = io.StringIO()
     return _Session(SearchEngine.open(toy_index), args, Style("never"), out=out), out
 
@@ -185,6 +186,41 @@ def test_after_and_before(capsys, tmp_path):
     code, out, _ = run(capsys, "query", tmp_path / "idx", "--like", "a", "--before", "2014",
                        "--json")
     assert code == 0 and json.loads(out)["hits"] == []
+
+
+def test_dates_are_shown_and_undated_records_counted_at_build(capsys, tmp_path, caplog):
+    archive = tmp_path / "a.jsonl"
+    archive.write_text(
+        '{"id": "se:1", "title": "renew visa", "tags": ["visa"], "creation_date": "last tuesday"}\n'
+        '{"id": "se:2", "title": "visa fees", "tags": ["visa", "fees"], '
+        '"creation_date": "2014-05-01T10:00:00"}\n'
+        '{"id": "se:3", "title": "visa office hours", "tags": ["office"], "date": 1388534400}\n')
+    code, out, err = run(capsys, "build-index", archive, "-o", tmp_path / "idx", "-q")
+    assert code == 0 and "questions  3" in out
+    assert [r.getMessage() for r in caplog.records] == [  # (a warning line of the command)
+        f"{archive}: 1 question(s) have a date that is no date (the first: question 'se:1', "
+        "'last tuesday'); they are indexed without a date, and date filters leave them out "
+        "(a date is ISO 8601, e.g. 2014-03-05 or 2014-03-05T10:00:00, or seconds since 1970)"]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa", "--color", "never")
+    heads = [line for line in out.splitlines() if line[:4].strip().endswith(".")]
+    assert sorted(h.split()[2:] for h in heads) == [["se:1"], ["se:2", "2014-05-01"],
+                                                     ["se:3", "2014-01-01"]]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa", "--json")
+    assert {h["id"]: h["date"] for h in json.loads(out)["hits"]} == {
+        "se:1": None, "se:2": "2014-05-01T10:00:00Z", "se:3": "2014-01-01"}
+    # more like this takes every filter; an id a StackExchange index writes site:ID
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "--like", "se:1", "--tag", "office",
+                       "--json")
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == ["se:3"]
+    assert json.loads(out)["filters"] == ["tag:office"]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "--like", "se:1", "--not-tag",
+                       "office", "--after", "2014-02", "--json")
+    assert [h["id"] for h in json.loads(out)["hits"]] == ["se:2"]
+    code, _, err = run(capsys, "query", tmp_path / "idx", "--like", "2")
+    assert code == 1 and err == ("cqa-search: error: unknown question id '2'; did you mean "
+                                 "'se:2'?\n")
+    code, _, err = run(capsys, "query", tmp_path / "idx", "visa", "--tag", " ")
+    assert code == 1 and "tags has an empty tag name" in err
 
 
 def test_ctrl_c_during_a_search_keeps_the_session(toy_index, monkeypatch):

@@ -44,8 +44,8 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     assert not error
     assert [h["id"] for h in found["hits"]] == list(engine.search("renew my visa", k=3).doc_ids)
     hit = found["hits"][0]
-    assert set(hit) == {"rank", "id", "score", "title", "category", "tags", "url", "n_answers",
-                        "snippet", "answer"} and hit["answer"]["label"] == "best answer"
+    assert set(hit) == {"rank", "id", "score", "title", "category", "tags", "date", "url",
+                        "n_answers", "snippet", "answer"} and hit["answer"]["label"] == "best answer"
     assert dated["hits"] == [] and dated["category"] == "Visas"  # the toy archive has no dates
     assert dated["filters"] == ["category:Visas", "date:>=2000-01-01"]
     assert found["filters"] == found["notices"] == []
@@ -64,10 +64,29 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     ("similar", {"question_id": "nope"}, "unknown question id 'nope'"),
     ("similar", {"question_id": "t01", "before": "2014-13"}, "bad date filter"),
     ("get_question", {"question_id": "nope"}, "no question 'nope' in the archive"),
+    ("get_question", {"question_id": "T01"}, "no question 'T01' in the archive; did you mean "
+                                             "'t01'?"),
+    ("similar", {"question_id": "T01"}, "unknown question id 'T01'; did you mean 't01'?"),
+    ("similar", {"question_id": "t01", "tags": [""]}, "tags has an empty tag name"),
 ])
 def test_input_errors_are_tool_errors(toy_index, name, arguments, message):
     _, [(error, text)] = calls(toy_index, (name, arguments))
     assert error and message in text
+
+
+def test_similar_takes_every_filter_and_hits_have_dates(tmp_path):
+    from cqa_search import Question, build_index
+
+    build_index([Question("a", "renew visa", tags=("visa",), extra={"date": "2013-05-01"}),
+                 Question("b", "visa fees renew", tags=("visa", "fees"),
+                          extra={"date": "2014-05-01"}),
+                 Question("c", "visa renew office", tags=("office",))], tmp_path / "idx")
+    _, out = calls(tmp_path / "idx", ("similar", {"question_id": "a", "tags": ["office"]}),
+                   ("similar", {"question_id": "a", "not_tags": ["office"]}),
+                   ("search", {"query": "visa", "tags": ["visa"], "before": "2014"}))
+    assert [(h["id"], h["date"]) for h in out[0][1]["hits"]] == [("c", None)]
+    assert [(h["id"], h["date"]) for h in out[1][1]["hits"]] == [("b", "2014-05-01")]
+    assert [(h["id"], h["date"]) for h in out[2][1]["hits"]] == [("a", "2013-05-01")]
 
 
 def test_no_index_yet_is_a_tool_error(tmp_path):

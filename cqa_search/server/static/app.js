@@ -83,6 +83,17 @@
     return Math.abs(x) >= 100 ? x.toFixed(1) : x.toPrecision(3);
   }
 
+  // The day of a hit's ISO 8601 date ("2014-03-05T10:00:00Z" -> "2014-03-05").
+  function day(date) {
+    return date.slice(0, 10);
+  }
+
+  // A short hit's meta line: category, day, answers.
+  function hitMeta(hit) {
+    return [hit.category, hit.date && day(hit.date), counted(hit.n_answers, "answer")]
+      .filter(Boolean).join(" · ");
+  }
+
   // "1 question", "2 questions", "1 category", "3 categories"
   function counted(n, noun) {
     const plural = noun.endsWith("y") ? noun.slice(0, -1) + "ies" : noun + "s";
@@ -241,6 +252,7 @@
     const titleId = `hit-${hit.rank}`;
     const meta = [];
     if (hit.category) meta.push(el("span", { class: "category", text: hit.category }));
+    if (hit.date) meta.push(el("time", { datetime: hit.date, text: day(hit.date) }));
     meta.push(el("span", { text: `score ${number(hit.score)}` }));
     meta.push(el("span", { text: counted(hit.n_answers, "answer") }));
     if (hit.url) {
@@ -382,8 +394,7 @@
       return el("li", {},
         el("a", { href: urlFor(target), class: "similar-link", dataset: { doc: hit.id },
                   onclick: (event) => { event.preventDefault(); go(target); } }, hit.title),
-        el("span", { class: "meta" }, [hit.category, counted(hit.n_answers, "answer")]
-          .filter(Boolean).join(" · ")));
+        el("span", { class: "meta" }, hitMeta(hit)));
     })));
   }
 
@@ -492,8 +503,7 @@
                                     onclick: (event) => { event.preventDefault();
                                                           hideSuggestions(); go(target); } },
                              marked(hit.title_marked)),
-                el("span", { class: "meta", text: [hit.category, counted(hit.n_answers, "answer")]
-                  .filter(Boolean).join(" · ") }));
+                el("span", { class: "meta", text: hitMeta(hit) }));
     }));
     suggestBox.dataset.query = text;
     suggestBox.dataset.ms = String(Math.round(performance.now() - lastInput));
