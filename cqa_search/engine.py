@@ -37,7 +37,7 @@ from .index.layout import IndexData
 from .index.store import is_live, read_consistent
 from .parallel import map_queries, n_workers
 from .query_parser import (MAX_QUERY_CHARS, Filters, ParsedQuery, parse_query,
-                           without_empty_units)
+                           unknown_tags_noted, without_empty_units)
 from .results import Results
 from .retrieval import first_stage
 from .retrieval.first_stage import CandidateContext
@@ -474,6 +474,9 @@ class SearchEngine:
                 dataclasses.replace(query, must=kept), k, title, body)
             if len(relaxed):
                 results, context = relaxed.replace(relaxed=True), relaxed_context
+        if not len(results) and kept:  # say which tag no question has
+            results = results.replace(parsed=unknown_tags_noted(results.parsed,
+                                                                self.tag_counts()))
         return results, context
 
     @functools.cached_property
