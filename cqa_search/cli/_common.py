@@ -11,6 +11,7 @@ import sys
 import textwrap
 import warnings
 
+from .._utils import counted
 from ..exceptions import CQASearchError, ParameterError, QueryError
 
 __all__ = ["run_command", "Style", "printable", "json_text", "format_hit", "format_explanation",
@@ -496,6 +497,40 @@ def format_question(question, style, width=100) -> str:
     if not question.answers:
         out.append(style.dim("  (no answers)"))
     return "\n".join(out)
+
+
+def check_query_categories(engine, queries, path) -> None:
+    """QueryError before any search when queries (``{"id", "category"?, ...}`` read from
+    ``path``) have a category the index lacks: the collection and the index were
+    categorised differently (e.g. a StackExchange index built with ``--category-from
+    first_tag`` and queries converted by site)."""
+    present = {c.casefold() for c in engine.categories.present()}
+    unknown = [q for q in queries if isinstance(q.get("category"), str)
+               and q["category"].strip() and q["category"].strip().casefold() not in present]
+    if unknown:
+        first = unknown[0]
+        raise QueryError(
+            f"{counted(len(unknown), 'query')} of {path} {'has' if len(unknown) == 1 else 'have'}"
+            f" a category this index does not have (the first: query {first['id']!r}, {first['category']!r}): the queries "
+            "and the index must be categorised alike (convert stackexchange takes the "
+            "--category-from that build-index took)")
+
+
+def unjudged_note(engine, queries, qrels) -> str | None:
+    """A warning when the questions the qrels judge relevant (for ``queries``) are not all
+    in the index (qrels of another archive: every AP would be 0 without a word), else
+    None."""
+    wanted = {q["id"] for q in queries}
+    relevant = {d for qid, judged in qrels.items() if qid in wanted
+                for d, label in judged.items() if label > 0}
+    missing = sorted(d for d in relevant if d not in engine.archive)
+    if not missing:
+        return None
+    return (f"{len(missing):,} of the {len(relevant):,} questions the qrels judge relevant are "
+            f"not in the index (the first: {missing[0]!r})"
+            + (": every query scores 0; are the qrels of this archive?"
+               if len(missing) == len(relevant) else
+               "; the queries count them as missed"))
 
 
 def note_shards(path, file=None) -> None:

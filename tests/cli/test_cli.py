@@ -505,6 +505,44 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
     assert code == 0 and "rerank of the given candidates" in out
 
 
+def test_evaluate_says_when_the_collection_and_the_index_differ(capsys, tmp_path, fixtures,
+                                                               toy_index):
+    """Queries categorised unlike the index are refused before any search, with the
+    option that makes them alike; qrels whose relevant questions the index lacks warn."""
+    site = fixtures / "stackexchange" / "tinysite"
+    assert run(capsys, "build-index", site, "-o", tmp_path / "idx", "-q", "--category-from",
+               "first_tag")[0] == 0
+    code, out, _ = run(capsys, "convert", "stackexchange", site, "-o", tmp_path / "by-tag",
+                       "--category-from", "first_tag")
+    assert code == 0
+    by_site = write(tmp_path / "by-site.jsonl",  # (as convert by site writes a tagged one)
+                    '{"id": "tinysite:5", "text": "wheel rub", "category": "bikes.site"}\n')
+    code, _, err = run(capsys, "evaluate", tmp_path / "idx", "--queries", by_site, "--qrels",
+                       tmp_path / "by-tag" / "qrels.txt", "-q")
+    assert code == 1 and re.match(
+        r"cqa-search: error: 1 query of .*by-site.jsonl has a category this index "
+        r"does not have \(the first: query '.*', '.*'\): the queries and the index must be "
+        r"categorised alike \(convert stackexchange takes the --category-from that "
+        r"build-index took\)", err)
+    code, out, err = run(capsys, "evaluate", tmp_path / "idx", "--queries",
+                         tmp_path / "by-tag" / "queries.jsonl", "--qrels",
+                         tmp_path / "by-tag" / "qrels.txt", "-q")
+    assert code == 0 and "queries evaluated" in out and err == ""
+    # qrels of another archive: said, not 0.00 everywhere in silence
+    queries = write(tmp_path / "q.jsonl", '{"id": "a", "text": "renew visa"}\n'
+                                          '{"id": "b", "text": "car engine start"}\n')
+    qrels = write(tmp_path / "qrels.txt", "a 0 x01 1\nb 0 x02 1\nb 0 t07 0\n")
+    code, out, err = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
+                         "-q")
+    assert code == 0 and err == (
+        "cqa-search: warning: 2 of the 2 questions the qrels judge relevant are not in the "
+        "index (the first: 'x01'): every query scores 0; are the qrels of this archive?\n")
+    write(tmp_path / "qrels.txt", "a 0 t01 1\nb 0 x02 1\n")
+    code, out, err = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
+                         "-q")
+    assert code == 0 and err.endswith("(the first: 'x02'); the queries count them as missed\n")
+
+
 @pytest.mark.parametrize("argv, message", [
     (["evaluate", "--qrels", "{tmp}/none.txt", "--run", "{tmp}/r"], "no such qrels file"),
     (["evaluate", "{index}", "--qrels", "{tmp}/q.txt"], "needs INDEX and --queries"),
