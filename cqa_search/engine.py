@@ -182,10 +182,13 @@ class SearchEngine:
         """Questions in the archive: rows less deleted questions."""
         return self._searcher.n_questions
 
-    def category_counts(self) -> np.ndarray:
-        """Questions per category id (in the order of ``categories``), deleted ones left
-        out."""
-        return self._searcher.category_counts()
+    def category_counts(self) -> dict:
+        """Questions per category name, deleted ones left out, most questions first (then
+        by name; a category without questions left out), as :meth:`tag_counts`."""
+        names, counts = self.categories, self._searcher.category_counts().tolist()
+        order = sorted((i for i, n in enumerate(counts) if n),
+                       key=lambda i: (-counts[i], names[i].casefold()))
+        return {names[i]: counts[i] for i in order}
 
     def tag_counts(self) -> dict:
         """Questions per tag, deleted ones left out, most questions first (then by tag)."""

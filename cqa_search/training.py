@@ -474,13 +474,13 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     Parameters
     ----------
     index : path
-    queries : list of dict
+    queries : list of dict, or path
         ``{"id", "text", "category"}`` (as :func:`~cqa_search.evaluation.read_queries`
-        reads them); the queries without judgments are left out.
-    qrels : dict
-        ``{qid: {doc_id: relevance}}`` (relevance >= 1: relevant).
-    candidates : dict, optional
-        A run ``{qid: {doc_id: score}}``: rank these (their scores are the ``given_*``
+        reads them), or a queries file; the queries without judgments are left out.
+    qrels : dict or path
+        ``{qid: {doc_id: relevance}}`` (relevance >= 1: relevant), or a qrels file.
+    candidates : dict or path, optional
+        A run ``{qid: {doc_id: score}}`` (or a TREC run file): rank these (their scores are the ``given_*``
         features) instead of the top ``k`` of full retrieval.
     k : int, optional
         Candidates per query from full retrieval (default: the engine's

@@ -67,6 +67,18 @@ def test_train_ranker_reports_what_the_command_prints(index, judged, toy_judged,
     assert "(dry run: nothing stored)" in out
 
 
+def test_train_ranker_takes_the_paths_of_the_files(index, toy_judged):
+    """As the evaluation functions do: queries, qrels (and candidates) as data or paths."""
+    queries, qrels = toy_judged
+    options = dict(learner="coordinate-ascent", params={"n_restarts": 2}, no_cv=True,
+                   dry_run=True)
+    from_files = train_ranker(index, str(queries), Path(qrels), **options)
+    from_data = train_ranker(index, read_queries(queries), read_qrels(qrels), **options)
+    assert from_files.ranker.coef_.tolist() == from_data.ranker.coef_.tolist()
+    with pytest.raises(ParameterError, match="queries must be a path or a list of dicts"):
+        train_ranker(index, 42, qrels, **options)
+
+
 def test_train_ranker_stores_it_unless_it_loses_to_the_retrieval_model(index, judged,
                                                                        bm25_position_qrels):
     queries = judged[0]

@@ -37,7 +37,9 @@ def configure(parser) -> None:
     parser.add_argument("index", nargs="?", metavar="INDEX",
                         help="index directory (omit with --run to score an existing run)")
     parser.add_argument("--queries", metavar="FILE", help="queries (JSONL or qid<TAB>text)")
-    parser.add_argument("--qrels", required=True, metavar="FILE", help="TREC qrels")
+    parser.add_argument("--qrels", required=True, metavar="FILE",
+                        help="judgments: TREC qrels (qid iter doc_id relevance) or BEIR's TSV "
+                             "(query-id, corpus-id, score); relevance >= 1: relevant")
     parser.add_argument("--candidates", metavar="RUN",
                         help="rerank these candidates (TREC run) instead of searching the archive")
     parser.add_argument("--run", metavar="RUN", help="score this TREC run instead of an index")

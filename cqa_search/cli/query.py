@@ -239,9 +239,7 @@ class _Session:
         cats = self.engine.categories
         if not len(cats):
             return "(this index has no categories)"
-        counts = self.engine.category_counts()
-        rows = sorted(((name, n) for name, n in zip(cats, counts.tolist()) if n),
-                      key=lambda r: (-r[1], r[0]))
+        rows = list(self.engine.category_counts().items())
         if not rows:
             return "(no question of this index has a category now)"
         width = max(len(name) for name, _ in rows)

@@ -102,6 +102,8 @@ class Categories:
     ...                live=np.array([True, True, True, True, False]))
     >>> c.id("cars"), c.counts().tolist(), c.present()
     (1, [1, 2, 0], ['Visas', 'Cars'])
+    >>> c
+    Categories(3: Visas, Cars, Pets)
     >>> c.id("Pets")
     Traceback (most recent call last):
     ...
@@ -117,6 +119,10 @@ class Categories:
 
     def __len__(self):
         return len(self.names)
+
+    def __repr__(self):
+        shown = list(self.names[:10]) + (["..."] if len(self.names) > 10 else [])
+        return f"Categories({len(self.names)}: {', '.join(shown)})"
 
     def __iter__(self):
         return iter(self.names)

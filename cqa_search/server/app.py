@@ -403,9 +403,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
              responses={503: _ERRORS[503]}, summary="The categories and their sizes")
     async def categories():
         engine, _ = live.current()
-        counts = engine.category_counts().tolist()
-        found = sorted(({"name": n, "count": c} for n, c in zip(engine.categories, counts)
-                        if c), key=lambda c: (-c["count"], c["name"].casefold()))
+        found = [{"name": n, "count": c} for n, c in engine.category_counts().items()]
         return _JSON({"categories": found, "n_docs": engine.n_questions,
                       "generation": engine.generation})
 
