@@ -353,14 +353,21 @@ class TrainReport:
         if info.get("base_feature") is not None:
             lines.append(f"base score   {info['base_feature']} (alpha_0 {info['alpha0']:.3f})")
         lines.append("")
-        lines.append(f"{'feature':<22} {'weight':>9} {'mean':>10} {'scale':>10}  thresholds")
+        # (thresholds: only a boosting ranker's steps, a column of its own only then)
+        steps = len(ranker.step_feature_) > 0
+        lines.append(f"{'feature':<22} {'weight':>9} {'mean':>10} {'scale':>10}"
+                     + ("  thresholds" if steps else ""))
         n_steps = np.bincount(ranker.step_feature_, minlength=ranker.n_features_in_)
         for j, name in enumerate(ranker.feature_names_in_):
             lines.append(f"{name:<22} {ranker.coef_[j]:>9.4f} {ranker.norm_offset_[j]:>10.4g} "
-                         f"{ranker.norm_scale_[j]:>10.4g}  {n_steps[j] or ''}")
+                         f"{ranker.norm_scale_[j]:>10.4g}"
+                         + (f"  {n_steps[j] or ''}" if steps else ""))
         lines.append("(weights of the normalised features: (value - mean) / scale)"
                      if ranker.normalize != "query" else
                      "(weights of the features min-max scaled among each query's candidates)")
+        if steps:
+            lines.append("(thresholds: the boosting steps on the feature, each adding its own "
+                         "weight when the normalised feature exceeds its threshold)")
         return "\n".join(lines)
 
     def _not_better(self) -> str:

@@ -79,6 +79,17 @@ def test_train_ranker_takes_the_paths_of_the_files(index, toy_judged):
         train_ranker(index, 42, qrels, **options)
 
 
+def test_the_thresholds_column_is_a_boosting_rankers_and_explained(index, judged):
+    queries, qrels = judged
+    linear = str(train_ranker(index, queries, qrels, no_cv=True, dry_run=True, assess=False))
+    assert "thresholds" not in linear
+    boosted = str(train_ranker(index, queries, qrels, learner="boosting", no_cv=True,
+                               params={"n_thresholds": 3}, max_iter=5, dry_run=True,
+                               assess=False))
+    assert "  thresholds\n" in boosted and "(thresholds: the boosting steps on the feature, " \
+        "each adding its own weight when the normalised feature exceeds its threshold)" in boosted
+
+
 def test_train_ranker_stores_it_unless_it_loses_to_the_retrieval_model(index, judged,
                                                                        bm25_position_qrels):
     queries = judged[0]

@@ -42,7 +42,8 @@ COMMANDS = {
     "remove-model": ("remove_model", "remove a stored model from an index (also a damaged "
                                      "one: then fit or train it again)"),
     "rollback": ("rollback", "make the generation before the live one live again (after a "
-                             "damaging or mistaken change)"),
+                             "damaging or mistaken change; one step: a second rollback undoes "
+                             "the first)"),
     "info": ("info", "what an index holds: questions, segments, models and how stale they "
                      "are"),
     "export-ranker": ("export_ranker", "write a stored ranker as JSON or in RankLib's linear "
@@ -417,6 +418,10 @@ HYBRID_HELP = ("the first stage: the weight a of the word-vector cosine in the h
                "embeddings`)")
 
 
+#: Longest title a hit shows whole (a longer one: an excerpt around its matches).
+TITLE_WIDTH = 400
+
+
 def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
     """A hit as a few indented lines: rank, score, id, category, date (the day), the title
     and a snippet of the body with the matched words marked, and a snippet of the answer
@@ -428,8 +433,12 @@ def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
         head += "  " + style.dim(f"[{printable(hit.category)}]")
     if question.date is not None:
         head += "  " + style.dim(question.date[:10])
-    lines = [head, "    " + presenter.snippet(printable(question.title or question.body),
-                                                terms, width=width, start=start, end=end)]
+    # the title whole, as the page shows it (an excerpt only of one longer than a few lines)
+    lines = [head, "    " + (presenter.snippet(printable(question.title), terms,
+                                               width=TITLE_WIDTH, start=start, end=end)
+                             if question.title else
+                             presenter.snippet(printable(question.body), terms, width=width,
+                                               start=start, end=end))]
     if question.title and question.body:
         lines.append("    " + style.dim(presenter.snippet(printable(question.body), terms,
                                                           width=width, start=start, end=end)))

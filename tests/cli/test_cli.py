@@ -188,6 +188,16 @@ def test_after_and_before(capsys, tmp_path):
     assert code == 0 and json.loads(out)["hits"] == []
 
 
+def test_a_long_title_is_shown_whole(capsys, tmp_path):
+    from cqa_search import Question
+
+    title = ("My long question title about renewing the residence visa when the sponsoring "
+             "company has closed and the labour department is asking for documents")
+    build_index([Question("a", title, "visa body")], tmp_path / "idx")
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa documents", "--color", "never")
+    assert code == 0 and out.splitlines()[1] == "    " + title
+
+
 def test_dates_are_shown_and_undated_records_counted_at_build(capsys, tmp_path, caplog):
     archive = tmp_path / "a.jsonl"
     archive.write_text(
