@@ -149,6 +149,56 @@ def test_sigint_after_the_handshake_ends_the_server(toy_index):
     assert (code, err) == (130, "cqa-search: interrupted\n")
 
 
+def test_structured_content_with_output_schemas_and_compact_text(toy_index):
+    """Issue 40: the results were pretty-printed text only, and serverInfo had no version."""
+    from cqa_search import __version__
+    from cqa_search.server import schema
+
+    server, _ = create_mcp_server(toy_index)
+
+    async def session():
+        async with mcp.Client(server) as client:
+            tools = (await client.list_tools()).tools
+            results = [await client.call_tool("search", {"query": "renew visa", "k": 10}),
+                       await client.call_tool("similar", {"question_id": "t01", "k": 3}),
+                       await client.call_tool("get_question", {"question_id": "t01"})]
+            return client.server_info, tools, results
+
+    info, tools, results = asyncio.run(session())
+    assert info.version == __version__
+    schemas = {t.name: t.output_schema for t in tools}
+    assert schemas["search"] == schemas["similar"] == schema.CompactResults.model_json_schema()
+    assert schemas["get_question"]["required"][:2] == ["id", "title"]
+    for result in results:
+        text = result.content[0].text
+        assert json.loads(text) == result.structured_content and "\n" not in text
+    found = schema.CompactResults.model_validate(results[0].structured_content)
+    assert found.query == "renew visa" and found.hits and found.hits[0].date is None
+    assert results[2].structured_content["id"] == "t01"
+
+
+def test_requests_in_flight_are_answered_when_stdin_closes(toy_index):
+    """Issue 40: the SDK's loop cancelled the requests it had read when standard input
+    closed; now each is answered, then the server ends."""
+    import subprocess
+    import sys
+
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    messages += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "name": "search", "arguments": {"query": f"visa renew {i}", "k": 5}}}
+        for i in range(1, 7)]
+    done = subprocess.run([sys.executable, "-m", "cqa_search", "mcp", str(toy_index)],
+                          input="".join(json.dumps(m) + "\n" for m in messages),
+                          capture_output=True, text=True, timeout=120)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and done.stderr == ""
+    assert sorted(a["id"] for a in answers) == list(range(7))
+    assert all(a["result"]["structuredContent"]["hits"] for a in answers if a["id"])
+
+
 @pytest.mark.parametrize("arguments,message", [
     ({"query": "visa date:>9999"}, "bad date filter 'date:>9999': no question is dated after "
                                    "9999-12-31"),
