@@ -42,7 +42,8 @@ from .engine import SearchConfig, SearchEngine
 from .evaluation import evaluate, paired_interval, read_qrels, run_of_scores
 from .exceptions import ParameterError, QueryError
 from .features import GIVEN_FEATURES, search_ranker_name, uses_given
-from .index.models import FAMILIES, add_model, model_class, remove_model
+from .index.models import (FAMILIES, add_model, check_features_free, model_class,
+                           remove_model)
 from .index.sharding import is_sharded, shard_models, sharded_data
 from .index.store import open_index
 from .ranking import LinearRanker, LinearRankerCV
@@ -204,6 +205,9 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
     inputs = {p: params.pop(p) for p in input_names if p in params}
     t0 = time.perf_counter()
     engine = _fit_engine(index)
+    unfitted = cls(**params)
+    name = name or spec.store_name(unfitted.get_params())
+    check_features_free(engine, name, unfitted)  # before the fit, not after it
     fit_inputs = FIT_INPUTS[family](engine, **inputs) if family in FIT_INPUTS else {}
     if ray is not None and spec.on_ray is None:
         warnings.warn(f"nothing of the {family} family runs on Ray: it is fitted in this "
@@ -216,7 +220,6 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
 
         with ray_fits(address=None if ray == "local" else ray):
             model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
-    name = name or spec.store_name(model.get_params())
     # the stored models given to the fit (answers --translation NAME) are what it read
     read = [n for n, m in engine.models.items() if any(m is v for v in fit_inputs.values())]
     add_model(engine, name, model, inputs=read)
