@@ -101,6 +101,9 @@ def configure(parser) -> None:
                         help="print results as JSON (one line per query when piped)")
     parser.add_argument("--run-out", metavar="FILE",
                         help="also write the results of piped queries as a TREC run")
+    parser.add_argument("--facets", action="store_true",
+                        help="also print the hits' categories and tags with how many hits "
+                             "have each (the JSON has them always: facets)")
     parser.add_argument("--no-answers", dest="answers", action="store_false",
                         help="do not show the best answer of each result")
     parser.add_argument("--explain", action="store_true",
@@ -147,7 +150,17 @@ NOTHING_TO_SEARCH = ("no words to search for (the index leaves out its stopwords
                      "words, and words too short to index)")
 
 
-def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
+def _facets_lines(presenter, results, style) -> list:
+    """The facets of the hits (:meth:`~cqa_search.presentation.Presenter.facets`) as lines:
+    ``categories of the 10 hits: Travel 6 · Visas 4``."""
+    facets = presenter.facets(results)
+    return [style.dim(f"{what} of the {counted(len(results), 'hit')}: ") + printable(
+        " · ".join(f"{f['name']} {f['count']}" for f in facets[what]))
+        for what in ("categories", "tags") if facets[what]]
+
+
+def _print_results(presenter, results, style, *, answers, explain=False, facets=False,
+                   out) -> None:
     parsed = results.parsed
     if parsed is not None:
         for notice in parsed.notices:
@@ -171,6 +184,9 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
     for word, options in presenter.suggestions(results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
         print(style.dim(printable(f"'{word}' is not in the archive{hint}")), file=out)
+    if facets:
+        for line in _facets_lines(presenter, results, style):
+            print(line, file=out)
 
 
 def _like_header(engine, doc_id, style) -> str:
@@ -425,7 +441,7 @@ def _batch(engine, args, style, stdin) -> int:
         else:
             print(style.bold(printable(f"query {qid}: {text}")))
             _print_results(presenter, results, style, answers=args.answers,
-                           explain=args.explain, out=sys.stdout)
+                           explain=args.explain, facets=args.facets, out=sys.stdout)
             print()
     if args.run_out:
         write_run(run, args.run_out, tag="cqa-search")
@@ -467,7 +483,7 @@ def run(args) -> int:
         if args.like is not None:
             print(_like_header(engine, args.like, style))
         _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
-                       out=sys.stdout)
+                       facets=args.facets, out=sys.stdout)
     return 0
 
 

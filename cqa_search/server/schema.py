@@ -85,6 +85,16 @@ class Ranking(BaseModel):
                                               "the retrieval model's order")
 
 
+class FacetCount(BaseModel):
+    name: str
+    count: int = Field(description="hits with it")
+
+
+class Facets(BaseModel):
+    categories: list[FacetCount] = Field(description="the hits' categories, most first")
+    tags: list[FacetCount] = Field(description="the hits' tags (at most 20), most first")
+
+
 class SearchResults(BaseModel):
     query: str = Field(description="the words searched (the query syntax removed)")
     category: str | None = Field(description="the category filter applied")
@@ -107,6 +117,9 @@ class SearchResults(BaseModel):
                                                           "unknown word")
     did_you_mean: str | None = Field(description="the query with unknown words corrected")
     ranking: Ranking
+    facets: Facets = Field(description="the hits' categories and tags, with how many hits "
+                                       "have each (/api/categories and /api/tags count the "
+                                       "archive)")
     hits: list[Hit]
     generation: str = Field(description="the index generation searched")
 

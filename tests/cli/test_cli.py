@@ -918,3 +918,23 @@ def test_a_failure_closes_the_bars_before_its_line(capsys, failure, status):
 
     assert run_command(run, argparse.Namespace(verbose=0)) == status
     assert bars[0].disable  # closed
+
+
+def test_facets_count_the_hits(capsys, toy_index):
+    """Issue 40: the facets of a search are its hits' categories and tags, with counts."""
+    code, out, _ = run(capsys, "query", toy_index, "visa car", "--facets", "--no-answers",
+                       "--color", "never")
+    doc = json.loads(run(capsys, "query", toy_index, "visa car", "--json")[1])
+    hits = doc["hits"]
+    categories = {}
+    for hit in hits:
+        categories[hit["category"]] = categories.get(hit["category"], 0) + 1
+    assert {f["name"]: f["count"] for f in doc["facets"]["categories"]} == categories
+    assert [f["count"] for f in doc["facets"]["tags"]] == sorted(
+        (f["count"] for f in doc["facets"]["tags"]), reverse=True)
+    visa = sum("visa" in h["tags"] for h in hits)
+    assert {"name": "visa", "count": visa} in doc["facets"]["tags"]
+    line = next(l for l in out.splitlines() if l.startswith("categories of the "))
+    assert line == f"categories of the {len(hits)} hits: " + " · ".join(
+        f"{f['name']} {f['count']}" for f in doc["facets"]["categories"])
+    assert f"tags of the {len(hits)} hits: visa {visa}" in out

@@ -143,14 +143,17 @@
     return /[\s"]/.test(name) ? `tag:"${name.replace(/"/g, "")}"` : `tag:${name}`;
   }
 
-  // The tag facet: a tag adds (or, when the query has it, removes) its tag: filter.
-  function renderTags(state) {
+  // The tag facet: a tag adds (or, when the query has it, removes) its tag: filter. With
+  // the facets of a search's hits, their tags and counts (else the archive's).
+  function renderTags(state, facets = null) {
     tagFacet.replaceChildren();
     const nav = tagFacet.closest("nav");
-    nav.hidden = !tags || !tags.tags.length;
+    const entries = facets ? facets.tags : tags && tags.tags;
+    nav.hidden = !entries || !entries.length;
+    $("#tags-title").textContent = facets ? "Tags of these results" : "Tags";
     if (nav.hidden) return;
     const words = state.q.split(/\s+/).filter(Boolean);
-    for (const entry of tags.tags) {
+    for (const entry of entries) {
       const clause = tagClause(entry.name);
       const active = words.some((w) => w.toLowerCase() === clause.toLowerCase());
       const q = active ? words.filter((w) => w.toLowerCase() !== clause.toLowerCase()).join(" ")
@@ -165,16 +168,28 @@
     }
   }
 
-  function renderFacet(state, active) {
+  // The category facet: the archive's categories, or with the facets of a search's hits,
+  // the categories of the hits and how many hits each has (the active one always listed).
+  function renderFacet(state, active, facets = null) {
     facet.replaceChildren();
     if (!categories || !categories.categories.length) {
       facet.closest("nav").hidden = true;
       return;
     }
     facet.closest("nav").hidden = false;
-    const entries = [{ name: "", label: "All categories", count: categories.n_docs },
-                     ...categories.categories.map((c) => ({ name: c.name, label: c.name,
-                                                            count: c.count }))];
+    $("#facet-title").textContent = facets ? "Categories of these results" : "Categories";
+    let listed = categories.categories;
+    let total = categories.n_docs;
+    if (facets) {
+      listed = facets.categories.slice();
+      total = facets.categories.reduce((n, c) => n + c.count, 0);
+      const folded = (active || "").toLowerCase();
+      if (active && !listed.some((c) => c.name.toLowerCase() === folded)) {
+        listed.push({ name: active, count: 0 });
+      }
+    }
+    const entries = [{ name: "", label: "All categories", count: total },
+                     ...listed.map((c) => ({ name: c.name, label: c.name, count: c.count }))];
     const wanted = active || "";
     const exact = entries.some((e) => e.name === wanted);  // "Travel" and "travel" may both exist
     for (const entry of entries) {
@@ -316,7 +331,8 @@
       document.body.removeAttribute("aria-busy");
     }
     const ms = Math.round(performance.now() - started);
-    renderFacet(state, data.category || state.category);
+    renderFacet(state, data.category || state.category, data.facets);
+    renderTags(state, data.facets);
     renderDidYouMean(data, state);
     const where = data.category ? ` in ${data.category}` : "";
     const ranking = data.ranking;
@@ -484,7 +500,8 @@
     suggestBox.dataset.sent = String(Number(suggestBox.dataset.sent || 0) + 1);
     let data;
     try {
-      const response = await fetch("/api/search?" + new URLSearchParams({ q: text, k: "5" }),
+      // (typed text is a question, not query syntax: sent as its title, plain text)
+      const response = await fetch("/api/search?" + new URLSearchParams({ title: text, k: "5" }),
                                    { signal: controller.signal,
                                      headers: { Accept: "application/json" } });
       data = await response.json();
