@@ -167,12 +167,25 @@ class _InFlight:
                 self.idle.set()
 
 
-class _Drained:
-    """A read stream that ends only once the requests read from it are answered (the SDK's
-    loop cancels those in flight when its read stream ends)."""
+class _Wrapped:
+    """A stream of the SDK's loop, wrapped: closing and the context manager pass through."""
 
     def __init__(self, stream, in_flight: _InFlight):
         self._stream, self._in_flight = stream, in_flight
+
+    async def aclose(self):
+        await self._stream.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
+
+class _Drained(_Wrapped):
+    """A read stream that ends only once the requests read from it are answered (the SDK's
+    loop cancels those in flight when its read stream ends)."""
 
     @property
     def last_context(self):
@@ -197,34 +210,13 @@ class _Drained:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 
-    async def aclose(self):
-        await self._stream.aclose()
 
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.aclose()
-
-
-class _Answering:
+class _Answering(_Wrapped):
     """A write stream that notes the requests it answers (see :class:`_Drained`)."""
-
-    def __init__(self, stream, in_flight: _InFlight):
-        self._stream, self._in_flight = stream, in_flight
 
     async def send(self, item):
         await self._stream.send(item)
         self._in_flight.answered(getattr(item, "message", None))
-
-    async def aclose(self):
-        await self._stream.aclose()
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.aclose()
 
 
 async def serve_stdio(server) -> None:
