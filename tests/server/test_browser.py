@@ -137,6 +137,16 @@ def hits(driver):
     return driver.find_elements(By.CSS_SELECTOR, "#hits .hit")
 
 
+def click(driver, selector, what):
+    """Click the element of ``selector`` once it is there (found again if re-rendered)."""
+    def clicked(d):
+        found = d.find_elements(By.CSS_SELECTOR, selector)
+        if found:
+            found[0].click()
+        return bool(found)
+    wait(driver, clicked, what)
+
+
 def params(driver):
     return {k: v[0] for k, v in parse_qs(urlparse(driver.current_url).query).items()}
 
@@ -194,7 +204,7 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     wait(d, lambda d: len({h.find_element(By.CSS_SELECTOR, ".category").text
                            for h in hits(d)}) == 2, "hits of two categories")
     shown = [a.get_attribute("data-doc") for a in d.find_elements(By.CSS_SELECTOR, ".hit-link")]
-    d.find_element(By.CSS_SELECTOR, "#facet a[aria-label^='Cars']").click()
+    click(d, "#facet a[aria-label^='Cars']", "the Cars facet")
     wait(d, lambda d: params(d).get("category") == "Cars", "the category in the URL")
     wait(d, lambda d: hits(d) and all(h.find_element(By.CSS_SELECTOR, ".category").text == "Cars"
                                       for h in hits(d)), "the Cars hits")
@@ -232,9 +242,7 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     wait(d, lambda d: params(d) == {"q": "car visa"}, "the results again")
 
     # the tag facet adds a tag: filter to the query, and takes it away again
-    tag = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#tag-facet a[aria-label^='tag "
-                                                              "family']"), "the tag facet")[0]
-    tag.click()
+    click(d, "#tag-facet a[aria-label^='tag family']", "the tag facet")
     wait(d, lambda d: params(d) == {"q": "car visa tag:family"}, "the tag filter in the URL")
     wait(d, lambda d: [a.get_attribute("data-doc") for a in d.find_elements(
         By.CSS_SELECTOR, ".hit-link")] == api_doc_ids(server, q="car visa tag:family"),
@@ -242,7 +250,7 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     assert d.find_element(By.CSS_SELECTOR, "#tag-facet a[aria-current='true']").text.startswith(
         "family")
     d.save_screenshot(os.path.join(shots, "search-tag-facet.png"))
-    d.find_element(By.CSS_SELECTOR, "#tag-facet a[aria-current='true']").click()
+    click(d, "#tag-facet a[aria-current='true']", "the active tag")
     wait(d, lambda d: params(d) == {"q": "car visa"}, "the tag filter taken away")
 
     # "did you mean"

@@ -422,8 +422,10 @@
     $("#category-field").value = state.category;
     $("#category-field").disabled = !state.category;
     if (categories === null) await loadCategories();
-    renderFacet(state, state.category);
-    renderTags(state);
+    if (!state.q || state.question) {  // (a search shows the facets of its hits)
+      renderFacet(state, state.category);
+      renderTags(state);
+    }
     const viewing = Boolean(state.question);
     questionView.hidden = !viewing;
     hitList.hidden = viewing;
