@@ -285,6 +285,11 @@ class _ShardedArchive:
     def row(self, doc_id) -> int:
         return int(self.rows([doc_id])[0])
 
+    def similar_ids(self, doc_id, limit: int = 3) -> list:
+        """None here: the ids are the shards' (see :meth:`Archive.similar_ids
+        <cqa_search.archive.Archive.similar_ids>`)."""
+        return []
+
     def get(self, doc_id):
         return self[self.row(doc_id)]
 
