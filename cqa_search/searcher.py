@@ -312,8 +312,10 @@ class LocalSearcher:
             if (names is None or name in names) and hasattr(model, "scorer"):
                 with implausible(self.stored.path, f"model {name!r}"):
                     scorers.append(model.scorer(self.view))
-        # the question vectors of the dense first stage (an embeddings model's scorer)
-        self._dense = next((s for s in scorers if hasattr(s, "nearest")), None)
+        # the question vectors of the dense first stage: the scorer's of the model that
+        # ranks first by its `dense_preference` (an encoder's before an embeddings model's)
+        self._dense = max((s for s in scorers if hasattr(s, "nearest")), default=None,
+                          key=lambda s: getattr(s, "dense_preference", 0))
         if self._dense is not None and first_stage.hybrid_capable(self.config.retrieval):
             scorers.append(first_stage.FirstStageFeature(self.index, self._dense))
         return scorers

@@ -1,0 +1,53 @@
+"""The encoder's rows on a sharded index: the fit stores each shard's questions' vectors
+with the shard, added questions are encoded into the shard that gets them, a compaction
+keeps them, and a search gives what it gives on one index of the same questions."""
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("safetensors")
+
+from cqa_search import (SearchEngine, add_questions, build_index, compact,  # noqa: E402
+                        delete_questions)
+from cqa_search.distributed.build import build_sharded_index  # noqa: E402
+from cqa_search.index.sharding import read_shards, shard_models  # noqa: E402
+from cqa_search.index.store import open_index  # noqa: E402
+from cqa_search.training import fit_family  # noqa: E402
+
+from ..vectors.test_encoded import MORE, QUESTIONS, model_dir, oracle  # noqa: E402,F401
+
+
+def shard_rows(path):
+    """Each live shard's encoder rows and its questions."""
+    top = open_index(path)
+    out = []
+    for s, entry in enumerate(read_shards(top)):
+        if entry["dir"] is not None:
+            archive = SearchEngine.open(os.path.join(top.root, entry["dir"])).archive
+            out.append((shard_models(top, s)["encoder"].vectors_,
+                        [archive[r] for r in range(entry["n_docs"])]))
+    return out
+
+
+def test_two_shards_hold_their_questions_vectors(ray_session, tmp_path, model_dir):
+    path, single = tmp_path / "s2", tmp_path / "one"
+    build_sharded_index(QUESTIONS, path, 2)
+    fit_family(path, "encoder", model=model_dir)
+    add_questions(path, MORE)
+    for rows, questions in shard_rows(path):
+        np.testing.assert_array_equal(rows, oracle(model_dir, questions))
+    delete_questions(path, ["q1"])
+    compact(path)
+    kept = [q for q in QUESTIONS + MORE if q.id != "q1"]
+    assert sum(len(q) for _, q in shard_rows(path)) == len(kept)
+    for rows, questions in shard_rows(path):
+        np.testing.assert_array_equal(rows, oracle(model_dir, questions))
+    build_index(kept, single)
+    fit_family(single, "encoder", model=model_dir)
+    for query in ("how do I reset my router", "renew a visa", "the best cafe"):
+        sharded = SearchEngine.open(path).search(query, k=5)
+        local = SearchEngine.open(single).search(query, k=5)
+        assert sharded.doc_ids == local.doc_ids
+        np.testing.assert_allclose(sharded.scores, local.scores, rtol=1e-9)

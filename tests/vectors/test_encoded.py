@@ -1,0 +1,177 @@
+"""The encoder family end to end with a tiny random BERT (``write_model`` of
+test_encoder.py): fit, the float16 rows equal to the encoder's vectors, search and its
+features, live add (the new questions encoded), delete and compact (rows carried), the
+model's identity checked at open, an interrupted fit resumed."""
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("safetensors")
+
+from cqa_search import (Question, SearchEngine, add_questions, build_index,  # noqa: E402
+                        compact, delete_questions)
+from cqa_search.exceptions import ParameterError  # noqa: E402
+from cqa_search.index.store import open_index  # noqa: E402
+from cqa_search.training import fit_family  # noqa: E402
+from cqa_search.vectors import encoded  # noqa: E402
+from cqa_search.vectors.encoded import (MODEL_ENV, EncoderModel,  # noqa: E402
+                                        encode_questions, question_texts)
+from cqa_search.vectors.encoder import SentenceEncoder  # noqa: E402
+
+from .test_encoder import write_model  # noqa: E402
+
+QUESTIONS = [
+    Question("q0", "how do I reset my router", "the router is x", answers=("reset it",),
+             best_answer=0),
+    Question("q1", "renew visa", "what is the best way to renew a visa"),
+    Question("q2", "prevent a cold", "what is the best way to prevent a cold",
+             answers=("cafe", "re"), best_answer=1),
+    Question("q3", "routers", ""),
+    Question("q4", "cafe", "is the cafe the best"),
+]
+MORE = [Question("n0", "renew my visa", "how do I renew"), Question("n1", "a cold", "")]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models") / "tiny-bert"
+    write_model(folder)
+    return str(folder)
+
+
+@pytest.fixture
+def index(tmp_path, model_dir):
+    path = tmp_path / "idx"
+    build_index(QUESTIONS, path)
+    fit_family(path, "encoder", model=model_dir)
+    return path
+
+
+def oracle(model_dir, questions, texts=encoded.TEXTS):
+    """Each question's texts encoded one by one (zero for an empty text), float16."""
+    encoder = SentenceEncoder.load(model_dir)
+    out = np.zeros((len(questions), len(texts), encoder.dim), np.float16)
+    for i, q in enumerate(questions):
+        for j, text in enumerate(question_texts(q, texts)):
+            if text.strip():
+                out[i, j] = encoder.encode([text])[0]
+    return out
+
+
+def rows_of(path):
+    return SearchEngine.open(path).models["encoder"].vectors_
+
+
+def test_fit_stores_float16_rows_equal_to_the_encoders_vectors_and_its_identity(
+        index, model_dir):
+    engine = SearchEngine.open(index)
+    model = engine.models["encoder"]
+    assert model.vectors_.dtype == np.float16
+    np.testing.assert_array_equal(model.vectors_, oracle(model_dir, QUESTIONS))
+    assert not model.vectors_[3, 2].any() and not model.vectors_[1, 3].any()  # no body, answer
+    assert model.identity_ == SentenceEncoder.load(model_dir).identity
+    assert model.model == os.path.abspath(model_dir)
+    assert not os.path.exists(str(index) + ".encoder-fit")  # the checkpoint is removed
+    assert "encoder" in model.describe()
+
+
+def test_search_gives_the_encoder_cosines_as_features(index, model_dir):
+    engine = SearchEngine.open(index)
+    res = engine.search("how do I reset my router", k=5)
+    names = list(res.feature_names)
+    q = SentenceEncoder.load(model_dir).encode_query("how do I reset my router")
+    stored = oracle(model_dir, QUESTIONS).astype(np.float64)
+    for j, text in enumerate(encoded.TEXTS):
+        col = names.index(f"encoder_{text}")
+        rows = [int(d[1:]) for d in res.doc_ids]
+        np.testing.assert_allclose(res.features[:, col], stored[rows, j] @ q, atol=1e-6)
+
+
+def test_added_questions_are_encoded_and_compaction_carries_the_rows(index, model_dir):
+    add_questions(index, MORE)
+    entry = open_index(index).models["encoder"]
+    assert [run["arrays"] for run in entry["runs"]] == [["vectors"]]
+    everything = QUESTIONS + MORE
+    np.testing.assert_array_equal(rows_of(index), oracle(model_dir, everything))
+    delete_questions(index, ["q1", "n0"])
+    compact(index)
+    kept = [q for q in everything if q.id not in ("q1", "n0")]
+    np.testing.assert_array_equal(rows_of(index), oracle(model_dir, kept))
+    assert open_index(index).models["encoder"]["runs"] == []
+    engine = SearchEngine.open(index)
+    assert engine.search("a cold", k=1).doc_ids[0] in {"q2", "n1"}
+
+
+def test_another_model_or_a_missing_folder_is_refused_in_one_line(index, tmp_path,
+                                                                  monkeypatch):
+    other = tmp_path / "other-bert"
+    write_model(other, seed=1)
+    monkeypatch.setenv(MODEL_ENV, str(other))
+    with pytest.raises(ParameterError, match=r"^the encoder model differs from the index's: "
+                                             r"sha256 .*fit the encoder again$"):
+        SearchEngine.open(index)
+    with pytest.raises(ParameterError, match="differs"):
+        add_questions(index, MORE)  # nothing is encoded with the wrong model
+    monkeypatch.setenv(MODEL_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(ParameterError, match=rf"is not at .*nowhere \({MODEL_ENV}\): set "):
+        SearchEngine.open(index)
+
+
+def test_the_model_folder_of_the_environment_variable_is_used(index, model_dir, tmp_path,
+                                                               monkeypatch):
+    import shutil
+
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(model_dir, moved)
+    monkeypatch.setenv(MODEL_ENV, str(moved))
+    assert SearchEngine.open(index).search("renew visa", k=1).doc_ids == ("q1",)
+
+
+class Interrupted(Exception):
+    """The fit stopped (as by Ctrl-C: an exception out of the encoding)."""
+
+
+def test_an_interrupted_fit_resumes_from_its_checkpoint(tmp_path, model_dir, monkeypatch):
+    path = tmp_path / "idx"
+    build_index(QUESTIONS, path)
+    monkeypatch.setattr(encoded, "CHUNK", 2)
+    calls, resumed = [], False
+    real = encoded._encode
+
+    def failing(encoder, questions, texts, batch_size, bar=None):
+        calls.append([q.id for q in questions])
+        if len(calls) == 2 and not resumed:
+            raise Interrupted
+        return real(encoder, questions, texts, batch_size, bar)
+
+    monkeypatch.setattr(encoded, "_encode", failing)
+    with pytest.raises(Interrupted):
+        fit_family(path, "encoder", model=model_dir)
+    assert os.listdir(str(path) + ".encoder-fit")  # the first chunk is kept
+    calls.clear()
+    resumed = True
+    fit_family(path, "encoder", model=model_dir)
+    assert calls == [["q2", "q3"], ["q4"]]  # the first chunk is read, not encoded again
+    np.testing.assert_array_equal(rows_of(path), oracle(model_dir, QUESTIONS))
+    assert not os.path.exists(str(path) + ".encoder-fit")
+
+
+def test_encode_questions_is_one_function_for_any_part_of_the_archive(model_dir):
+    encoder = SentenceEncoder.load(model_dir)
+    whole = encode_questions(encoder, QUESTIONS, ("title", "answer"))
+    part = encode_questions(encoder, QUESTIONS[2:], ("title", "answer"))
+    np.testing.assert_array_equal(whole[2:], part)
+    np.testing.assert_array_equal(whole, oracle(model_dir, QUESTIONS, ("title", "answer")))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({}, "needs a model folder"),
+    ({"model": "m", "texts": ("title", "tags")}, "texts must be distinct names"),
+    ({"model": "m", "batch_size": 0}, "batch_size must be"),
+])
+def test_bad_parameters_are_refused(tmp_path, params, message):
+    build_index(QUESTIONS, tmp_path / "idx")
+    with pytest.raises(ParameterError, match=message):
+        EncoderModel(**params).fit(SearchEngine.open(tmp_path / "idx").view)
