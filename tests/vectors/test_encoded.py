@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 
-from cqa_search import (Question, SearchEngine, add_questions, build_index,  # noqa: E402
-                        compact, delete_questions)
+from cqa_search import (Question, SearchConfig, SearchEngine, add_questions,  # noqa: E402
+                        build_index, compact, delete_questions)
 from cqa_search.exceptions import ParameterError  # noqa: E402
 from cqa_search.index.store import open_index  # noqa: E402
 from cqa_search.training import fit_family  # noqa: E402
@@ -92,7 +92,7 @@ def test_search_gives_the_encoder_cosines_as_features(index, model_dir):
 def test_added_questions_are_encoded_and_compaction_carries_the_rows(index, model_dir):
     add_questions(index, MORE)
     entry = open_index(index).models["encoder"]
-    assert [run["arrays"] for run in entry["runs"]] == [["vectors"]]
+    assert [run["arrays"] for run in entry["runs"]] == [["vectors", "doc_list"]]
     everything = QUESTIONS + MORE
     np.testing.assert_array_equal(rows_of(index), oracle(model_dir, everything))
     delete_questions(index, ["q1", "n0"])
@@ -175,3 +175,32 @@ def test_bad_parameters_are_refused(tmp_path, params, message):
     build_index(QUESTIONS, tmp_path / "idx")
     with pytest.raises(ParameterError, match=message):
         EncoderModel(**params).fit(SearchEngine.open(tmp_path / "idx").view)
+
+
+def test_the_inverted_file_above_the_exact_limit_finds_what_the_exact_search_finds(
+        tmp_path, model_dir):
+    """Oracle: with every list probed, the inverted file's top k is the exact top k;
+    added questions go to their nearest list."""
+    words = ["how", "do", "i", "reset", "my", "router", "visa", "renew", "cold", "cafe",
+             "prevent", "the", "best", "way"]
+    rng = np.random.default_rng(0)
+    questions = [Question(f"r{i}", " ".join(rng.choice(words, 4)), " ".join(rng.choice(words, 6)))
+                 for i in range(40)]
+    exact, ivf = tmp_path / "exact", tmp_path / "ivf"
+    for path, params in ((exact, {}), (ivf, {"exact_limit": 10, "n_lists": 4, "n_probe": 4})):
+        build_index(questions, path)
+        fit_family(path, "encoder", model=model_dir, **params)
+    model = SearchEngine.open(ivf).models["encoder"]
+    assert model.centroids_.shape == (4, 16) and model.doc_list_.shape == (40,)
+    add_questions(ivf, MORE)
+    add_questions(exact, MORE)
+    model = SearchEngine.open(ivf).models["encoder"]
+    from cqa_search.vectors.dense import assign
+
+    np.testing.assert_array_equal(model.doc_list_[40:], assign(
+        model.vectors_[40:, 0].astype(np.float32), model.centroids_))
+    for query in ("how do I reset my router", "renew visa", "the best cafe"):
+        found = [SearchEngine.open(p, config=SearchConfig(ranker=None, hybrid=1.0)).search(
+            query, k=10) for p in (exact, ivf)]
+        assert found[0].doc_ids == found[1].doc_ids
+        np.testing.assert_array_equal(found[0].scores, found[1].scores)
