@@ -129,6 +129,8 @@ ROWS = {
     "encoder": Row("the pretrained encoder alone (cosine of the whole question; "
                    "`--encoder-model`)", {"hybrid": 1.0, "models": ("encoder",)},
                    families=(ENCODER,)),
+    **{f"encoder-hybrid@{a:g}": Row(f"hybrid first stage over the encoder's vectors, a = {a:g}",
+                                    {"hybrid": a}, families=(ENCODER,)) for a in WEIGHT_GRID},
     "first-stage-encoder": Row("BM25 + the encoder's cosine, a chosen on the training "
                                "queries as `train` chooses it", first_stage=True,
                                families=(ENCODER,)),
@@ -467,7 +469,8 @@ def main(argv=None):
                          "default when it is not in a table)")
     ap.add_argument("--default-weight", action="store_true",
                     help="the tables that chose the default a of an index without a ranker: "
-                         "--collections semeval-train demo-train --rows bm25 hybrid@A...")
+                         "--collections semeval-train demo-train --rows bm25 hybrid@A... "
+                         "(with --encoder-model: encoder-hybrid@A... too)")
     ap.add_argument("--learners", action="store_true",
                     help="the first stage alone (a as train chooses it) with PPMI-SVD and "
                          "word2vec word vectors, three seeds each, on --collections")
@@ -480,7 +483,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if args.default_weight:
         args.collections = ["semeval-train", "demo-train"]
-        args.rows = ["bm25"] + [f"hybrid@{a:g}" for a in WEIGHT_GRID]
+        args.rows = ["bm25"] + [f"hybrid@{a:g}" for a in WEIGHT_GRID] + (
+            [f"encoder-hybrid@{a:g}" for a in WEIGHT_GRID] if args.encoder_model else [])
         args.reference = "bm25"
     if args.learners:
         args.rows = [f"first-stage-{m}-{seed}" for m in ("ppmi-svd", "word2vec")

@@ -1,8 +1,6 @@
 """The encoder's rows on a sharded index: the fit stores each shard's questions' vectors
 with the shard, added questions are encoded into the shard that gets them, a compaction
 keeps them, and a search gives what it gives on one index of the same questions."""
-import os
-
 import numpy as np
 import pytest
 
@@ -12,23 +10,15 @@ pytest.importorskip("safetensors")
 from cqa_search import (SearchEngine, add_questions, build_index, compact,  # noqa: E402
                         delete_questions)
 from cqa_search.distributed.build import build_sharded_index  # noqa: E402
-from cqa_search.index.sharding import read_shards, shard_models  # noqa: E402
-from cqa_search.index.store import open_index  # noqa: E402
 from cqa_search.training import fit_family  # noqa: E402
 
+from .test_writer import shard_parts  # noqa: E402
 from ..vectors.test_encoded import MORE, QUESTIONS, model_dir, oracle  # noqa: E402,F401
 
 
 def shard_rows(path):
     """Each live shard's encoder rows and its questions."""
-    top = open_index(path)
-    out = []
-    for s, entry in enumerate(read_shards(top)):
-        if entry["dir"] is not None:
-            archive = SearchEngine.open(os.path.join(top.root, entry["dir"])).archive
-            out.append((shard_models(top, s)["encoder"].vectors_,
-                        [archive[r] for r in range(entry["n_docs"])]))
-    return out
+    return [(model.vectors_, questions) for model, questions in shard_parts(path, "encoder")]
 
 
 def test_two_shards_hold_their_questions_vectors(ray_session, tmp_path, model_dir):
