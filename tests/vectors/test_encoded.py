@@ -204,3 +204,18 @@ def test_the_inverted_file_above_the_exact_limit_finds_what_the_exact_search_fin
             query, k=10) for p in (exact, ivf)]
         assert found[0].doc_ids == found[1].doc_ids
         np.testing.assert_array_equal(found[0].scores, found[1].scores)
+
+
+def test_the_demo_adds_the_encoder_rows_when_a_model_is_installed(tmp_path, model_dir,
+                                                                   monkeypatch, capsys):
+    from cqa_search.cli.__main__ import main
+
+    from ..cli.test_cli import held_out_scores
+
+    monkeypatch.setenv(MODEL_ENV, model_dir)
+    assert main(["demo", "-o", str(tmp_path / "demo"), "-q", "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    assert "model      encoder" in out and "features   encoder_question" in out
+    assert list(held_out_scores(out)) == ["BM25", "+ word vectors", "models + ranker",
+                                          "encoder alone", "+ encoder, ranker"]
+    assert "no sentence encoder installed" not in out
