@@ -521,6 +521,7 @@ class SearchEngine:
         text = "\n".join(part for part in (title, body) if part)
         parsed = filters.apply(ParsedQuery(text, self._name(cid)))
         q = self.analyze(text, self._name(cid), title=title, body=body)
+        q.cache.update(self._searcher.archived_query(row))  # e.g. its stored encoder vector
         found, _ = self._retrieve(q, None if k is None else k + 1, cid, parsed)
         return found._excluding(row, k)
 

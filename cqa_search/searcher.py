@@ -248,6 +248,11 @@ class Searcher(Protocol):
     def answer_choice(self, name, row) -> int:
         """Position of the answer the answer model ``name`` chooses for ``row``."""
 
+    def archived_query(self, row) -> dict:
+        """What the scorers keep of the archived question ``row`` for a query that is its
+        text (more like this): entries of the query's ``cache`` (an encoder's stored
+        vector), so that the question is not encoded again."""
+
     def close(self) -> None:
         """Release what the back-end holds (its processes, for a remote one)."""
 
@@ -419,6 +424,10 @@ class LocalSearcher:
 
     def answer_choice(self, name, row) -> int:
         return self.models[name].choice_of(self.view, int(row))
+
+    def archived_query(self, row) -> dict:
+        return {key: value for scorer in self._scorers if hasattr(scorer, "archived_query")
+                for key, value in scorer.archived_query(int(row)).items()}
 
     def close(self) -> None:
         pass

@@ -220,6 +220,9 @@ class _ShardActor:
     def answer_choices(self, name, rows) -> list:
         return [self.searcher.answer_choice(name, row) for row in np.asarray(rows).tolist()]
 
+    def archived_queries(self, rows) -> list:
+        return [self.searcher.archived_query(row) for row in np.asarray(rows).tolist()]
+
 
 class _ShardedCategories(Categories):
     """The categories of a sharded index: names and counts (no per-row array)."""
@@ -576,6 +579,11 @@ class ShardedSearcher:
         (_, choices), = self.per_shard([int(row)], "answer_choices", "choosing an answer",
                                        name)
         return int(choices[0])
+
+    def archived_query(self, row) -> dict:
+        (_, found), = self.per_shard([int(row)], "archived_queries",
+                                     "reading a question's vectors")
+        return found[0]
 
 
 class _ShardActors:

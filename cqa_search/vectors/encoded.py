@@ -438,6 +438,14 @@ class EncoderScorer:
             v = query.cache["encoder"] = self.encoder.encode_query(query.text)
         return v
 
+    def archived_query(self, row) -> dict:
+        """The query cache of a query that is the archived question ``row`` (more like
+        this): its stored vector, not encoded again (the cosines of the others with it
+        are then those the index's vectors give)."""
+        if "question" not in self.model.texts:
+            return {}
+        return {"encoder": self.model.vectors_[row, self._column].astype(np.float32)}
+
     def nearest(self, query, k, *, allowed=None, tie_rank=None):
         """The ``k`` rows of largest cosine with the query's vector, sorted by (-cosine,
         tie rank); their cosines as :meth:`cosines` gives them. Exact up to the model's

@@ -41,3 +41,15 @@ def test_two_shards_hold_their_questions_vectors(ray_session, tmp_path, model_di
         local = SearchEngine.open(single).search(query, k=5)
         assert sharded.doc_ids == local.doc_ids
         np.testing.assert_allclose(sharded.scores, local.scores, rtol=1e-9)
+
+
+def test_more_like_this_on_shards_reads_the_stored_vector(ray_session, tmp_path, model_dir):
+    path, single = tmp_path / "s2", tmp_path / "one"
+    build_sharded_index(QUESTIONS, path, 2)
+    build_index(QUESTIONS, single)
+    for p in (path, single):
+        fit_family(p, "encoder", model=model_dir)
+    sharded = SearchEngine.open(path).similar("q4", k=3)
+    local = SearchEngine.open(single).similar("q4", k=3)
+    assert sharded.doc_ids == local.doc_ids and "q4" not in local.doc_ids
+    np.testing.assert_allclose(sharded.scores, local.scores, rtol=1e-9)

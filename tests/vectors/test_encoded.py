@@ -219,3 +219,20 @@ def test_the_demo_adds_the_encoder_rows_when_a_model_is_installed(tmp_path, mode
     assert list(held_out_scores(out)) == ["BM25", "+ word vectors", "models + ranker",
                                           "encoder alone", "+ encoder, ranker"]
     assert "no sentence encoder installed" not in out
+
+
+def test_more_like_this_reuses_the_stored_vector(index, monkeypatch):
+    engine = SearchEngine.open(index)
+    scorer = next(s for s in engine._searcher._scorers if hasattr(s, "archived_query"))
+
+    def never(text):
+        raise AssertionError(f"{text!r} encoded again")
+
+    monkeypatch.setattr(scorer.encoder, "encode_query", never)
+    found = engine.similar("q2", k=4)
+    stored = engine.models["encoder"].vectors_.astype(np.float64)
+    rows = [int(d[1:]) for d in found.doc_ids]
+    assert "q2" not in found.doc_ids
+    col = list(found.feature_names).index("encoder_question")
+    np.testing.assert_allclose(found.features[:, col], stored[rows, 0] @ stored[2, 0],
+                               atol=1e-6)
