@@ -236,3 +236,15 @@ def test_more_like_this_reuses_the_stored_vector(index, monkeypatch):
     col = list(found.feature_names).index("encoder_question")
     np.testing.assert_allclose(found.features[:, col], stored[rows, 0] @ stored[2, 0],
                                atol=1e-6)
+
+
+def test_a_fit_after_a_deletion_has_a_row_for_every_row_of_the_index(tmp_path, model_dir):
+    path = tmp_path / "idx"
+    build_index(QUESTIONS, path)
+    add_questions(path, MORE)
+    delete_questions(path, ["q1"])
+    fit_family(path, "encoder", model=model_dir)
+    engine = SearchEngine.open(path)
+    np.testing.assert_array_equal(engine.models["encoder"].vectors_,
+                                  oracle(model_dir, QUESTIONS + MORE))
+    assert "q1" not in engine.search("renew visa", k=10).doc_ids
