@@ -237,8 +237,8 @@ class SearchEngine:
         if not wanted:
             return 0.0
         if not vectors:
-            raise QueryError("the hybrid first stage needs the index's question vectors: "
-                             "this index has no embeddings or encoder model (`cqa-search "
+            raise QueryError("the hybrid first stage needs the index's word vectors (or an "
+                             "encoder's): this index has no embeddings model (`cqa-search "
                              "fit INDEX embeddings`), or the configuration leaves it out")
         if not usable:
             raise QueryError(f"the hybrid first stage needs a BM25-like retrieval model "

@@ -36,7 +36,7 @@ def _first_stage(info) -> str:
     if not kinds & {"embeddings", "encoder"}:
         return ("BM25 alone (no word vectors: `cqa-search fit INDEX embeddings` adds the "
                 "hybrid first stage)")
-    vectors = "the encoder's" if "encoder" in kinds else "the word vectors'"
+    vectors = "the encoder's question vectors" if "encoder" in kinds else "the question vectors"
     name = "ranker"  # the ranker of free searches: its own, or its NAME-search
     if any(f in GIVEN_FEATURES for f in models.get(name, {}).get("features") or ()):
         name = search_ranker_name(name)
@@ -44,7 +44,7 @@ def _first_stage(info) -> str:
     if stored == 0:
         return f"BM25 alone (the ranker {name!r} was trained so: `train --hybrid none`)"
     a = DEFAULT_WEIGHT if stored is None else stored
-    return (f"hybrid: (1-a) x bm25 / its best + a x cosine of {vectors} question vectors, a = "
+    return (f"hybrid: (1-a) x bm25 / its best + a x cosine of {vectors}, a = "
             f"{a:g} (" + ("the default without a ranker that stores one" if stored is None
                           else f"chosen by `train`, stored with the ranker {name!r}") + ")")
 
