@@ -56,7 +56,8 @@ __all__ = ["DEFAULT_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capabl
 #: ``a`` of an engine without a ranker that stores one: the best mean MAP of the hybrid
 #: order over two sets of training queries that no benchmark scores, SemEval-2016
 #: train-part2 and the demo's training queries (``scripts/full_retrieval.py
-#: --default-weight``; BENCHMARKS.md, "The default weight").
+#: --default-weight``; BENCHMARKS.md, "The default weight"); over an encoder's question
+#: vectors too, the largest ``a`` not below BM25 on either set.
 DEFAULT_WEIGHT = 0.7
 #: The values of ``a`` that ``cqa-search train`` chooses from.
 WEIGHT_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
