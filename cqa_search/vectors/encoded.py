@@ -176,9 +176,14 @@ def find_model(cache_dir) -> str | None:
     return unpack_model(None, cache_dir)
 
 
-def _checkpoint_key(identity, texts, rows_id) -> str:
-    blob = json.dumps([identity, list(texts), rows_id], sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+def _checkpoint_key(identity, texts, view) -> str:
+    """The checkpoint folder's name: the model, the texts and the index's rows (their ids),
+    so that a fit resumes only the encoding of the same questions."""
+    digest = hashlib.sha256(json.dumps([identity, list(texts), view.n_docs],
+                                       sort_keys=True).encode())
+    for doc_id in view.archive.doc_ids:
+        digest.update(doc_id.encode() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 class EncoderModel(Estimator):
@@ -283,8 +288,7 @@ class EncoderModel(Estimator):
         encoder = SentenceEncoder.load(self.model, max_seq_length=self.max_seq_length)
         self.identity_ = dict(encoder.identity)
         folder = None if checkpoint is None else os.path.join(
-            os.fspath(checkpoint), _checkpoint_key(self.identity_, self.texts,
-                                                   [view.n_docs, view.archive.doc_ids[:1]]))
+            os.fspath(checkpoint), _checkpoint_key(self.identity_, self.texts, view))
         self.vectors_ = encode_questions(encoder, view.archive, self.texts,
                                          batch_size=self.batch_size, checkpoint=folder,
                                          progress=progress)
