@@ -307,14 +307,16 @@ def metric_names(c) -> list:
 
 def index_of(c, families, work, log, encoder_model=None) -> str:
     """The collection's index with ``families`` fitted (cached: an index per list; the
-    encoder's model folder is ``encoder_model``)."""
+    encoder's model folder and texts are ``encoder_model``: (folder, texts or None))."""
     fits = [(f, {}) if isinstance(f, str) else (f[0], dict(f[1])) for f in families]
     for _, params in fits:
         if params.get("model") == ENCODER[1]["model"]:
-            if encoder_model is None:
+            if encoder_model is None or encoder_model[0] is None:
                 raise SystemExit("the encoder rows need --encoder-model DIR (a "
                                  "sentence-transformers model folder: docs/models.md)")
-            params["model"] = os.path.abspath(encoder_model)
+            params["model"] = os.path.abspath(encoder_model[0])
+            if encoder_model[1] is not None:
+                params["texts"] = tuple(encoder_model[1])
     folder = "-".join(f + (f"-{_key(p)[:8]}" if p else "") for f, p in fits) or "none"
     path = os.path.join(work, c.index, "index-" + folder)
     if not is_compatible(path):
@@ -506,6 +508,8 @@ def main(argv=None):
     ap.add_argument("--encoder-model", default=os.environ.get("CQA_SEARCH_ENCODER_DIR"),
                     help="the sentence-transformers model folder of the encoder rows "
                          "(default: $CQA_SEARCH_ENCODER_DIR)")
+    ap.add_argument("--encoder-texts", nargs="+", choices=["question", "title", "body", "answer"],
+                    help="the texts the encoder rows encode (default: the family's, all four)")
     ap.add_argument("--out", help="also write the tables to this Markdown file")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -529,7 +533,7 @@ def main(argv=None):
     for c in collections(args.collections, args.data, args.work):
         rows = args.rows or (KNOWN_ITEM_ROWS if c.known_item else RETRIEVAL_ROWS)
         table, results, n_docs = run_collection(c, rows, args.reference, args.work, command,
-                                                log, args.encoder_model)
+                                                log, (args.encoder_model, args.encoder_texts))
         tables.append(table)
         print("\n" + table, flush=True)
         if c.known_item:
