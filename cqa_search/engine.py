@@ -236,13 +236,14 @@ class SearchEngine:
         usable = vectors and first_stage.hybrid_capable(self.config.retrieval)
         if wanted == "auto":
             stored = getattr(self._ranker, "hybrid_weight_", None)
-            return (first_stage.DEFAULT_WEIGHT if stored is None else stored) if usable else 0.0
+            default = self._searcher.default_weight
+            return (default if stored is None else stored) if usable else 0.0
         if not wanted:
             return 0.0
         if not vectors:
-            raise QueryError("the hybrid first stage needs the index's word vectors: this "
-                             "index has no embeddings model (`cqa-search fit INDEX "
-                             "embeddings`), or the configuration leaves it out")
+            raise QueryError("the hybrid first stage needs the index's word vectors (or an "
+                             "encoder's): this index has no embeddings model (`cqa-search "
+                             "fit INDEX embeddings`), or the configuration leaves it out")
         if not usable:
             raise QueryError(f"the hybrid first stage needs a BM25-like retrieval model "
                              f"(scores that are sums of non-negative weights); got "
@@ -527,6 +528,7 @@ class SearchEngine:
         text = "\n".join(part for part in (title, body) if part)
         parsed = filters.apply(ParsedQuery(text, self._name(cid)))
         q = self.analyze(text, self._name(cid), title=title, body=body)
+        q.cache.update(self._searcher.archived_query(row))  # e.g. its stored encoder vector
         found, _ = self._retrieve(q, None if k is None else k + 1, cid, parsed)
         return found._excluding(row, k)
 

