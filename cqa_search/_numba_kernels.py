@@ -85,8 +85,9 @@ def _offer(s, d, hs, ht, hr, n, k, doc_category, category, by_category, allowed,
 
 
 #: A window whose postings are fewer than its rows over this is read by its postings
-#: (each row visited once, from a posting) rather than row by row.
-SPARSE = 8
+#: (each row visited once, from a posting) rather than row by row. 4 rather than 8: short
+#: queries on 200,000 questions 9 % faster, whole questions the same (issue 42).
+SPARSE = 4
 
 
 @njit(cache=True, nogil=True)

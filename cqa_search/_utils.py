@@ -152,6 +152,34 @@ class Estimator:
         return f"{type(self).__name__}({args})"
 
 
+def close_names(wanted: str, names, limit: int = 3) -> list:
+    """Up to ``limit`` of ``names`` that ``wanted`` may mean (for "did you mean"), compared
+    without case: those it starts, those with a word starting with each of its words
+    ("Sightseeing" for "Sightseeing and Tourist attractions", "gate" for "quantum-gate"),
+    then the closest spellings.
+
+    Examples
+    --------
+    >>> close_names("gate", ["quantum-gate", "gates-foundation", "python"])
+    ['quantum-gate', 'gates-foundation']
+    >>> close_names("pyhton", ["quantum-gate", "python"])
+    ['python']
+    """
+    import difflib
+    import re
+
+    folded = {}
+    for name in names:
+        folded.setdefault(name.casefold(), name)
+    key = wanted.strip().casefold()
+    words = [w for w in re.split(r"[\W_]+", key) if w]
+    close = [f for f in folded if f.startswith(key) or (words and all(
+        any(part.startswith(w) for part in re.split(r"[\W_]+", f)) for w in words))][:limit]
+    close += [c for c in difflib.get_close_matches(key, list(folded), n=limit, cutoff=0.5)
+              if c not in close][:limit - len(close)]
+    return [folded[c] for c in close]
+
+
 def counted(n, noun) -> str:
     """``n`` and ``noun`` in the singular or the plural (``noun + "s"``).
 

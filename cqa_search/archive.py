@@ -34,7 +34,8 @@ import orjson
 from .exceptions import ArchiveError, IndexFormatError, QueryError, rebuild_hint
 
 __all__ = ["Question", "Archive", "SCHEMA_KEYS", "FIELD_ALIASES", "DATE_KEYS", "FIRST_DATE",
-           "END_OF_DATES", "date_seconds"]
+           "END_OF_DATES", "date_seconds", "question_date", "undated_value", "iso_date",
+           "did_you_mean"]
 
 SCHEMA_KEYS = ("id", "title", "body", "category", "tags", "answers", "best_answer", "duplicate_of")
 _SCHEMA_KEYS = frozenset(SCHEMA_KEYS)
@@ -179,6 +180,72 @@ seconds since 1970-01-01)
     return seconds
 
 
+def did_you_mean(options) -> str:
+    """``"; did you mean 'a' or 'b'?"`` for the ids (or names) ``options``; empty for
+    none."""
+    return f"; did you mean {' or '.join(map(repr, options))}?" if options else ""
+
+
+def question_date(record, out_of_range=None) -> int | None:
+    """The creation date of a question's record (or its :attr:`Question.extra`): the
+    first of :data:`DATE_KEYS` that holds a date, in seconds since 1970-01-01 UTC; None
+    when none does.
+
+    A date out of range (what an index built before dates were checked may hold) is read
+    as none, its value appended to ``out_of_range`` when a list is given.
+
+    Examples
+    --------
+    >>> question_date({"creation_date": "last tuesday", "date": "2014-01-01"})
+    1388534400
+    >>> question_date({"date": "soon"}) is None
+    True
+    """
+    for key in DATE_KEYS:
+        try:
+            when = date_seconds(record.get(key))
+        except ValueError:
+            if out_of_range is not None:
+                out_of_range.append(record.get(key))
+            continue
+        if when is not None:
+            return when
+    return None
+
+
+def undated_value(extra):
+    """The first value of :data:`DATE_KEYS` in ``extra`` that is given (not null, not
+    blank) when none of them is a date, else None: a date the archive meant that the date
+    filters cannot read (e.g. ``"last tuesday"``).
+
+    Examples
+    --------
+    >>> undated_value({"creation_date": "last tuesday"}), undated_value({"date": None})
+    ('last tuesday', None)
+    """
+    given = [extra[key] for key in DATE_KEYS
+             if extra.get(key) is not None and str(extra[key]).strip()]
+    if not given or question_date(extra) is not None:
+        return None
+    return given[0]
+
+
+def iso_date(seconds) -> str | None:
+    """A date in seconds since 1970 as ISO 8601 in UTC: ``2014-01-01`` at midnight, else
+    ``2016-08-02T15:39:14Z``; None for None.
+
+    Examples
+    --------
+    >>> iso_date(1388534400), iso_date(1470152354), iso_date(None)
+    ('2014-01-01', '2016-08-02T15:39:14Z', None)
+    """
+    if seconds is None:
+        return None
+    when = _EPOCH + dt.timedelta(seconds=int(seconds))
+    day = f"{when.year:04d}-{when.month:02d}-{when.day:02d}"
+    return day if seconds % 86400 == 0 else f"{day}T{when:%H:%M:%S}Z"
+
+
 @dataclass(frozen=True)
 class Question:
     """One archived question with its answers.
@@ -294,6 +361,18 @@ class Question:
         if self.title and self.body:
             return self.title + "\n" + self.body
         return self.title or self.body
+
+    @property
+    def date(self) -> str | None:
+        """The question's creation date (:func:`question_date`) in ISO 8601
+        (:func:`iso_date`), None when it has none: what the date filters read.
+
+        Examples
+        --------
+        >>> Question("q1", "visa", extra={"creation_date": "2014-03-05T10:00:00"}).date
+        '2014-03-05T10:00:00Z'
+        """
+        return iso_date(question_date(self.extra))
 
     @property
     def best_answer_text(self) -> str | None:
@@ -545,11 +624,34 @@ class Archive(Sequence):
         return self._doc_ids
 
     def row(self, doc_id: str) -> int:
-        """Row of ``doc_id``; raises :class:`QueryError` for an unknown id."""
+        """Row of ``doc_id``; raises :class:`QueryError` for an unknown id (naming the ids
+        it may have meant: :meth:`similar_ids`)."""
         try:
             return self._rows[doc_id]
         except KeyError:
-            raise QueryError(f"unknown question id {doc_id!r}") from None
+            raise QueryError(f"unknown question id {doc_id!r}"
+                             + did_you_mean(self.similar_ids(doc_id))) from None
+
+    def similar_ids(self, doc_id, limit: int = 3) -> list:
+        """Ids of the archive that ``doc_id`` may mean: the same but for case, or ending
+        in ``:ID`` (a StackExchange index's ids are ``site:ID``). It reads every id: for
+        an error message only.
+
+        Examples
+        --------
+        >>> Archive([Question("ai.stackexchange.com:175", "qubits")]).similar_ids("175")
+        ['ai.stackexchange.com:175']
+        """
+        if not isinstance(doc_id, str) or not doc_id:
+            return []
+        folded, suffix = doc_id.casefold(), ":" + doc_id.casefold()
+        found = []
+        for known in self._doc_ids:
+            if known.casefold() == folded or known.casefold().endswith(suffix):
+                found.append(known)
+                if len(found) == limit:
+                    break
+        return found
 
     def rows(self, doc_ids) -> np.ndarray:
         """Rows of several ids (int32)."""

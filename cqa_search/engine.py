@@ -37,7 +37,7 @@ from .index.layout import IndexData
 from .index.store import is_live, read_consistent
 from .parallel import map_queries, n_workers
 from .query_parser import (MAX_QUERY_CHARS, Filters, ParsedQuery, parse_query,
-                           without_empty_units)
+                           unknown_tags_noted, without_empty_units)
 from .results import Results
 from .retrieval import first_stage
 from .retrieval.first_stage import CandidateContext
@@ -182,10 +182,13 @@ class SearchEngine:
         """Questions in the archive: rows less deleted questions."""
         return self._searcher.n_questions
 
-    def category_counts(self) -> np.ndarray:
-        """Questions per category id (in the order of ``categories``), deleted ones left
-        out."""
-        return self._searcher.category_counts()
+    def category_counts(self) -> dict:
+        """Questions per category name, deleted ones left out, most questions first (then
+        by name; a category without questions left out), as :meth:`tag_counts`."""
+        names, counts = self.categories, self._searcher.category_counts().tolist()
+        order = sorted((i for i, n in enumerate(counts) if n),
+                       key=lambda i: (-counts[i], names[i].casefold()))
+        return {names[i]: counts[i] for i in order}
 
     def tag_counts(self) -> dict:
         """Questions per tag, deleted ones left out, most questions first (then by tag)."""
@@ -233,13 +236,14 @@ class SearchEngine:
         usable = vectors and first_stage.hybrid_capable(self.config.retrieval)
         if wanted == "auto":
             stored = getattr(self._ranker, "hybrid_weight_", None)
-            return (first_stage.DEFAULT_WEIGHT if stored is None else stored) if usable else 0.0
+            default = self._searcher.default_weight
+            return (default if stored is None else stored) if usable else 0.0
         if not wanted:
             return 0.0
         if not vectors:
-            raise QueryError("the hybrid first stage needs the index's word vectors: this "
-                             "index has no embeddings model (`cqa-search fit INDEX "
-                             "embeddings`), or the configuration leaves it out")
+            raise QueryError("the hybrid first stage needs the index's word vectors (or an "
+                             "encoder's): this index has no embeddings model (`cqa-search "
+                             "fit INDEX embeddings`), or the configuration leaves it out")
         if not usable:
             raise QueryError(f"the hybrid first stage needs a BM25-like retrieval model "
                              f"(scores that are sums of non-negative weights); got "
@@ -474,6 +478,9 @@ class SearchEngine:
                 dataclasses.replace(query, must=kept), k, title, body)
             if len(relaxed):
                 results, context = relaxed.replace(relaxed=True), relaxed_context
+        if not len(results) and kept:  # say which tag no question has
+            results = results.replace(parsed=unknown_tags_noted(results.parsed,
+                                                                self.tag_counts()))
         return results, context
 
     @functools.cached_property
@@ -521,6 +528,7 @@ class SearchEngine:
         text = "\n".join(part for part in (title, body) if part)
         parsed = filters.apply(ParsedQuery(text, self._name(cid)))
         q = self.analyze(text, self._name(cid), title=title, body=body)
+        q.cache.update(self._searcher.archived_query(row))  # e.g. its stored encoder vector
         found, _ = self._retrieve(q, None if k is None else k + 1, cid, parsed)
         return found._excluding(row, k)
 

@@ -488,7 +488,9 @@ class Presenter:
     def hit_dict(self, hit, terms, *, explain=False, width=200) -> dict:
         """One hit as JSON-ready data (the CLI's ``--json`` and the server's).
 
-        Keys: ``rank``, ``id``, ``score``, ``title``, ``category``, ``tags``, ``url``
+        Keys: ``rank``, ``id``, ``score``, ``title``, ``category``, ``tags``, ``date``
+        (the creation date in ISO 8601, :attr:`~cqa_search.archive.Question.date`; None
+        without one), ``url``
         (:func:`source_url`), ``n_answers``, ``features``; ``snippet``, a query-biased
         excerpt of the body; ``answer`` (``{"label", "snippet"}``, see :meth:`answer`;
         None without answers); the same texts as marked segments (:func:`segments`) for
@@ -506,6 +508,7 @@ class Presenter:
         answer_marked = None if answer is None else self.segments(answer[1], terms, width=width)
         out = {"rank": hit.rank, "id": hit.doc_id, "score": hit.score, "title": title,
                "category": question.category, "tags": list(question.tags),
+               "date": question.date,
                "url": source_url(question), "n_answers": len(question.answers),
                "snippet": _plain(body_marked),
                "answer": None if answer is None else {
@@ -521,6 +524,35 @@ class Presenter:
             out["first_stage"] = hit.first_stage
         return out
 
+    @staticmethod
+    def facets(results, limit: int = 20) -> dict:
+        """The categories and tags of the hits of ``results``, with how many hits have
+        each (most first, then by name; tags compared without case, each as first met; at
+        most ``limit`` tags): the facets of the results shown, where
+        :meth:`~cqa_search.SearchEngine.category_counts` and
+        :meth:`~cqa_search.SearchEngine.tag_counts` count the archive.
+
+        Returns
+        -------
+        dict
+            ``{"categories": [{"name", "count"}], "tags": [{"name", "count"}]}``.
+        """
+        categories, tags, spelling = {}, {}, {}
+        for hit in results:
+            if hit.category:
+                categories[hit.category] = categories.get(hit.category, 0) + 1
+            for tag in dict.fromkeys(t.strip().casefold() for t in hit.question.tags
+                                     if t.strip()):
+                tags[tag] = tags.get(tag, 0) + 1
+            for t in hit.question.tags:
+                spelling.setdefault(t.strip().casefold(), t.strip())
+
+        def listed(counts, names=None):
+            order = sorted(counts, key=lambda n: (-counts[n], n.casefold()))
+            return [{"name": n if names is None else names[n], "count": counts[n]}
+                    for n in order]
+        return {"categories": listed(categories), "tags": listed(tags, spelling)[:limit]}
+
     def results_dict(self, results, *, typed=None, explain=False) -> dict:
         """Results as JSON-ready data: ``query`` (the words searched), ``category`` (the
         filter applied), ``filters`` (every requirement and filter applied, in the query
@@ -530,7 +562,8 @@ class Presenter:
         requirements were dropped: nothing met them),
         ``unknown_words``, ``suggestions``, ``did_you_mean`` (``typed``, the query as
         typed, corrected; None without a correction or ``typed``), ``ranking``
-        (:meth:`ranking`) and ``hits`` (:meth:`hit_dict`)."""
+        (:meth:`ranking`), ``facets`` (the hits' categories and tags, :meth:`facets`) and
+        ``hits`` (:meth:`hit_dict`)."""
         suggestions = self.suggestions(results)
         terms, parsed = frozenset(results.query_terms), results.parsed
         return {"query": results.query, "category": results.category,
@@ -540,5 +573,5 @@ class Presenter:
                 "relaxed": results.relaxed,
                 "unknown_words": list(results.unknown_words), "suggestions": suggestions,
                 "did_you_mean": None if typed is None else corrected_query(typed, suggestions),
-                "ranking": self.ranking(),
+                "ranking": self.ranking(), "facets": self.facets(results),
                 "hits": [self.hit_dict(hit, terms, explain=explain) for hit in results]}

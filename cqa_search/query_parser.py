@@ -147,7 +147,9 @@ class ParsedQuery:
     Attributes
     ----------
     text : str
-        The words that score (every word the query asks for, filters' words included).
+        The words that score (every word the query asks for, filters' words included but
+        an exact tag's: ``tag:`` filters, and its words score only in a query without
+        other words).
     category : str or None
         ``category:`` filter.
     must : tuple of tuple of Unit
@@ -281,6 +283,7 @@ class _Walk:
         self.ranges = []  # [a TO b]: no filter of this syntax (the notices say so)
         self.boosts = []  # (word, boost) of the words that score
         self.ignored = []  # the boosted clauses whose boost cannot apply, as typed
+        self.tag_words = []  # of tag: filters: the words searched when there are no others
 
     def unit(self, node):
         """The Unit of a leaf, or None (not a word: a range, the category, ...)."""
@@ -315,6 +318,10 @@ class _Walk:
     def score(self, pairs):
         """The words of ``(unit, boost)`` pairs rank the results (with their boosts)."""
         for unit, boost in pairs:
+            if unit.field == "tag":  # an exact tag filters; its words score only alone
+                self.ignore(boost, _written(unit))
+                self.tag_words.extend(unit.words)
+                continue
             self.words.extend(unit.words)
             if boost > 0 and boost != 1.0:
                 self.boosts.extend((w, boost) for w in unit.words)
@@ -673,6 +680,34 @@ class Filters:
             dates=parsed.dates + self._dates)
 
 
+def unknown_tags_noted(parsed: ParsedQuery, tags) -> ParsedQuery:
+    """``parsed`` with a notice for each required tag (``tag:``) that is none of ``tags``
+    (the index's, compared without case), naming the tags it may mean: a search that finds
+    nothing says why.
+
+    Examples
+    --------
+    >>> unknown_tags_noted(parse_query("tag:gate hadamard"), ["quantum-gate"]).notices
+    ('tag:gate: no question has this tag; did you mean tag:quantum-gate?',)
+    """
+    from ._utils import close_names
+
+    known = {t.casefold() for t in tags}
+    notices = []
+    for units in parsed.must:
+        for unit in units:
+            name = " ".join(unit.words)
+            if unit.field != "tag" or name.casefold() in known:
+                continue
+            close = close_names(name, tags)
+            notices.append(f"tag:{_quoted(name)}: no question has this tag" + (
+                f"; did you mean {' or '.join(f'tag:{_quoted(c)}' for c in close)}?"
+                if close else ""))
+    if not notices:
+        return parsed
+    return dataclasses.replace(parsed, notices=(*parsed.notices, *notices))
+
+
 def _no_tags(tags) -> bool:
     """``tags`` says no tag (None, or an empty tuple or list): nothing to check."""
     return tags is None or (type(tags) in (tuple, list) and not tags)
@@ -713,9 +748,12 @@ def _parsed(typed: str) -> ParsedQuery:
                "date:2014-01..2014-06), left out"] if walk.ranges else []
     if walk.ignored:
         notices.append(_boosts_notice(walk.ignored, "a boost above 0 weighs a word that "
-                                      "ranks the results; a left-out word or a category ranks "
-                                      "nothing"))
-    return ParsedQuery(" ".join(walk.words), wanted[0] if wanted else None, tuple(walk.must),
+                                      "ranks the results; a left-out word, a tag or a "
+                                      "category ranks nothing"))
+    # (tag:dogs alone, the tag facet's first click: the questions with the tag, ranked by
+    # its words; beside other words it only filters)
+    return ParsedQuery(" ".join(walk.words or walk.tag_words), wanted[0] if wanted else None,
+                       tuple(walk.must),
                        tuple(walk.must_not), tuple(dict.fromkeys(walk.not_categories)),
                        notices=tuple(notices), boosts=tuple(walk.boosts))
 

@@ -51,7 +51,7 @@ class SearchConfig:
     ----------
     retrieval : TermModel or "auto", default "auto"
         Selects and scores the candidates over the whole archive (its score is a feature
-        too). "auto": the model the ranker was trained with (``LinearRanker.retrieval_``,
+        too, unless ``features`` is empty). "auto": the model the ranker was trained with (``LinearRanker.retrieval_``,
         which ``train`` records); otherwise (no ranker, one fitted outside ``train`` or
         stored before rankers recorded it) :func:`default_retrieval`: BM25F with
         :data:`~cqa_search.retrieval.bm25f.DEFAULT_WEIGHTS` on an index with titles, else
@@ -168,8 +168,8 @@ def checked_config(config, fields, models) -> SearchConfig:
         raise QueryError(f"this index has no model {unknown[0]!r} "
                          f"(models: {', '.join(models) or 'none'})")
     kept = tuple(m for m in config.features if all(f in fields for f in m.index_fields))
-    if config.retrieval.feature_name not in {m.feature_name for m in kept}:
-        kept += (config.retrieval,)  # the first stage's score is a feature, always
+    if kept and config.retrieval.feature_name not in {m.feature_name for m in kept}:
+        kept += (config.retrieval,)  # the first stage's score is a feature too
     return dataclasses.replace(config, features=kept)
 
 
@@ -230,6 +230,10 @@ class Searcher(Protocol):
     has_vectors : bool
         Whether the features include an embeddings model's (question vectors: the dense
         half of the hybrid first stage).
+    default_weight : float
+        ``a`` of the hybrid first stage without a ranker that stores one: its dense list's
+        (:data:`~cqa_search.retrieval.first_stage.DEFAULT_WEIGHT` for the word vectors,
+        :data:`~cqa_search.retrieval.first_stage.ENCODER_WEIGHT` for an encoder's).
     forks : bool
         Whether forked worker processes may share it (:mod:`cqa_search.parallel`).
 
@@ -289,6 +293,11 @@ class Searcher(Protocol):
     def answer_choice(self, name, row) -> int:
         """Position of the answer the answer model ``name`` chooses for ``row``."""
 
+    def archived_query(self, row) -> dict:
+        """What the scorers keep of the archived question ``row`` for a query that is its
+        text (more like this): entries of the query's ``cache`` (an encoder's stored
+        vector), so that the question is not encoded again."""
+
     def close(self) -> None:
         """Release what the back-end holds (its processes, for a remote one)."""
 
@@ -346,6 +355,10 @@ class LocalSearcher:
     def has_vectors(self) -> bool:
         return self._dense is not None
 
+    @property
+    def default_weight(self) -> float:
+        return getattr(self._dense, "default_weight", first_stage.DEFAULT_WEIGHT)
+
     def _make_scorers(self):
         scorers = [TermFeatures(self.config.features, self.index), ContextFeatures(self.view)]
         names = self.config.models
@@ -353,8 +366,10 @@ class LocalSearcher:
             if (names is None or name in names) and hasattr(model, "scorer"):
                 with implausible(self.stored.path, f"model {name!r}"):
                     scorers.append(model.scorer(self.view))
-        # the question vectors of the dense first stage (an embeddings model's scorer)
-        self._dense = next((s for s in scorers if hasattr(s, "nearest")), None)
+        # the question vectors of the dense first stage: the scorer's of the model that
+        # ranks first by its `dense_preference` (an encoder's before an embeddings model's)
+        self._dense = max((s for s in scorers if hasattr(s, "nearest")), default=None,
+                          key=lambda s: getattr(s, "dense_preference", 0))
         if self._dense is not None and first_stage.hybrid_capable(self.config.retrieval):
             scorers.append(first_stage.FirstStageFeature(self.index, self._dense))
         return scorers
@@ -458,6 +473,10 @@ class LocalSearcher:
 
     def answer_choice(self, name, row) -> int:
         return self.models[name].choice_of(self.view, int(row))
+
+    def archived_query(self, row) -> dict:
+        return {key: value for scorer in self._scorers if hasattr(scorer, "archived_query")
+                for key, value in scorer.archived_query(int(row)).items()}
 
     def close(self) -> None:
         pass

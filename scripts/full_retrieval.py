@@ -70,6 +70,7 @@ from cqa_search.evaluation import (compare, evaluate, read_qrels, read_queries, 
                                    summarize, write_qrels, write_queries)
 from cqa_search.evaluation.datasets import (convert_semeval, convert_stackexchange,
                                             convert_stackfaq)
+from cqa_search.index.models import add_model
 from cqa_search.index.store import is_compatible
 from cqa_search.ranking.selection import FAMILIES as FEATURE_FAMILIES
 from cqa_search.readers import read_questions
@@ -84,6 +85,10 @@ from _common import DATA, semeval_extra_questions, semeval_xml, stackexchange_si
 DEPTH = 100
 #: The model families fitted on a collection's index (``cqa-search fit`` defaults).
 EVERY_FAMILY = ("translation", "topics", "multiview", "embeddings")
+#: A row's pretrained encoder: the model folder of ``--encoder-model``.
+ENCODER = ("encoder", {"model": "--encoder-model"})
+#: The same, encoding only the whole question (what the first stage reads).
+ENCODER_QUESTION = ("encoder", {"model": "--encoder-model", "texts": ("question",)})
 
 
 # -- rows: configurations ------------------------------------------------------------------
@@ -135,6 +140,18 @@ ROWS = {
         f"the first stage alone (a as `train` chooses it), {method} word vectors, seed {seed}",
         first_stage=True, families=(("embeddings", {"method": method, "random_state": seed}),))
        for method in ("ppmi-svd", "word2vec") for seed in (0, 1, 2)},
+    "encoder": Row("the pretrained encoder alone (cosine of the whole question; "
+                   "`--encoder-model`)", {"hybrid": 1.0, "models": ("encoder",)},
+                   families=(ENCODER,)),
+    **{f"encoder-hybrid@{a:g}": Row(f"hybrid first stage over the encoder's vectors, a = {a:g}",
+                                    {"hybrid": a}, families=(ENCODER_QUESTION,))
+       for a in WEIGHT_GRID},
+    "first-stage-encoder": Row("BM25 + the encoder's cosine, a chosen on the training "
+                               "queries as `train` chooses it", first_stage=True,
+                               families=(ENCODER,)),
+    "pipeline-encoder": Row("**learned pipeline with the encoder** (`cqa-search train` "
+                            "defaults, every family and the encoder)", train={},
+                            families=EVERY_FAMILY + (ENCODER,)),
     **{f"pipeline-no-{f}": Row(f"learned pipeline without the {f} features",
                                train={"exclude": list(prefixes)})
        for f, prefixes in FEATURE_FAMILIES.items() if f not in ("first-stage",)},
@@ -146,8 +163,8 @@ _BM25F = {"bm25f": BM25F(), "bm25f-t3": BM25F(title=3, b_title=1), "bm25f-t5": B
 ROWS.update({
     "bm25-v": Row("BM25 (k1=1.2, b=0.75)", {"retrieval": BM25(), "hybrid": None},
                   families=_VECTORS),
-    "hybrid-v": Row(f"hybrid first stage on BM25, a = {DEFAULT_WEIGHT:g} (the default before)",
-                    {"retrieval": BM25(), "hybrid": DEFAULT_WEIGHT}, families=_VECTORS),
+    "hybrid-v": Row("hybrid first stage on BM25, a = 0.7 (the default before)",
+                    {"retrieval": BM25(), "hybrid": 0.7}, families=_VECTORS),
     "vectors": Row("the word vectors alone (a = 1)", {"hybrid": 1.0}, families=_VECTORS),
     **{name: Row(f"{name}: {model!r}", {"retrieval": model, "hybrid": None},
                  families=_VECTORS) for name, model in _BM25F.items()},
@@ -333,9 +350,18 @@ def metric_names(c) -> list:
         ["map", "p@1", "mrr", f"r@{DEPTH}"]
 
 
-def index_of(c, families, work, log) -> str:
-    """The collection's index with ``families`` fitted (cached: an index per list)."""
+def index_of(c, families, work, log, encoder_model=None) -> str:
+    """The collection's index with ``families`` fitted (cached: an index per list; the
+    encoder's model folder and texts are ``encoder_model``: (folder, texts or None))."""
     fits = [(f, {}) if isinstance(f, str) else (f[0], dict(f[1])) for f in families]
+    for _, params in fits:
+        if params.get("model") == ENCODER[1]["model"]:
+            if encoder_model is None or encoder_model[0] is None:
+                raise SystemExit("the encoder rows need --encoder-model DIR (a "
+                                 "sentence-transformers model folder: docs/models.md)")
+            params["model"] = os.path.abspath(encoder_model[0])
+            if encoder_model[1] is not None:
+                params["texts"] = tuple(encoder_model[1])
     folder = "-".join(f + (f"-{_key(p)[:8]}" if p else "") for f, p in fits) or "none"
     path = os.path.join(work, c.index, "index-" + folder)
     if not is_compatible(path):
@@ -344,9 +370,34 @@ def index_of(c, families, work, log) -> str:
     for family, params in fits:
         if not any(name == family or name.startswith(family + "-") for name in stored):
             t0 = time.process_time()
+            donor = _encoded_elsewhere(path, params) if family == "encoder" else None
+            if donor is not None:  # the same archive's vectors: not encoded twice
+                add_model(path, family, donor)
+                log(f"  {path}: {family} copied from an index of the same archive")
+                continue
             fit_family(path, family, **params)
             log(f"  {path}: {family} fitted in {time.process_time() - t0:.0f} CPU s")
     return path
+
+
+def _encoded_elsewhere(path, params):
+    """An encoder model fitted with ``params`` on another index of the collection's
+    archive (the same questions in the same rows), or None."""
+    from cqa_search.vectors.encoded import TEXTS
+
+    here = SearchEngine.open(path).archive.doc_ids
+    parent = os.path.dirname(path)
+    for other in sorted(os.listdir(parent)):
+        full = os.path.join(parent, other)
+        if full == path or not other.startswith("index-") or not is_compatible(full):
+            continue
+        engine = SearchEngine.open(full, config=SearchConfig(models=()))
+        model = engine.models.get("encoder")
+        if model is not None and model.model == params["model"] \
+                and tuple(model.texts) == tuple(params.get("texts", TEXTS)) \
+                and engine.archive.doc_ids == here:
+            return model
+    return None
 
 
 def _key(*parts) -> str:
@@ -433,7 +484,7 @@ def p_values(a, b, metric) -> str:
     return f"{sig['p_ttest']:.3f} / {sig['p_randomization']:.3f}"
 
 
-def run_collection(c, rows, reference, work, command, log):
+def run_collection(c, rows, reference, work, command, log, encoder_model=None):
     """The collection's Markdown table (with the command that made it in its header), and
     its rows' per-query metrics ``{row: (label, table)}``."""
     t0, cpu0 = time.time(), time.process_time()
@@ -443,7 +494,7 @@ def run_collection(c, rows, reference, work, command, log):
     results, notes, n_docs = {}, [], None
     for name in rows:
         row = ROWS[name]
-        path = index_of(c, row.families, work, log)
+        path = index_of(c, row.families, work, log, encoder_model)
         n_docs = SearchEngine.open(path).n_docs
         if row.first_stage:
             table, choices = first_stage_row(c, row, path, work)
@@ -525,7 +576,8 @@ def main(argv=None):
                          "default when it is not in a table)")
     ap.add_argument("--default-weight", action="store_true",
                     help="the tables that chose the default a of an index without a ranker: "
-                         "--collections semeval-train demo-train --rows bm25 hybrid@A...")
+                         "--collections semeval-train demo-train --rows bm25 hybrid@A... "
+                         "(with --encoder-model: encoder-hybrid@A... too)")
     ap.add_argument("--learner-choice", action="store_true",
                     help="the tables that chose train's default learner, on dev data only: "
                          f"--collections {' '.join(LEARNER_CHOICE[1])} --rows "
@@ -537,13 +589,19 @@ def main(argv=None):
     ap.add_argument("--learners", action="store_true",
                     help="the first stage alone (a as train chooses it) with PPMI-SVD and "
                          "word2vec word vectors, three seeds each, on --collections")
+    ap.add_argument("--encoder-model", default=os.environ.get("CQA_SEARCH_ENCODER_DIR"),
+                    help="the sentence-transformers model folder of the encoder rows "
+                         "(default: $CQA_SEARCH_ENCODER_DIR)")
+    ap.add_argument("--encoder-texts", nargs="+", choices=["question", "title", "body", "answer"],
+                    help="the texts the encoder rows encode (default: the family's, all four)")
     ap.add_argument("--out", help="also write the tables to this Markdown file")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else list(argv)
     if args.default_weight:
         args.collections = ["semeval-train", "demo-train"]
-        args.rows = ["bm25"] + [f"hybrid@{a:g}" for a in WEIGHT_GRID]
+        args.rows = ["bm25"] + [f"hybrid@{a:g}" for a in WEIGHT_GRID] + (
+            [f"encoder-hybrid@{a:g}" for a in WEIGHT_GRID] if args.encoder_model else [])
         args.reference = "bm25"
     if args.learner_choice:
         args.rows, args.collections = map(list, LEARNER_CHOICE)
@@ -561,13 +619,13 @@ def main(argv=None):
                                                                    flush=True))
     os.makedirs(args.work, exist_ok=True)
     tables, known = [], []
-    shown = re.sub(r" --(work|data|out)[ =]\S+| (-q|--quiet)(?= |$)", "",
+    shown = re.sub(r" --(work|data|out|encoder-model)[ =]\S+| (-q|--quiet)(?= |$)", "",
                    " " + " ".join(argv)).strip()
     command = f"python scripts/full_retrieval.py {shown}".strip()
     for c in collections(args.collections, args.data, args.work):
         rows = args.rows or (KNOWN_ITEM_ROWS if c.known_item else RETRIEVAL_ROWS)
         table, results, n_docs = run_collection(c, rows, args.reference, args.work, command,
-                                                log)
+                                                log, (args.encoder_model, args.encoder_texts))
         tables.append(table)
         print("\n" + table, flush=True)
         if c.known_item:

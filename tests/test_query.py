@@ -47,9 +47,12 @@ def test_parse_required_excluded_and_fields():
         must_not=((U("question", "fee"),),))
     assert parse_query("(visa OR permit) AND renew").must == (
         (U("question", "visa"), U("question", "permit")), (U("question", "renew"),))
+    # an exact tag filters: its words score only in a query without other words
     assert parse_query("title:visa answers:passport tag:family x") == ParsedQuery(
-        "visa passport family x", must=((U("title", "visa"),), (U("answers", "passport"),),
-                                        (U("tag", "family"),)))
+        "visa passport x", must=((U("title", "visa"),), (U("answers", "passport"),),
+                                 (U("tag", "family"),)))
+    assert parse_query("tag:quantum-gate hadamard").text == "hadamard"
+    assert parse_query("tag:quantum-gate").text == "quantum-gate"
     assert parse_query("NOT (a AND b) c").must_not == ((U("question", "a"), U("question", "b")),)
     assert parse_query("tags:family Tag:c++ x").must == ((U("tags", "family"),), (U("tag", "c++"),))
     assert parse_query("x date:2014 DATE:>=2014-06") == ParsedQuery(
@@ -294,8 +297,8 @@ def test_a_boost_weighs_its_words():
 
 
 def test_a_boost_that_cannot_apply_is_ignored_with_a_notice():
-    why = ("(a boost above 0 weighs a word that ranks the results; a left-out word or a "
-           "category ranks nothing)")
+    why = ("(a boost above 0 weighs a word that ranks the results; a left-out word, a tag "
+           "or a category ranks nothing)")
     parsed = parse_query("visa -used^3 category:Visas^2 renew^0")
     assert parsed.text == "visa renew" and parsed.boosts == ()
     assert parsed.category == "Visas" and parsed.must_not == ((U("question", "used"),),)
@@ -332,3 +335,29 @@ def test_a_boost_multiplies_the_query_frequency(toy_engine):
     assert res.parsed.filters() == ("title:visa",) and len(res)
     assert toy_engine.search("the^2 visa").parsed.notices[0].startswith("the^2: the boost was "
                                                                          "ignored")
+
+
+def test_a_tag_filter_never_scores_and_an_unknown_tag_gets_a_did_you_mean(tmp_path):
+    """tag:quantum-gate beside other words filters only: "quantum" and "gate" do not rank
+    (a question about gates without the tag is not found first); a tag no question has
+    leaves a notice naming the tags meant."""
+    from cqa_search import Question, SearchEngine, build_index
+
+    build_index([Question("a", "hadamard gate on a qubit", tags=("quantum-gate",)),
+                 Question("b", "hadamard matrix of order four", tags=("quantum-gate",)),
+                 Question("c", "gate quantum hadamard quantum gate", tags=("logic",))],
+                tmp_path / "idx")
+    engine = SearchEngine.open(tmp_path / "idx")
+    found = engine.search("tag:quantum-gate hadamard")
+    assert found.query_terms == ("hadamard",) and set(found.doc_ids) == {"a", "b"}
+    same = engine.search("hadamard", tags=["quantum-gate"])
+    assert list(found.doc_ids) == list(same.doc_ids)
+    assert found.scores.tolist() == pytest.approx(same.scores.tolist())
+    assert found.parsed.notices == ()
+    # alone, the tag's words rank the questions that have it
+    assert set(engine.search("tag:quantum-gate").doc_ids) <= {"a", "b"}
+    missing = engine.search("tag:gate hadamard")
+    assert len(missing) == 0 and missing.parsed.notices == (
+        "tag:gate: no question has this tag; did you mean tag:quantum-gate?",)
+    assert engine.search("hadamard", tags=["zzz"]).parsed.notices == (
+        "tag:zzz: no question has this tag",)

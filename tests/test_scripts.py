@@ -64,6 +64,62 @@ def test_bench_search_bm25f_tiny(tmp_path):
     assert "cqa-question+title: BM25F's first query" in out
 
 
+def test_bench_search_quick_tiny(tmp_path):
+    """The speed check on a tiny archive: every check once, a verdict each (no reference
+    applies to another archive than the default one), its indexes kept for the next run."""
+    archive, queries = tmp_path / "a.jsonl", tmp_path / "q.jsonl"
+    write_archive(archive, 200, 20, queries)
+    work = tmp_path / "work"
+    out = run("bench_search.py", str(archive), str(queries), "--quick", "--repeat", "1",
+              "--work-dir", str(work))
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "check" not in line]
+    checks = [row.split(" | ")[0].lstrip("| ") for row in rows]
+    assert checks == [f"{what}: {ratio}" for what in ("short queries", "whole questions")
+                      for ratio in ("ours ÷ tantivy", "numpy paths ÷ tantivy",
+                                    "numpy paths ÷ compiled")] + [
+        "full pipeline (demo): CPU p95 ms", "BM25 alone (demo): CPU p95 ms"]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[1]) > 0 and len(cells[2].split()) == 1  # one round
+        assert cells[3:] == ["–", "no reference"]
+    assert "200 questions" in out and "20 short queries, 200 whole questions" in out
+    assert {p.name for p in work.iterdir()} >= {"cqa-a", "tantivy-a", "demo-pipeline"}
+    # where a search of that pipeline spends its time, stage by stage
+    from cqa_search.data import DEMO_QUERIES, demo_dir
+
+    out = run("bench_stages.py", str(work / "demo-pipeline"), str(demo_dir() / DEMO_QUERIES),
+              "--passes", "1")
+    stages = [line.split(" | ")[0].lstrip("| ") for line in out.splitlines()
+              if line.startswith("| ") and not line.startswith("| stage |")]
+    assert stages[:2] == ["parse", "analysis"] and stages[-3:] == ["results", "the rest",
+                                                                   "**search**"]
+    assert "first stage" in stages and "ranker" in stages
+    assert "features: TranslationScorer (wt, 8)" in stages
+    assert "features: FirstStageFeature (first_stage, 1)" in stages
+
+
+def test_speed_check_verdicts(tmp_path):
+    """FASTER / SAME / SLOWER only beyond the noise, every round; references read from the
+    section's "this run" column."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    try:
+        from _speed_check import NOISE, SECTION, references, verdict
+    finally:
+        sys.path.pop(0)
+    assert verdict([1.5, 1.6], 1.2) == "FASTER" and verdict([1.5, 1.3], 1.2) == "SAME"
+    assert verdict([0.9, 1.0], 1.2) == "SLOWER" and verdict([1.0], None) == "no reference"
+    assert verdict([5.0], 5.0 * (1 + NOISE / 2), higher_is_better=False) == "SAME"
+    assert verdict([5.0], 6.0, higher_is_better=False) == "FASTER"
+    doc = tmp_path / "B.md"
+    doc.write_text(f"# Speed\n\n{SECTION}\n\n| check | this run | rounds |\n|---|---:|---|\n"
+                   "| short queries: ours ÷ tantivy | **1.52** | 1.4 1.52 |\n"
+                   "| full pipeline (demo): CPU p95 ms | 6.10 | 6.1 |\n\n## Next\n\n"
+                   "| other | 9 |\n")
+    assert references(doc) == {"short queries: ours ÷ tantivy": 1.52,
+                               "full pipeline (demo): CPU p95 ms": 6.10}
+    assert references(tmp_path / "missing.md") == {}
+
+
 def test_known_item_tiny(tmp_path):
     archive = tmp_path / "a.jsonl"
     write_archive(archive, 60)

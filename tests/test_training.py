@@ -67,6 +67,29 @@ def test_train_ranker_reports_what_the_command_prints(index, judged, toy_judged,
     assert "(dry run: nothing stored)" in out
 
 
+def test_train_ranker_takes_the_paths_of_the_files(index, toy_judged):
+    """As the evaluation functions do: queries, qrels (and candidates) as data or paths."""
+    queries, qrels = toy_judged
+    options = dict(learner="coordinate-ascent", params={"n_restarts": 2}, no_cv=True,
+                   dry_run=True)
+    from_files = train_ranker(index, str(queries), Path(qrels), **options)
+    from_data = train_ranker(index, read_queries(queries), read_qrels(qrels), **options)
+    assert from_files.ranker.coef_.tolist() == from_data.ranker.coef_.tolist()
+    with pytest.raises(ParameterError, match="queries must be a path or a list of dicts"):
+        train_ranker(index, 42, qrels, **options)
+
+
+def test_the_thresholds_column_is_a_boosting_rankers_and_explained(index, judged):
+    queries, qrels = judged
+    linear = str(train_ranker(index, queries, qrels, no_cv=True, dry_run=True, assess=False))
+    assert "thresholds" not in linear
+    boosted = str(train_ranker(index, queries, qrels, learner="boosting", no_cv=True,
+                               params={"n_thresholds": 3}, max_iter=5, dry_run=True,
+                               assess=False))
+    assert "  thresholds\n" in boosted and "(thresholds: the boosting steps on the feature, " \
+        "each adding its own weight when the normalised feature exceeds its threshold)" in boosted
+
+
 def test_train_ranker_stores_it_unless_it_loses_to_the_retrieval_model(index, judged,
                                                                        bm25_position_qrels):
     queries = judged[0]
@@ -482,3 +505,41 @@ def test_a_training_that_loses_on_held_out_queries_is_not_stored(index, judged,
            f"({order})" in text
     assert list(report.ranker.feature_names_in_) == [order]
     assert report.ranker.retrieval_ == report.selection.best_estimator_.retrieval_ is not None
+
+
+@pytest.mark.parametrize("family, first, second, option", [
+    ("topics", {"n_shared": 2, "n_category": 1, "max_iter": 5}, {"model": "nmf"},
+     None),  # topic_nmf beside topic_gnmfnc: its own feature already
+    ("topics", {"model": "nmf", "n_shared": 2, "max_iter": 5},
+     {"model": "nmf", "n_shared": 3}, "the feature_name parameter, `cqa-search fit ... "
+                                      "--feature-name`"),
+    ("multiview", {"n_components": 2, "max_iter": 3, "views": ""},
+     {"n_components": 3, "views": ""},
+     "the feature_prefix parameter, `cqa-search fit ... --feature-prefix`"),
+    ("translation", {"max_iter": 1}, {"max_iter": 2},
+     "this family's features have fixed names, so an index holds one such model"),
+])
+def test_a_second_model_of_a_family_is_refused_before_its_fit(index, monkeypatch, family,
+                                                               first, second, option):
+    """Issue 40: the refusal came after the whole fit (46 s) and named a parameter the
+    family's options lacked; now it comes first and names the option that works."""
+    from cqa_search.index.models import FAMILIES, model_class
+
+    fit_family(index, family, **first)
+    cls = model_class(FAMILIES[family].kind)
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before the check")
+
+    monkeypatch.setattr(cls, "fit", no_fit)
+    if option is None:
+        with pytest.raises(AssertionError, match="fitted before the check"):
+            fit_family(index, family, name="second", **second)
+        return
+    with pytest.raises(ParameterError, match=re.escape(option)) as refused:
+        fit_family(index, family, name="second", **second)
+    assert "which the stored model" in str(refused.value)
+    if family == "multiview":  # with its own prefix it is fitted (and stored)
+        monkeypatch.undo()
+        fit_family(index, family, name="second", feature_prefix="mv3", **second)
+        assert "mv3_orig" in SearchEngine.open(index).feature_names

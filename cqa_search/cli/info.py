@@ -8,7 +8,7 @@ from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
 from ..index.models import FAMILIES
 from ..retrieval.bm25f import DEFAULT_WEIGHTS
-from ..retrieval.first_stage import DEFAULT_WEIGHT
+from ..retrieval.first_stage import DEFAULT_WEIGHT, ENCODER_WEIGHT
 from ._common import COMMANDS, add_common_options, json_text, printable, run_command
 
 HELP = COMMANDS["info"][1]
@@ -33,6 +33,8 @@ def _first_stage(info) -> str:
     """What chooses the candidates of free searches (on a sharded index as on any other:
     its shards hold their rows of the word vectors)."""
     models = info["models"]
+    kinds = {m["kind"] for m in models.values()}
+    vectors = "the encoder's question vectors" if "encoder" in kinds else "the question vectors"
     name = "ranker"  # the ranker of free searches: its own, or its NAME-search
     if any(f in GIVEN_FEATURES for f in models.get(name, {}).get("features") or ()):
         name = search_ranker_name(name)
@@ -44,17 +46,16 @@ def _first_stage(info) -> str:
                 + "; the default of an index with titles)")
     else:
         term = "bm25 (the default of an index without titles)"
-    if not any(m["kind"] == "embeddings" for m in models.values()):
+    if not kinds & {"embeddings", "encoder"}:
         return (f"{term} alone (no word vectors: `cqa-search fit INDEX embeddings` adds the "
                 "hybrid first stage)")
     stored = None if ranker is None else ranker.get("hybrid_weight")
     if stored == 0:
         return f"{term} alone (the ranker {name!r} was trained so: `train --hybrid none`)"
-    a = DEFAULT_WEIGHT if stored is None else stored
-    return (f"hybrid over {term}: (1-a) x its score / the best + a x cosine of the question "
-            f"vectors, a = "
-            f"{a:g} (" + ("the default without a ranker that stores one: the vectors add "
-                          "questions sharing no word with the query" if stored is None
+    default = ENCODER_WEIGHT if "encoder" in kinds else DEFAULT_WEIGHT
+    a = default if stored is None else stored
+    return (f"hybrid over {term}: (1-a) x its score / the best + a x cosine of {vectors}, "
+            f"a = {a:g} (" + ("the default without a ranker that stores one" if stored is None
                           else f"chosen by `train`, stored with the ranker {name!r}") + ")")
 
 

@@ -25,7 +25,9 @@ def run(args) -> int:
         raise CQASearchError("mcp needs the mcp extra (the mcp package is not installed): "
                              "pip install 'cqa-search[mcp]'") from None
     from ..index.store import is_compatible
-    from ..server.mcp_server import create_mcp_server
+    import anyio
+
+    from ..server.mcp_server import create_mcp_server, serve_stdio
 
     index = os.path.abspath(args.index)
     if not is_compatible(index):
@@ -35,7 +37,7 @@ def run(args) -> int:
     live.start()
     previous = signal.signal(signal.SIGINT, _interrupted(live))
     try:
-        server.run("stdio")  # standard output is the protocol's: nothing else is printed
+        anyio.run(serve_stdio, server)  # standard output is the protocol's: nothing else
     finally:
         signal.signal(signal.SIGINT, previous)
         live.stop()

@@ -77,6 +77,11 @@ def configure(parser) -> None:
                              "question ID (more like this: its title and body searched, the "
                              "question itself left out)")
     parser.add_argument("--category", help="return only questions of this category")
+    parser.add_argument("--tag", action="append", metavar="NAME",
+                        help="only questions with this tag (exactly, ignoring case; as "
+                             "tag:NAME; several --tag: all of them; with --like too)")
+    parser.add_argument("--not-tag", action="append", metavar="NAME",
+                        help="leave out questions with this tag (-tag:NAME)")
     parser.add_argument("--after", metavar="DATE",
                         help="only questions created on or after DATE (YYYY, YYYY-MM or "
                              "YYYY-MM-DD; as the query syntax's date:>=DATE; with --like "
@@ -96,6 +101,9 @@ def configure(parser) -> None:
                         help="print results as JSON (one line per query when piped)")
     parser.add_argument("--run-out", metavar="FILE",
                         help="also write the results of piped queries as a TREC run")
+    parser.add_argument("--facets", action="store_true",
+                        help="also print the hits' categories and tags with how many hits "
+                             "have each (the JSON has them always: facets)")
     parser.add_argument("--no-answers", dest="answers", action="store_false",
                         help="do not show the best answer of each result")
     parser.add_argument("--explain", action="store_true",
@@ -142,7 +150,17 @@ NOTHING_TO_SEARCH = ("no words to search for (the index leaves out its stopwords
                      "words, and words too short to index)")
 
 
-def _print_results(presenter, results, style, *, answers, explain=False, out) -> None:
+def _facets_lines(presenter, results, style) -> list:
+    """The facets of the hits (:meth:`~cqa_search.presentation.Presenter.facets`) as lines:
+    ``categories of the 10 hits: Travel 6 · Visas 4``."""
+    facets = presenter.facets(results)
+    return [style.dim(f"{what} of the {counted(len(results), 'hit')}: ") + printable(
+        " · ".join(f"{f['name']} {f['count']}" for f in facets[what]))
+        for what in ("categories", "tags") if facets[what]]
+
+
+def _print_results(presenter, results, style, *, answers, explain=False, facets=False,
+                   out) -> None:
     parsed = results.parsed
     if parsed is not None:
         for notice in parsed.notices:
@@ -166,6 +184,9 @@ def _print_results(presenter, results, style, *, answers, explain=False, out) ->
     for word, options in presenter.suggestions(results).items():
         hint = f"; did you mean {' / '.join(options)}?" if options else ""
         print(style.dim(printable(f"'{word}' is not in the archive{hint}")), file=out)
+    if facets:
+        for line in _facets_lines(presenter, results, style):
+            print(line, file=out)
 
 
 def _like_header(engine, doc_id, style) -> str:
@@ -196,7 +217,8 @@ class _Session:
         self.out = sys.stdout if out is None else out
         self.category, self.answers = args.category, args.answers
         self.k = self.capped(args.k)
-        self.dates = {"after": args.after, "before": args.before}
+        self.filters = {"after": args.after, "before": args.before, "tags": args.tag,
+                        "not_tags": args.not_tag}
         self.explain = args.explain
         self.last = None
 
@@ -233,9 +255,7 @@ class _Session:
         cats = self.engine.categories
         if not len(cats):
             return "(this index has no categories)"
-        counts = self.engine.category_counts()
-        rows = sorted(((name, n) for name, n in zip(cats, counts.tolist()) if n),
-                      key=lambda r: (-r[1], r[0]))
+        rows = list(self.engine.category_counts().items())
         if not rows:
             return "(no question of this index has a category now)"
         width = max(len(name) for name, _ in rows)
@@ -283,7 +303,7 @@ class _Session:
                     and 1 <= int(arg) <= len(self.last):
                 doc_id = self.last.doc_ids[int(arg) - 1]
             self.last = self.engine.similar(doc_id, k=self.k, category=self.category,
-                                            **self.dates)
+                                            **self.filters)
             self.say(_like_header(self.engine, doc_id, self.style))
             _print_results(self.presenter, self.last, self.style, answers=self.answers,
                            explain=self.explain, out=self.out)
@@ -297,7 +317,8 @@ class _Session:
         return True
 
     def search(self, line) -> None:
-        self.last = self.engine.search(line, k=self.k, category=self.category, **self.dates)
+        self.last = self.engine.search(line, k=self.k, category=self.category,
+                                       **self.filters)
         searched = self.last.category
         if self.category is not None and searched is not None and \
                 searched.casefold() != self.category.casefold():
@@ -378,6 +399,12 @@ def _readline(session):
     return save
 
 
+def _filters(args) -> dict:
+    """The filter options as keyword arguments of a search or more-like-this."""
+    return {"category": args.category, "after": args.after, "before": args.before,
+            "tags": args.tag, "not_tags": args.not_tag}
+
+
 def _batch(engine, args, style, stdin) -> int:
     """One query per input line (``QID<TAB>text`` or text); text or JSON lines out."""
     presenter = Presenter(engine)
@@ -399,8 +426,7 @@ def _batch(engine, args, style, stdin) -> int:
                 raise QueryError(f"query id {qid!r} of line {number} was given on line "
                                  f"{seen[qid]}")
             seen[qid] = number
-            results = engine.search(text, k=args.k, category=args.category,
-                                    after=args.after, before=args.before)
+            results = engine.search(text, k=args.k, **_filters(args))
         except QueryError as exc:
             errors += 1
             if args.json:
@@ -415,7 +441,7 @@ def _batch(engine, args, style, stdin) -> int:
         else:
             print(style.bold(printable(f"query {qid}: {text}")))
             _print_results(presenter, results, style, answers=args.answers,
-                           explain=args.explain, out=sys.stdout)
+                           explain=args.explain, facets=args.facets, out=sys.stdout)
             print()
     if args.run_out:
         write_run(run, args.run_out, tag="cqa-search")
@@ -429,7 +455,8 @@ def run(args) -> int:
     style = Style("never" if args.json else args.color)
     if args.category is not None:
         engine.categories.id(args.category)  # fail early, with suggestions
-    Filters(after=args.after, before=args.before)  # checked before any search
+    Filters(after=args.after, before=args.before, tags=args.tag,
+            not_tags=args.not_tag)  # checked before any search
     if not args.text and args.like is None:
         if sys.stdin.isatty():
             if args.run_out or args.json:
@@ -446,11 +473,9 @@ def run(args) -> int:
     if args.like is not None:
         if typed:
             raise QueryError("give either the query TEXT or --like ID, not both")
-        results, typed = engine.similar(args.like, k=args.k, category=args.category,
-                                        after=args.after, before=args.before), None
+        results, typed = engine.similar(args.like, k=args.k, **_filters(args)), None
     else:
-        results = engine.search(typed, k=args.k, category=args.category, after=args.after,
-                                before=args.before)
+        results = engine.search(typed, k=args.k, **_filters(args))
     if args.json:
         print(results_json(presenter, results, typed=typed, explain=args.explain,
                            like=args.like))
@@ -458,7 +483,7 @@ def run(args) -> int:
         if args.like is not None:
             print(_like_header(engine, args.like, style))
         _print_results(presenter, results, style, answers=args.answers, explain=args.explain,
-                       out=sys.stdout)
+                       facets=args.facets, out=sys.stdout)
     return 0
 
 

@@ -17,7 +17,8 @@ def configure(parser) -> None:
 def run(args) -> int:
     live, restored, generation = rollback(args.index)
     print(f"rolled back {args.index}: the index of {restored} is live again, as "
-                  f"{generation} (it replaces {live}; a server follows it)")
+          f"{generation} (it replaces {live}; a server follows it). One step: an index keeps "
+          f"only the generation before the live one, so a second rollback brings {live} back")
     return 0
 
 

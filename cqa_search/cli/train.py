@@ -46,7 +46,8 @@ def configure(parser) -> None:
     parser.add_argument("--queries", required=True, metavar="FILE",
                         help="training queries (JSONL or qid<TAB>text)")
     parser.add_argument("--qrels", required=True, metavar="FILE",
-                        help="TREC qrels of the queries (relevance >= 1: relevant)")
+                        help="judgments of the queries: TREC qrels (qid iter doc_id "
+                             "relevance) or BEIR's TSV; relevance >= 1: relevant")
     parser.add_argument("--candidates", metavar="RUN",
                         help="rank these candidates (TREC run; their scores are the given_* "
                              "features) instead of the top -k of full retrieval; a ranker "

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 
 from ..exceptions import CQASearchError
 
@@ -81,15 +83,32 @@ def connect(address=None):
                        object_store_memory=_LOCAL_OBJECT_STORE)
     if address is not None:
         _reachable(address)
+    stop = _own_sigterm_handler()
     try:  # "local": a new session even when `ray start` left one running on this machine
         ray.init(address=address or "local", **options)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         where = "start a local Ray session" if address is None else \
             f"join the Ray cluster at {address}"
         raise DistributedError(f"cannot {where}: {exc}") from None
+    finally:
+        if stop is not None:
+            signal.signal(signal.SIGTERM, stop)
     _route_notices(sys.modules.get("ray._private.worker"))
     logger.info("Ray session: %s", "local" if address is None else address)
     return ray
+
+
+def _own_sigterm_handler():
+    """The SIGTERM handler this process set itself (a server's graceful stop), which
+    ``ray.init`` replaces, or None. Ray's handler exits from wherever the process is (a
+    server: two tracebacks from its event loop) and its core worker's dumps a C stack
+    (``*** SIGTERM received ...``); setting the process's own back after ``ray.init``
+    replaces both. Without one (a one-shot command), Ray's stays: it ends the process
+    with Ray's clean-up."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    handler = signal.getsignal(signal.SIGTERM)
+    return handler if callable(handler) else None
 
 
 def _route_notices(worker_module) -> None:

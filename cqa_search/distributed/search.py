@@ -138,9 +138,10 @@ class _ShardActor:
                 "work": {k: {"calls": n, "cpu_seconds": t} for k, (n, t) in self._work.items()}}
 
     def describe(self, config) -> tuple:
-        """(feature names, whether it has question vectors) of ``config``."""
+        """(feature names, whether it has question vectors, the default ``a`` of its dense
+        list) of ``config``."""
         searcher = self._of(config)
-        return searcher.feature_names, searcher.has_vectors
+        return searcher.feature_names, searcher.has_vectors, searcher.default_weight
 
     def _local(self, searcher, category, parsed):
         """(category id, parsed) of this shard (None for a category it has no question
@@ -220,6 +221,9 @@ class _ShardActor:
     def answer_choices(self, name, rows) -> list:
         return [self.searcher.answer_choice(name, row) for row in np.asarray(rows).tolist()]
 
+    def archived_queries(self, rows) -> list:
+        return [self.searcher.archived_query(row) for row in np.asarray(rows).tolist()]
+
 
 class _ShardedCategories(Categories):
     """The categories of a sharded index: names and counts (no per-row array)."""
@@ -285,6 +289,11 @@ class _ShardedArchive:
     def row(self, doc_id) -> int:
         return int(self.rows([doc_id])[0])
 
+    def similar_ids(self, doc_id, limit: int = 3) -> list:
+        """None here: the ids are the shards' (see :meth:`Archive.similar_ids
+        <cqa_search.archive.Archive.similar_ids>`)."""
+        return []
+
     def get(self, doc_id):
         return self[self.row(doc_id)]
 
@@ -348,8 +357,8 @@ class ShardedSearcher:
         self.archive = _ShardedArchive(self)
         self.config = checked_config(config or SearchConfig(), self.index.fields, self.models)
         s0 = self.live_shards[0]
-        names, self.has_vectors = self.call([s0], "describe", "starting the shards",
-                                            (self.config,), timeout=_START_TIMEOUT)[0]
+        names, self.has_vectors, self.default_weight = self.call(
+            [s0], "describe", "starting the shards", (self.config,), timeout=_START_TIMEOUT)[0]
         self.feature_names = tuple(names)
 
     def _open(self, address) -> None:
@@ -576,6 +585,11 @@ class ShardedSearcher:
         (_, choices), = self.per_shard([int(row)], "answer_choices", "choosing an answer",
                                        name)
         return int(choices[0])
+
+    def archived_query(self, row) -> dict:
+        (_, found), = self.per_shard([int(row)], "archived_queries",
+                                     "reading a question's vectors")
+        return found[0]
 
 
 class _ShardActors:

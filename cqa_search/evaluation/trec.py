@@ -99,7 +99,10 @@ def as_queries(queries) -> list:
     queries file (:func:`read_queries`)."""
     if isinstance(queries, (str, os.PathLike)):
         return read_queries(queries)
-    queries = list(queries) if not isinstance(queries, (bytes, dict)) else None
+    try:
+        queries = list(queries) if not isinstance(queries, (bytes, dict)) else None
+    except TypeError:  # not iterable
+        queries = None
     if queries is None or not all(isinstance(q, dict) and "id" in q and "text" in q
                                   for q in queries):
         raise ParameterError("queries must be a path or a list of dicts {'id', 'text', "

@@ -22,7 +22,7 @@ from collections import OrderedDict
 import numpy as np
 import orjson
 
-from ..archive import DATE_KEYS, date_seconds
+from ..archive import question_date
 from ..exceptions import IndexFormatError, rebuild_hint
 from .layout import segment_dir
 
@@ -60,15 +60,12 @@ def _segment(path, offsets):
                 first.append(tag)
             ids.append(known[key])
         indptr.append(len(ids))
-        for key in DATE_KEYS:
-            try:
-                when = date_seconds(record.get(key))
-            except ValueError:  # stored before dates were checked: no date
-                out_of_range.append(record.get("id"))
-                continue
-            if when is not None:
-                dates[row] = when
-                break
+        refused = []  # stored before dates were checked: no date
+        when = question_date(record, refused)
+        if refused:
+            out_of_range.append(record.get("id"))
+        if when is not None:
+            dates[row] = when
     if out_of_range:
         logger.warning("%s: %d date(s) outside 0001-01-01 to 9999-12-31 (the first of question "
                        "%r) read as no date; the index was built before dates were checked: "

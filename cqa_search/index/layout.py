@@ -43,7 +43,6 @@ its statistics in ``stats/<field>/`` as above: :mod:`cqa_search.index.sharding`.
 """
 from __future__ import annotations
 
-import difflib
 import os
 from array import array
 from bisect import bisect_left, bisect_right
@@ -51,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._utils import close_names
 from ..analysis import Analyzer
 from ..archive import Archive
 from ..exceptions import ArchiveError, IndexFormatError, QueryError, rebuild_hint
@@ -102,6 +102,8 @@ class Categories:
     ...                live=np.array([True, True, True, True, False]))
     >>> c.id("cars"), c.counts().tolist(), c.present()
     (1, [1, 2, 0], ['Visas', 'Cars'])
+    >>> c
+    Categories(3: Visas, Cars, Pets)
     >>> c.id("Pets")
     Traceback (most recent call last):
     ...
@@ -117,6 +119,10 @@ class Categories:
 
     def __len__(self):
         return len(self.names)
+
+    def __repr__(self):
+        shown = list(self.names[:10]) + (["..."] if len(self.names) > 10 else [])
+        return f"Categories({len(self.names)}: {', '.join(shown)})"
 
     def __iter__(self):
         return iter(self.names)
@@ -181,14 +187,8 @@ class Categories:
         if not exact:
             raise QueryError("no question of this index has a category now, so it cannot "
                              "filter by category")
-        wanted = key.casefold()
-        words = wanted.split()
-        # "Sightseeing" for "Sightseeing and Tourist attractions": a prefix, or every word
-        close = [f for f in folded if f.startswith(wanted)
-                 or all(any(w2.startswith(w) for w2 in f.split()) for w in words)][:3]
-        close += [c for c in difflib.get_close_matches(wanted, list(folded), n=3, cutoff=0.5)
-                  if c not in close][:3 - len(close)]
-        hint = (f"; did you mean {' or '.join(repr(self.names[folded[c][0]]) for c in close)}?"
+        close = close_names(key, [self.names[ids[0]] for ids in folded.values()])
+        hint = (f"; did you mean {' or '.join(map(repr, close))}?"
                 if close else f" (categories: {', '.join(sorted(exact)[:20])}"
                               + (", ..." if len(exact) > 20 else "") + ")")
         raise QueryError(f"unknown category {name!r}{hint}")

@@ -34,6 +34,7 @@ MODEL_KINDS = {
     "ranker": "cqa_search.ranking.linear:LinearRanker",
     "answers": "cqa_search.answers:AnswerSelector",
     "embeddings": "cqa_search.vectors.model:EmbeddingModel",
+    "encoder": "cqa_search.vectors.encoded:EncoderModel",
 }
 
 #: What ``from_state`` raises on a malformed stored state (a forged count that overflows

@@ -54,7 +54,7 @@ from .writer import open_writer
 
 __all__ = ["MODEL_KINDS", "FAMILIES", "Family", "model_class", "add_model", "remove_model",
            "load_model", "load_models", "model_dir", "write_model", "row_arrays",
-           "stale_inputs"]
+           "stale_inputs", "check_features_free"]
 
 @dataclass(frozen=True)
 class Family:
@@ -131,6 +131,15 @@ FAMILIES = {
                          "arrays per million questions (each question's vector twice, 800 "
                          "bytes, and its title and body unless the index has them), a few ms "
                          "per search (BENCHMARKS.md, Word vectors)", "embeddings"),
+    "encoder": Family("encoder", "a pretrained sentence encoder's vectors of every question "
+                      "(--model DIR: a sentence-transformers folder such as "
+                      "all-MiniLM-L6-v2; docs/models.md says how to get one). Adds the "
+                      "features encoder_* (cosine of the query with each question, its "
+                      "title, body and best answer), and its question vectors are the dense "
+                      "first stage's. Questions added later are encoded when added. Costs: "
+                      "about 20 questions per CPU-second per text encoded, 768 bytes per "
+                      "question and text (float16), ~11 ms per short query (BENCHMARKS.md, "
+                      "The pretrained sentence encoder)", "encoder"),
 }
 
 
@@ -207,14 +216,7 @@ def add_model(index, name, model, *, inputs=()) -> str:
                 f"{path} has a {models[name]['kind']} model named {name!r}: storing this "
                 f"{kind} model under that name would replace it; give it another name "
                 "(--name), or remove that one first (cqa_search.index.models.remove_model)")
-        for other, entry in models.items():
-            shared = [f for f in entry.get("features", ()) if f in produced]
-            if other != name and shared:
-                raise ParameterError(
-                    f"model {name!r} gives the feature(s) {', '.join(shared)}, which the stored "
-                    f"model {other!r} gives already: store it as {other!r} to replace that "
-                    "one, or give its features other names (the feature_name / "
-                    "feature_prefix parameter)")
+        _check_features_free(models, name, produced, model.get_params())
         # What the model saw: `cqa-search info` counts the questions added or deleted since,
         # and tells the models it read that were fitted again since (each fit its own id).
         sources = read + [other for other, entry in models.items()
@@ -230,6 +232,44 @@ def add_model(index, name, model, *, inputs=()) -> str:
 
     with open_writer(path) as writer:
         return writer.store_model(name, model, (meta, arrays), stored_models)
+
+
+#: The parameters that name a model's features, with the option of ``cqa-search fit``.
+_FEATURE_NAMING = {"feature_name": "--feature-name", "feature_prefix": "--feature-prefix"}
+
+
+def _check_features_free(models, name, produced, params, prefix=None) -> None:
+    """ParameterError when a stored model other than ``name`` (in the manifest's
+    ``models``) gives a feature of ``produced`` (or one named ``<prefix>_...``), naming
+    the parameter that renames them when the model has one."""
+    for other, entry in models.items():
+        shared = [f for f in entry.get("features", ()) if f in produced
+                  or (prefix is not None and f.startswith(prefix + "_"))]
+        if other == name or not shared:
+            continue
+        naming = [p for p in _FEATURE_NAMING if p in params]
+        how = (f"give its features other names (the {naming[0]} parameter, `cqa-search fit "
+               f"... {_FEATURE_NAMING[naming[0]]}`) and the model another --name" if naming
+               else "this family's features have fixed names, so an index holds one such "
+                    "model")
+        raise ParameterError(
+            f"model {name!r} gives the feature(s) {', '.join(shared)}, which the stored "
+            f"model {other!r} gives already: store it as {other!r} (--name {other}) to "
+            f"replace that one, or {how}")
+
+
+def check_features_free(index, name, model) -> None:
+    """Before a fit: ParameterError when the features ``model`` (unfitted, its parameters
+    set) will give are given by another stored model of ``index`` (an engine), so that the
+    refusal comes before the fitting, not after it (:func:`add_model` checks again)."""
+    if not hasattr(model, "scorer"):
+        return  # (rankers and answer choosers add no feature)
+    params = model.get_params()
+    try:
+        produced, prefix = list(model.feature_names), None
+    except Exception:  # noqa: BLE001 - names known only after the fit (their views)
+        produced, prefix = [], params.get("feature_prefix")
+    _check_features_free(index.manifest.get("models", {}), name, produced, params, prefix)
 
 
 def stale_inputs(models, name) -> list:

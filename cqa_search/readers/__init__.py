@@ -157,11 +157,13 @@ def read_questions(paths, *, format=None, skip_invalid=False, report=None, **opt
                 report.n_read += 1
                 if question.extra:
                     report.note_unindexed(question)
+                    report.note_undated(question)
                 yield question
         except OSError as exc:  # an I/O error, or a file that cannot be read at all
             raise ArchiveError(f"cannot read: {exc.strerror or exc}", exc.filename or path) \
                 from None
         report.warn_unindexed(path)
+        report.warn_undated(path)
 
 
 def _option(name) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pyexpat import ErrorString
 from pyexpat import errors as expat_errors
 
-from ..archive import SCHEMA_KEYS, Question
+from ..archive import SCHEMA_KEYS, Question, undated_value
 from ..exceptions import ArchiveError
 
 logger = logging.getLogger("cqa_search.readers")
@@ -45,6 +45,10 @@ class ReadReport:
         Invalid records skipped.
     errors : list of str
         The first ``max_examples`` skipped errors, for the summary.
+    n_undated : int
+        Questions read whose date (a key of :data:`~cqa_search.archive.DATE_KEYS`) is
+        given but no date (``"last tuesday"``): indexed without a date, so that every date
+        filter leaves them out; said in a warning per file.
     """
 
     def __init__(self, skip_invalid: bool = False, max_examples: int = 5):
@@ -54,6 +58,8 @@ class ReadReport:
         self.n_skipped = 0
         self.errors = []
         self.unindexed = Counter()  # extra key holding text -> questions, for the file read
+        self.n_undated = 0
+        self._undated = []  # (id, value) of the file read's undated questions: count, first
 
     def note_unindexed(self, question: Question) -> None:
         """Count the keys of ``question.extra`` whose value reads as text: they are kept but
@@ -70,6 +76,26 @@ class ReadReport:
                 "indexed (to index it, map it to a field: --columns body=%s, in Python "
                 "columns={'body': %r})", path, key, count, key, key)
         self.unindexed.clear()
+
+    def note_undated(self, question: Question) -> None:
+        """Count ``question`` when its date is given but is no date."""
+        value = undated_value(question.extra)
+        if value is not None:
+            self.n_undated += 1
+            self._undated.append((question.id, value))
+
+    def warn_undated(self, path) -> None:
+        """Log the undated questions counted since the last call (how many, the first), and
+        reset."""
+        if self._undated:
+            (qid, value), n = self._undated[0], len(self._undated)
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
+            logger.warning(
+                "%s: %d question(s) have a date that is no date (the first: question %r, %s); "
+                "they are indexed without a date, and date filters leave them out (a date is "
+                "ISO 8601, e.g. 2014-03-05 or 2014-03-05T10:00:00, or seconds since 1970)",
+                path, n, qid, shown)
+            self._undated = []
 
     def invalid(self, error: ArchiveError) -> None:
         """Raise ``error``, or count it when invalid records are skipped."""

@@ -49,7 +49,7 @@ import numpy as np
 from .candidates import _sums_of_weights
 from .hybrid import Merged, hybrid_scores, merge  # noqa: F401 (Merged: the stage's result)
 
-__all__ = ["DEFAULT_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capable",
+__all__ = ["DEFAULT_WEIGHT", "ENCODER_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capable",
            "check_weight", "weight_of_text", "hybrid_candidates", "CandidateContext",
            "StageParts", "FirstStageFeature"]
 
@@ -61,6 +61,11 @@ __all__ = ["DEFAULT_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capabl
 #: training queries) among the first stages never significantly below BM25
 #: (``scripts/full_retrieval.py --safe-defaults``; BENCHMARKS.md, "Safe defaults").
 DEFAULT_WEIGHT = 0.05
+#: ``a`` without a ranker when the dense list is a pretrained sentence encoder's (its
+#: ``EncoderScorer.default_weight``): the largest ``a`` of the hybrid order over BM25 not
+#: below BM25 on either of those training sets (``scripts/full_retrieval.py
+#: --default-weight --encoder-model DIR``): the encoder is a strong signal of its own.
+ENCODER_WEIGHT = 0.7
 #: The values of ``a`` that ``cqa-search train`` chooses from.
 WEIGHT_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Depth of the two top lists, in candidates: lists of ``2n`` for ``n`` candidates.

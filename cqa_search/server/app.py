@@ -5,12 +5,14 @@ and the search page.
 ``GET /``                              the search page (``static/``: plain HTML, CSS, JS)
 ``GET /api/search``                    ``q`` (the query syntax of the CLI), ``k``,
                                        ``category``, ``explain``, ``after``, ``before``,
+                                       ``tag`` and ``not_tag`` (repeatable),
                                        ``title`` and ``body`` (the question's two parts):
                                        the hits of :meth:`SearchEngine.search` as
                                        :meth:`Presenter.results_dict` gives them
 ``GET /api/questions/{id}``            an archived question with all its answers
 ``GET /api/questions/{id}/similar``    ``k``, ``category``, ``explain``, ``after``,
-                                       ``before``: the questions most like it
+                                       ``before``, ``tag``, ``not_tag``: the questions
+                                       most like it
                                        (:meth:`SearchEngine.similar`)
 ``GET /api/categories``                the categories with their numbers of questions
 ``GET /api/tags``                      ``limit``: the most frequent tags, with theirs
@@ -20,7 +22,7 @@ and the search page.
 =====================================  ====================================================
 
 Errors are JSON (:class:`~cqa_search.server.schema.Error`): 400 for a bad query or
-parameter, 404, 405, 413/414 for a request too large, 503 while no index can be opened,
+parameter (also one the endpoint does not take: none is ignored silently), 404, 405, 413/414 for a request too large, 503 while no index can be opened,
 500 (no traceback: it is logged) for a bug. A request whose body does not come whole (the
 client went away, or stalled: :mod:`.protocol`) is one line in the log. The engine
 follows the index's generations (:class:`~cqa_search.server.live.LiveIndex`). Requests run
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Annotated
 
 import orjson
-from fastapi import FastAPI, Query
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -48,6 +50,7 @@ from starlette.requests import ClientDisconnect
 
 from .._version import __version__
 from ..engine import SearchConfig
+from ..archive import did_you_mean
 from ..exceptions import CQASearchError, IndexFormatError, QueryError
 from ..presentation import MAX_K, source_url
 from ..query_parser import MAX_QUERY_CHARS
@@ -93,6 +96,37 @@ _SECURITY_HEADERS = [
 ]
 _ERRORS = {status: {"model": schema.Error, "description": text} for status, text in
            [(400, "bad query or parameter"), (503, "no index can be opened")]}
+
+
+def _query_names(dependant) -> set:
+    """The query parameters a route (its dependencies' too) reads."""
+    return {p.alias for p in dependant.query_params}.union(
+        *(_query_names(d) for d in dependant.dependencies))
+
+
+def _known_parameters(request: Request) -> None:
+    """Refuse a query parameter the endpoint does not take (400): a filter misspelt or
+    not taken there must not be answered, unfiltered, with 200."""
+    route = request.scope.get("route")
+    if not getattr(route, "include_in_schema", False):  # the page keeps its own state
+        return
+    known = _query_names(route.dependant)
+    unknown = [name for name in request.query_params if name not in known]
+    if unknown:
+        raise QueryError(f"unknown parameter {unknown[0]!r}; this endpoint takes: "
+                         + (", ".join(sorted(known)) or "none"))
+
+
+#: The tag filters of a search and of more-like-this (each may be given several times).
+_TAG = Query(max_length=500, description="only questions with this tag (exactly, ignoring "
+                                         "case; several: all of them)")
+_NOT_TAG = Query(max_length=500, description="leave out questions with this tag")
+
+
+def _missing(engine, doc_id) -> HTTPException:
+    """The 404 of an id the archive lacks, with the ids it may mean."""
+    return HTTPException(404, f"no question {doc_id!r} in the archive"
+                         + did_you_mean(engine.archive.similar_ids(doc_id)))
 
 
 class _JSON(JSONResponse):
@@ -279,7 +313,8 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
                               "read its questions" + (", add and delete questions (with a "
                                                       "token)." if write_token else
                                                       ". Read-only."),
-                  default_response_class=_JSON, docs_url=None, redoc_url=None)
+                  default_response_class=_JSON, docs_url=None, redoc_url=None,
+                  dependencies=[Depends(_known_parameters)])
     app.state.live = live
     app.add_middleware(_Guard, balancer=balancer, writes=write_token is not None)
     _handlers(app)
@@ -312,6 +347,8 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
             "archived titles"))] = None,
         body: Annotated[str | None, Query(max_length=MAX_QUERY_CHARS, description=(
             "the question's body (plain text), compared with the archived bodies"))] = None,
+        tag: Annotated[list[str] | None, _TAG] = None,
+        not_tag: Annotated[list[str] | None, _NOT_TAG] = None,
     ):
         engine, presenter = live.current()
         if q is None and not (title or body):
@@ -319,7 +356,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
         # (without q, the two parts are the query, as plain text)
         typed = q if q is not None else "\n".join(t for t in (title, body) if t)
         results = engine.search(q, k=k, category=category or None, after=after, before=before,
-                                title=title, body=body)
+                                tags=tag, not_tags=not_tag, title=title, body=body)
         doc = presenter.results_dict(results, typed=typed, explain=explain)
         doc["generation"] = engine.generation
         return _JSON(doc)
@@ -339,12 +376,14 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
             "(YYYY[-MM[-DD]])"))] = None,
         before: Annotated[str | None, Query(max_length=40, description=(
             "only questions created before it"))] = None,
+        tag: Annotated[list[str] | None, _TAG] = None,
+        not_tag: Annotated[list[str] | None, _NOT_TAG] = None,
     ):
         engine, presenter = live.current()
         if doc_id not in engine.archive:
-            raise HTTPException(404, f"no question {doc_id!r} in the archive")
+            raise _missing(engine, doc_id)
         results = engine.similar(doc_id, k=k, category=category or None, after=after,
-                                 before=before)
+                                 before=before, tags=tag, not_tags=not_tag)
         body = presenter.results_dict(results, explain=explain)
         body["generation"] = engine.generation
         return _JSON(body)
@@ -355,7 +394,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
     async def question(doc_id: str):
         engine, _ = live.current()
         if doc_id not in engine.archive:
-            raise HTTPException(404, f"no question {doc_id!r} in the archive")
+            raise _missing(engine, doc_id)
         found = engine.archive.get(doc_id)
         return _JSON({**found.to_dict(), "url": source_url(found),
                       "generation": engine.generation})
@@ -364,9 +403,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
              responses={503: _ERRORS[503]}, summary="The categories and their sizes")
     async def categories():
         engine, _ = live.current()
-        counts = engine.category_counts().tolist()
-        found = sorted(({"name": n, "count": c} for n, c in zip(engine.categories, counts)
-                        if c), key=lambda c: (-c["count"], c["name"].casefold()))
+        found = [{"name": n, "count": c} for n, c in engine.category_counts().items()]
         return _JSON({"categories": found, "n_docs": engine.n_questions,
                       "generation": engine.generation})
 

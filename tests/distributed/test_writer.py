@@ -19,16 +19,22 @@ MORE = [Question("c", "car battery", "z"), Question("d", "beach", "w"),
         Question("e", "work permit office", "v")]
 
 
-def shard_lengths(path):
-    """Each live shard's rows of the model and the title lengths of its questions."""
+def shard_parts(path, name):
+    """Each live shard's model ``name`` and its questions."""
     top = open_index(path)
     out = []
     for s, entry in enumerate(read_shards(top)):
         if entry["dir"] is not None:
             archive = SearchEngine.open(os.path.join(top.root, entry["dir"])).archive
-            out.append((shard_models(top, s)["lengths"].lengths_.tolist(),
-                        [len(archive[r].title) for r in range(entry["n_docs"])]))
+            out.append((shard_models(top, s)[name],
+                        [archive[r] for r in range(entry["n_docs"])]))
     return out
+
+
+def shard_lengths(path):
+    """Each live shard's rows of the model and the title lengths of its questions."""
+    return [(model.lengths_.tolist(), [len(q.title) for q in questions])
+            for model, questions in shard_parts(path, "lengths")]
 
 
 def test_rows_added_later_go_with_their_shards(ray_session, tmp_path, lengths_kind):

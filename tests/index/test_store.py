@@ -398,6 +398,8 @@ def test_rollback_makes_the_previous_generation_live_again(index_copy, capsys):
     restored = current_generation(index_copy)
     assert out.startswith(f"rolled back {index_copy}: the index of gen-000001 is live again, "
                           f"as {restored} (it replaces {damaged}")
+    assert out.endswith(f"One step: an index keeps only the generation before the live one, "
+                        f"so a second rollback brings {damaged} back\n")
     assert restored > damaged and engine.reopen() is not engine  # a reader follows it
     assert results(SearchEngine.open(index_copy, verify=True)) == before
     assert open_index(index_copy).manifest["rolled_back"] == {"from": damaged, "to": "gen-000001"}

@@ -117,6 +117,14 @@ def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, toy_
     assert main(args + ["--ranker", "nope"]) == 1
     assert "this index has no ranker 'nope' (rankers: ranker)" in capsys.readouterr().err
     assert main(["query", str(index), "visa", "--ranker", "none", "--json"]) == 0
+    capsys.readouterr()
+    # --model SPEC is that model alone (as it says), unless --ranker names one
+    assert main(args + ["--model", "bm25", "--run-out", str(tmp_path / "model.run")]) == 0
+    out = capsys.readouterr().out
+    assert "bm25+ranker" not in out and out.splitlines()[2].split()[0] == "bm25"
+    assert read_run(tmp_path / "model.run") == bm25
+    assert main(args + ["--model", "bm25", "--ranker", "ranker"]) == 0
+    assert "bm25+ranker" in capsys.readouterr().out
 
 
 def test_train_command_options_and_errors(index, toy_judged, capsys):

@@ -54,7 +54,7 @@ def test_text_kept_but_not_indexed_is_warned_once_with_a_count(tmp_path, caplog)
     with caplog.at_level(logging.WARNING, logger="cqa_search.readers"):
         questions = list(read_questions(path))
     assert len(questions) == 3 and questions[0].extra["notes"].startswith("this one")
-    (record,) = caplog.records
+    record, undated = caplog.records  # (the date is no date: test_undated_questions_...)
     assert record.getMessage() == (
         f"{path}: key 'notes' holds text in 3 record(s); it is kept with the question but not "
         "indexed (to index it, map it to a field: --columns body=notes, in Python "
@@ -122,3 +122,24 @@ def test_utf16_and_utf32_files_are_named(tmp_path, encoding, name):
     with pytest.raises(ArchiveError, match=f"a.jsonl: the file is encoded in {name}, not "
                                            "UTF-8: re-encode it as UTF-8"):
         list(read_questions(path, skip_invalid=True))  # the whole file: never skipped
+
+
+def test_undated_questions_are_counted_and_warned_once_per_file(tmp_path, caplog):
+    """A date the archive gives that is no date ("last tuesday") leaves the question
+    undated, out of every date-filtered search: the read says how many, and the first."""
+    path = write(tmp_path / "a.jsonl",
+                 '{"id": "a", "title": "visa", "creation_date": "last tuesday"}',
+                 '{"id": "b", "title": "visa", "creation_date": "2014-03-05"}',
+                 '{"id": "c", "title": "visa", "date": "soon", "created_at": null}',
+                 '{"id": "d", "title": "visa", "creation_date": "", "date": null}',
+                 '{"id": "e", "title": "visa", "creation_date": "never", "date": 1388534400}')
+    report = ReadReport()
+    with caplog.at_level(logging.WARNING, logger="cqa_search.readers"):
+        questions = list(read_questions(path, report=report))
+    assert [q.date for q in questions] == [None, "2014-03-05", None, None, "2014-01-01"]
+    assert report.n_undated == 2
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        f"{path}: 2 question(s) have a date that is no date (the first: question 'a', "
+        "'last tuesday'); they are indexed without a date, and date filters leave them out "
+        "(a date is ISO 8601, e.g. 2014-03-05 or 2014-03-05T10:00:00, or seconds since 1970)")

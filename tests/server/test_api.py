@@ -133,7 +133,7 @@ def test_counts_leave_deleted_and_replaced_questions_out(tmp_path):
     delete_questions(path, ["c"])
     engine = SearchEngine.open(path)
     assert engine.n_docs == 4 and engine.n_questions == 2
-    assert engine.category_counts().tolist() == [2, 0]
+    assert engine.category_counts() == {"Visas": 2}
     with TestClient(create_app(path)) as http:
         doc = http.get("/api/categories").json()
         assert doc["n_docs"] == 2 and doc["categories"] == [{"name": "Visas", "count": 2}]
@@ -376,6 +376,45 @@ def test_tag_facet_and_date_filters(tmp_path):
             "date:>=2014-01-01"]
         bad = http.get("/api/questions/a/similar", params={"before": "2014-13"})
         assert bad.status_code == 400 and "bad date filter" in bad.json()["detail"]
+
+
+def test_hits_show_their_dates_and_more_like_this_takes_every_filter(tmp_path):
+    path = tmp_path / "idx"
+    build_index([Question("se:1", "renew visa", tags=("visa", "renewal"),
+                          extra={"creation_date": "2013-05-01T10:20:30"}),
+                 Question("se:2", "visa fees renew", tags=("visa",), extra={"date": "2014-05-01"}),
+                 Question("se:3", "visa renew office", tags=("visa", "office")),
+                 Question("se:4", "cheap sofa", tags=("furniture",))], path)
+    with TestClient(create_app(path)) as http:
+        def hits(url, **params):
+            response = http.get(url, params=params)
+            assert response.status_code == 200, response.json()
+            schema.SearchResults.model_validate(response.json())
+            return {h["id"]: h["date"] for h in response.json()["hits"]}
+
+        assert hits("/api/search", q="visa") == {
+            "se:1": "2013-05-01T10:20:30Z", "se:2": "2014-05-01", "se:3": None}
+        similar = "/api/questions/se:1/similar"
+        assert hits(similar) == {"se:2": "2014-05-01", "se:3": None}
+        assert hits(similar, tag="office") == {"se:3": None}
+        assert hits(similar, not_tag="office") == {"se:2": "2014-05-01"}
+        assert hits(similar, after="2014") == {"se:2": "2014-05-01"}
+        assert hits("/api/search", q="visa", tag=["visa", "renewal"]) == {
+            "se:1": "2013-05-01T10:20:30Z"}
+        # a parameter the endpoint does not take is refused, never ignored
+        for url, params in [(similar, {"tags": "office"}), ("/api/search", {"q": "visa",
+                                                                           "after_": "2014"})]:
+            refused = http.get(url, params=params)
+            assert refused.status_code == 400, refused.json()
+            assert re.match(r"unknown parameter '(tags|after_)'; this endpoint takes: "
+                            r"after, before, (body, )?category, explain, k, not_tag, ",
+                            refused.json()["detail"])
+        assert http.get("/", params={"q": "visa"}).status_code == 200  # the page's own state
+        missing = http.get("/api/questions/1/similar")
+        assert missing.status_code == 404 and missing.json()["detail"] == (
+            "no question '1' in the archive; did you mean 'se:1'?")
+        assert http.get("/api/questions/SE:4").json()["detail"] == (
+            "no question 'SE:4' in the archive; did you mean 'se:4'?")
 
 
 def test_the_filters_applied_and_the_notices_come_with_the_hits(client):

@@ -138,6 +138,16 @@ def hits(driver):
     return driver.find_elements(By.CSS_SELECTOR, "#hits .hit")
 
 
+def click(driver, selector, what):
+    """Click the element of ``selector`` once it is there (found again if re-rendered)."""
+    def clicked(d):
+        found = d.find_elements(By.CSS_SELECTOR, selector)
+        if found:
+            found[0].click()
+        return bool(found)
+    wait(driver, clicked, what)
+
+
 def params(driver):
     return {k: v[0] for k, v in parse_qs(urlparse(driver.current_url).query).items()}
 
@@ -195,7 +205,7 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     wait(d, lambda d: len({h.find_element(By.CSS_SELECTOR, ".category").text
                            for h in hits(d)}) == 2, "hits of two categories")
     shown = [a.get_attribute("data-doc") for a in d.find_elements(By.CSS_SELECTOR, ".hit-link")]
-    d.find_element(By.CSS_SELECTOR, "#facet a[aria-label^='Cars']").click()
+    click(d, "#facet a[aria-label^='Cars']", "the Cars facet")
     wait(d, lambda d: params(d).get("category") == "Cars", "the category in the URL")
     wait(d, lambda d: hits(d) and all(h.find_element(By.CSS_SELECTOR, ".category").text == "Cars"
                                       for h in hits(d)), "the Cars hits")
@@ -233,9 +243,7 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     wait(d, lambda d: params(d) == {"q": "car visa"}, "the results again")
 
     # the tag facet adds a tag: filter to the query, and takes it away again
-    tag = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#tag-facet a[aria-label^='tag "
-                                                              "family']"), "the tag facet")[0]
-    tag.click()
+    click(d, "#tag-facet a[aria-label^='tag family']", "the tag facet")
     wait(d, lambda d: params(d) == {"q": "car visa tag:family"}, "the tag filter in the URL")
     wait(d, lambda d: [a.get_attribute("data-doc") for a in d.find_elements(
         By.CSS_SELECTOR, ".hit-link")] == api_doc_ids(server, q="car visa tag:family"),
@@ -243,7 +251,7 @@ def test_search_facet_explain_keyboard_and_history(which, request, browser, shot
     assert d.find_element(By.CSS_SELECTOR, "#tag-facet a[aria-current='true']").text.startswith(
         "family")
     d.save_screenshot(os.path.join(shots, "search-tag-facet.png"))
-    d.find_element(By.CSS_SELECTOR, "#tag-facet a[aria-current='true']").click()
+    click(d, "#tag-facet a[aria-current='true']", "the active tag")
     wait(d, lambda d: params(d) == {"q": "car visa"}, "the tag filter taken away")
 
     # "did you mean"
@@ -309,7 +317,7 @@ def test_suggestions_while_a_question_is_typed(server, browser, shots):
              f"the suggestions for {typed!r}")
         shown = [a.get_attribute("data-doc")
                  for a in section.find_elements(By.CSS_SELECTOR, "#suggest-list a")]
-        assert shown == api_doc_ids(server, q=typed, k=5)
+        assert shown == api_doc_ids(server, title=typed, k=5)  # plain text, not syntax
         report.append({"typed": typed, "keystrokes": len(batch),
                        "page_ms": int(section.get_attribute("data-ms")),
                        "wall_ms": round(1000 * (time.monotonic() - started))})
@@ -405,3 +413,65 @@ def test_the_page_says_how_it_read_the_query(long_names_server, browser, shots):
     for name in d.find_elements(By.CSS_SELECTOR, ".facet .name"):
         assert name.rect["x"] + name.rect["width"] <= side["x"] + side["width"] + 1, name.text
     d.save_screenshot(os.path.join(shots, "search-filters.png"))
+
+
+@pytest.fixture(scope="module")
+def dated_server(tmp_path_factory):
+    """Questions with dates, categories and tags (a StackExchange site by first tag)."""
+    from cqa_search import Question, build_index
+
+    path = tmp_path_factory.mktemp("dated") / "index"
+    rows = [("q1", "Why do my qubits lose coherence so fast?", "hardware", ("decoherence",),
+             "2019-03-05T10:20:00"),
+            ("q2", "Qubit coherence times of superconducting chips", "hardware",
+             ("decoherence", "superconducting"), "2020-06-01"),
+            ("q3", "How fast can a Hadamard gate run on qubits?", "gates", ("hadamard",),
+             "2021-01-15"),
+            ("q4", "A fast growing hierarchy of quantum algorithms", "theory", ("complexity",),
+             None)]
+    build_index([Question(i, t, category=c, tags=tags,
+                          extra={"creation_date": d} if d else {})
+                 for i, t, c, tags, d in rows], path)
+    yield from _serve(path)
+
+
+def test_facets_of_the_hits_dates_and_typed_questions(dated_server, browser, shots):
+    """Issue 40: the facets count the hits of the search shown (not the archive), each hit
+    shows its day, and the text typed in the box is a question (plain text), not syntax."""
+    d = browser
+    d.get(dated_server + "/")
+    wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#facet a"), "the facet")
+    box = d.find_element(By.ID, "q")
+    box.send_keys("qubits coherence", Keys.ENTER)
+    wait(d, lambda d: len(hits(d)) == 3, "the hits")
+    def texts(selector):
+        return [a.text.split("\n") for a in d.find_elements(By.CSS_SELECTOR, selector)]
+
+    wait(d, lambda d: d.find_element(By.ID, "facet-title").get_attribute("textContent") ==
+         "Categories of these results" and texts("#facet a") == [
+             ["All categories", "3"], ["hardware", "2"], ["gates", "1"]],
+         "the categories of the hits")
+    wait(d, lambda d: texts("#tag-facet a") == [
+        ["decoherence", "2"], ["hadamard", "1"], ["superconducting", "1"]],
+        "the tags of the hits")
+    assert d.find_element(By.ID, "tags-title").get_attribute("textContent") == \
+        "Tags of these results"
+    days = {h.find_element(By.CSS_SELECTOR, ".hit-link").get_attribute("data-doc"):
+            h.find_element(By.TAG_NAME, "time").text for h in hits(d)}
+    assert days == {"q1": "2019-03-05", "q2": "2020-06-01", "q3": "2021-01-15"}
+    d.save_screenshot(os.path.join(shots, "facets-and-dates.png"))
+
+    # as-you-type: the typed question as plain text ("fast" is a word, not syntax)
+    box = d.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys("my qubits lose coherence too fast")
+    section = d.find_element(By.ID, "suggest")
+    wait(d, lambda d: section.is_displayed() and section.get_attribute("data-query") ==
+         "my qubits lose coherence too fast", "the asked-before list")
+    shown = [a.get_attribute("data-doc")
+             for a in section.find_elements(By.CSS_SELECTOR, "#suggest-list a")]
+    assert shown[0] == "q1" and shown == api_doc_ids(
+        dated_server, title="my qubits lose coherence too fast", k=5)
+    d.save_screenshot(os.path.join(shots, "asked-before.png"))
+    errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []

@@ -44,8 +44,8 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     assert not error
     assert [h["id"] for h in found["hits"]] == list(engine.search("renew my visa", k=3).doc_ids)
     hit = found["hits"][0]
-    assert set(hit) == {"rank", "id", "score", "title", "category", "tags", "url", "n_answers",
-                        "snippet", "answer"} and hit["answer"]["label"] == "best answer"
+    assert set(hit) == {"rank", "id", "score", "title", "category", "tags", "date", "url",
+                        "n_answers", "snippet", "answer"} and hit["answer"]["label"] == "best answer"
     assert dated["hits"] == [] and dated["category"] == "Visas"  # the toy archive has no dates
     assert dated["filters"] == ["category:Visas", "date:>=2000-01-01"]
     assert found["filters"] == found["notices"] == []
@@ -64,10 +64,29 @@ def test_tools_give_what_the_engine_gives(ranked_index):
     ("similar", {"question_id": "nope"}, "unknown question id 'nope'"),
     ("similar", {"question_id": "t01", "before": "2014-13"}, "bad date filter"),
     ("get_question", {"question_id": "nope"}, "no question 'nope' in the archive"),
+    ("get_question", {"question_id": "T01"}, "no question 'T01' in the archive; did you mean "
+                                             "'t01'?"),
+    ("similar", {"question_id": "T01"}, "unknown question id 'T01'; did you mean 't01'?"),
+    ("similar", {"question_id": "t01", "tags": [""]}, "tags has an empty tag name"),
 ])
 def test_input_errors_are_tool_errors(toy_index, name, arguments, message):
     _, [(error, text)] = calls(toy_index, (name, arguments))
     assert error and message in text
+
+
+def test_similar_takes_every_filter_and_hits_have_dates(tmp_path):
+    from cqa_search import Question, build_index
+
+    build_index([Question("a", "renew visa", tags=("visa",), extra={"date": "2013-05-01"}),
+                 Question("b", "visa fees renew", tags=("visa", "fees"),
+                          extra={"date": "2014-05-01"}),
+                 Question("c", "visa renew office", tags=("office",))], tmp_path / "idx")
+    _, out = calls(tmp_path / "idx", ("similar", {"question_id": "a", "tags": ["office"]}),
+                   ("similar", {"question_id": "a", "not_tags": ["office"]}),
+                   ("search", {"query": "visa", "tags": ["visa"], "before": "2014"}))
+    assert [(h["id"], h["date"]) for h in out[0][1]["hits"]] == [("c", None)]
+    assert [(h["id"], h["date"]) for h in out[1][1]["hits"]] == [("b", "2014-05-01")]
+    assert [(h["id"], h["date"]) for h in out[2][1]["hits"]] == [("a", "2013-05-01")]
 
 
 def test_no_index_yet_is_a_tool_error(tmp_path):
@@ -128,6 +147,56 @@ def test_sigint_after_the_handshake_ends_the_server(toy_index):
             session.proc.kill()
     assert took is not None and took < 10
     assert (code, err) == (130, "cqa-search: interrupted\n")
+
+
+def test_structured_content_with_output_schemas_and_compact_text(toy_index):
+    """Issue 40: the results were pretty-printed text only, and serverInfo had no version."""
+    from cqa_search import __version__
+    from cqa_search.server import schema
+
+    server, _ = create_mcp_server(toy_index)
+
+    async def session():
+        async with mcp.Client(server) as client:
+            tools = (await client.list_tools()).tools
+            results = [await client.call_tool("search", {"query": "renew visa", "k": 10}),
+                       await client.call_tool("similar", {"question_id": "t01", "k": 3}),
+                       await client.call_tool("get_question", {"question_id": "t01"})]
+            return client.server_info, tools, results
+
+    info, tools, results = asyncio.run(session())
+    assert info.version == __version__
+    schemas = {t.name: t.output_schema for t in tools}
+    assert schemas["search"] == schemas["similar"] == schema.CompactResults.model_json_schema()
+    assert schemas["get_question"]["required"][:2] == ["id", "title"]
+    for result in results:
+        text = result.content[0].text
+        assert json.loads(text) == result.structured_content and "\n" not in text
+    found = schema.CompactResults.model_validate(results[0].structured_content)
+    assert found.query == "renew visa" and found.hits and found.hits[0].date is None
+    assert results[2].structured_content["id"] == "t01"
+
+
+def test_requests_in_flight_are_answered_when_stdin_closes(toy_index):
+    """Issue 40: the SDK's loop cancelled the requests it had read when standard input
+    closed; now each is answered, then the server ends."""
+    import subprocess
+    import sys
+
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    messages += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "name": "search", "arguments": {"query": f"visa renew {i}", "k": 5}}}
+        for i in range(1, 7)]
+    done = subprocess.run([sys.executable, "-m", "cqa_search", "mcp", str(toy_index)],
+                          input="".join(json.dumps(m) + "\n" for m in messages),
+                          capture_output=True, text=True, timeout=120)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and done.stderr == ""
+    assert sorted(a["id"] for a in answers) == list(range(7))
+    assert all(a["result"]["structuredContent"]["hits"] for a in answers if a["id"])
 
 
 @pytest.mark.parametrize("arguments,message", [

@@ -83,6 +83,17 @@
     return Math.abs(x) >= 100 ? x.toFixed(1) : x.toPrecision(3);
   }
 
+  // The day of a hit's ISO 8601 date ("2014-03-05T10:00:00Z" -> "2014-03-05").
+  function day(date) {
+    return date.slice(0, 10);
+  }
+
+  // A short hit's meta line: category, day, answers.
+  function hitMeta(hit) {
+    return [hit.category, hit.date && day(hit.date), counted(hit.n_answers, "answer")]
+      .filter(Boolean).join(" · ");
+  }
+
   // "1 question", "2 questions", "1 category", "3 categories"
   function counted(n, noun) {
     const plural = noun.endsWith("y") ? noun.slice(0, -1) + "ies" : noun + "s";
@@ -132,14 +143,17 @@
     return /[\s"]/.test(name) ? `tag:"${name.replace(/"/g, "")}"` : `tag:${name}`;
   }
 
-  // The tag facet: a tag adds (or, when the query has it, removes) its tag: filter.
-  function renderTags(state) {
+  // The tag facet: a tag adds (or, when the query has it, removes) its tag: filter. With
+  // the facets of a search's hits, their tags and counts (else the archive's).
+  function renderTags(state, facets = null) {
     tagFacet.replaceChildren();
     const nav = tagFacet.closest("nav");
-    nav.hidden = !tags || !tags.tags.length;
+    const entries = facets ? facets.tags : tags && tags.tags;
+    nav.hidden = !entries || !entries.length;
+    $("#tags-title").textContent = facets ? "Tags of these results" : "Tags";
     if (nav.hidden) return;
     const words = state.q.split(/\s+/).filter(Boolean);
-    for (const entry of tags.tags) {
+    for (const entry of entries) {
       const clause = tagClause(entry.name);
       const active = words.some((w) => w.toLowerCase() === clause.toLowerCase());
       const q = active ? words.filter((w) => w.toLowerCase() !== clause.toLowerCase()).join(" ")
@@ -154,16 +168,28 @@
     }
   }
 
-  function renderFacet(state, active) {
+  // The category facet: the archive's categories, or with the facets of a search's hits,
+  // the categories of the hits and how many hits each has (the active one always listed).
+  function renderFacet(state, active, facets = null) {
     facet.replaceChildren();
     if (!categories || !categories.categories.length) {
       facet.closest("nav").hidden = true;
       return;
     }
     facet.closest("nav").hidden = false;
-    const entries = [{ name: "", label: "All categories", count: categories.n_docs },
-                     ...categories.categories.map((c) => ({ name: c.name, label: c.name,
-                                                            count: c.count }))];
+    $("#facet-title").textContent = facets ? "Categories of these results" : "Categories";
+    let listed = categories.categories;
+    let total = categories.n_docs;
+    if (facets) {
+      listed = facets.categories.slice();
+      total = facets.categories.reduce((n, c) => n + c.count, 0);
+      const folded = (active || "").toLowerCase();
+      if (active && !listed.some((c) => c.name.toLowerCase() === folded)) {
+        listed.push({ name: active, count: 0 });
+      }
+    }
+    const entries = [{ name: "", label: "All categories", count: total },
+                     ...listed.map((c) => ({ name: c.name, label: c.name, count: c.count }))];
     const wanted = active || "";
     const exact = entries.some((e) => e.name === wanted);  // "Travel" and "travel" may both exist
     for (const entry of entries) {
@@ -241,6 +267,7 @@
     const titleId = `hit-${hit.rank}`;
     const meta = [];
     if (hit.category) meta.push(el("span", { class: "category", text: hit.category }));
+    if (hit.date) meta.push(el("time", { datetime: hit.date, text: day(hit.date) }));
     meta.push(el("span", { text: `score ${number(hit.score)}` }));
     meta.push(el("span", { text: counted(hit.n_answers, "answer") }));
     if (hit.url) {
@@ -304,7 +331,8 @@
       document.body.removeAttribute("aria-busy");
     }
     const ms = Math.round(performance.now() - started);
-    renderFacet(state, data.category || state.category);
+    renderFacet(state, data.category || state.category, data.facets);
+    renderTags(state, data.facets);
     renderDidYouMean(data, state);
     const where = data.category ? ` in ${data.category}` : "";
     const ranking = data.ranking;
@@ -382,8 +410,7 @@
       return el("li", {},
         el("a", { href: urlFor(target), class: "similar-link", dataset: { doc: hit.id },
                   onclick: (event) => { event.preventDefault(); go(target); } }, hit.title),
-        el("span", { class: "meta" }, [hit.category, counted(hit.n_answers, "answer")]
-          .filter(Boolean).join(" · ")));
+        el("span", { class: "meta" }, hitMeta(hit)));
     })));
   }
 
@@ -395,8 +422,10 @@
     $("#category-field").value = state.category;
     $("#category-field").disabled = !state.category;
     if (categories === null) await loadCategories();
-    renderFacet(state, state.category);
-    renderTags(state);
+    if (!state.q || state.question) {  // (a search shows the facets of its hits)
+      renderFacet(state, state.category);
+      renderTags(state);
+    }
     const viewing = Boolean(state.question);
     questionView.hidden = !viewing;
     hitList.hidden = viewing;
@@ -473,7 +502,8 @@
     suggestBox.dataset.sent = String(Number(suggestBox.dataset.sent || 0) + 1);
     let data;
     try {
-      const response = await fetch("/api/search?" + new URLSearchParams({ q: text, k: "5" }),
+      // (typed text is a question, not query syntax: sent as its title, plain text)
+      const response = await fetch("/api/search?" + new URLSearchParams({ title: text, k: "5" }),
                                    { signal: controller.signal,
                                      headers: { Accept: "application/json" } });
       data = await response.json();
@@ -492,8 +522,7 @@
                                     onclick: (event) => { event.preventDefault();
                                                           hideSuggestions(); go(target); } },
                              marked(hit.title_marked)),
-                el("span", { class: "meta", text: [hit.category, counted(hit.n_answers, "answer")]
-                  .filter(Boolean).join(" · ") }));
+                el("span", { class: "meta", text: hitMeta(hit) }));
     }));
     suggestBox.dataset.query = text;
     suggestBox.dataset.ms = String(Math.round(performance.now() - lastInput));
