@@ -49,7 +49,8 @@ from .index.store import open_index
 from .ranking import LinearRanker, LinearRankerCV
 from .ranking._utils import query_folds
 from .searcher import LocalSearcher
-from .training_data import Fitted, HybridChoice, JudgedQueries, fit_ranker, fit_on
+from .training_data import (Fitted, HybridChoice, JudgedQueries, fit_on, fit_ranker,
+                            order_ranker)
 
 __all__ = ["FitReport", "TrainReport", "CrossValidation", "Fold", "fit_family",
            "train_ranker", "cross_validate_training", "query_splits", "cv_report",
@@ -290,8 +291,8 @@ class TrainReport:
     seconds : dict
         ``{"features": ..., "learning": ...}``.
     improves : bool
-        The ranker ranks better than the retrieval order (by cross-validation; True with
-        ``no_cv``).
+        The ranker ranks better than the retrieval order (by cross-validation, and not
+        worse on held-out queries by the assessment; True with ``no_cv``).
     stored : bool
         The ranker was stored in the index.
     removed : bool
@@ -316,6 +317,12 @@ class TrainReport:
         queries, against the first stage's order and the retrieval model alone.
     assessment_note : str or None
         Why there is no assessment although one was asked for (e.g. too few queries).
+    overruled : tuple or None
+        ``(mean, low, high)``: the assessment's gain over the baseline order when the
+        cross-validation chose a learned ranking but the whole training, cross-validated,
+        does not beat that order on held-out queries (mean gain <= 0): the order itself
+        is then what is stored (a first stage with its ``a``) or kept (the retrieval
+        order), not the learned ranking. None otherwise.
     """
 
     ranker: LinearRanker
@@ -336,6 +343,7 @@ class TrainReport:
     hybrid: "HybridChoice | None" = None
     assessment: "CrossValidation | None" = None
     assessment_note: str | None = None
+    overruled: tuple | None = None
 
     def summary(self) -> str:
         """The training figures: learner, data, MAP, and the weight of every feature."""
@@ -361,7 +369,9 @@ class TrainReport:
             lines.append("base rankers " + ", ".join(
                 f"{b} {w:+.3f}" for b, w in zip(info["base"], info["meta_coef"])))
         if info.get("base_feature") is not None:
-            lines.append(f"base score   {info['base_feature']} (alpha_0 {info['alpha0']:.3f})")
+            base = info["base_feature"]
+            weight = info.get("alpha0", ranker.coef_[list(ranker.feature_names_in_).index(base)])
+            lines.append(f"base score   {base} (weight {weight:.3f})")
         lines.append("")
         # (thresholds: only a boosting ranker's steps, a column of its own only then)
         steps = len(ranker.step_feature_) > 0
@@ -384,6 +394,11 @@ class TrainReport:
         cv = self.selection
         order = "the first stage's order" if cv.baseline == "first_stage" else \
             "the retrieval order"
+        if self.overruled is not None:
+            mean, low, high = (100 * v for v in self.overruled)
+            return (f"the learned ranking beat {order} on the cross-validation that chose it, "
+                    f"but the whole training, cross-validated, does not on new queries (MAP "
+                    f"{mean:+.2f}, 95% interval {low:+.2f} to {high:+.2f})")
         return (f"the learned ranking (cross-validated MAP {100 * cv.learned_score_:.2f}) is "
                 f"not better than {order} alone ({cv.baseline}, "
                 f"{100 * cv.baseline_score_:.2f})")
@@ -454,23 +469,28 @@ def _options(learner, params, normalize, max_iter, tol, early_stopping, random_s
                 random_state=random_state, cv=cv, all_features=all_features, no_cv=no_cv)
 
 
-def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ranksvm",
+def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="anchored",
                  params=None, normalize="zscore", max_iter=None, tol=1e-4,
                  early_stopping=False, random_state=0, features=None, exclude=None,
-                 graded=False, cv=5, all_features=False, no_cv=False, name="ranker",
+                 graded=False, cv=5, all_features=True, no_cv=False, name="ranker",
                  hybrid="auto", assess=True, dry_run=False, progress=False) -> TrainReport:
     """Train a ranker on judged queries and store it in the index unless it loses to the
     retrieval model (what ``cqa-search train`` does).
 
-    By default the ranker is chosen by query-grouped cross-validation
-    (:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation, the model families
-    that earn their place, and whether it ranks the candidates better than the retrieval
-    model alone on the training queries; when it does not, nothing is stored (and a
+    By default the ranker is a correction to the first stage's score regularised towards
+    it (the ``anchored`` learner over every feature: what measured best on dev data,
+    BENCHMARKS.md "A ranker that generalises"), chosen by query-grouped cross-validation
+    (:class:`~cqa_search.ranking.LinearRankerCV`): its regularisation (and with
+    ``all_features=False`` the model families that earn their place), and whether it
+    ranks the candidates better than the retrieval model alone on the training queries; when it does not, nothing is stored (and a
     ranker stored before under the same name is removed). That choice is made on the
     training queries, so it can be wrong on new ones: with ``assess`` the whole training
     is also cross-validated (:func:`cross_validate_training`), and the report gives the
     MAP to expect on new queries against the first stage's order and the retrieval model
-    alone, with intervals.
+    alone, with intervals; when by that assessment the training does not beat the first
+    stage's order on held-out queries (a mean gain <= 0), the learned ranking is not
+    stored even though the cross-validation on all the queries chose it: that order is
+    (:attr:`TrainReport.overruled`).
 
     A ranker of given candidates that reads their scores (the given-run features
     :data:`~cqa_search.features.GIVEN_FEATURES`) ranks only candidates given with scores
@@ -502,11 +522,11 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     k : int, optional
         Candidates per query from full retrieval (default: the engine's
         ``n_candidates``, the candidates search reranks).
-    learner : str, default "ranksvm"
+    learner : str, default "anchored"
         A :class:`~cqa_search.ranking.LinearRanker` learner.
     params : dict, optional
-        Learner options; fixing the one cross-validation would choose (``C``,
-        ``alpha``) turns that choice off.
+        Learner options; fixing the one cross-validation would choose (``alpha``, ``C``)
+        turns that choice off.
     normalize : {"zscore", "minmax", "query"} or None, default "zscore"
     max_iter : int, optional
         Iteration limit of the learner (default: the learner's, or chosen by
@@ -522,8 +542,9 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         Pairwise learners also order the relevance grades.
     cv : int, default 5
         Folds of the cross-validation (and of the assessment).
-    all_features : bool, default False
-        No family selection.
+    all_features : bool, default True
+        No family selection (False: forward selection of the model families by
+        cross-validation, see :class:`~cqa_search.ranking.LinearRankerCV`).
     no_cv : bool, default False
         No cross-validation: fit the learner with its options on all the features and
         store it.
@@ -571,6 +592,13 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
         except (QueryError, ParameterError) as exc:  # too few queries for the folds, ...
             note = str(exc)
 
+    ranker, improves, overruled = fitted.ranker, fitted.improves, None
+    if improves and fitted.selection is not None and assessment is not None \
+            and assessment.gain("baseline")[0] <= 0:
+        # the training loses to the order it had to beat on held-out queries: keep that
+        ranker, improves, overruled = order_ranker(fitted, **options), False, \
+            assessment.gain("baseline")
+
     def report(fitted_ranker, improves, name, **more):
         """The report of ``fitted_ranker`` (ranker, selection), stored as ``name`` when
         it improves or has a hybrid first stage (its order is then stored with its
@@ -589,8 +617,9 @@ def train_ranker(index, queries, qrels, candidates=None, *, k=None, learner="ran
     if search is not None:  # stored first: a reader meanwhile finds the new ranker with it
         search = report(search, search[1] is None or bool(search[1].improves_),
                         search_ranker_name(name))
-    out = report((fitted.ranker, fitted.selection), fitted.improves, name, search=search,
-                 hybrid=fitted.hybrid, assessment=assessment, assessment_note=note)
+    out = report((ranker, fitted.selection), improves, name, search=search,
+                 hybrid=fitted.hybrid, assessment=assessment, assessment_note=note,
+                 overruled=overruled)
     if search is None and not dry_run and search_ranker_name(name) in engine.models:
         # an earlier training's, which would rank free searches in place of this one
         remove_model(index, search_ranker_name(name))
@@ -699,6 +728,13 @@ class CrossValidation:
                 line += (f"  trained search {100 * mean:+.2f} (95% interval "
                          f"{100 * low:+.2f} to {100 * high:+.2f})")
             out.append(line)
+        mean, low, _ = self.gain("baseline")
+        order = f"the {what} ({order})"
+        out.append("  on new queries the trained search " + (
+            f"ranks better than {order}" if low > 0 else
+            f"is not better than {order}" if mean <= 0 else
+            f"is not shown to be better than {order}: the interval includes 0 (more judged "
+            "queries narrow it)"))
         out.extend(f"  fold {i}: {f.describe()}" for i, f in enumerate(self.folds, 1))
         return out
 
@@ -764,9 +800,9 @@ def _cross_validate(judged, folds, features, exclude, options) -> CrossValidatio
 
 
 def cross_validate_training(index, queries, qrels, candidates=None, *, folds=5, k=None,
-                            learner="ranksvm", params=None, normalize="zscore", max_iter=None,
+                            learner="anchored", params=None, normalize="zscore", max_iter=None,
                             tol=1e-4, early_stopping=False, random_state=0, features=None,
-                            exclude=None, graded=False, cv=5, all_features=False,
+                            exclude=None, graded=False, cv=5, all_features=True,
                             no_cv=False, hybrid="auto", cache=None,
                             progress=False) -> CrossValidation:
     """Held-out scores of :func:`train_ranker`: each query ranked by a ranker trained

@@ -25,13 +25,13 @@ import numpy as np
 from ._utils import progress_bar
 from .evaluation import evaluate, feature_table, run_queries
 from .evaluation.trec import as_qrels, as_queries, as_run
-from .exceptions import QueryError
+from .exceptions import ConvergenceWarning, QueryError
 from .ranking import LinearRanker, LinearRankerCV, NoImprovementWarning
 from .ranking.selection import REGULARISATION
 from .retrieval import first_stage
 
 __all__ = ["training_table", "HybridChoice", "choose_hybrid", "best_weight", "JudgedQueries",
-           "Fitted", "fit_on", "fit_ranker"]
+           "Fitted", "fit_on", "fit_ranker", "order_ranker"]
 
 
 def _labels(qrels, qid, docs, graded) -> np.ndarray:
@@ -338,6 +338,23 @@ def fit_ranker(X, y, qid, names, baseline, *, learner, params, normalize, max_it
                                    **_selection_options(learner, params, max_iter))
         selection.fit(X, y, qid=qid, feature_names=names)
     return selection.best_estimator_, selection
+
+
+def order_ranker(fitted, *, normalize, tol, random_state, **options) -> LinearRanker:
+    """The order a training had to beat (``fitted.baseline``) as a ranker of that feature
+    alone, made as :class:`~cqa_search.ranking.LinearRankerCV` makes it when that order
+    wins, with the first stage's ``a`` and retrieval model (``options``: the rest of
+    :func:`fit_ranker`'s)."""
+    j = fitted.names.index(fitted.baseline)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ranker = LinearRanker("ranksvm", normalize=normalize, tol=tol,
+                              random_state=random_state).fit(
+            fitted.X[:, [j]], fitted.y, qid=fitted.qid, feature_names=[fitted.baseline])
+    if fitted.hybrid is not None:
+        ranker.hybrid_weight_ = fitted.hybrid.a
+    ranker.retrieval_ = fitted.ranker.retrieval_  # the same first stage's retrieval model
+    return ranker
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,13 @@ Collections (``--collections``; data from ``--data``, default ``../shared/data``
 - ``known-item``: each StackExchange dump and the demo archive on its own, each archived
   question's own title as the query (relevant: every question with that title, so that a
   title shared by several questions counts when any of them is first); no ranker.
-- ``semeval-train``, ``demo-train``: training queries no benchmark scores (SemEval-2016
-  train-part2's original questions over the ``semeval`` archive; the demo's 28 training
-  queries), every query scored, no ranker: how the default of an index without a ranker
-  is chosen (``--default-weight``).
+- ``semeval-train``, ``demo-train``, ``semeval-dev``: dev data, queries no benchmark
+  scores (SemEval-2016 train-part2's original questions over the ``semeval`` archive; the
+  demo's 28 training queries; the 50 dev queries of ``semeval-devtest`` over its archive,
+  its test queries neither trained on nor scored), trained rows by query-grouped 5-fold
+  cross-validation: how the default of an index without a ranker
+  (``--default-weight``) and ``train``'s default learner (``--learner-choice``) are
+  chosen.
 
 ``--learners``: the first stage alone (``a`` chosen per fold as ``train`` chooses it) with
 word vectors learned by PPMI-SVD and by word2vec, three seeds each (word2vec: ``pip install
@@ -118,6 +121,12 @@ ROWS = {
                     train={}),
     "pipeline-plain": Row("learned pipeline on an index without fitted models (term and "
                           "context features)", train={}, families=()),
+    "pipeline-ranksvm": Row("learned pipeline, ranksvm with family selection (`train "
+                            "--learner ranksvm --no-all-features`: the default before "
+                            "2026-12-07)", train={"learner": "ranksvm", "all_features": False}),
+    "pipeline-anchored-selected": Row("learned pipeline, anchored with family selection "
+                                      "(`train --no-all-features`)",
+                                      train={"learner": "anchored", "all_features": False}),
     "pipeline-term": Row("learned pipeline over the term model's candidates "
                          "(`train --hybrid none`)", train={"hybrid": None}),
     **{f"hybrid@{a:g}": Row(f"hybrid first stage, a = {a:g}", {"hybrid": a},
@@ -170,6 +179,9 @@ SAFE_ROWS = ["bm25-v", "hybrid-v", "vectors", *_BM25F,
              *(f"{n}@{a:g}" for n in _BM25F for a in (0.05, 0.1, 0.2, 0.3)),
              *(f"{f}-{n}" for f in ("rrf", "extend") for n in ("bm25-v", "bm25f", "bm25f-t3"))]
 RETRIEVAL_ROWS = ["bm25", "default", "term", "hybrid", "pipeline"]
+#: The rows and dev collections that chose ``train``'s default learner (``--learner-choice``).
+LEARNER_CHOICE = (["bm25", "pipeline-ranksvm", "pipeline-anchored-selected", "pipeline"],
+                  ["semeval-dev", "demo-train", "semeval-train"])
 KNOWN_ITEM_ROWS = ["bm25", "default", "term", "hybrid"]
 
 
@@ -183,9 +195,8 @@ class Collection:
     folder: str
     queries: list
     qrels: dict
-    split: tuple | None = None  # (training ids, scored ids); None: 5-fold CV
-    trained: bool = True  # False: no ranker row (every query is scored)
-    known_item: bool = False
+    splits: list | None = None  # [(training ids, scored ids), ...]; None: 5-fold CV
+    known_item: bool = False  # no ranker row (every query is scored)
     index: str = ""  # the name of the index (collections of one archive share it)
 
     def __post_init__(self):
@@ -193,9 +204,15 @@ class Collection:
 
     @property
     def scored(self) -> list:
-        if self.split is None:
+        if self.splits is None:
             return self.queries
-        return [q for q in self.queries if q["id"] in set(self.split[1])]
+        scored = {q for _, test in self.splits for q in test}
+        return [q for q in self.queries if q["id"] in scored]
+
+    @property
+    def folds(self):
+        """The folds of :func:`cross_validate_training` (5: 5-fold CV of every query)."""
+        return 5 if self.splits is None else self.splits
 
 
 def _read(key, title, folder, *, relevant_only=True, **more) -> Collection:
@@ -225,11 +242,11 @@ def demo(data, out, train=False):
     ids = ([q["id"] for q in training], [q["id"] for q in held_out])
     if train:
         c = _read("demo-train", "Demo archive, its 28 training queries", folder,
-                  relevant_only=False, trained=False, index="demo")
+                  relevant_only=False, index="demo")
         c.queries = [q for q in c.queries if q["id"] in set(ids[0])]
         return c
     return _read("demo", "Demo archive, held-out queries (trained on the 28 others)", folder,
-                 relevant_only=False, split=ids, index="demo")
+                 relevant_only=False, splits=[ids], index="demo")
 
 
 def semeval(data, out):
@@ -246,17 +263,20 @@ def semeval_train(data, out):
         extra_archive=[semeval_xml(data, s) for s in ("dev", "test")],
         extra_questions=semeval_extra_questions(data), full_retrieval=True))
     return _read("semeval-train", "SemEval-2016 train-part2's queries (training queries)",
-                 folder, trained=False)
+                 folder)
 
 
-def semeval_devtest(data, out):
+def semeval_devtest(data, out, dev_only=False):
     folder = _converted(out, lambda o: convert_semeval(
         [semeval_xml(data, s) for s in ("dev", "test")], o, full_retrieval=True))
     dev = {org["id"] for org in read_original_questions(semeval_xml(data, "dev"))}
     c = _read("semeval-devtest", "SemEval-2016 dev -> test (archive: the dev and test "
               "threads; trained on the dev queries)", folder, relevant_only=False)
-    c.split = ([q["id"] for q in c.queries if q["id"] in dev],
-               [q["id"] for q in c.queries if q["id"] not in dev])
+    dev_ids = [q["id"] for q in c.queries if q["id"] in dev]
+    c.splits = [(dev_ids, [q["id"] for q in c.queries if q["id"] not in dev])]
+    if dev_only:  # 5-fold CV of the dev queries; the test queries' rows are never read
+        c.key, c.title = "semeval-dev", "SemEval-2016 dev queries by 5-fold CV"
+        c.splits = query_splits(dev_ids, 5)
     return c
 
 
@@ -291,7 +311,7 @@ def known_item(key, title, questions, out, index=None) -> Collection:
         write_qrels({f"title:{q.id}": dict.fromkeys(by_title[_title_key(q.title)], 1)
                      for q in questions if _title_key(q.title)}, os.path.join(o, "qrels.txt"))
 
-    return _read(key, title, _converted(out, write), trained=False, known_item=True,
+    return _read(key, title, _converted(out, write), known_item=True,
                  index=index or key)
 
 
@@ -308,7 +328,8 @@ def known_items(data, work) -> list:
 COLLECTIONS = {"demo": demo, "semeval": semeval, "semeval-devtest": semeval_devtest,
                "stackexchange": stackexchange, "stackfaq": stackfaq, "known-item": None,
                "semeval-train": semeval_train,
-               "demo-train": lambda data, out: demo(data, out, train=True)}
+               "demo-train": lambda data, out: demo(data, out, train=True),
+               "semeval-dev": lambda data, out: semeval_devtest(data, out, dev_only=True)}
 DEFAULT_COLLECTIONS = ["demo", "semeval", "semeval-devtest", "stackexchange", "known-item"]
 
 
@@ -318,7 +339,7 @@ def collections(keys, data, work) -> list:
         if key == "known-item":
             out.extend(known_items(data, work))
         else:
-            folder = "demo" if key == "demo-train" else key
+            folder = {"demo-train": "demo", "semeval-dev": "semeval-devtest"}.get(key, key)
             out.append(COLLECTIONS[key](data, os.path.join(work, folder, "data")))
     return out
 
@@ -435,9 +456,8 @@ def search_row(c, row, path, work):
 def train_row(c, row, path, work):
     """Held-out per-query metrics of ``cqa-search train`` with the row's options, and of
     the first stage each fold chose alone, with each fold's choices."""
-    folds = 5 if c.split is None else [c.split]
-    cv = cross_validate_training(path, c.queries, c.qrels, folds=folds, k=DEPTH,
-                                 cache=os.path.join(work, c.key, "tables"), **row.train)
+    cv = cross_validate_training(path, c.queries, c.qrels, folds=c.folds, k=DEPTH,
+                                 cache=os.path.join(work, c.index, "tables"), **row.train)
     ids = [q["id"] for q in c.scored]
     return cv.metrics.loc[ids], cv.baseline.loc[ids], [f.describe() for f in cv.folds]
 
@@ -449,9 +469,9 @@ def first_stage_row(c, row, path, work):
 
     engine = SearchEngine.open(path, config=SearchConfig(ranker=None, hybrid=None))
     judged = JudgedQueries(engine, c.queries, c.qrels, k=DEPTH,
-                           cache=os.path.join(work, c.key, "tables"))
+                           cache=os.path.join(work, c.index, "tables"))
     parts, choices = [], []
-    for train_ids, test_ids in query_splits(judged.ids, 5 if c.split is None else [c.split]):
+    for train_ids, test_ids in query_splits(judged.ids, c.folds):
         choice = judged.choose(train_ids)
         a = 0.0 if choice is None else choice.a
         parts.append(judged.stage(a).loc[test_ids])
@@ -469,7 +489,7 @@ def run_collection(c, rows, reference, work, command, log, encoder_model=None):
     its rows' per-query metrics ``{row: (label, table)}``."""
     t0, cpu0 = time.time(), time.process_time()
     log(f"{c.title}: {len(c.queries)} queries, {len(c.scored)} scored")
-    if c.trained is False or c.known_item:
+    if c.known_item:
         rows = [r for r in rows if ROWS[r].train is None and not ROWS[r].first_stage]
     results, notes, n_docs = {}, [], None
     for name in rows:
@@ -558,6 +578,10 @@ def main(argv=None):
                     help="the tables that chose the default a of an index without a ranker: "
                          "--collections semeval-train demo-train --rows bm25 hybrid@A... "
                          "(with --encoder-model: encoder-hybrid@A... too)")
+    ap.add_argument("--learner-choice", action="store_true",
+                    help="the tables that chose train's default learner, on dev data only: "
+                         f"--collections {' '.join(LEARNER_CHOICE[1])} --rows "
+                         f"{' '.join(LEARNER_CHOICE[0])} --reference pipeline-ranksvm")
     ap.add_argument("--safe-defaults", action="store_true",
                     help="the first stages an index without a ranker could use (BM25F "
                          "weights, small hybrid weights, fusions with the word vectors) on "
@@ -579,6 +603,9 @@ def main(argv=None):
         args.rows = ["bm25"] + [f"hybrid@{a:g}" for a in WEIGHT_GRID] + (
             [f"encoder-hybrid@{a:g}" for a in WEIGHT_GRID] if args.encoder_model else [])
         args.reference = "bm25"
+    if args.learner_choice:
+        args.rows, args.collections = map(list, LEARNER_CHOICE)
+        args.reference = "pipeline-ranksvm"
     if args.safe_defaults:
         args.collections = ["semeval-train", "demo-train", "demo", "semeval",
                             "semeval-devtest", "stackexchange", "stackfaq", "known-item"]

@@ -478,6 +478,35 @@ def test_train_reports_what_to_expect_on_new_queries(index, judged, bm25_positio
     assert "on new queries" not in capsys.readouterr().out
 
 
+def test_a_training_that_loses_on_held_out_queries_is_not_stored(index, judged,
+                                                                  bm25_position_qrels,
+                                                                  monkeypatch):
+    """The cross-validation on all the queries chooses a learned ranking; when the
+    assessment of the whole training says it does not beat the retrieval order on
+    held-out queries, that order is kept and the report says why."""
+    queries = judged[0]
+    qrels = bm25_position_qrels(index, -1)  # a learned ranking wins: see the test above
+    train_ranker(index, queries, qrels, k=10, cv=3, no_cv=True, assess=False)  # stored
+    assert "ranker" in SearchEngine.open(index).models
+    monkeypatch.setattr(CrossValidation, "gain", lambda self, against="baseline", **kw:
+                        (-0.01, -0.05, 0.03))
+    report = train_ranker(index, queries, qrels, k=10, cv=3)
+    assert report.selection.improves_ and not report.improves
+    assert report.overruled == (-0.01, -0.05, 0.03)
+    assert not report.stored and report.removed
+    assert "ranker" not in SearchEngine.open(index).models
+    text = str(report)
+    assert ("warning: the learned ranking beat the retrieval order on the cross-validation "
+            "that chose it, but the whole training, cross-validated, does not on new queries "
+            "(MAP -1.00, 95% interval -5.00 to +3.00): no ranker stored, search keeps the "
+            "retrieval order") in text
+    order = report.selection.baseline
+    assert f"on new queries the trained search is not better than the retrieval order " \
+           f"({order})" in text
+    assert list(report.ranker.feature_names_in_) == [order]
+    assert report.ranker.retrieval_ == report.selection.best_estimator_.retrieval_ is not None
+
+
 @pytest.mark.parametrize("family, first, second, option", [
     ("topics", {"n_shared": 2, "n_category": 1, "max_iter": 5}, {"model": "nmf"},
      None),  # topic_nmf beside topic_gnmfnc: its own feature already

@@ -70,7 +70,9 @@ def configure(parser) -> None:
                              f"{' '.join(METRICS)})")
     parser.add_argument("-k", type=positive_int, default=100,
                         help="depth of full retrieval (default: 100)")
-    parser.add_argument("--run-out", metavar="FILE", help="write the run (TREC format)")
+    parser.add_argument("--run-out", metavar="FILE",
+                        help="write the run (TREC format; trec_eval on it gives the figures "
+                             "printed)")
     parser.add_argument("--compare", metavar="RUN",
                         help="another run: print its scores, the difference and p-values "
                              "(paired t-test, randomization test)")
@@ -129,9 +131,9 @@ def run(args) -> int:
         a = engine.hybrid_weight if candidates is None else 0.0
         label = _label(args, engine.config.retrieval) + (f"+hybrid{a:g}" if a else "") \
             + (f"+{ranker}" if ranker is not None else "")
-    if args.run_out:
-        write_run(run_, args.run_out, tag=label.replace(" ", "_"))
     convention, metrics, what = _protocol(args)
+    if args.run_out:  # in the convention's order: the file evaluates to what is printed
+        write_run(run_, args.run_out, tag=label.replace(" ", "_"), convention=convention)
     per_query = evaluate(run_, qrels, metrics=metrics, convention=convention)
     print(f"{len(per_query)} queries evaluated ({convention} convention, {what})")
     rows = {label: summarize(per_query, percent=True)}

@@ -92,8 +92,10 @@ def configure(parser) -> None:
                         help="folds of the query-grouped cross-validation that chooses the "
                              "regularisation and the features and checks the ranker against "
                              "the retrieval order (default: %(default)s)")
-    parser.add_argument("--all-features", action="store_true",
-                        help="keep every model family (no family selection)")
+    parser.add_argument("--all-features", action=argparse.BooleanOptionalAction,
+                        default=DEFAULTS["all_features"],
+                        help="keep every model family; --no-all-features: forward selection "
+                             "of the families by cross-validation (default: all)")
     parser.add_argument("--no-cv", action="store_true",
                         help="no cross-validation: fit the learner with its options on all "
                              "the features and store it")

@@ -15,8 +15,8 @@ Conventions (``convention=``):
     document retrieved (or absent from the run) scores 0 on every metric.
 
 ``"trec"`` — trec_eval (and pytrec_eval):
-    sorted by score, descending, ties by doc id *descending*; all retrieved documents
-    count; AP divides by the number of relevant documents in the qrels; only queries
+    sorted by score (in single precision, as trec_eval reads it), descending, ties by doc
+    id *descending*; all retrieved documents count; AP divides by the number of relevant documents in the qrels; only queries
     present both in the run and in the qrels are evaluated.
 
 Metric names: ``map``, ``mrr``, ``p@k``, ``r@k`` (recall), ``success@k`` (1 when a
@@ -28,10 +28,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ParameterError
-from .trec import as_qrels, as_run
+from .trec import as_qrels, as_run, rank_documents
 
-__all__ = ["CONVENTIONS", "evaluate", "summarize", "rank_documents", "parse_metric",
-           "judged_only"]
+__all__ = ["CONVENTIONS", "evaluate", "summarize", "parse_metric", "judged_only"]
 
 CONVENTIONS = ("semeval", "trec")
 _SEMEVAL_DEPTH = 10
@@ -54,16 +53,6 @@ def parse_metric(name: str):
         return kind, int(k)
     raise ParameterError(f"metric must be map, mrr, p@K, r@K, success@K or ndcg@K "
                          f"(K >= 1); got {name!r}")
-
-
-def rank_documents(scored: dict, convention: str) -> list:
-    """Doc ids of one query in rank order under ``convention``."""
-    items = list(scored.items())
-    if convention == "semeval":
-        order = sorted(range(len(items)), key=lambda i: -items[i][1])  # stable: run order
-        return [items[i][0] for i in order]
-    # trec_eval: score descending, then doc id descending
-    return [d for d, _ in sorted(items, key=lambda x: (x[1], x[0]), reverse=True)]
 
 
 def _query_metrics(ranked, judged, metrics, convention, threshold):

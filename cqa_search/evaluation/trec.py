@@ -3,7 +3,8 @@
 - qrels: ``qid iteration doc_id relevance`` per line, or BEIR's ``qid<TAB>doc_id<TAB>score``
   (with its header ``query-id corpus-id score``).
 - run: ``qid Q0 doc_id rank score tag`` per line (:func:`read_run` keeps file order,
-  which the SemEval convention uses to break ties).
+  which the SemEval convention uses to break ties; :func:`rank_documents` is the rank
+  order of each convention, in which :func:`write_run` writes).
 - queries: JSONL ``{"id", "text" | "title"+"body", "category"?}`` (BEIR's ``_id`` for
   ``id``) or TSV ``qid<TAB>text``.
 - SVM-rank/LETOR: ``relevance qid:Q 1:v 2:v ... # doc_id``.
@@ -19,8 +20,8 @@ from ..archive import FIELD_ALIASES
 from ..exceptions import ArchiveError, ParameterError
 from ..readers._base import check_file
 
-__all__ = ["read_qrels", "write_qrels", "read_run", "write_run", "read_queries",
-           "write_queries", "write_svmrank", "as_run", "as_qrels", "as_queries"]
+__all__ = ["read_qrels", "write_qrels", "read_run", "write_run", "rank_documents",
+           "read_queries", "write_queries", "write_svmrank", "as_run", "as_qrels", "as_queries"]
 
 
 def _lines(path, what):
@@ -144,8 +145,42 @@ def read_run(path) -> dict:
     return run
 
 
-def write_run(run: dict, path, tag="cqa_search") -> None:
-    """Write ``{qid: {doc_id: score}}`` as a TREC run, ranked by score (ties in run order).
+def rank_documents(scored: dict, convention: str) -> list:
+    """Doc ids of one query in rank order under ``convention``.
+
+    ``"semeval"``: score descending, ties in run order. ``"trec"``: as trec_eval orders a
+    run file's lines: by score descending, in single precision (pytrec_eval and older
+    trec_eval hold a score as a C ``float``: two scores equal there tie), then by doc id
+    descending (C ``strcmp``: code point order).
+
+    Examples
+    --------
+    >>> rank_documents({"a": 1.0, "b": 2.0, "c": 1.0}, "semeval")
+    ['b', 'a', 'c']
+    >>> rank_documents({"a": 1.0, "b": 2.0, "c": 1.0 + 1e-12}, "trec")
+    ['b', 'c', 'a']
+    """
+    ids = list(scored)
+    scores = np.fromiter(scored.values(), dtype=np.float64, count=len(ids))
+    if convention == "semeval":
+        order = np.argsort(-scores, kind="stable")
+    else:
+        order = np.lexsort((np.array(ids, dtype=str), scores.astype(np.float32)))[::-1]
+    return [ids[i] for i in order]
+
+
+def write_run(run: dict, path, tag="cqa_search", *, convention="trec") -> None:
+    """Write ``{qid: {doc_id: score}}`` as a TREC run that evaluates as the run does.
+
+    Each query's lines are in the rank order of ``convention`` (:func:`rank_documents`:
+    for ``"trec"``, trec_eval's own, ties by doc id descending; for ``"semeval"``, ties
+    in run order, which a reader of the file keeps), and each score is the shortest
+    decimal that reads back as the same single-precision number: the precision at which
+    pytrec_eval, older trec_eval and :func:`~cqa_search.evaluation.evaluate` compare
+    scores (newer trec_eval reads a double, and orders these decimals alike). So
+    trec_eval or pytrec_eval on the file, or :func:`read_run` and ``evaluate``, give
+    the figures of ``evaluate`` on ``run`` exactly (six decimals made ties that
+    trec_eval broke by doc id).
 
     Raises
     ------
@@ -161,9 +196,8 @@ def write_run(run: dict, path, tag="cqa_search") -> None:
     try:
         with open(path, "w", encoding="utf-8") as f:
             for qid, docs in run.items():
-                ranked = sorted(docs.items(), key=lambda x: -x[1])
-                for rank, (doc_id, score) in enumerate(ranked, 1):
-                    f.write(f"{qid} Q0 {doc_id} {rank} {score:.6f} {tag}\n")
+                for rank, doc_id in enumerate(rank_documents(docs, convention), 1):
+                    f.write(f"{qid} Q0 {doc_id} {rank} {np.float32(docs[doc_id])!s} {tag}\n")
     except OSError as exc:  # a full disk, say
         raise ParameterError(f"cannot write {os.fspath(path)}: {exc.strerror or exc}") from None
 

@@ -31,6 +31,9 @@ learner                what it optimises                                   max_i
                        (Collins & Koo 2005, Figures 3 and 4)
 ``lambdarank``         RankNet loss with delta-MAP-scaled gradients        epochs (200)
                        (Burges et al. 2006; Gillenwater et al. 2013)
+``anchored``           pairwise logistic loss of a base score (the first   L-BFGS (500)
+                       stage's) plus a correction, L2 on the correction:
+                       strong regularisation keeps the base's order
 ``stacking``           a linear meta-ranker over base rankers' held-out    (each learner's)
                        scores (Tomeh et al. 2013 §2.2)
 =====================  ==================================================  ==============
@@ -54,7 +57,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._utils import RANDOM_STATE, Interval, validate_params
 from ..exceptions import ConvergenceWarning, ParameterError
 from ..index.validate import InvalidArray, check_array, check_count
-from . import boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm, stacking
+from . import (anchored, boosting, coordinate_ascent, lambdarank, perceptron, powell, ranksvm,
+               stacking)
 from ._utils import (LearnerFit, QueryGroups, mean_average_precision, query_folds,
                      query_minmax)
 
@@ -66,7 +70,7 @@ logger = logging.getLogger(__name__)
 #: ``EARLY_STOPPING``).
 LEARNERS = {"powell": powell, "coordinate-ascent": coordinate_ascent, "ranksvm": ranksvm,
             "perceptron": perceptron, "boosting": boosting, "lambdarank": lambdarank,
-            "stacking": stacking}
+            "anchored": anchored, "stacking": stacking}
 
 
 def _options(learner, params, feature_names) -> dict:
@@ -78,7 +82,7 @@ def _options(learner, params, feature_names) -> dict:
         raise ParameterError(f"params has no option {unknown[0]!r} for learner {learner!r}; "
                          f"options: {{{', '.join(map(repr, module.DEFAULTS))}}}")
     opts = {**module.DEFAULTS, **params}
-    if learner == "boosting" and isinstance(opts["base_feature"], str):
+    if isinstance(opts.get("base_feature"), str):  # a learner over a base score, by name
         names = list(feature_names)
         if opts["base_feature"] not in names:
             raise ParameterError(f"base_feature must be None, a column index or a feature name "
@@ -126,7 +130,7 @@ class LinearRanker(BaseEstimator):
     Parameters
     ----------
     learner : {"powell", "coordinate-ascent", "ranksvm", "perceptron", "boosting", \
-"lambdarank", "stacking"}, default "powell"
+"lambdarank", "anchored", "stacking"}, default "powell"
         How the weights are learned (see the module docstring).
     params : dict, optional
         The learner's options, e.g. ``{"C": 0.1}`` for ranksvm or
@@ -347,6 +351,8 @@ class LinearRanker(BaseEstimator):
         if self.learner == "boosting":
             return {"base_feature": feature_names[info["base_feature"]],
                     "alpha0": float(info["alpha0"]), "n_selected": len(info["selected"])}
+        if self.learner == "anchored":
+            return {"base_feature": feature_names[info["base_feature"]]}
         if self.learner == "stacking":
             return {"base": list(info["base"]), "meta": _options("stacking", self.params,
                                                                  feature_names)["meta"],

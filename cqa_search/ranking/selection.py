@@ -8,7 +8,8 @@ queries as groups, on the same folds for every comparison (differences between c
 are then paired):
 
 1. **Regularisation.** The learner's regularisation is chosen from a small grid
-   (:data:`REGULARISATION`: RankSVM's ``C``, LambdaRank's ``alpha``, the rounds of
+   (:data:`REGULARISATION`: RankSVM's ``C``, LambdaRank's ``alpha``, the prior of the
+   anchored correction (its ``alpha``; it corrects the baseline's score), the rounds of
    boosting, the epochs of the perceptron) with all features.
 2. **Features.** Forward selection of model families (:data:`FAMILIES`, by feature-name
    prefix: term, context, translation, topics, multiview, embeddings, soft-cosine,
@@ -72,6 +73,7 @@ REGULARISATION = {
     "lambdarank": [{"alpha": a} for a in (1e-4, 1e-3, 1e-2, 1e-1)],
     "perceptron": [{"max_iter": n} for n in (5, 20, 100)],
     "boosting": [{"max_iter": n} for n in (10, 30, 100, 300)],
+    "anchored": [{"alpha": a} for a in (100.0, 30.0, 10.0, 3.0, 1.0)],
 }
 
 
@@ -206,13 +208,17 @@ class LinearRankerCV(BaseEstimator):
                              f"got {self.param_grid!r}")
         return grid
 
-    def _ranker(self, point, learner=None) -> LinearRanker:
-        """The learner at a grid point; ``learner`` (the one-feature rankers): that
-        learner with its defaults."""
+    def _ranker(self, point, learner=None, columns=()) -> LinearRanker:
+        """The learner at a grid point on ``columns``; ``learner`` (the one-feature
+        rankers): that learner with its defaults. A learner of a correction to a base
+        score (``anchored``) corrects the baseline's when it is among the columns."""
         if learner is not None:
             return LinearRanker(learner, normalize=self.normalize, tol=self.tol,
                                 random_state=self.random_state)
         options = {**(self.params or {}), **{k: v for k, v in point.items() if k != "max_iter"}}
+        if (self.learner == "anchored" and "base_feature" not in options
+                and self.baseline in [self._names[j] for j in columns]):
+            options["base_feature"] = self.baseline
         return LinearRanker(self.learner, params=options or None, normalize=self.normalize,
                             max_iter=point.get("max_iter", self.max_iter), tol=self.tol,
                             random_state=self.random_state)
@@ -226,7 +232,7 @@ class LinearRankerCV(BaseEstimator):
             for train, test, test_queries in self._folds:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
-                    model = self._ranker(point, learner).fit(
+                    model = self._ranker(point, learner, columns).fit(
                         self._X[np.ix_(train, columns)], self._y[train], qid=self._qid[train],
                         feature_names=[self._names[j] for j in columns])
                 ap[test_queries] = self._ap(model.predict(self._X[np.ix_(test, columns)],
@@ -421,7 +427,7 @@ class LinearRankerCV(BaseEstimator):
 
         X, y, qid = self._X, self._y, self._qid
         if self.chosen_ == "learned":
-            model, cols = self._ranker(point), columns
+            model, cols = self._ranker(point, columns=columns), columns
         else:
             one = self.baseline if self.chosen_ == "baseline" else self.single_feature_
             model, cols = self._ranker({}, "ranksvm"), [names.index(one)]

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from cqa_search.evaluation import evaluate, parse_metric, read_qrels, read_run, summarize
+from cqa_search.evaluation import (evaluate, parse_metric, read_qrels, read_run, summarize,
+                                   write_run)
 from cqa_search.evaluation.datasets import convert_semeval
 
 SEMEVAL = "semeval2016-task3-cqa-ql"
@@ -98,3 +99,45 @@ def test_trec_convention_equals_pytrec_eval_on_random_runs():
             for measure, name in measures.items():
                 assert ours.loc[qid, name] == pytest.approx(values[measure], abs=1e-9), \
                     (trial, qid, measure)
+
+
+def _tied_runs(rng, n_trials):
+    """Random qrels and runs whose scores tie exactly, tie in single precision only
+    (1e-12 apart), or tie only when rounded to six decimals."""
+    values = [0.25, 0.25 + 1e-12, 0.1234561, 0.1234564, 3.0, 3.0 * (1 + 1e-9), 7.5]
+    for _ in range(n_trials):
+        docs = [f"d{i}" for i in range(rng.integers(1, 30))]
+        qrels, run = {}, {}
+        for q in range(rng.integers(1, 6)):
+            judged = rng.choice(docs, size=rng.integers(1, len(docs) + 1), replace=False)
+            qrels[f"q{q}"] = {d: int(rng.integers(0, 3)) for d in judged}
+            retrieved = rng.choice(docs, size=rng.integers(1, len(docs) + 1), replace=False)
+            run[f"q{q}"] = {d: float(rng.choice(values)) for d in retrieved}
+        yield qrels, run
+
+
+def test_a_written_run_gives_the_printed_figures_to_pytrec_eval(tmp_path):
+    """What ``evaluate --run-out`` promises: pytrec_eval (trec_eval's code) on the file
+    gives exactly the figures of the run in memory, ties and near-ties included."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    measures = {"map": "map", "recip_rank": "mrr", "P_5": "p@5", "ndcg_cut_10": "ndcg@10"}
+    for trial, (qrels, run) in enumerate(_tied_runs(np.random.default_rng(1), 200)):
+        write_run(run, tmp_path / "r.run")
+        from_file = read_run(tmp_path / "r.run")
+        expected = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(from_file)
+        printed = evaluate(run, qrels, metrics=list(measures.values()), convention="trec")
+        again = evaluate(from_file, qrels, metrics=list(measures.values()), convention="trec")
+        assert printed.equals(again), trial
+        for qid, values in expected.items():
+            for measure, name in measures.items():
+                # the same order: equal up to the last bit of pytrec_eval's arithmetic
+                assert printed.loc[qid, name] == pytest.approx(values[measure], abs=1e-12), \
+                    (trial, qid, measure)
+
+
+def test_a_written_rerank_run_keeps_its_ties_in_run_order(tmp_path):
+    for trial, (qrels, run) in enumerate(_tied_runs(np.random.default_rng(2), 50)):
+        write_run(run, tmp_path / "r.run", convention="semeval")
+        printed = evaluate(run, qrels, convention="semeval")
+        assert printed.equals(evaluate(read_run(tmp_path / "r.run"), qrels,
+                                       convention="semeval")), trial

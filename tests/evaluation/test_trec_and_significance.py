@@ -8,11 +8,13 @@ from cqa_search.exceptions import ArchiveError, ParameterError, QueryError
 
 
 def test_run_and_qrels_round_trip_keep_order(tmp_path):
-    run = {"q2": {"b": 0.5, "a": 0.5, "c": 0.9}, "q1": {"x": 1.0}}
-    write_run(run, tmp_path / "r.run", tag="t")
+    run = {"q2": {"a": 0.5, "b": 0.5, "c": 0.9}, "q1": {"x": 1.0}}
+    write_run(run, tmp_path / "r.run", tag="t")  # trec_eval's order: ties by doc id, descending
     lines = (tmp_path / "r.run").read_text().splitlines()
-    assert lines[:3] == ["q2 Q0 c 1 0.900000 t", "q2 Q0 b 2 0.500000 t", "q2 Q0 a 3 0.500000 t"]
+    assert lines[:3] == ["q2 Q0 c 1 0.9 t", "q2 Q0 b 2 0.5 t", "q2 Q0 a 3 0.5 t"]
     assert list(read_run(tmp_path / "r.run")["q2"]) == ["c", "b", "a"]
+    write_run(run, tmp_path / "s.run", tag="t", convention="semeval")  # ties in run order
+    assert list(read_run(tmp_path / "s.run")["q2"]) == ["c", "a", "b"]
     qrels = {"q1": {"x": 2, "y": 0}}
     write_qrels(qrels, tmp_path / "q.txt")
     assert read_qrels(tmp_path / "q.txt") == qrels

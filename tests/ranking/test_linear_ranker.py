@@ -65,7 +65,7 @@ def test_contributions_add_up_and_storage_round_trips(learner, rankings):
 
 
 @pytest.mark.parametrize("learner", ["powell", "coordinate-ascent", "ranksvm", "perceptron",
-                                     "boosting", "lambdarank"])
+                                     "boosting", "lambdarank", "anchored"])
 def test_max_iter_1_warns(learner, rankings):
     X, y, qid = noisy(rankings)
     with pytest.warns(ConvergenceWarning):
@@ -82,7 +82,8 @@ def test_not_fitted():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"learner": "svm"}, r"learner must be \{'powell', 'coordinate-ascent', 'ranksvm', "
-                         r"'perceptron', 'boosting', 'lambdarank', 'stacking'\}; got 'svm'"),
+                         r"'perceptron', 'boosting', 'lambdarank', 'anchored', 'stacking'\}; "
+                         r"got 'svm'"),
     ({"normalize": "l2"}, r"normalize must be \{'zscore', 'minmax', 'query', None\}; got 'l2'"),
     ({"max_iter": 0}, r"max_iter must be \{None\} or an integer in \[1, inf\); got 0"),
     ({"tol": -1.0}, r"tol must be a number in \[0, inf\); got -1.0"),
