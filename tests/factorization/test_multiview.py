@@ -364,11 +364,11 @@ def test_cli_fits_and_stores_a_model(index, capsys):
     model = SearchEngine.open(index).models["smt"]
     assert model.view_names_ == ["orig", "tst", "dummy"] and model.n_components == 2
     status = cli(["fit", str(index), "multiview", "--views", "dict:fra", "--dict-dir",
-                   os.path.join(DICTD, "missing"), "-q"])
+                   os.path.join(DICTD, "missing"), "--name", "smt", "-q"])
     err = capsys.readouterr().err
     assert status == 1
     assert "does not exist" in err and "apt-get install dict-freedict-eng-fra" in err
-    assert cli(["fit", str(index), "multiview", "-q"]) == 1   # default view: ibm1
+    assert cli(["fit", str(index), "multiview", "--name", "smt", "-q"]) == 1  # view: ibm1
     assert "needs an IBM Model 1 translation table" in capsys.readouterr().err
 
 

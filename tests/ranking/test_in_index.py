@@ -14,6 +14,7 @@ from cqa_search.exceptions import ConvergenceWarning
 from cqa_search.features import GIVEN_FEATURES
 from cqa_search.index.models import add_model, model_class
 from cqa_search.ranking import LinearRanker
+from cqa_search.retrieval import BM25
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUERIES = read_queries(DATA / "toy_queries.jsonl")
@@ -101,13 +102,14 @@ def test_evaluate_and_query_use_the_pipeline_or_the_ranker_asked_for(index, toy_
     from cqa_search.evaluation import read_run
 
     queries, qrels = toy_judged
-    engine = SearchEngine.open(index)
-    X, y, qid, names = table(engine)
+    engine = SearchEngine.open(index, config=SearchConfig(retrieval=BM25()))
+    X, y, qid, names = table(engine)  # (features any retrieval model gives)
     add_model(index, "ranker", LinearRanker("ranksvm").fit(X, y, qid=qid, feature_names=names))
     args = ["evaluate", str(index), "--queries", str(queries), "--qrels", str(qrels), "-q"]
     assert main(args + ["--run-out", str(tmp_path / "pipeline.run")]) == 0
     assert "bm25f+ranker" in capsys.readouterr().out  # the index's default retrieval model
-    assert main(args + ["--ranker", "none", "--run-out", str(tmp_path / "bm25.run")]) == 0
+    assert main(args + ["--ranker", "none", "--model", "bm25", "--run-out",
+                        str(tmp_path / "bm25.run")]) == 0
     pipeline, bm25 = read_run(tmp_path / "pipeline.run"), read_run(tmp_path / "bm25.run")
     ranked = SearchEngine.open(index)
     for q in QUERIES:

@@ -375,9 +375,9 @@ def test_why_this_rank_shows_both_parts_of_the_first_stage(which, request, brows
     stage = first.find_element(By.CSS_SELECTOR, "details.why .first-stage")
     wait(d, lambda d: stage.is_displayed(), "the explanation")
     text = stage.text
-    assert text.startswith("Candidate score ") and " × bm25 " in text and " × cosine " in text
+    assert text.startswith("Candidate score ") and " × bm25f " in text and " × cosine " in text
     caption = first.find_element(By.CSS_SELECTOR, "details.why caption").text
-    assert "bm25 + word-vector candidates" in caption
+    assert "bm25f + word-vector candidates" in caption
     d.save_screenshot(os.path.join(shots, f"search-{which}-explain.png"))
 
 

@@ -94,7 +94,8 @@ def test_cli_fit_translation(index_copy, capsys):
     assert "model      tm (translation)" in out and "EM           3 iterations" in out
     model = SearchEngine.open(index_copy).models["tm"]
     assert not model.textrank and not model.unaligned_edges and model.title_body
-    code = main(["fit", str(index_copy), "translation", "-q", "--answers", "none"])
+    code = main(["fit", str(index_copy), "translation", "-q", "--answers", "none", "--name",
+                 "tm"])
     out, err = capsys.readouterr()
     assert code == 1 and "error: no parallel pairs" in err and "Traceback" not in err
 

@@ -112,11 +112,15 @@
     const response = await fetch(url, { signal: pending.signal,
                                         headers: { Accept: "application/json" } });
     let body = null;
-    try { body = await response.json(); } catch (e) { body = null; }
+    try { body = await response.json(); } catch (e) {
+      if (e.name === "AbortError") throw e;  // a newer request took over mid-body
+      body = null;
+    }
     if (!response.ok) {
       const detail = body && body.detail ? body.detail : response.statusText;
       throw new Error(detail);
     }
+    if (body === null) throw new Error("the server's answer could not be read");
     return body;
   }
 
