@@ -51,9 +51,10 @@ class SearchConfig:
     ----------
     retrieval : TermModel or "auto", default "auto"
         Selects and scores the candidates over the whole archive (its score is a feature
-        too, unless ``features`` is empty). "auto": the model the ranker was trained with (``LinearRanker.retrieval_``,
-        which ``train`` records); otherwise (no ranker, one fitted outside ``train`` or
-        stored before rankers recorded it) :func:`default_retrieval`: BM25F with
+        too, unless ``features`` is empty). "auto": the model the ranker was trained with
+        (``LinearRanker.retrieval_``, which ``train`` records); otherwise (no ranker, one
+        fitted outside ``train`` or stored before rankers recorded it)
+        :func:`default_retrieval`: BM25F with
         :data:`~cqa_search.retrieval.bm25f.DEFAULT_WEIGHTS` on an index with titles, else
         BM25.
     features : tuple of TermModel

@@ -49,9 +49,9 @@ import numpy as np
 from .candidates import _sums_of_weights
 from .hybrid import Merged, hybrid_scores, merge  # noqa: F401 (Merged: the stage's result)
 
-__all__ = ["DEFAULT_WEIGHT", "ENCODER_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH", "hybrid_capable",
-           "check_weight", "weight_of_text", "hybrid_candidates", "CandidateContext",
-           "StageParts", "FirstStageFeature"]
+__all__ = ["DEFAULT_WEIGHT", "ENCODER_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPTH",
+           "hybrid_capable", "check_weight", "weight_of_text", "hybrid_candidates",
+           "CandidateContext", "StageParts", "FirstStageFeature"]
 
 #: ``a`` of an engine without a ranker that stores one: small, so that the word vectors
 #: add the questions that share no word with the query without reordering the term
