@@ -415,9 +415,7 @@ def _rrf(runs, k=60):
 
 def _extend(runs):
     """The first run's hits in its order, then the next runs' hits it does not have."""
-    out = []
-    for run in runs:
-        out += [d for d in sorted(run, key=lambda d: (-run[d], d)) if d not in set(out)]
+    out = list(dict.fromkeys(d for run in runs for d in sorted(run, key=lambda d: (-run[d], d))))
     return {d: float(len(out) - i) for i, d in enumerate(out)}
 
 

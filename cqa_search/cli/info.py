@@ -7,8 +7,9 @@ from .._utils import counted
 from ..features import GIVEN_FEATURES, search_ranker_name
 from ..index.live import index_info
 from ..index.models import FAMILIES
-from ..retrieval.bm25f import DEFAULT_WEIGHTS
+from ..retrieval.bm25f import BM25F, DEFAULT_WEIGHTS
 from ..retrieval.first_stage import DEFAULT_WEIGHT, ENCODER_WEIGHT
+from ..searcher import default_retrieval
 from ._common import COMMANDS, add_common_options, json_text, printable, run_command
 
 HELP = COMMANDS["info"][1]
@@ -41,7 +42,7 @@ def _first_stage(info) -> str:
     ranker = models.get(name) if models.get(name, {}).get("kind") == "ranker" else None
     if ranker is not None and ranker.get("retrieval"):
         term = f"{ranker['retrieval']} (the model the ranker {name!r} was trained with)"
-    elif "title" in info["fields"]:
+    elif isinstance(default_retrieval(info["fields"]), BM25F):
         term = ("bm25f (" + ", ".join(f"{k} {v:g}" for k, v in DEFAULT_WEIGHTS.items())
                 + "; the default of an index with titles)")
     else:
