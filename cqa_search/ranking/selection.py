@@ -235,8 +235,9 @@ class LinearRankerCV(BaseEstimator):
                     model = self._ranker(point, learner, columns).fit(
                         self._X[np.ix_(train, columns)], self._y[train], qid=self._qid[train],
                         feature_names=[self._names[j] for j in columns])
-                ap[test_queries] = self._ap(model.predict(self._X[np.ix_(test, columns)],
-                                                          self._qid[test]), test) \
+                rows = test[0]
+                ap[test_queries] = self._ap(model.predict(self._X[np.ix_(rows, columns)],
+                                                          self._qid[rows]), test) \
                     * self._scale[test_queries]
             self._cache[key] = ap
             self.history_.append({"step": step, "features": [self._names[j] for j in columns],
@@ -245,16 +246,18 @@ class LinearRankerCV(BaseEstimator):
                         ",".join(self._names[j] for j in columns), point, ap.mean())
         return self._cache[key]
 
-    def _ap(self, scores, rows) -> np.ndarray:
-        """AP of the queries of ``rows`` (sorted by query id) ranked by ``scores``."""
-        groups = QueryGroups(self._qid[rows], self._X[rows], self._y[rows])
-        return average_precision(scores[groups.order], self._y[rows][groups.order], groups)
+    def _ap(self, scores, test) -> np.ndarray:
+        """AP of the queries of a fold's ``test`` rows (rows, their groups) ranked by
+        ``scores`` (ties pessimistic: the rows' order does not matter)."""
+        rows, groups = test
+        return average_precision(scores, self._y[rows], groups)
 
     def _order_score(self, column) -> np.ndarray:
         """Per-query AP of ranking by one column as it is (no fitting)."""
         ap = np.zeros(self._n_queries)
         for _, test, test_queries in self._folds:
-            ap[test_queries] = self._ap(self._X[test, column], test) * self._scale[test_queries]
+            ap[test_queries] = self._ap(self._X[test[0], column], test) \
+                * self._scale[test_queries]
         return ap
 
     def _nested_single(self, columns) -> np.ndarray:
@@ -381,8 +384,12 @@ class LinearRankerCV(BaseEstimator):
                 raise ValueError("n_relevant is below the number of relevant candidates of "
                                  "a query")
             self._scale = np.divide(in_list, total, out=np.zeros_like(total), where=total > 0)
-        self._folds = [(groups.order[groups.subset(tr)[0]], groups.order[groups.subset(te)[0]],
-                        te) for tr, te in query_folds(groups.n_queries, self.n_splits, rng)]
+        # each fold: its training rows, its test rows (canonical order) with their groups
+        self._folds = []
+        for tr, te in query_folds(groups.n_queries, self.n_splits, rng):
+            rows, test_groups = groups.subset(te)
+            self._folds.append((groups.order[groups.subset(tr)[0]], (groups.order[rows],
+                                                                     test_groups), te))
         self._cache, self.history_, self.dropped_ = {}, [], []
         try:
             self._select(grid)
