@@ -159,7 +159,8 @@ ROWS = {
 # Safe defaults of an index without a ranker (--safe-defaults): on an index with word
 # vectors only (no other family changes a search without a ranker)
 _VECTORS = ("embeddings",)
-_BM25F = {"bm25f": BM25F(), "bm25f-t3": BM25F(title=3, b_title=1), "bm25f-t5": BM25F(title=5)}
+_BM25F = {"bm25f": BM25F(), "bm25f-t3": BM25F(title=3, b_title=1), "bm25f-t5": BM25F(title=5),
+          "bm25f-t5b1": BM25F(title=5, b_title=1)}
 ROWS.update({
     "bm25-v": Row("BM25 (k1=1.2, b=0.75)", {"retrieval": BM25(), "hybrid": None},
                   families=_VECTORS),
