@@ -81,8 +81,8 @@ def _session(path, script):
     from cqa_search.cli._common import Style
     from cqa_search.cli.query import _Session
 
-    args = Namespace(k=3, category=None, answers=True, explain=True, after=None, before=None,
-                     tag=None, not_tag=None)
+    args = Namespace(k=3, category=None, answers=True, explain=True, facets=False, after=None,
+                     before=None, tag=None, not_tag=None)
     out = io.StringIO()
     _Session(SearchEngine.open(path), args, Style("never"), out=out).loop(io.StringIO(script))
     return out.getvalue()
