@@ -339,7 +339,7 @@ def test_train_chooses_the_hybrid_weight_and_stores_it(vectors_copy, demo_judged
     a, recall, map_ = choice.grid[3]
     scores = evaluate(run_queries(engine.with_config(SearchConfig(ranker=None, hybrid=a)),
                                   [{**q, "category": None} for q in queries], k=100), qrels,
-                      metrics=["map", "r@100"], convention="trec")
+                      metrics=["map", "r@100"])
     assert recall == pytest.approx(scores["r@100"].mean()) and \
         map_ == pytest.approx(scores["map"].mean())
     best = max(choice.grid, key=lambda g: (g[1], g[2], -g[0]))  # recall, MAP, smaller a
