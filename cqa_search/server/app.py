@@ -388,6 +388,20 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
         body["generation"] = engine.generation
         return _JSON(body)
 
+    @app.get("/api/complete", response_model=schema.Completions, responses=_ERRORS,
+             summary="Archived titles that begin with the words being typed")
+    async def complete(
+        q: Annotated[str, Query(max_length=MAX_QUERY_CHARS, description=(
+            "the words typed so far (plain text, never query syntax; case and "
+            "punctuation aside)"))],
+        k: Annotated[int, Query(ge=1, le=MAX_K, description="number of titles")] = 5,
+    ):
+        engine, _ = live.current()
+        found = engine.complete(q, k=k)
+        return _JSON({"query": q, "completions": [
+            {"id": c.doc_id, "title": c.title, "answers": c.n_answers} for c in found],
+            "generation": engine.generation})
+
     @app.get("/api/questions/{doc_id:path}", response_model=schema.Question,
              responses={404: {"model": schema.Error, "description": "no such question"},
                         503: _ERRORS[503]}, summary="An archived question with its answers")

@@ -60,6 +60,7 @@ class LiveIndex:
         self._thread = None
 
     def _prepared(self, engine):
+        engine.prepare_completion()  # (before it serves: the page completes titles)
         return engine, Presenter(engine).prepare()
 
     def current(self):
