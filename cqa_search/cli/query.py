@@ -29,7 +29,8 @@ COMMAND_NAMES = (":k", ":category", ":categories", ":show", ":like", ":answers",
                  ":facets", ":help", ":quit")
 
 REPL_HELP = """\
-Type a question to search. Commands (Tab completes them and category names):
+Type a question to search (Tab completes it with an archived title that begins so).
+Commands (Tab completes them and category names):
   :k N              show N results, at most {max_k} (now {k})
   :category NAME    search only this category; ':category' alone clears it (now {category})
   :categories       the categories of the index, with their questions
@@ -239,9 +240,13 @@ class _Session:
         return f"cqa [{printable(self.category)}]> " if self.category else "cqa> "
 
     def complete(self, line) -> list:
-        """Completions of a whole input line (commands, then category names)."""
+        """Completions of a whole input line (commands, category names; a question: the
+        archived titles that begin so, :meth:`~cqa_search.SearchEngine.complete`)."""
         if not line.startswith(":"):
-            return []
+            if len(line.strip()) < 3:
+                return []
+            return list(dict.fromkeys(c.title for c in self.engine.complete(line, k=10)
+                                      if printable(c.title) == c.title))
         name, space, arg = line.partition(" ")
         if not space:
             return [c + " " for c in COMMAND_NAMES if c.startswith(name)]

@@ -259,7 +259,10 @@ def test_session_prompt_completion_and_categories_table(toy_index):
     assert session.complete(":cat") == [":category ", ":categories "]
     assert session.complete(":category s") == [":category Shopping"]
     assert session.complete(":explain o") == [":explain on", ":explain off"]
-    assert session.complete("visa") == []
+    # a question: the archived titles that begin so (the REPL's Tab)
+    assert session.complete("visa") == ["Visa renewal documents", "Visa on arrival for tourists"]
+    assert session.complete("how do i re") == ["How do I renew my residence visa?"]
+    assert session.complete("vi") == session.complete("zzzz") == []
     session.handle(":category visas")
     assert session.prompt == "cqa [Visas]> "
     assert [line.split() for line in session.categories_table().splitlines()] == [
