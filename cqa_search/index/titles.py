@@ -174,6 +174,13 @@ class TitleIndex:
     def __init__(self, parts):
         self._parts = parts
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the keys and arrays held (those of segments another generation shares
+        counted in both)."""
+        return sum(len(p.buffer) + p.offsets.nbytes + p.rows.nbytes + p.rank.nbytes
+                   + p.n_answers.nbytes for p, _ in self._parts)
+
     def rows(self, prefix: str, k: int, live=None) -> list:
         """Rows of at most ``k`` distinct titles that begin with ``prefix`` (a
         :func:`prefix_key`), best first by each segment's rank, ``live`` (bool per row,
