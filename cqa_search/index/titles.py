@@ -93,8 +93,8 @@ def _read_segment(path, offsets) -> "_SegmentTitles":
     n_answers = np.zeros(n, dtype=np.int32)
     lengths = np.zeros(n, dtype=np.int32)
     bounds = np.asarray(offsets, dtype=np.int64).tolist()
-    with open(path, "rb") as f, (mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                                 if n else _Empty()) as data:  # (not the whole file in memory)
+    with open(path, "rb") as f, (mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if n
+                                 else memoryview(b"")) as data:  # (not the whole file read)
         for row in range(n):
             title, answers = _title_of(data, bounds[row], bounds[row + 1], row, path)
             key = title_key(title)
@@ -115,14 +115,6 @@ def _read_segment(path, offsets) -> "_SegmentTitles":
     rank[ranked] = np.arange(len(ranked))
     return _SegmentTitles(b"".join(encoded), np.concatenate(([0], ends)), sorted_rows, rank,
                           n_answers)
-
-
-class _Empty(bytes):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _title_of(data, start, stop, row, path) -> tuple:
