@@ -289,7 +289,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
     ...     client.get("/api/search", params={"q": "visa renewal"}).json()["hits"][0]["id"]
     'a'
     """
-    live = LiveIndex(index, interval=interval, verify=verify,
+    live = LiveIndex(index, interval=interval, verify=verify, titles=True,
                      config=None if hybrid == "auto" else SearchConfig(hybrid=hybrid))
 
     @asynccontextmanager

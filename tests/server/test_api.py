@@ -345,7 +345,10 @@ def test_similar_questions(ranked_client, ranked_index):
 
 
 def test_title_completions(client):
-    """Issue 40: the titles that begin with the words typed, as the engine's complete."""
+    """Issue 40: the titles that begin with the words typed, as the engine's complete; the
+    server reads the titles before it serves a generation (not at the first keystroke)."""
+    engine, _ = client.app.state.live.current()
+    assert "titles" in engine.searcher.data.cache
     doc = client.get("/api/complete", params={"q": "How do I re", "k": 3}).json()
     assert doc["query"] == "How do I re" and doc["completions"] == [
         {"id": "t01", "title": "How do I renew my residence visa?", "answers": 2}]
