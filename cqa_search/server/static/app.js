@@ -533,7 +533,7 @@
       }
       return;
     }
-    if (controller !== completing || box.value.trim() !== text) return;
+    if (controller !== completing || box.value.trimStart() !== text) return;
     completing = null;
     // the typed part plain, the rest of the title bold (as a search box completes)
     const typed = text.length;
@@ -590,7 +590,7 @@
     clearTimeout(suggestTimer);
     const text = box.value.trim();
     if (text.length < 3) { hideSuggestions(); return; }
-    complete(text);
+    complete(box.value.trimStart()); // (a space typed last: the word is finished)
     suggestTimer = setTimeout(() => suggest(text), SUGGEST_DELAY_MS);
   });
 
