@@ -68,6 +68,34 @@ class InstanceOf:
         return self.name
 
 
+class _FeaturePrefix:
+    """A ``_parameter_constraints`` option: a prefix of feature names (letters, digits and
+    ``_``, a letter first)."""
+
+    def check(self, value) -> bool:
+        return isinstance(value, str) and value[:1].isascii() and value[:1].isalpha() and \
+            all(c.isascii() and (c.isalnum() or c == "_") for c in value)
+
+    def describe(self) -> str:
+        return "letters, digits and '_' (a letter first)"
+
+
+#: The ``feature_prefix`` constraint of the model families whose features have fixed names:
+#: None (those names) or a prefix that tells a second model's features apart.
+FEATURE_PREFIX = [(None,), _FeaturePrefix()]
+
+
+def prefixed(names, prefix) -> tuple:
+    """Feature names with a model's ``feature_prefix`` (None: the names themselves).
+
+    Examples
+    --------
+    >>> prefixed(("emb_sif", "emb_mean"), "w2v"), prefixed(("wt",), None)
+    (('w2v_emb_sif', 'w2v_emb_mean'), ('wt',))
+    """
+    return tuple(names) if prefix is None else tuple(f"{prefix}_{n}" for n in names)
+
+
 #: The ``random_state`` constraint: None, a non-negative int or a numpy Generator.
 RANDOM_STATE = [(None,), Interval(0, None, kind=numbers.Integral),
                 InstanceOf(np.random.Generator, name="a numpy Generator")]

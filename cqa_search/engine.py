@@ -35,6 +35,7 @@ from .exceptions import IndexFormatError, QueryError
 from .features import AnalyzedQuery, analyze, boosted, search_ranker_name, uses_given
 from .index.layout import IndexData
 from .index.store import is_live, read_consistent
+from .index.titles import best_completions, prefix_key
 from .parallel import map_queries, n_workers
 from .query_parser import (MAX_QUERY_CHARS, Filters, ParsedQuery, parse_query,
                            unknown_tags_noted, without_empty_units)
@@ -67,6 +68,7 @@ class SearchEngine:
       :meth:`similar` the questions like an archived one, :meth:`batch_search` many
       queries; each takes the filters as parameters (``category``, ``tags``,
       ``not_tags``, ``after``, ``before``), combined with those of the query text;
+    - :meth:`complete`: the archived titles that begin with the words being typed;
     - :meth:`rerank`: a question taken as plain text, its category a feature (the
       protocol of judged collections), over given candidates or the whole archive;
     - :meth:`analyze`: a text as the engine analyses it;
@@ -423,6 +425,67 @@ class SearchEngine:
         filters = Filters(category=category, tags=tags, not_tags=not_tags, after=after,
                           before=before)
         return self._search(query, k, filters, title, body)[0]
+
+    def complete(self, text: str, k: int = 5) -> tuple:
+        """The archived titles that begin with the words being typed (prefix completion,
+        as a search box offers while a question is typed).
+
+        The text is taken as plain words, never as query syntax, and compared with the
+        titles normalised (case, accents' forms and punctuation aside: "how do i re"
+        completes "How do I renew my visa?"; text ending in a space or a mark completes
+        its last word only by itself). Questions with more answers come first, then
+        shorter titles; a title several questions share is offered once; deleted
+        questions never. See :mod:`cqa_search.index.titles`.
+
+        Parameters
+        ----------
+        text : str
+            What has been typed (at most
+            :data:`~cqa_search.query_parser.MAX_QUERY_CHARS` characters).
+        k : int, default 5
+
+        Returns
+        -------
+        tuple of Completion
+            Each with ``doc_id``, ``title`` and ``n_answers``; empty when nothing matches
+            or the text has no letter or digit.
+
+        Raises
+        ------
+        QueryError
+            ``text`` not a string or too long, bad ``k``.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from cqa_search import Question, build_index
+        >>> out = os.path.join(tempfile.mkdtemp(), "idx")
+        >>> _ = build_index([Question("a", "How to renew my visa?", answers=("At the office.",)),
+        ...                  Question("b", "How to return a sofa?")], out)
+        >>> [c.title for c in SearchEngine.open(out).complete("how to re")]
+        ['How to renew my visa?', 'How to return a sofa?']
+        >>> [c.doc_id for c in SearchEngine.open(out).complete("HOW TO RET")]
+        ['b']
+        """
+        if k is None:
+            raise QueryError("k must be a positive integer; got None")
+        self._check_k(k)
+        if not isinstance(text, str):
+            raise QueryError(f"the text to complete must be a string; got "
+                             f"{type(text).__name__}")
+        if len(text) > MAX_QUERY_CHARS:
+            raise QueryError(f"the text to complete is {len(text):,} characters long; at most "
+                             f"{MAX_QUERY_CHARS:,} are taken")
+        prefix = prefix_key(text)
+        if not prefix:
+            return ()
+        return best_completions(self._searcher.completions(prefix, k), k)
+
+    def prepare_completion(self) -> None:
+        """Read the title keys of :meth:`complete` now rather than on its first call
+        (what a server does before it serves a generation: seconds per million questions,
+        once; the segments a later generation shares are not read again)."""
+        self._searcher.prepare_titles()
 
     def _search(self, query, k, filters, title, body) -> tuple:
         """(:class:`Results`, :class:`CandidateContext`) of :meth:`search`, its filters

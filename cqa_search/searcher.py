@@ -26,6 +26,7 @@ from .features import ContextFeatures, IndexView, TermFeatures, search_ranker_na
 from .index.attributes import attributes_of
 from .index.layout import IndexData, load_index
 from .index.models import load_models
+from .index.titles import Completion, titles_of
 from .retrieval import (BM25, BM25F, VSM, LMDirichlet, LMJelinekMercer, TermModel, first_stage,
                         make_model, top_k)
 from .retrieval.bm25f import DEFAULT_WEIGHTS
@@ -291,6 +292,15 @@ class Searcher(Protocol):
     def surface_words(self) -> dict:
         """Surface word -> document frequency of its term (for "did you mean")."""
 
+    def completions(self, prefix, k) -> list:
+        """Up to ``k`` :class:`~cqa_search.index.titles.Completion` s of live questions
+        whose titles begin with ``prefix`` (a
+        :func:`~cqa_search.index.titles.prefix_key`); the engine merges and cuts them
+        (:func:`~cqa_search.index.titles.best_completions`)."""
+
+    def prepare_titles(self) -> None:
+        """Read the title keys of :meth:`completions` now (else on the first)."""
+
     def answer_choice(self, name, row) -> int:
         """Position of the answer the answer model ``name`` chooses for ``row``."""
 
@@ -471,6 +481,16 @@ class LocalSearcher:
 
     def surface_words(self) -> dict:
         return self.data.surface_words()
+
+    def prepare_titles(self) -> None:
+        titles_of(self.data)
+
+    def completions(self, prefix, k) -> list:
+        out = []
+        for row, _ in titles_of(self.data).rows(prefix, k, self.data.live):
+            question = self.archive[row]
+            out.append(Completion(question.id, question.title, len(question.answers)))
+        return out
 
     def answer_choice(self, name, row) -> int:
         return self.models[name].choice_of(self.view, int(row))

@@ -786,9 +786,8 @@ def _cross_validate(judged, folds, features, exclude, options) -> CrossValidatio
         held.update(run_of_scores(qid[rows], docs[rows], scores))
         base = {q: {} for q in test_ids}
         base.update(run_of_scores(qid[rows], docs[rows], X[rows, names.index(fitted.baseline)]))
-        metrics.append(evaluate(held, judged.qrels, metrics=judged.metrics, convention="trec"))
-        baseline.append(evaluate(base, judged.qrels, metrics=judged.metrics,
-                                 convention="trec"))
+        metrics.append(evaluate(held, judged.qrels, metrics=judged.metrics))
+        baseline.append(evaluate(base, judged.qrels, metrics=judged.metrics))
         if judged.candidates is None:
             retrieval.append(judged.stage(0.0).loc[list(test_ids)])
         run.update(held)

@@ -204,8 +204,7 @@ class JudgedQueries:
                 if path is not None:
                     _write_atomic(path, lambda f: json.dump(
                         {q: list(docs.items()) for q, docs in run.items()}, f))
-            self._stages[a] = evaluate(run, self.qrels, metrics=self.metrics,
-                                       convention="trec")
+            self._stages[a] = evaluate(run, self.qrels, metrics=self.metrics)
         return self._stages[a]
 
     def choose(self, ids=None) -> HybridChoice | None:

@@ -207,7 +207,7 @@ def score(engine, model, split_data):
     queries, qrels, candidates = split_data
     run = run_queries(engine.with_config(SearchConfig(retrieval=model, features=(), ranker=None)),
                       queries, candidates=candidates)
-    return evaluate(run, qrels, metrics=METRICS)
+    return evaluate(run, qrels, metrics=METRICS, rerank=True)
 
 
 def positions(run):

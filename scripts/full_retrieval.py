@@ -448,8 +448,7 @@ def row_run(c, row, path, work) -> dict:
 
 def search_row(c, row, path, work):
     """Per-query metrics of a row without a ranker over the scored queries."""
-    return evaluate(row_run(c, row, path, work), c.qrels, metrics=metric_names(c),
-                    convention="trec")
+    return evaluate(row_run(c, row, path, work), c.qrels, metrics=metric_names(c))
 
 
 def train_row(c, row, path, work):

@@ -75,7 +75,7 @@ def bm25s_rows(engine, splits, doc_ids=None):
             cand_scores = [float(scores[position[r]]) for r in cand]
             ranked = sorted(range(len(cand)), key=lambda i: -cand_scores[i])  # stable
             run[q["id"]] = {engine.archive.doc_ids[cand[i]]: cand_scores[i] for i in ranked}
-        out[split] = evaluate(run, qrels, metrics=METRICS)
+        out[split] = evaluate(run, qrels, metrics=METRICS, rerank=True)
     return out
 
 
@@ -86,7 +86,8 @@ def main(argv=None):
 
     rows = []  # (name, {split: per-query DataFrame})
     rows.append(("search-engine order (IR baseline)",
-                 {s: evaluate(d[2], d[1], metrics=METRICS) for s, d in splits.items()}))
+                 {s: evaluate(d[2], d[1], metrics=METRICS, rerank=True)
+                  for s, d in splits.items()}))
     for name, defaults, space in MODELS:
         model = make_model(name, **defaults)
         rows.append((f"{name} (default {model.cache_key()})",

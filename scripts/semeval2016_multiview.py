@@ -201,7 +201,7 @@ def main(argv=None):
         data = features(index, name, splits)
         names = data["dev"][3]
         w, dev_map = tune(data["dev"], len(names))
-        per_split = {s: evaluate(linear_run(d, w), d[1], metrics=METRICS)
+        per_split = {s: evaluate(linear_run(d, w), d[1], metrics=METRICS, rerank=True)
                      for s, d in data.items()}
         rows.append((label, per_split))
         details.append(f"| {label} | {fit_info} | "

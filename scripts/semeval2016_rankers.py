@@ -181,7 +181,7 @@ def select(learner, grid, tables, qrels, candidates, cols, names, seed, log):
         model = fit(learner, params, extra, tables["train"], cols, names, seed)
         dev_map = float(evaluate(run_of_model(model, tables["dev"], cols, candidates["dev"]),
                                  qrels["dev"],
-                                 metrics=["map"])["map"].mean())
+                                 metrics=["map"], rerank=True)["map"].mean())
         scores.append({"params": params, **extra, "dev_map": dev_map,
                        "train_map": model.train_score_, "seconds": time.time() - t0})
         log(f"  {learner} {params} {extra}: dev MAP {100 * dev_map:.2f}")
@@ -257,7 +257,7 @@ def main(argv=None):
     log(f"features: {', '.join(names)}; training queries {n_train_q} "
         f"({', '.join(train_sets)}), {len(tables['train'][0])} candidates")
 
-    ir = {s: evaluate(d[2], d[1], metrics=METRICS) for s, d in splits.items()}
+    ir = {s: evaluate(d[2], d[1], metrics=METRICS, rerank=True) for s, d in splits.items()}
     bm25 = {s: score(engine, make_model("bm25"), d) for s, d in splits.items()}
     baselines = [("search-engine order (IR)", "given rank", ir),
                  ("BM25 (k1=1.2, b=0.75) on the candidates", "bm25", bm25)]
@@ -285,7 +285,8 @@ def main(argv=None):
                 chosen[learner] = (params, extra)
                 details[f"{label} | {learner}"] = scores
                 per_split = {s: evaluate(run_of_model(model, tables[s], cols, candidates[s]),
-                                         qrels[s], metrics=METRICS) for s in ("dev", "test")}
+                                         qrels[s], metrics=METRICS, rerank=True)
+                             for s in ("dev", "test")}
                 shown = {k: v for k, v in params.items() if k not in ("base", "base_params")}
                 name = f"{learner} ({describe(shown, extra)})" if learner != "train-defaults" \
                     else f"cqa-search train defaults (chose {model.description})"

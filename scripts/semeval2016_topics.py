@@ -84,7 +84,7 @@ def system(feats, splits, term, topic=None, alpha=0.6):
             s_term, X[:, names.index(topic)], alpha, qid=qid)
         # in the given candidate order: ties keep it, as the official scorer does
         out[split] = evaluate(run_of_scores(qid, docs, scores, order=candidates), qrels,
-                              metrics=METRICS)
+                              metrics=METRICS, rerank=True)
     return out
 
 

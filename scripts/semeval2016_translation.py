@@ -71,7 +71,7 @@ def per_query(tables, scorer):
     for split in ("dev", "test"):
         X, qid, docs, names, _, qrels = tables[split]
         out[split] = evaluate(run_of_scores(qid, docs, scorer(X, names)), qrels,
-                              metrics=METRICS)
+                              metrics=METRICS, rerank=True)
     return out
 
 
@@ -131,7 +131,8 @@ def main(argv=None):
 
     # -- term models: the best by dev MAP is the significance baseline -----------------
     rows = [("search-engine order (IR baseline)",
-             {sp: evaluate(d[2], d[1], metrics=METRICS) for sp, d in term_splits.items()})]
+             {sp: evaluate(d[2], d[1], metrics=METRICS, rerank=True)
+              for sp, d in term_splits.items()})]
     terms = {}
     for name in TERM_MODELS:
         model = make_model(name)

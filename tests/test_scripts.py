@@ -131,6 +131,20 @@ def test_known_item_tiny(tmp_path):
     assert len(cells) == 2 and all(0 <= float(x) <= 100 for c in cells for x in c)
 
 
+def test_bench_complete_tiny(tmp_path):
+    from cqa_search import build_index
+
+    write_archive(tmp_path / "a.jsonl", 80)
+    build_index(str(tmp_path / "a.jsonl"), tmp_path / "idx")
+    out = run("bench_complete.py", str(tmp_path / "idx"), "--n-prefixes", "30", "--json-out",
+              str(tmp_path / "c.json"))
+    assert "80 questions, 1 segment(s), k = 5" in out
+    row = next(line for line in out.splitlines() if line.startswith("| all | 30 | 30 |"))
+    assert len(row.strip("| ").split(" | ")) == 8
+    saved = json.load(open(tmp_path / "c.json", encoding="utf-8"))
+    assert len(saved["ms"]) == len(saved["cpu_ms"]) == 30 and all(saved["found"])
+
+
 def test_bench_live_tiny(tmp_path):
     n, batch, segments, n_queries = 200, 10, 3, 10
     total = n + batch * segments

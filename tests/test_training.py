@@ -2,6 +2,7 @@
 reports."""
 import json
 import re
+import shutil
 import warnings
 from pathlib import Path
 
@@ -339,7 +340,7 @@ def test_train_chooses_the_hybrid_weight_and_stores_it(vectors_copy, demo_judged
     a, recall, map_ = choice.grid[3]
     scores = evaluate(run_queries(engine.with_config(SearchConfig(ranker=None, hybrid=a)),
                                   [{**q, "category": None} for q in queries], k=100), qrels,
-                      metrics=["map", "r@100"], convention="trec")
+                      metrics=["map", "r@100"])
     assert recall == pytest.approx(scores["r@100"].mean()) and \
         map_ == pytest.approx(scores["map"].mean())
     best = max(choice.grid, key=lambda g: (g[1], g[2], -g[0]))  # recall, MAP, smaller a
@@ -517,7 +518,9 @@ def test_a_training_that_loses_on_held_out_queries_is_not_stored(index, judged,
      {"n_components": 3, "views": ""},
      "the feature_prefix parameter, `cqa-search fit ... --feature-prefix`"),
     ("translation", {"max_iter": 1}, {"max_iter": 2},
-     "this family's features have fixed names, so an index holds one such model"),
+     "the feature_prefix parameter, `cqa-search fit ... --feature-prefix`"),
+    ("embeddings", {"dim": 4, "min_count": 1, "neighbours": 3}, {"dim": 5},
+     "the feature_prefix parameter, `cqa-search fit ... --feature-prefix`"),
 ])
 def test_a_second_model_of_a_family_is_refused_before_its_fit(index, monkeypatch, family,
                                                                first, second, option):
@@ -543,3 +546,46 @@ def test_a_second_model_of_a_family_is_refused_before_its_fit(index, monkeypatch
         monkeypatch.undo()
         fit_family(index, family, name="second", feature_prefix="mv3", **second)
         assert "mv3_orig" in SearchEngine.open(index).feature_names
+
+
+def test_word_vectors_of_two_methods_in_one_index(index, capsys):
+    """Issue 40: word2vec beside PPMI-SVD, by the command line: the second needs its own
+    feature prefix, is refused before its fit without one, and with one both are stored,
+    each giving its features as it gives them alone."""
+    from cqa_search.index.models import remove_model
+
+    cli = main
+    common = ["--dim", "6", "--min-count", "1", "--neighbours", "3", "-q"]
+    assert cli(["fit", str(index), "embeddings", *common]) == 0
+    capsys.readouterr()
+    assert cli(["fit", str(index), "embeddings", "--name", "w2v", "--method", "word2vec",
+                "--epochs", "2", *common]) == 1
+    err = capsys.readouterr().err
+    assert "store it as 'embeddings' (--name embeddings) to replace that one, or give its " \
+           "features other names (the feature_prefix parameter, `cqa-search fit ... " \
+           "--feature-prefix`)" in err and "fitting" not in err
+    assert cli(["fit", str(index), "embeddings", "--name", "w2v", "--method", "word2vec",
+                "--epochs", "2", "--feature-prefix", "w2v", *common]) == 0
+    assert cli(["fit", str(index), "embeddings", "--name", "bad", "--feature-prefix",
+                "2-x", *common]) == 1
+    assert "feature_prefix must be {None} or letters, digits and '_' (a letter first); " \
+           "got '2-x'" in capsys.readouterr().err
+    both = SearchEngine.open(index)
+    assert {"emb_sif", "softcos_title", "w2v_emb_sif", "w2v_softcos_title",
+            "w2v_field_title_bm25"} <= set(both.feature_names)
+    assert both.models["w2v"].method == "word2vec"
+    ids = ["t01", "t02", "t04", "t07", "t11"]
+    text = "renew my visa quickly"
+    together = both.rerank(text, ids).to_dataframe().set_index("doc_id")
+    for name, prefix in (("embeddings", ""), ("w2v", "w2v_")):
+        other = "w2v" if name == "embeddings" else "embeddings"
+        alone_path = index.parent / f"alone-{name}"
+        shutil.copytree(index, alone_path)
+        remove_model(alone_path, other)
+        alone = SearchEngine.open(alone_path).rerank(text, ids).to_dataframe().set_index(
+            "doc_id")
+        columns = [f"{prefix}{n}" for n in ("emb_sif", "emb_mean", "softcos_question",
+                                            "field_title_bm25")]
+        assert set(columns) <= set(alone.columns)
+        np.testing.assert_allclose(together.loc[ids, columns], alone.loc[ids, columns])
+    assert not np.allclose(together["emb_sif"], together["w2v_emb_sif"])

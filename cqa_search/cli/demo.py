@@ -49,8 +49,8 @@ def _show(engine, queries, qrels, k, style) -> None:
 
 
 def _scores(engine, queries, qrels):
-    return summarize(evaluate(run_queries(engine, queries, k=100), qrels, metrics=METRICS,
-                              convention="trec"), percent=True)
+    return summarize(evaluate(run_queries(engine, queries, k=100), qrels, metrics=METRICS),
+                     percent=True)
 
 
 def _encoder_rows(args, training, held_out, qrels, style) -> list:

@@ -5,8 +5,8 @@ import argparse
 import sys
 
 from ..engine import SearchConfig
-from ..evaluation import (CONVENTIONS, compare, evaluate, read_qrels, read_queries, read_run,
-                          run_queries, summarize, write_run)
+from ..evaluation import (CONVENTIONS, compare, evaluate, protocol_convention, read_qrels,
+                          read_queries, read_run, run_queries, summarize, write_run)
 from ..evaluation.significance import N_RESAMPLES
 from ..evaluation.trec import check_writable
 from ..exceptions import QueryError
@@ -23,10 +23,10 @@ RERANK_METRICS = ("map", "mrr", "p@1", "p@5", "p@10")
 
 def _protocol(args) -> tuple:
     """``(convention, metrics, what)``: the options given, else the defaults of the
-    protocol (a rerank of given candidates: the SemEval scorer; the whole archive searched,
-    or a run given: trec_eval's, which counts the relevant documents never retrieved)."""
+    protocol (the convention: :func:`~cqa_search.evaluation.protocol_convention`, the
+    rule of the Python API's ``evaluate`` too)."""
     rerank = args.candidates is not None
-    convention = args.convention or ("semeval" if rerank else "trec")
+    convention = args.convention or protocol_convention(rerank)
     metrics = args.metrics or list(RERANK_METRICS if rerank else METRICS)
     what = ("rerank of the given candidates" if rerank else
             "the run given" if args.run is not None else "full retrieval of the archive")

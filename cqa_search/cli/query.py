@@ -26,10 +26,11 @@ from ._common import (COMMANDS, HYBRID_HELP, Style, add_common_options,
 HELP = COMMANDS["query"][1]
 
 COMMAND_NAMES = (":k", ":category", ":categories", ":show", ":like", ":answers", ":explain",
-                 ":help", ":quit")
+                 ":facets", ":help", ":quit")
 
 REPL_HELP = """\
-Type a question to search. Commands (Tab completes them and category names):
+Type a question to search (Tab completes it with an archived title that begins so).
+Commands (Tab completes them and category names):
   :k N              show N results, at most {max_k} (now {k})
   :category NAME    search only this category; ':category' alone clears it (now {category})
   :categories       the categories of the index, with their questions
@@ -37,6 +38,8 @@ Type a question to search. Commands (Tab completes them and category names):
   :like N or ID     the questions most similar to result N (or question ID)
   :answers on|off   show the best answer under each result (now {answers})
   :explain on|off   show why each result ranks there (now {explain})
+  :facets on|off    show the categories and tags of the hits, with how many have each
+                    (now {facets})
   :help             this help
   :quit             leave (also Ctrl-D; Ctrl-C clears the line or cancels a search)
 {syntax}"""
@@ -219,7 +222,7 @@ class _Session:
         self.k = self.capped(args.k)
         self.filters = {"after": args.after, "before": args.before, "tags": args.tag,
                         "not_tags": args.not_tag}
-        self.explain = args.explain
+        self.explain, self.facets = args.explain, args.facets
         self.last = None
 
     def say(self, text=""):
@@ -237,9 +240,13 @@ class _Session:
         return f"cqa [{printable(self.category)}]> " if self.category else "cqa> "
 
     def complete(self, line) -> list:
-        """Completions of a whole input line (commands, then category names)."""
+        """Completions of a whole input line (commands, category names; a question: the
+        archived titles that begin so, :meth:`~cqa_search.SearchEngine.complete`)."""
         if not line.startswith(":"):
-            return []
+            if len(line.strip()) < 3:
+                return []
+            return list(dict.fromkeys(c.title for c in self.engine.complete(line, k=10)
+                                      if printable(c.title) == c.title))
         name, space, arg = line.partition(" ")
         if not space:
             return [c + " " for c in COMMAND_NAMES if c.startswith(name)]
@@ -247,7 +254,7 @@ class _Session:
             folded = arg.casefold()
             return [f"{name} {c}" for c in sorted(self.engine.categories.present())
                     if c.casefold().startswith(folded) and printable(c) == c]
-        if name in (":answers", ":explain"):
+        if name in (":answers", ":explain", ":facets"):
             return [f"{name} {v}" for v in ("on", "off") if v.startswith(arg)]
         return []
 
@@ -272,6 +279,7 @@ class _Session:
             self.say(REPL_HELP.format(k=self.k, category=self.category or "all",
                                       answers="on" if self.answers else "off",
                                       explain="on" if self.explain else "off",
+                                      facets="on" if self.facets else "off",
                                       syntax=SYNTAX_HELP, max_k=MAX_K))
         elif name == "k":
             if not (arg.isascii() and arg.isdigit()) or int(arg) < 1:
@@ -306,8 +314,8 @@ class _Session:
                                             **self.filters)
             self.say(_like_header(self.engine, doc_id, self.style))
             _print_results(self.presenter, self.last, self.style, answers=self.answers,
-                           explain=self.explain, out=self.out)
-        elif name in ("answers", "explain"):
+                           explain=self.explain, facets=self.facets, out=self.out)
+        elif name in ("answers", "explain", "facets"):
             if arg not in ("on", "off"):
                 self.say(f"usage: :{name} on|off")
             else:
@@ -325,7 +333,7 @@ class _Session:
             self.say(self.style.dim(printable(f"in {searched}: the query's category: wins "
                                               f"over :category {self.category}")))
         _print_results(self.presenter, self.last, self.style, answers=self.answers,
-                       explain=self.explain, out=self.out)
+                       explain=self.explain, facets=self.facets, out=self.out)
 
     def handle(self, line) -> bool:
         """One input line; False to quit. A query's error is reported and the session

@@ -211,6 +211,12 @@ class _ShardActor:
         return dict(zip(self.searcher.categories.names,
                         self.searcher.category_counts().tolist()))
 
+    def completions(self, prefix, k) -> list:
+        return self.searcher.completions(prefix, k)
+
+    def prepare_titles(self) -> None:
+        self.searcher.prepare_titles()
+
     def tag_counts(self) -> list:
         """``(tag without case, its first spelling, live questions)`` in the order the
         shard first met them."""
@@ -573,6 +579,13 @@ class ShardedSearcher:
         order = sorted((k for k, n in counts.items() if n),
                        key=lambda k: (-counts[k], first[k].casefold()))
         return {first[k]: counts[k] for k in order}
+
+    def completions(self, prefix, k) -> list:
+        return [c for part in self.call(self.live_shards, "completions", "completing titles",
+                                        (prefix, k)) for c in part]
+
+    def prepare_titles(self) -> None:
+        self.call(self.live_shards, "prepare_titles", "reading the titles")
 
     def surface_words(self) -> dict:
         words = self.stored.json("surface.json")

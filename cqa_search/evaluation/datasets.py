@@ -270,8 +270,9 @@ def semeval_comment_ranking(xml_paths):
     The "queries" are the threads subtask A keeps: every related question with comments
     that is not a repeat of an earlier thread (``SubtaskA_Skip_Because_Same_As_RelQuestion_ID``);
     the candidates are its comments, relevant when ``RELC_RELEVANCE2RELQ`` is Good
-    (PotentiallyUseful and Bad are not). Score with ``evaluate(run, qrels)`` (the official
-    conventions: top 10, a thread without a Good comment scores 0 and counts).
+    (PotentiallyUseful and Bad are not). Score with ``evaluate(run, qrels, rerank=True)``
+    (the official conventions: top 10, a thread without a Good comment scores 0 and
+    counts).
 
     Parameters
     ----------

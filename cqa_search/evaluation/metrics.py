@@ -6,7 +6,8 @@ order the documents were produced (a dict keeps insertion order; a TREC run file
 ``{qid: {doc_id: relevance}}``; a document is relevant when its relevance is at least
 ``relevance_threshold`` (1).
 
-Conventions (``convention=``):
+Conventions (``convention=``; by default the protocol's, :func:`protocol_convention`: the
+one rule of :func:`evaluate` and of ``cqa-search evaluate``):
 
 ``"semeval"`` — the official SemEval-2016 Task 3 scorer:
     documents sorted by score, descending, ties kept in run order (a stable sort); only
@@ -30,10 +31,29 @@ import numpy as np
 from ..exceptions import ParameterError
 from .trec import as_qrels, as_run, rank_documents
 
-__all__ = ["CONVENTIONS", "evaluate", "summarize", "parse_metric", "judged_only"]
+__all__ = ["CONVENTIONS", "evaluate", "summarize", "parse_metric", "judged_only",
+           "protocol_convention"]
 
 CONVENTIONS = ("semeval", "trec")
 _SEMEVAL_DEPTH = 10
+
+
+def protocol_convention(rerank: bool) -> str:
+    """The convention of an evaluation protocol (the default of :func:`evaluate` and of
+    ``cqa-search evaluate``).
+
+    A rerank of given candidates (each query's candidates fixed beforehand, as SemEval's
+    ten related questions; ``evaluate --candidates``) is scored as the official SemEval
+    scorer does (``"semeval"``); a search of the whole archive, or any other run, as
+    trec_eval does (``"trec"``), whose AP counts the relevant documents the run never
+    retrieved: a full retrieval is judged on finding them, a rerank cannot.
+
+    Examples
+    --------
+    >>> protocol_convention(rerank=True), protocol_convention(rerank=False)
+    ('semeval', 'trec')
+    """
+    return "semeval" if rerank else "trec"
 
 
 def parse_metric(name: str):
@@ -90,7 +110,7 @@ def _query_metrics(ranked, judged, metrics, convention, threshold):
 
 
 def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@10"),
-             convention="semeval", relevance_threshold=1):
+             convention=None, rerank=False, relevance_threshold=1):
     """Per-query metrics of a run.
 
     Parameters
@@ -102,7 +122,12 @@ def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@
         ``{qid: {doc_id: relevance}}``, or a qrels file (read by
         :func:`~cqa_search.evaluation.trec.read_qrels`).
     metrics : sequence of str
-    convention : {"semeval", "trec"}
+    convention : {"semeval", "trec"} or None, default None
+        None: the protocol's (:func:`protocol_convention`): ``"semeval"`` when ``rerank``,
+        else ``"trec"``.
+    rerank : bool, default False
+        The run reorders given candidates (e.g. SemEval's ten related questions per
+        query) rather than searching the whole archive.
     relevance_threshold : int, default 1
 
     Returns
@@ -114,15 +139,20 @@ def evaluate(run: dict, qrels: dict, *, metrics=("map", "mrr", "p@1", "p@5", "p@
     --------
     >>> run = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}}
     >>> qrels = {"q1": {"b": 1, "c": 1}, "q2": {"x": 1}}
-    >>> evaluate(run, qrels, metrics=["map", "mrr"]).round(4).to_dict("index")  # q2 counts, as 0
-    {'q1': {'map': 0.5833, 'mrr': 0.5}, 'q2': {'map': 0.0, 'mrr': 0.0}}
-    >>> evaluate(run, qrels, metrics=["map"], convention="trec").round(4).to_dict("index")
+    >>> evaluate(run, qrels, metrics=["map"]).round(4).to_dict("index")  # trec: q1 only
     {'q1': {'map': 0.5833}}
+    >>> evaluate(run, qrels, metrics=["map", "mrr"], rerank=True).round(4).to_dict("index")
+    {'q1': {'map': 0.5833, 'mrr': 0.5}, 'q2': {'map': 0.0, 'mrr': 0.0}}
+
+    (a rerank: the SemEval convention, where q2 counts, as 0)
     """
     import pandas as pd  # imported here: the rest of the package runs without pandas
 
+    if convention is None:
+        convention = protocol_convention(rerank)
     if convention not in CONVENTIONS:
-        raise ParameterError(f"convention must be one of {{'semeval', 'trec'}}; got {convention!r}")
+        raise ParameterError(f"convention must be one of {{'semeval', 'trec'}} or None; got "
+                             f"{convention!r}")
     run, qrels = as_run(run), as_qrels(qrels)
     parsed = {m: parse_metric(m) for m in metrics}
     if convention == "semeval":

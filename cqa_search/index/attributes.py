@@ -26,7 +26,8 @@ from ..archive import question_date
 from ..exceptions import IndexFormatError, rebuild_hint
 from .layout import segment_dir
 
-__all__ = ["QuestionAttributes", "attributes_of", "NO_DATE"]
+__all__ = ["QuestionAttributes", "attributes_of", "NO_DATE", "segment_cached",
+           "segment_archive"]
 
 logger = logging.getLogger(__name__)
 #: The date of a question without one (no date filter keeps it).
@@ -74,20 +75,31 @@ def _segment(path, offsets):
             np.asarray(ids, dtype=np.int64), dates)
 
 
-def _segment_cached(path, offsets):
+def segment_cached(read, path, offsets):
+    """``read(path, offsets)`` of a segment's ``archive.jsonl``, kept for the next
+    generations that share the segment (the same file: a segment never changes) while
+    it is among the :data:`_SEGMENTS_KEPT` last read (of every ``read``)."""
     info = os.stat(path)
-    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    key = (read.__module__, read.__qualname__, info.st_dev, info.st_ino, info.st_size,
+           info.st_mtime_ns)
     with _lock:
         found = _cache.get(key)
         if found is not None:
             _cache.move_to_end(key)
             return found
-    found = _segment(path, offsets)
+    found = read(path, offsets)
     with _lock:
         _cache[key] = found
         while len(_cache) > _SEGMENTS_KEPT:
             _cache.popitem(last=False)
     return found
+
+
+def segment_archive(stored, segment) -> tuple:
+    """``(path, offsets)`` of the ``archive.jsonl`` of a segment (a manifest entry)."""
+    folder = segment_dir(segment["name"])
+    return (stored.file(f"{folder}/archive.jsonl"),
+            stored.array(f"{folder}/archive_offsets.npy"))
 
 
 class QuestionAttributes:
@@ -152,7 +164,6 @@ def attributes_of(data) -> QuestionAttributes:
     if found is None:
         stored = data.stored
         found = data.cache["attributes"] = QuestionAttributes([
-            _segment_cached(stored.file(f"{segment_dir(seg['name'])}/archive.jsonl"),
-                            stored.array(f"{segment_dir(seg['name'])}/archive_offsets.npy"))
+            segment_cached(_segment, *segment_archive(stored, seg))
             for seg in stored.manifest["segments"]])
     return found

@@ -289,7 +289,7 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
     ...     client.get("/api/search", params={"q": "visa renewal"}).json()["hits"][0]["id"]
     'a'
     """
-    live = LiveIndex(index, interval=interval, verify=verify,
+    live = LiveIndex(index, interval=interval, verify=verify, titles=True,
                      config=None if hybrid == "auto" else SearchConfig(hybrid=hybrid))
 
     @asynccontextmanager
@@ -387,6 +387,20 @@ def create_app(index, *, interval: float = 0.5, verify: bool = False,
         body = presenter.results_dict(results, explain=explain)
         body["generation"] = engine.generation
         return _JSON(body)
+
+    @app.get("/api/complete", response_model=schema.Completions, responses=_ERRORS,
+             summary="Archived titles that begin with the words being typed")
+    async def complete(
+        q: Annotated[str, Query(max_length=MAX_QUERY_CHARS, description=(
+            "the words typed so far (plain text, never query syntax; case and "
+            "punctuation aside)"))],
+        k: Annotated[int, Query(ge=1, le=MAX_K, description="number of titles")] = 5,
+    ):
+        engine, _ = live.current()
+        found = engine.complete(q, k=k)
+        return _JSON({"query": q, "completions": [
+            {"id": c.doc_id, "title": c.title, "answers": c.n_answers} for c in found],
+            "generation": engine.generation})
 
     @app.get("/api/questions/{doc_id:path}", response_model=schema.Question,
              responses={404: {"model": schema.Error, "description": "no such question"},

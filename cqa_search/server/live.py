@@ -40,6 +40,11 @@ class LiveIndex:
         Check every file's SHA-256 when a generation is opened.
     config : SearchConfig, optional
         How the engines search (default: :class:`SearchConfig`'s defaults).
+    titles : bool, default False
+        Read the title keys of completion before serving a generation
+        (:meth:`SearchEngine.prepare_completion
+        <cqa_search.SearchEngine.prepare_completion>`: the HTTP server's page completes
+        titles as a question is typed), not at its first completion.
 
     Attributes
     ----------
@@ -48,8 +53,9 @@ class LiveIndex:
         good generation keeps serving meanwhile.
     """
 
-    def __init__(self, path, *, interval=0.5, verify=False, config=None):
+    def __init__(self, path, *, interval=0.5, verify=False, config=None, titles=False):
         self.path = os.fspath(path)
+        self.titles = titles
         self.interval = interval
         self.verify = verify
         self.config = config
@@ -60,6 +66,8 @@ class LiveIndex:
         self._thread = None
 
     def _prepared(self, engine):
+        if self.titles:
+            engine.prepare_completion()
         return engine, Presenter(engine).prepare()
 
     def current(self):

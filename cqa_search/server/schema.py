@@ -146,6 +146,19 @@ class Category(BaseModel):
     count: int = Field(description="questions of this category in the archive")
 
 
+class Completion(BaseModel):
+    id: str
+    title: str = Field(description="the archived title, which begins with the typed words")
+    answers: int = Field(description="its number of answers")
+
+
+class Completions(BaseModel):
+    query: str = Field(description="the text completed")
+    completions: list[Completion] = Field(description="more answers first, then shorter "
+                                                      "titles; a title offered once")
+    generation: str
+
+
 class Categories(BaseModel):
     categories: list[Category] = Field(description="most questions first (categories "
                                                    "whose questions were all deleted left out)")

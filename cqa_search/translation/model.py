@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._utils import Interval, progress_bar, validate_params
+from .._utils import FEATURE_PREFIX, Interval, prefixed, progress_bar, validate_params
 from ..exceptions import NotFittedError
 from .corpus import ANSWER_PAIRS, build_parallel_corpus
 from .ibm1 import IBMModel1
@@ -143,6 +143,10 @@ class TranslationModel(BaseEstimator):
         mu1 of eq. 15 (mu2 = 1 - mu1 weighs the answer part).
     segmentation : {"sum", "max"}, default "sum"
         Sum over phrase segmentations (eq. 13) or keep the best one.
+    feature_prefix : str or None, default None
+        Prefix of its features' names (None: wt, translm, ptrans_*; "dup": dup_wt,
+        dup_translm, ...): a second translation model of one index (e.g. one learned from
+        duplicate pairs) needs one.
 
     Attributes
     ----------
@@ -188,13 +192,14 @@ class TranslationModel(BaseEstimator):
         "beta": Interval(0, 1),
         "question_weight": Interval(0, 1),
         "segmentation": ("sum", "max"),
+        "feature_prefix": FEATURE_PREFIX,
     }
 
     def __init__(self, *, answers="all", title_body=False, duplicates=False,
                  similar_questions=None, min_similarity=0.5, pooling=True, textrank=True,
                  window=3, damping=0.85, max_iter=10, tol=1e-3, min_prob=1e-3,
                  max_phrase_length=5, unaligned_edges=True, lam=0.2, beta=0.8,
-                 question_weight=0.8, segmentation="sum"):
+                 question_weight=0.8, segmentation="sum", feature_prefix=None):
         self.answers = answers
         self.title_body = title_body
         self.duplicates = duplicates
@@ -213,6 +218,7 @@ class TranslationModel(BaseEstimator):
         self.beta = beta
         self.question_weight = question_weight
         self.segmentation = segmentation
+        self.feature_prefix = feature_prefix
 
     def _ibm1(self):
         return IBMModel1(max_iter=self.max_iter, tol=self.tol, min_prob=self.min_prob)
@@ -301,7 +307,7 @@ class TranslationModel(BaseEstimator):
 
     @property
     def feature_names(self) -> tuple:
-        return FEATURE_NAMES
+        return prefixed(FEATURE_NAMES, self.feature_prefix)
 
     def describe(self) -> str:
         """What the fit did, for ``cqa-search fit`` (the features, then :attr:`summary_`)."""

@@ -441,10 +441,9 @@ class TranslationScorer:
     view : IndexView
     """
 
-    names = FEATURE_NAMES
-
     def __init__(self, model, view):
         self.model = model
+        self.names = model.feature_names
         index = view.index
         self._fields = {}
         for name in ("question", "answers"):

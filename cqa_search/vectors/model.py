@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._utils import Estimator, Interval, progress_bar, validate_params
+from .._utils import FEATURE_PREFIX, Estimator, Interval, prefixed, progress_bar, validate_params
 from ..exceptions import IndexFormatError, ParameterError
 from ..index.validate import check_array, check_sparse
 from . import dense, embeddings, parts, sif, softcos
@@ -126,6 +126,10 @@ class EmbeddingModel(Estimator):
     random_state : int, default 0
         Seed of the learner and of the inverted file's k-means: a refit gives the same
         model.
+    feature_prefix : str or None, default None
+        Prefix of its features' names (None: emb_sif, softcos_title, ...; "w2v":
+        w2v_emb_sif, w2v_softcos_title, ...): a second embeddings model of one index (e.g.
+        word2vec beside PPMI-SVD) needs one.
 
     Attributes
     ----------
@@ -177,11 +181,12 @@ class EmbeddingModel(Estimator):
         "n_probe": [(None,), Interval(1, None, kind=numbers.Integral)],
         "exact_limit": Interval(0, None, kind=numbers.Integral),
         "random_state": Interval(0, None, kind=numbers.Integral),
+        "feature_prefix": FEATURE_PREFIX,
     }
 
     def __init__(self, method="ppmi-svd", *, dim=100, window=5, min_count=2, epochs=20,
                  neighbours=50, char_ngram=3, n_lists=None, n_probe=None,
-                 exact_limit=200_000, random_state=0):
+                 exact_limit=200_000, random_state=0, feature_prefix=None):
         self.method = method
         self.dim = dim
         self.window = window
@@ -193,6 +198,7 @@ class EmbeddingModel(Estimator):
         self.n_probe = n_probe
         self.exact_limit = exact_limit
         self.random_state = random_state
+        self.feature_prefix = feature_prefix
 
     # -- training ----------------------------------------------------------------------
     def fit(self, view, y=None, *, progress=False):
@@ -458,7 +464,7 @@ class EmbeddingModel(Estimator):
 
     @property
     def feature_names(self) -> tuple:
-        return FEATURE_NAMES
+        return prefixed(FEATURE_NAMES, self.feature_prefix)
 
     def scorer(self, view):
         """The feature scorer and dense searcher over ``view``

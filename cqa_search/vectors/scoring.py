@@ -63,10 +63,13 @@ class EmbeddingScorer:
     (:meth:`EmbeddingModel.extended_rows`).
     """
 
-    names = FEATURE_NAMES
-
     def __init__(self, model, view):
         self.model, self.view = model, view
+        self.names = model.feature_names
+        # what it keeps of a query (and its statistics' keys) apart from those of another
+        # embeddings model of the index (its features have another prefix)
+        prefix = model.feature_prefix
+        self._key = (lambda name: name) if prefix is None else (lambda name: (prefix, name))
         rows = model.extended_rows(view)
         self.vectors, self.norms, self.fields = rows.vectors, rows.norms, rows.fields
         self.ivf = None if rows.doc_list is None else dense.InvertedFile(
@@ -84,20 +87,24 @@ class EmbeddingScorer:
         :meth:`~cqa_search.searcher.LocalSearcher.row_stats`."""
         if self.model.parts_ is None:
             return {}
-        return {f"embeddings:{p}": f.stats for p, f in self.fields.items()}
+        return {self._stats_key(p): f.stats for p, f in self.fields.items()}
+
+    def _stats_key(self, part) -> str:
+        prefix = self.model.feature_prefix
+        return f"embeddings:{part}" if prefix is None else f"embeddings:{prefix}:{part}"
 
     def use_stats(self, stats) -> None:
         """Score the title and body fields with ``stats`` (the whole index's)."""
-        self.fields = {p: f.with_stats(stats[f"embeddings:{p}"])
-                       if f"embeddings:{p}" in stats else f for p, f in self.fields.items()}
+        self.fields = {p: f.with_stats(stats[self._stats_key(p)])
+                       if self._stats_key(p) in stats else f for p, f in self.fields.items()}
 
     # -- the query ----------------------------------------------------------------------
     def query_vector(self, query) -> np.ndarray:
         """The query's SIF vector (unit length, or zero), cached in ``query.cache``."""
-        v = query.cache.get("sif")
+        v = query.cache.get(self._key("sif"))
         if v is None:
             m = self.model
-            v = query.cache["sif"] = sif.sentence_vector(query.sequence, m.word_vectors_,
+            v = query.cache[self._key("sif")] = sif.sentence_vector(query.sequence, m.word_vectors_,
                                                          m.sif_weights_, m.component_)
         return v
 
@@ -184,9 +191,10 @@ class EmbeddingScorer:
 
     def _mean_cosines(self, query, rows):
         m = self.model
-        q = query.cache.get("mean")
+        q = query.cache.get(self._key("mean"))
         if q is None:
-            q = query.cache["mean"] = sif.sentence_vector(query.sequence, m.word_vectors_)
+            q = query.cache[self._key("mean")] = sif.sentence_vector(query.sequence,
+                                                                     m.word_vectors_)
         if not np.any(q):
             return np.zeros(len(rows))
         terms, pos = self.question.sequences_of(rows)
@@ -196,7 +204,7 @@ class EmbeddingScorer:
     def _soft_cosines(self, query, matrix, text, ids, field, rows, row_norms):
         if len(ids) == 0:
             return np.zeros(len(rows))
-        key = ("softcos", matrix, text)
+        key = self._key(("softcos", matrix, text))
         entry = query.cache.get(key)
         S = self.matrices[matrix]
         if entry is None:  # the query's M x and x^T M x, once per query

@@ -89,7 +89,7 @@ def _session(toy_index, **options):
     from cqa_search.cli.query import _Session
 
     args = Namespace(**{"k": 10, "category": None, "answers": True, "explain": False,
-                        "after": None, "before": None, "tag": None, "not_tag": None,
+                        "facets": False, "after": None, "before": None, "tag": None, "not_tag": None,
                         **options})
     out = io.StringIO()
     return _Session(SearchEngine.open(toy_index), args, Style("never"), out=out), out
@@ -259,7 +259,10 @@ def test_session_prompt_completion_and_categories_table(toy_index):
     assert session.complete(":cat") == [":category ", ":categories "]
     assert session.complete(":category s") == [":category Shopping"]
     assert session.complete(":explain o") == [":explain on", ":explain off"]
-    assert session.complete("visa") == []
+    # a question: the archived titles that begin so (the REPL's Tab)
+    assert session.complete("visa") == ["Visa renewal documents", "Visa on arrival for tourists"]
+    assert session.complete("how do i re") == ["How do I renew my residence visa?"]
+    assert session.complete("vi") == session.complete("zzzz") == []
     session.handle(":category visas")
     assert session.prompt == "cqa [Visas]> "
     assert [line.split() for line in session.categories_table().splitlines()] == [
@@ -942,3 +945,25 @@ def test_facets_count_the_hits(capsys, toy_index):
     assert line == f"categories of the {len(hits)} hits: " + " · ".join(
         f"{f['name']} {f['count']}" for f in doc["facets"]["categories"])
     assert f"tags of the {len(hits)} hits: visa {visa}" in out
+
+
+def test_session_facets_command(toy_index):
+    """The interactive session shows the hits' facets after :facets on, as --facets does."""
+    session, out = _session(toy_index, answers=False)
+    assert session.complete(":fa") == [":facets "]
+    assert session.complete(":facets o") == [":facets on", ":facets off"]
+    session.handle("visa car")
+    assert "categories of the " not in out.getvalue()
+    session.handle(":facets on")
+    assert "(now on)" in (session.handle(":help") and out.getvalue().split(":facets on|off")[-1])
+    session.handle("visa car")
+    counts = {}
+    for hit in session.last:
+        counts[hit.category] = counts.get(hit.category, 0) + 1
+    line = next(l for l in out.getvalue().splitlines() if l.startswith("categories of the "))
+    assert line == f"categories of the {len(session.last)} hits: " + " · ".join(
+        f"{name} {n}" for name, n in sorted(counts.items(), key=lambda c: (-c[1], c[0])))
+    session.handle(":like 1")
+    assert out.getvalue().count("\ncategories of the ") == 2  # more like this shows them too
+    session.handle(":facets maybe")
+    assert "usage: :facets on|off" in out.getvalue()

@@ -55,7 +55,7 @@ def test_no_printer_writes_an_archived_control_character(capsys, laced, argv):
 def test_the_interactive_session_and_info_escape_them(laced, capsys):
     from cqa_search.cli.query import _Session
 
-    args = Namespace(k=10, category=None, answers=True, explain=True, after=None,
+    args = Namespace(k=10, category=None, answers=True, explain=True, facets=False, after=None,
                      before=None, tag=None, not_tag=None)
     out = io.StringIO()
     session = _Session(SearchEngine.open(laced), args, Style("never"), out=out)

@@ -59,7 +59,9 @@ def test_the_json_api_and_the_page_answer_as_on_one_index(toy):
         assert health.status_code == 200 and health.json()["status"] == "ok"
         assert health.json()["n_docs"] == one.get("/health").json()["n_docs"] == 12
         for path in ("/api/categories", "/api/tags", "/api/questions/t04",
-                     "/api/questions/t04/similar?k=4", "/api/questions/nope"):
+                     "/api/questions/t04/similar?k=4", "/api/questions/nope",
+                     "/api/complete?q=visa", "/api/complete?q=how+&k=1",
+                     "/api/complete?q=c"):
             a, b = one.get(path), s3.get(path)
             assert a.status_code == b.status_code, path
             assert _without_generation(b.json()) == _without_generation(a.json()), path
@@ -81,8 +83,8 @@ def _session(path, script):
     from cqa_search.cli._common import Style
     from cqa_search.cli.query import _Session
 
-    args = Namespace(k=3, category=None, answers=True, explain=True, after=None, before=None,
-                     tag=None, not_tag=None)
+    args = Namespace(k=3, category=None, answers=True, explain=True, facets=False, after=None,
+                     before=None, tag=None, not_tag=None)
     out = io.StringIO()
     _Session(SearchEngine.open(path), args, Style("never"), out=out).loop(io.StringIO(script))
     return out.getvalue()

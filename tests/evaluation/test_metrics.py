@@ -12,7 +12,7 @@ SEMEVAL = "semeval2016-task3-cqa-ql"
 def test_semeval_convention_by_hand():
     run = {"q": {"a": 1.0, "b": 1.0, "c": 0.5, **{f"x{i}": 0.1 for i in range(10)}, "z": 2.0}}
     qrels = {"q": {"b": 1, "c": 2, "z": 0, "x9": 1}, "none": {"a": 0}}
-    df = evaluate(run, qrels, metrics=["map", "mrr", "p@1", "p@5", "r@5"])
+    df = evaluate(run, qrels, metrics=["map", "mrr", "p@1", "p@5", "r@5"], rerank=True)
     # ranking: z a b c x0..x5 (ties keep run order; x9 falls outside the top 10)
     assert df.loc["q", "map"] == pytest.approx((1 / 3 + 2 / 4) / 2)
     assert df.loc["q", "mrr"] == pytest.approx(1 / 3)
@@ -24,8 +24,7 @@ def test_semeval_convention_by_hand():
 def test_trec_convention_by_hand():
     run = {"q": {"a": 1.0, "b": 1.0, "c": 0.5}, "unjudged": {"a": 1.0}}
     qrels = {"q": {"a": 1, "d": 1}, "missing": {"a": 1}}
-    df = evaluate(run, qrels, metrics=["map", "mrr", "ndcg@2", "success@1", "success@2"],
-                  convention="trec")
+    df = evaluate(run, qrels, metrics=["map", "mrr", "ndcg@2", "success@1", "success@2"])
     assert list(df.index) == ["q"]  # only queries in both run and qrels
     # ties by doc id descending: b a c; a at rank 2; 2 relevant in the qrels
     assert df.loc["q", "map"] == pytest.approx(0.5 / 2)
@@ -45,6 +44,33 @@ def test_metric_names():
         evaluate({}, {}, convention="official")
 
 
+def test_one_rule_picks_the_convention_for_the_api_and_the_cli():
+    """Issue 40: the Python API and `cqa-search evaluate` default to one convention, the
+    protocol's: trec_eval's for a search of the whole archive (or a run), SemEval's for a
+    rerank of given candidates; an explicit convention wins over the protocol."""
+    from argparse import Namespace
+
+    from cqa_search.cli.evaluate import _protocol
+    from cqa_search.evaluation import protocol_convention
+
+    run = {"q": {"a": 1.0, "b": 0.5}}
+    qrels = {"q": {"b": 1, "x": 1}, "other": {"y": 1}}
+    for rerank in (False, True):
+        convention = protocol_convention(rerank)
+        args = Namespace(candidates="given.run" if rerank else None, convention=None,
+                         metrics=["map"], run=None)
+        assert _protocol(args)[0] == convention == ("semeval" if rerank else "trec")
+        assert evaluate(run, qrels, metrics=["map"], rerank=rerank).equals(
+            evaluate(run, qrels, metrics=["map"], convention=convention))
+    # full retrieval: AP over both relevant questions, the unsearched query left out
+    assert evaluate(run, qrels, metrics=["map"])["map"].to_dict() == {"q": 0.25}
+    # rerank: AP over the relevant candidates given, every judged query counted
+    assert evaluate(run, qrels, metrics=["map"], rerank=True)["map"].to_dict() == \
+        {"other": 0.0, "q": 0.5}
+    assert evaluate(run, qrels, metrics=["map"], rerank=True,
+                    convention="trec")["map"].to_dict() == {"q": 0.25}
+
+
 @pytest.fixture(scope="module")
 def semeval_runs(tmp_path_factory, shared_data_session):
     folder = shared_data_session(SEMEVAL)
@@ -58,9 +84,10 @@ def semeval_runs(tmp_path_factory, shared_data_session):
 
 def test_search_engine_order_scores_the_official_figures(semeval_runs):
     _, runs = semeval_runs
-    test = summarize(evaluate(*runs["test"], metrics=["map", "mrr", "p@1"]), percent=True)
+    test = summarize(evaluate(*runs["test"], metrics=["map", "mrr", "p@1"], rerank=True),
+                     percent=True)
     assert test.round(2).tolist() == [74.75, 83.79, 81.43]
-    dev = summarize(evaluate(*runs["dev"], metrics=["map"]), percent=True)
+    dev = summarize(evaluate(*runs["dev"], metrics=["map"], rerank=True), percent=True)
     assert round(dev["map"], 2) == 71.35
 
 
@@ -71,8 +98,8 @@ def test_official_random_baseline_scores_its_official_figures(semeval_runs):
         for line in f:
             qid, doc, _, score, _ = line.rstrip("\n").split("\t")
             run.setdefault(qid, {})[doc] = float(score)
-    scores = summarize(evaluate(run, runs["test"][1], metrics=["map", "mrr", "p@1", "p@5"]),
-                       percent=True)
+    scores = summarize(evaluate(run, runs["test"][1], metrics=["map", "mrr", "p@1", "p@5"],
+                                rerank=True), percent=True)
     # results/subtask_B_baseline_random.txt.score: MAP 0.4698, MRR 50.96, ACC@01 34.29, ACC@05 34.86
     assert scores.round(2).tolist() == [46.98, 50.96, 34.29, 34.86]
 

@@ -94,8 +94,8 @@ def test_significance_tests():
 
 def test_compare_aligns_queries():
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 1}}
-    good = evaluate({"q1": {"a": 1.0}, "q2": {"b": 1.0}, "q3": {"c": 1.0}}, qrels)
-    bad = evaluate({"q1": {"x": 1.0, "a": 0.5}, "q2": {"b": 1.0}, "q3": {}}, qrels)
+    good = evaluate({"q1": {"a": 1.0}, "q2": {"b": 1.0}, "q3": {"c": 1.0}}, qrels, rerank=True)
+    bad = evaluate({"q1": {"x": 1.0, "a": 0.5}, "q2": {"b": 1.0}, "q3": {}}, qrels, rerank=True)
     table = compare(good, bad, metrics=["map"])
     assert table.loc["map", "diff"] == pytest.approx((0.5 + 1) / 3)
     assert table.loc["map", "n_queries"] == 3 and 0 < table.loc["map", "p_ttest"] < 1

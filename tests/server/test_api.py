@@ -72,6 +72,7 @@ def test_responses_follow_the_documented_schema(ranked_client):
             (schema.Question, ranked_client.get("/api/questions/t04")),
             (schema.Categories, ranked_client.get("/api/categories")),
             (schema.Health, ranked_client.get("/health")),
+            (schema.Completions, ranked_client.get("/api/complete", params={"q": "visa"})),
             (schema.Error, ranked_client.get("/api/search"))]
     for model, response in docs:
         model.model_validate(response.json(), strict=True)
@@ -82,8 +83,8 @@ def test_responses_follow_the_documented_schema(ranked_client):
 
 def test_openapi_schema_lists_the_api(client):
     doc = client.get("/openapi.json").json()
-    assert {"/api/search", "/api/questions/{doc_id}", "/api/categories", "/health"} <= \
-        set(doc["paths"])
+    assert {"/api/search", "/api/questions/{doc_id}", "/api/categories", "/api/complete",
+            "/health"} <= set(doc["paths"])
     assert {"SearchResults", "Hit", "Error"} <= set(doc["components"]["schemas"])
     params = {p["name"]: p for p in doc["paths"]["/api/search"]["get"]["parameters"]}
     assert params["k"]["schema"]["maximum"] == MAX_K
@@ -341,6 +342,25 @@ def test_similar_questions(ranked_client, ranked_index):
     assert missing.status_code == 404 and missing.json()["detail"] == "no question 'nope' in the archive"
     assert ranked_client.get("/api/questions/t01/similar", params={"k": 0}).status_code == 400
     assert ranked_client.get("/api/questions/t01").json()["id"] == "t01"  # still the question
+
+
+def test_title_completions(client):
+    """Issue 40: the titles that begin with the words typed, as the engine's complete; the
+    server reads the titles before it serves a generation (not at the first keystroke)."""
+    engine, _ = client.app.state.live.current()
+    assert "titles" in engine.searcher.data.cache
+    doc = client.get("/api/complete", params={"q": "How do I re", "k": 3}).json()
+    assert doc["query"] == "How do I re" and doc["completions"] == [
+        {"id": "t01", "title": "How do I renew my residence visa?", "answers": 2}]
+    assert [c["id"] for c in client.get("/api/complete", params={"q": "visa"}).json()[
+        "completions"]] == ["t02", "t11"]
+    assert client.get("/api/complete", params={"q": "category:cars"}).json()[
+        "completions"] == []  # plain words, never query syntax
+    for params, message in (({}, "q: Field required"), ({"q": "visa", "k": 0}, "k: "),
+                            ({"q": "visa", "category": "Visas"}, "unknown parameter 'category'"),
+                            ({"q": "v" * (MAX_QUERY_CHARS + 1)}, "q: ")):
+        response = client.get("/api/complete", params=params)
+        assert response.status_code == 400 and message in response.json()["detail"], params
 
 
 def test_tag_facet_and_date_filters(tmp_path):

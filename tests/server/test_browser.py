@@ -359,6 +359,52 @@ def test_suggestions_while_a_question_is_typed(server, browser, shots):
     assert errors == []
 
 
+def api_completions(server, text):
+    import httpx2 as httpx
+
+    return [c["id"] for c in httpx.get(server + "/api/complete",
+                                       params={"q": text}).json()["completions"]]
+
+
+def test_title_completions_beside_the_asked_before_list(server, browser, shots):
+    """Issue 40: while a question is typed, the archived titles that begin with the words
+    typed are offered beside the questions asked before (the typed part plain, the rest
+    bold), as /api/complete gives them; one opens its question."""
+    d = browser
+    d.get(server + "/")
+    box = wait(d, lambda d: d.find_element(By.ID, "q"), "the search box")
+    part = d.find_element(By.ID, "complete")
+    asked = d.find_element(By.ID, "asked")
+    box.send_keys("visa")
+    wait(d, lambda d: part.is_displayed() and part.get_attribute("data-query") == "visa",
+         "the titles that begin with 'visa'")
+    links = part.find_elements(By.CSS_SELECTOR, "#complete-list a")
+    assert [a.get_attribute("data-doc") for a in links] == api_completions(server, "visa") \
+        == ["t02", "t11"]  # one answer each: the shorter title first
+    assert links[0].text == "Visa renewal documents"
+    assert links[0].find_element(By.TAG_NAME, "b").get_attribute("textContent") == \
+        " renewal documents"
+    box.send_keys(" ")  # a finished word completes only itself: "Visa on", not "Visas"
+    wait(d, lambda d: part.get_attribute("data-query") == "visa ", "the titles of 'visa '")
+    box.send_keys("on a")
+    wait(d, lambda d: part.get_attribute("data-query") == "visa on a" and [
+        a.get_attribute("data-doc") for a in part.find_elements(
+            By.CSS_SELECTOR, "#complete-list a")] == ["t11"], "the titles of 'visa on a'")
+    wait(d, lambda d: asked.is_displayed(), "the asked-before list beside them")
+    assert part.location["y"] == asked.location["y"]  # side by side at desktop width
+    d.save_screenshot(os.path.join(shots, "title-completions.png"))
+    box.send_keys("x")  # no title begins so: the titles' part goes, the asked-before stays
+    wait(d, lambda d: part.get_attribute("data-query") == "visa on ax" and
+         not part.is_displayed(), "no titles")
+    assert d.find_element(By.ID, "suggest").is_displayed()
+    box.send_keys(Keys.BACKSPACE)
+    wait(d, lambda d: part.is_displayed(), "the titles again")
+    part.find_element(By.CSS_SELECTOR, "#complete-list a").click()
+    wait(d, lambda d: params(d).get("question") == "t11", "the completed question")
+    errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
 @pytest.mark.parametrize("which", ["hybrid_server", "sharded_hybrid_server"])
 def test_why_this_rank_shows_both_parts_of_the_first_stage(which, request, browser, shots):
     """With word vectors, a hit's explanation starts with the two parts of the score that

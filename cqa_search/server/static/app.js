@@ -19,6 +19,10 @@
   const tagFacet = $("#tag-facet");
   const suggestBox = $("#suggest");
   const suggestList = $("#suggest-list");
+  const askedPart = $("#asked");
+  const completePart = $("#complete");
+  const completeList = $("#complete-list");
+  let completing = null; // AbortController of the completion request in flight
   const SUGGEST_DELAY_MS = 200; // typing pauses this long before the archive is asked
   let suggestTimer = null;
   let suggesting = null; // AbortController of the suggestion request in flight
@@ -481,20 +485,70 @@
   });
 
   function hitLinks() {
-    const list = suggestBox.hidden ? hitList : suggestList;
+    const list = suggestBox.hidden ? hitList : suggestBox;
     return Array.from(list.querySelectorAll(list === hitList ? ".hit-link" : "a"));
   }
 
-  // -- suggestions while a question is typed ("asked before?") -------------------------
-  // Each pause in the typing asks for the 5 most similar questions; a request still in
-  // flight when the next one starts is cancelled, so an older answer never replaces a
-  // newer one. The section's data-ms is the time from the last keystroke to the shown
-  // suggestions (read by the browser test), data-sent / data-cancelled count requests.
+  // -- suggestions while a question is typed ("asked before?", titles) -----------------
+  // Each pause in the typing asks for the 5 most similar questions, and each keystroke
+  // for the titles that begin with the words typed (/api/complete); a request still in
+  // flight when the next of its kind starts is cancelled, so an older answer never
+  // replaces a newer one. The section's data-ms is the time from the last keystroke to
+  // the shown suggestions (read by the browser test), data-sent / data-cancelled count
+  // requests; the titles' part has its own data-query and data-ms.
+  function showParts() {
+    suggestBox.hidden = askedPart.hidden && completePart.hidden;
+  }
+
   function hideSuggestions() {
     clearTimeout(suggestTimer);
     if (suggesting) suggesting.abort();
-    suggesting = null;
+    if (completing) completing.abort();
+    suggesting = completing = null;
+    askedPart.hidden = completePart.hidden = true;
     suggestBox.hidden = true;
+  }
+
+  function openLink(doc, children) {
+    const target = { ...readState(), question: doc };
+    return el("a", { href: urlFor(target), dataset: { doc },
+                     onclick: (event) => { event.preventDefault(); hideSuggestions();
+                                           go(target); } }, ...children);
+  }
+
+  async function complete(text) {
+    if (completing) completing.abort();
+    const controller = completing = new AbortController();
+    let data;
+    try {
+      const response = await fetch("/api/complete?" + new URLSearchParams({ q: text, k: "5" }),
+                                   { signal: controller.signal,
+                                     headers: { Accept: "application/json" } });
+      data = await response.json();
+      if (!response.ok) throw new Error(data.detail || response.statusText);
+    } catch (e) {
+      if (e.name !== "AbortError" && controller === completing) {
+        completePart.hidden = true;
+        showParts();
+      }
+      return;
+    }
+    if (controller !== completing || box.value.trimStart() !== text) return;
+    completing = null;
+    // the typed part plain, the rest of the title bold (as a search box completes)
+    const typed = text.length;
+    completeList.replaceChildren(...data.completions.map((c) => {
+      const same = c.title.slice(0, typed).toLowerCase() === text.toLowerCase();
+      const shown = same ? [c.title.slice(0, typed), el("b", { text: c.title.slice(typed) })]
+                         : [c.title];
+      return el("li", {}, openLink(c.id, shown),
+                el("span", { class: "meta",
+                             text: ` · ${c.answers} answer${c.answers === 1 ? "" : "s"}` }));
+    }));
+    completePart.dataset.query = text;
+    completePart.dataset.ms = String(Math.round(performance.now() - lastInput));
+    completePart.hidden = !data.completions.length;
+    showParts();
   }
 
   async function suggest(text) {
@@ -513,24 +567,22 @@
       data = await response.json();
       if (!response.ok) throw new Error(data.detail || response.statusText);
     } catch (e) {
-      if (e.name !== "AbortError" && controller === suggesting) hideSuggestions();
+      if (e.name !== "AbortError" && controller === suggesting) {
+        suggesting = null;
+        askedPart.hidden = true;
+        showParts();
+      }
       return;
     }
     if (controller !== suggesting || box.value.trim() !== text) return;
     suggesting = null;
-    if (!data.hits.length) { suggestBox.hidden = true; return; }
-    const state = readState();
-    suggestList.replaceChildren(...data.hits.map((hit) => {
-      const target = { ...state, question: hit.id };
-      return el("li", {}, el("a", { href: urlFor(target), dataset: { doc: hit.id },
-                                    onclick: (event) => { event.preventDefault();
-                                                          hideSuggestions(); go(target); } },
-                             marked(hit.title_marked)),
-                el("span", { class: "meta", text: hitMeta(hit) }));
-    }));
+    suggestList.replaceChildren(...data.hits.map((hit) => el(
+      "li", {}, openLink(hit.id, [marked(hit.title_marked)]),
+      el("span", { class: "meta", text: hitMeta(hit) }))));
     suggestBox.dataset.query = text;
     suggestBox.dataset.ms = String(Math.round(performance.now() - lastInput));
-    suggestBox.hidden = false;
+    askedPart.hidden = !data.hits.length;
+    showParts();
   }
 
   box.addEventListener("input", () => {
@@ -538,6 +590,7 @@
     clearTimeout(suggestTimer);
     const text = box.value.trim();
     if (text.length < 3) { hideSuggestions(); return; }
+    complete(box.value.trimStart()); // (a space typed last: the word is finished)
     suggestTimer = setTimeout(() => suggest(text), SUGGEST_DELAY_MS);
   });
 
