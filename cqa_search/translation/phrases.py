@@ -328,7 +328,7 @@ class PhraseVocabulary:
         ids = np.asarray(ids, dtype=np.int64)
         level = np.searchsorted(self.level_base, ids, side="right") - 1
         lengths = level + 1
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        starts = np.cumsum(lengths) - lengths
         flat = np.empty(int(lengths.sum()), dtype=np.int64)
         current, at = ids.copy(), lengths - 1  # each phrase's last word comes first
         for k in range(self.max_length - 1, 0, -1):  # peel one word off levels >= k
@@ -476,16 +476,18 @@ class PhraseTable(BaseEstimator):
         if any(t.vocabulary_.n_terms != n_terms or t.get_params() != first.get_params()
                for t in tables):
             raise ValueError("phrase tables to merge must share parameters and vocabulary")
-        pieces = []
-        for t in tables:
-            n = len(t.vocabulary_)
-            pieces += [t.vocabulary_.spans(t.pair_keys_ // n),
-                       t.vocabulary_.spans(t.pair_keys_ % n)]
-        vocab, ids = PhraseVocabulary.build(n_terms, pieces)
+        # one vocabulary of every part's phrases (each part's is closed under prefixes, so
+        # their union is the whole corpus's), then each part's ids mapped into it: the
+        # phrases decoded once each, not once per bi-phrase
+        vocab, ids = PhraseVocabulary.build(n_terms, [
+            t.vocabulary_.spans(np.arange(n_terms, len(t.vocabulary_))) for t in tables])
         n_phrases = len(vocab)
-        keys, inverse, _ = group(np.concatenate([src * n_phrases + tgt for src, tgt in
-                                                 zip(ids[::2], ids[1::2])]),
-                                 n_phrases * n_phrases)
+        words = np.arange(n_terms, dtype=np.int64)  # a one-word phrase's id is its term's
+        keys = []
+        for t, own in zip(tables, ids):
+            to_merged, n = np.concatenate([words, own]), len(t.vocabulary_)
+            keys.append(to_merged[t.pair_keys_ // n] * n_phrases + to_merged[t.pair_keys_ % n])
+        keys, inverse, _ = group(np.concatenate(keys), n_phrases * n_phrases)
         counts = np.bincount(inverse, weights=np.concatenate([t.counts_ for t in tables]),
                              minlength=len(keys))
         best_fwd = np.full(len(keys), -np.inf, dtype=np.float32)
