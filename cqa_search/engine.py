@@ -294,13 +294,15 @@ class SearchEngine:
         return ranker
 
     @classmethod
-    def open(cls, path, *, mmap=True, verify=False, config=None) -> "SearchEngine":
+    def open(cls, path, *, mmap=True, verify=False, config=None,
+             ray=None) -> "SearchEngine":
         """Open the live generation of an index built by :func:`~cqa_search.build_index`.
 
         Everything is read from one generation: a writer switching the index to a new one
         meanwhile never mixes two. The back-end is the generation's
         (:func:`searcher_class`): a sharded index (``build-index --shards``) is searched
-        by Ray actors holding its shards, with the same API.
+        by Ray actors holding its shards, or with its shards read in this process, with
+        the same API and the same results.
 
         Parameters
         ----------
@@ -310,16 +312,24 @@ class SearchEngine:
         verify : bool, default False
             Check every file's SHA-256 (reads the whole index).
         config : SearchConfig, optional
+        ray : bool or str, optional
+            A sharded index's shards searched by Ray actors: ``True`` (the Ray session of
+            this process, of ``RAY_ADDRESS``, or a local one), a cluster's ``HOST:PORT``,
+            or ``False``: read in this process (no Ray session started). Default: Ray when
+            this process is in a Ray session already or ``RAY_ADDRESS`` is set, else this
+            process (:func:`~cqa_search.distributed._ray.runs_on_ray`). Unused by an
+            unsharded index.
 
         Raises
         ------
         IndexFormatError
             Missing, foreign, corrupted or other-version index.
         DistributedError
-            A sharded index, and Ray is missing or its cluster cannot be joined.
+            A sharded index searched on Ray, and Ray is missing or its cluster cannot be
+            joined.
         """
         return read_consistent(
-            path, lambda stored: cls(searcher_class(stored).open(stored, config)),
+            path, lambda stored: cls(searcher_class(stored).open(stored, config, ray=ray)),
             mmap=mmap, verify=verify)
 
     def reopen(self) -> "SearchEngine":
@@ -337,7 +347,7 @@ class SearchEngine:
         if is_live(stored):
             return self
         engine = SearchEngine.open(self.path, mmap=stored.mmap, verify=stored.verified,
-                                   config=self.config)
+                                   config=self.config, ray=self._searcher.ray)
         engine.analyzer.share_cache(self.analyzer)  # the words analysed so far stay analysed
         return engine
 

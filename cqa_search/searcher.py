@@ -238,6 +238,9 @@ class Searcher(Protocol):
         :data:`~cqa_search.retrieval.first_stage.ENCODER_WEIGHT` for an encoder's).
     forks : bool
         Whether forked worker processes may share it (:mod:`cqa_search.parallel`).
+    ray : bool, str or None
+        Where a sharded back-end searches its shards, as its ``open`` took it (False:
+        this process; True or an address: Ray actors); None for a local one.
 
     The hybrid first stage (:mod:`~cqa_search.retrieval.first_stage`) asks four
     primitives: :meth:`candidates` (the term model's best ``n``), :meth:`nearest` (the
@@ -325,6 +328,7 @@ class LocalSearcher:
     """
 
     forks = True
+    ray = None
 
     def __init__(self, data: IndexData, models=None, config=None):
         self.data = data
@@ -340,8 +344,9 @@ class LocalSearcher:
         self.feature_names = tuple(n for s in self._scorers for n in s.names)
 
     @classmethod
-    def open(cls, stored, config=None) -> "LocalSearcher":
-        """The back-end of a generation (a :class:`~cqa_search.index.store.StoredIndex`)."""
+    def open(cls, stored, config=None, *, ray=None) -> "LocalSearcher":
+        """The back-end of a generation (a :class:`~cqa_search.index.store.StoredIndex`;
+        ``ray``: unused, a local generation is read in this process)."""
         return cls(load_index(stored), load_models(stored), config)
 
     def with_config(self, config) -> "LocalSearcher":

@@ -212,7 +212,11 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
                              f"(parameters: {', '.join(accepted + input_names)})")
     inputs = {p: params.pop(p) for p in input_names if p in params}
     t0 = time.perf_counter()
-    engine = _fit_engine(index)
+    # the data of the fit: the whole archive read here, or built where the shards are
+    # (the index's generation stands for the engine: its manifest and path)
+    stored = open_index(index)
+    from_shards = ray is not None and spec.from_shards and is_sharded(stored)
+    engine = stored if from_shards else _fit_engine(index)
     unfitted = cls(**params)
     name = name or spec.store_name(unfitted.get_params())
     check_features_free(engine, name, unfitted)  # before the fit, not after it
@@ -224,12 +228,14 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
     if ray is None:
         model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
     else:
-        from .distributed.fitting import ray_fits
+        from .distributed.fitting import ShardedSource, ray_fits
 
         with ray_fits(address=None if ray == "local" else ray):
-            model = cls(**params).fit(engine.view, progress=progress, **fit_inputs)
+            model = cls(**params).fit(ShardedSource(stored) if from_shards else engine.view,
+                                      progress=progress, **fit_inputs)
     # the stored models given to the fit (answers --translation NAME) are what it read
-    read = [n for n, m in engine.models.items() if any(m is v for v in fit_inputs.values())]
+    read = [n for n, m in getattr(engine, "models", {}).items()
+            if any(m is v for v in fit_inputs.values())]
     add_model(engine, name, model, inputs=read)
     return FitReport(family, name, engine.path, model, time.perf_counter() - t0)
 

@@ -545,11 +545,15 @@ def unjudged_note(engine, queries, qrels) -> str | None:
                "; the queries count them as missed"))
 
 
-def note_shards(path, file=None) -> None:
-    """On a terminal, say that opening the sharded index at ``path`` starts its Ray actors
-    (a local Ray session first): seconds pass before its first result or prompt."""
+def note_shards(path, file=None, *, ray=None) -> None:
+    """On a terminal, say that opening the sharded index at ``path`` with ``ray`` (see
+    :meth:`SearchEngine.open <cqa_search.SearchEngine.open>`) starts its Ray actors (a
+    local Ray session first): seconds pass before its first result or prompt. Nothing is
+    said when its shards are read in this process."""
+    from ..distributed._ray import runs_on_ray
+
     file = sys.stderr if file is None else file
-    if not file.isatty():
+    if not file.isatty() or not runs_on_ray(ray):
         return
     from ..index.store import open_index
 

@@ -167,7 +167,7 @@ def run(args) -> int:
         print(warning_line(f"no index to serve at {index} yet (the API answers 503 until one "
                            "is built there)"), file=sys.stderr)
     else:
-        note_shards(index)
+        note_shards(index, ray=True)
         reason = unwritable(index) if token is not None else None
         if reason is not None:
             print(warning_line(f"this process cannot write the index {index} ({reason}): "

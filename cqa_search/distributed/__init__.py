@@ -8,9 +8,10 @@ top-level generation holds what the shards share (:mod:`.build`)::
 
 :meth:`cqa_search.SearchEngine.open` on such a directory gives the engine of any index
 with a :class:`~.search.ShardedSearcher` as its back-end: each call sent to one Ray actor
-per shard (holding its shard memory-mapped and the collection's global statistics), their
-answers merged, the ranker applied on the driver, so results equal those of one index of
-the whole archive (:mod:`.search`).
+per shard (holding its shard memory-mapped and the collection's global statistics), or
+to the shards read in this process when it is not on Ray (a one-shot command:
+:func:`._ray.runs_on_ray`), their answers merged, the ranker applied on the driver, so
+results equal those of one index of the whole archive (:mod:`.search`).
 
 Model fitting parallelised over Ray tasks (the IBM Model 1 E-step over shards of the
 training pairs, the per-category blocks of GNMFNC) is :mod:`.fitting`.

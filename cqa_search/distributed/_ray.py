@@ -10,7 +10,7 @@ import threading
 
 from ..exceptions import CQASearchError
 
-__all__ = ["DistributedError", "ShardError", "import_ray", "connect"]
+__all__ = ["DistributedError", "ShardError", "import_ray", "connect", "runs_on_ray"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,27 @@ def import_ray():
         raise DistributedError("sharded indexes and distributed fits need Ray: "
                                "pip install 'cqa-search[distributed]'") from None
     return ray
+
+
+def runs_on_ray(ray=None) -> bool:
+    """Whether a sharded index opened with ``ray`` is searched by Ray actors.
+
+    ``True`` or a cluster's address: yes. ``False``: no, its shards are read in this
+    process (no Ray session is started: a one-shot command answers as fast as on one
+    index). ``None`` (the default): yes when this process is in a Ray session already
+    (a server, a Ray program) or the ``RAY_ADDRESS`` environment variable names a cluster,
+    else no. Ray is not imported to decide.
+
+    Examples
+    --------
+    >>> runs_on_ray(False), runs_on_ray(True), runs_on_ray("10.0.0.1:6379")
+    (False, True, True)
+    """
+    if ray is None:
+        module = sys.modules.get("ray")
+        in_session = module is not None and getattr(module, "is_initialized", bool)()
+        return bool(in_session or os.environ.get("RAY_ADDRESS"))
+    return ray is not False
 
 
 def connect(address=None):

@@ -1,5 +1,12 @@
 """Model fitting spread over Ray: the IBM Model 1 E-step and the GNMF-family blocks.
 
+A corpus where the shards are: :class:`ShardedCorpus` builds the parallel corpus of a
+sharded index in one Ray task per shard, from the shard's own files; each part and its EM
+workspace stay in Ray's object store, and ``IBMModel1().fit(ShardedCorpus(top))`` runs EM
+with one E-step task per shard, the expected counts summed in the driver (exact EM: the
+table equals that of the corpus of the whole archive to rounding). The driver's memory is
+the table's, not the pairs'.
+
 Both estimators keep their own EM / multiplicative-update loop and read their data-heavy
 steps through a pluggable object (a context variable of their module); within
 :func:`ray_fits` those objects run the same kernels as Ray tasks:
@@ -28,22 +35,34 @@ The fitted model is stored like any other (:func:`cqa_search.index.models.add_mo
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 
+from ..exceptions import ParameterError
 from ._ray import ShardError, connect, remote
 
-__all__ = ["ray_fits", "fit_backend", "RayIBM1Workspace", "RayBlocks"]
+__all__ = ["ray_fits", "fit_backend", "RayIBM1Workspace", "RayBlocks", "ShardedCorpus",
+           "ShardedSource"]
 
 
-def _gather(refs, what):
+def _gather(refs, what, names=None):
+    """``ray.get(refs)``, or ShardError naming the task that failed (``names``: what each
+    ref is the part of, e.g. ``"shard 3 (shards/00003)"``)."""
     ray = connect()
     try:
         return ray.get(refs)
     except ray.exceptions.RayError as exc:
-        raise ShardError(f"{what} failed on a Ray worker ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}); the fit stopped") \
-            from None
+        where = ""
+        for ref, name in zip(refs, names or ()):
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError as failed:
+                where, exc = f" on {name}", failed
+                break
+        raise ShardError(f"{what} failed{where} ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''}); the fit stopped "
+                         "and the index is unchanged") from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -56,6 +75,35 @@ def _ibm1_setup(corpus):
 
     ws = _Workspace(corpus)
     return ws, (ws.entry_row * ws.n_terms + ws.entry_col, ws.n_cells, ws.n_tokens)
+
+
+def _shard_corpus_setup(path, generation, manifest, s, mmap, params):
+    """Shard ``s``'s part of the parallel corpus of a sharded index, read from the shard's
+    files (its rows with the global vocabulary), and its EM workspace (a Ray task): the
+    part and the workspace (kept in Ray's object store), :func:`_ibm1_setup`'s sizes, and
+    the part's corpus statistics (None: the shard gives no pair)."""
+    from ..features import IndexView
+    from ..index.sharding import load_shard
+    from ..index.store import StoredIndex
+    from ..translation.corpus import build_parallel_corpus
+
+    data = load_shard(StoredIndex(path, generation, manifest, mmap), s)
+    view = IndexView(data.index, data.archive, data.analyzer, data.categories)
+    with warnings.catch_warnings(record=True):  # the driver says what the parts did
+        warnings.simplefilter("always")
+        try:
+            corpus, stats = build_parallel_corpus(view, **params)
+        except ParameterError:  # no pair in this shard: the whole corpus may have some
+            return None, None, (np.zeros(0, np.int64), 0, 0), None
+    ws, sizes = _ibm1_setup(corpus)
+    return corpus, ws, sizes, stats.as_dict()
+
+
+def _part_phrases(corpus, params, translation):
+    """The phrase table of a part of the corpus (a Ray task)."""
+    from ..translation.phrases import PhraseTable
+
+    return PhraseTable(**params).fit(corpus, translation=translation)
 
 
 def _ibm1_e_step(ws, index, data):
@@ -78,22 +126,35 @@ class RayIBM1Workspace:
     """An IBM Model 1 EM workspace whose E-step runs as Ray tasks, one per shard of the
     pairs (the interface :class:`~cqa_search.translation.ibm1.IBMModel1` reads of its
     in-process workspace). Each shard's workspace is built once, by a task, and stays in
-    Ray's object store.
+    Ray's object store; the driver holds the table's entries.
 
     Parameters
     ----------
-    corpus : ParallelCorpus
-    n_shards : int
+    workspaces : list of ObjectRef
+        Each shard's workspace, in Ray's object store.
+    setups : list
+        Each shard's ``(table entries as row * n_terms + col, cells, target tokens)``.
+    n_terms : int
+    names : list of str, optional
+        What each workspace is the part of, for errors (e.g. ``"shard 3 (shards/00003)"``).
     """
 
-    def __init__(self, corpus, n_shards):
-        ray = connect()
+    @classmethod
+    def split(cls, corpus, n_shards) -> "RayIBM1Workspace":
+        """The workspace of a corpus of this process split into ``n_shards`` shards of the
+        pairs (contiguous, about equal cells)."""
         setup = remote(_ibm1_setup, num_returns=2)
         parts = [corpus.select(np.arange(a, b)) for a, b in _split_pairs(corpus, n_shards)]
         refs = [setup.remote(part) for part in parts if len(part.target)]
-        self.workspaces = [ws for ws, _ in refs]
-        setups = _gather([info for _, info in refs], "setting up the EM shards")
-        V = corpus.n_terms
+        return cls([ws for ws, _ in refs], _gather([info for _, info in refs],
+                                                   "setting up the EM shards"),
+                   corpus.n_terms)
+
+    def __init__(self, workspaces, setups, n_terms, names=None):
+        ray = connect()
+        self.workspaces = list(workspaces)
+        self.names = names
+        V = n_terms
         keys = np.concatenate([k for k, _, _ in setups])
         keys.sort(kind="stable")  # sorted runs (each shard's keys): merged, not re-sorted
         keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]  # np.unique hashes: slow
@@ -116,7 +177,7 @@ class RayIBM1Workspace:
         e_step = remote(_ibm1_e_step)
         ref = connect().put(np.asarray(data))
         parts = _gather([e_step.remote(ws, i, ref) for ws, i in
-                         zip(self.workspaces, self._index_refs)], "the E-step")
+                         zip(self.workspaces, self._index_refs)], "the E-step", self.names)
         self._counts = [c for _, c in parts]
         return float(sum(ll for ll, _ in parts))
 
@@ -248,10 +309,147 @@ def ray_fits(n_shards=None, *, address=None):
     ray = connect(address)
     if n_shards is None:
         n_shards = max(int(ray.cluster_resources().get("CPU", 1)), 1)
-    tokens = (ibm1.WORKSPACE.set(lambda corpus: RayIBM1Workspace(corpus, n_shards)),
+    tokens = (ibm1.WORKSPACE.set(lambda corpus: RayIBM1Workspace.split(corpus, n_shards)),
               nmf.BLOCKS.set(lambda X, Vt: RayBlocks(X, Vt, n_shards)))
     try:
         yield
     finally:
         ibm1.WORKSPACE.reset(tokens[0])
         nmf.BLOCKS.reset(tokens[1])
+
+
+# ---------------------------------------------------------------------------------------
+# The parallel corpus of a sharded index, where its shards are
+# ---------------------------------------------------------------------------------------
+def _summed_stats(parts) -> dict:
+    """The corpus statistics of the whole archive from its parts' (counts summed)."""
+    total = dict(parts[0])
+    for part in parts[1:]:
+        for key, value in part.items():
+            if not isinstance(value, bool):
+                total[key] += value
+    return total
+
+
+class ShardedCorpus:
+    """The parallel corpus of a sharded index, built and kept where its shards are.
+
+    One Ray task per shard reads the shard's files (its rows with the global vocabulary:
+    :func:`~cqa_search.index.sharding.load_shard`), builds its part of the corpus
+    (:func:`~cqa_search.translation.corpus.build_parallel_corpus`: a question's pairs are
+    its own, and TextRank filters each document alone, so the parts are the whole
+    corpus's pairs) and its EM workspace, which stay in Ray's object store.
+    :meth:`IBMModel1.fit <cqa_search.translation.IBMModel1.fit>` on it runs one E-step
+    task per shard and sums their expected counts in the driver: exact EM, whose table
+    equals that of the whole archive's corpus to rounding (the counts summed in another
+    order), with the driver holding the table, never the pairs.
+    :meth:`PhraseTable.fit <cqa_search.translation.PhraseTable.fit>` on it fits each
+    part's phrase table in a task on the part and merges them
+    (:meth:`~cqa_search.translation.PhraseTable.merged`): the driver holds the tables.
+
+    Parameters
+    ----------
+    top : StoredIndex
+        The top-level generation of a sharded index.
+    answers, title_body, pooling, textrank, window, damping
+        As :func:`~cqa_search.translation.corpus.build_parallel_corpus`. (Duplicate and
+        similar-question pairs join questions of different shards: not here.)
+
+    Attributes
+    ----------
+    n_pairs, n_terms : int
+    stats : dict
+        The corpus statistics (:class:`~cqa_search.translation.corpus.CorpusStats`) of
+        the whole archive.
+
+    Raises
+    ------
+    ParameterError
+        No pair in any shard, or shards that disagree on the kind of pairs (some with
+        answers, some falling back to title-body pairs: one process would not).
+    ShardError
+        A shard's task failed.
+    """
+
+    def __init__(self, top, *, answers="all", title_body=False, pooling=True,
+                 textrank=True, window=3, damping=0.85):
+        from ..index.sharding import read_shards, shard_dir
+        from ..translation.corpus import ANSWER_PAIRS
+
+        if answers not in ANSWER_PAIRS:
+            raise ParameterError(f"answers must be one of {{'all', 'best', None}}; got "
+                                 f"{answers!r}")
+        connect()
+        params = dict(answers=answers, title_body=title_body, pooling=pooling,
+                      textrank=textrank, window=window, damping=damping)
+        setup = remote(_shard_corpus_setup, num_returns=4)
+        shards = [s for s, entry in enumerate(read_shards(top)) if entry["dir"] is not None]
+        refs = [setup.remote(top.path, top.generation, top.manifest, s, top.mmap, params)
+                for s in shards]
+        names = [f"shard {s} ({shard_dir(s)})" for s in shards]
+        sizes = _gather([r[2] for r in refs], "building the shards' parallel corpus", names)
+        stats = _gather([r[3] for r in refs], "building the shards' parallel corpus", names)
+        given = [k for k, st in enumerate(stats) if st is not None]
+        if not given:
+            raise ParameterError("no parallel pairs in any shard: the archive has no "
+                                 "answers and no question with both a title and a body")
+        fell_back = {stats[k]["n_qa_pairs"] == 0 and stats[k]["n_title_body_pairs"] > 0
+                     for k in given} if answers is not None and not title_body else {False}
+        if len(fell_back) > 1:
+            raise ParameterError("some shards have answers and others none (they would pair "
+                                 "titles with bodies instead): fit the translation model in "
+                                 "one process, or with title_body=True")
+        if True in fell_back:
+            warnings.warn(f"the archive has no {'best ' * (answers == 'best')}answers: the "
+                          "translation model learns from its title-body pairs instead (as "
+                          "with --title-body --answers none)", UserWarning, stacklevel=2)
+        self.n_terms = len(top.json("vocab.json"))
+        self.stats = _summed_stats([stats[k] for k in given])
+        self.n_pairs = self.stats["n_pairs"]
+        self._corpora = [refs[k][0] for k in given]
+        self._names = [names[k] for k in given]
+        self._parts = ([refs[k][1] for k in given], [sizes[k] for k in given])
+
+    def workspace(self) -> RayIBM1Workspace:
+        """The EM workspace over the shards' parts (what :class:`IBMModel1
+        <cqa_search.translation.IBMModel1>` fits with)."""
+        return RayIBM1Workspace(*self._parts, self.n_terms, self._names)
+
+    def phrase_tables(self, table, translation) -> list:
+        """Each part's phrase table: ``table``'s parameters (a
+        :class:`~cqa_search.translation.PhraseTable`), fitted with ``translation`` (the
+        fitted IBM Model 1) by a task on the part."""
+        task = remote(_part_phrases)
+        model = connect().put(translation)
+        return _gather([task.remote(corpus, table.get_params(), model)
+                        for corpus in self._corpora], "extracting the shards' phrases",
+                       self._names)
+
+
+class ShardedSource:
+    """What a fit reads of a sharded index where its shards are, instead of the whole
+    archive read in this process (an :class:`~cqa_search.features.IndexView`): the
+    translation model's parallel corpus (:meth:`parallel_corpus`).
+
+    Parameters
+    ----------
+    top : StoredIndex
+        The top-level generation of a sharded index.
+    """
+
+    def __init__(self, top):
+        self.top = top
+
+    def parallel_corpus(self, *, duplicates=False, similar_questions=None,
+                        min_similarity=0.5, progress_bar=False, **params) -> tuple:
+        """``(ShardedCorpus, CorpusStats)`` with the parameters of
+        :func:`~cqa_search.translation.corpus.build_parallel_corpus` (duplicate and
+        similar-question pairs join questions of different shards: ParameterError)."""
+        from ..translation.corpus import CorpusStats
+
+        if duplicates or similar_questions is not None:
+            raise ParameterError("duplicate and similar-question pairs join questions of "
+                                 "different shards: fit them without --ray (the whole "
+                                 "archive read in this process)")
+        corpus = ShardedCorpus(self.top, **params)
+        return corpus, CorpusStats(**corpus.stats)

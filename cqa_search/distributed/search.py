@@ -1,10 +1,12 @@
-"""The search back-end of a sharded index: one Ray actor per shard, merged on the driver.
+"""The search back-end of a sharded index: one Ray actor per shard (or every shard read
+in this process), merged on the driver.
 
 :class:`ShardedSearcher` is a :class:`~cqa_search.searcher.Searcher` (what
 :class:`~cqa_search.SearchEngine` asks of its back-end). Each call is sent to the shards
-at once; every shard actor holds its shard as a :class:`~cqa_search.searcher.LocalSearcher`
-(memory-mapped) that scores with the collection's global statistics, so a question
-scores as it would in one index of the whole archive:
+at once; every shard (a :class:`_ShardActor`) holds its shard as a
+:class:`~cqa_search.searcher.LocalSearcher` (memory-mapped) that scores with the
+collection's global statistics, so a question scores as it would in one index of the
+whole archive:
 
 * *candidates*: each shard applies the category filter and the query syntax and returns
   its best ``depth`` rows with their scores and doc ids; the driver keeps the global best
@@ -22,6 +24,12 @@ scores as it would in one index of the whole archive:
 Results therefore equal those of one unsharded index of the same archive (ids, order,
 scores, features; ``tests/distributed``). Rows of a sharded index are the shards' rows
 one after the other: shard ``s`` holds rows ``starts[s]`` to ``starts[s + 1] - 1``.
+
+Where the shards are: in Ray actors (:class:`_ShardActors`) when the searcher is opened
+with Ray (:func:`~._ray.runs_on_ray`: a server, a cluster, a process in a Ray session
+already), else in this process (:class:`_InProcessShards`: a one-shot command on a local
+sharded index starts no Ray session; the shards answer one after the other). Both answer
+the same calls with the same results.
 
 The shard actors are pinned to the cluster's nodes, taken in turn. Failures: an actor
 whose process dies is restarted by Ray on its node (``max_restarts``); one whose node is
@@ -41,6 +49,7 @@ import dataclasses
 import logging
 import os
 import socket
+import sys
 import time
 from collections import OrderedDict
 
@@ -55,7 +64,7 @@ from ..index.term_index import FieldIndex, TermIndex
 from ..index.vocab import Vocabulary
 from ..retrieval.first_stage import CandidateContext
 from ..searcher import Candidates, LocalSearcher, SearchConfig, checked_config
-from ._ray import ShardError, connect, remote
+from ._ray import ShardError, connect, remote, runs_on_ray
 
 __all__ = ["ShardedSearcher", "DEFAULT_TIMEOUT"]
 
@@ -73,7 +82,8 @@ _QUESTIONS_KEPT = 1000
 
 
 class _ShardActor:
-    """One shard of a sharded index, searched with the global statistics (a Ray actor).
+    """One shard of a sharded index, searched with the global statistics (a Ray actor, or
+    an object of this process).
 
     Parameters
     ----------
@@ -96,12 +106,11 @@ class _ShardActor:
     def _of(self, config, stats=None) -> LocalSearcher:
         """The shard's back-end of ``config``; ``stats``: ``[ref]`` of the whole index's
         statistics of what the scorers compute over their rows (:meth:`row_stats`), read
-        from Ray's object store when this actor has not used them yet (a call carries the
-        reference: an actor restarted by Ray takes them again)."""
+        from Ray's object store (or :class:`_Held` in this process) when this actor has
+        not used them yet (a call carries the reference: an actor restarted by Ray takes
+        them again)."""
         if stats is not None and stats[0].hex() != self._stats_id:
-            import ray
-
-            self.searcher.use_stats(ray.get(stats[0]))
+            self.searcher.use_stats(_fetched(stats[0]))
             self._searchers, self._stats_id = {}, stats[0].hex()
         searcher = self._searchers.get(config)
         if searcher is None:  # the ranker runs on the driver, over every shard's candidates
@@ -130,10 +139,10 @@ class _ShardActor:
             pass
         disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self._root)
                    for f in fs)
-        import ray
-
-        return {"host": socket.gethostname(), "pid": os.getpid(),
-                "node": ray.get_runtime_context().get_node_id(),
+        ray = sys.modules.get("ray")  # None: a shard read in a process without Ray
+        node = ray.get_runtime_context().get_node_id() if ray and ray.is_initialized() \
+            else None
+        return {"host": socket.gethostname(), "pid": os.getpid(), "node": node,
                 "n_docs": self.searcher.n_docs, "disk_bytes": disk, "rss_bytes": rss,
                 "work": {k: {"calls": n, "cpu_seconds": t} for k, (n, t) in self._work.items()}}
 
@@ -323,19 +332,23 @@ class _ShardedArchive:
 
 class ShardedSearcher:
     """The search back-end of a sharded index: every call fans out to one Ray actor per
-    shard (see the module docstring). :meth:`SearchEngine.open
-    <cqa_search.SearchEngine.open>` makes one for a sharded index.
+    shard, or to the shards read in this process (see the module docstring).
+    :meth:`SearchEngine.open <cqa_search.SearchEngine.open>` makes one for a sharded
+    index.
 
     Parameters
     ----------
     stored : StoredIndex
         The top-level generation of a sharded index.
     config : SearchConfig, optional
-    address : str, optional
-        Ray cluster to run the shard actors on (default: the current Ray session, or the
-        ``RAY_ADDRESS`` environment variable, or a local session).
+    ray : bool or str, optional
+        Where the shards are searched (:func:`~._ray.runs_on_ray`): ``True``, Ray actors
+        in the current Ray session (or that of ``RAY_ADDRESS``, or a local one); a
+        cluster's ``HOST:PORT``, actors on that cluster; ``False``, this process. Default:
+        Ray when this process is in a Ray session or ``RAY_ADDRESS`` is set, else this
+        process.
     timeout : float, default 120
-        Seconds a shard may take to answer one call.
+        Seconds a shard actor may take to answer one call.
 
     Raises
     ------
@@ -345,10 +358,9 @@ class ShardedSearcher:
         Ray is missing or the cluster cannot be joined.
     """
 
-    forks = False  # a Ray driver is not shared by forking: the shards work in parallel
     view = None
 
-    def __init__(self, stored, config=None, *, address=None, timeout=DEFAULT_TIMEOUT,
+    def __init__(self, stored, config=None, *, ray=None, timeout=DEFAULT_TIMEOUT,
                  _shared=None):
         self.stored, self.timeout = stored, timeout
         self.shards = read_shards(stored)
@@ -356,10 +368,13 @@ class ShardedSearcher:
         self.starts = np.concatenate(([0], np.cumsum(sizes)))
         self.live_shards = [s for s, info in enumerate(self.shards) if info["n_docs"] > 0]
         if _shared is None:
-            self._open(address)
+            self._open(ray)
         else:
             (self.analyzer, self.index, self.categories, self.models, self.actors,
              self._stats) = _shared
+        # a Ray driver is not shared by forking (its shard actors work in parallel); shards
+        # read in this process are, as a local index is
+        self.forks = self.actors.forks
         self.archive = _ShardedArchive(self)
         self.config = checked_config(config or SearchConfig(), self.index.fields, self.models)
         s0 = self.live_shards[0]
@@ -367,7 +382,7 @@ class ShardedSearcher:
             [s0], "describe", "starting the shards", (self.config,), timeout=_START_TIMEOUT)[0]
         self.feature_names = tuple(names)
 
-    def _open(self, address) -> None:
+    def _open(self, ray) -> None:
         stored = self.stored
         try:
             self.analyzer = Analyzer.from_config(stored.manifest["analyzer"])
@@ -384,8 +399,12 @@ class ShardedSearcher:
                      "categories.json and category_counts.npy disagree")
         self.categories = _ShardedCategories(names, counts)
         self.models = shard_models(stored, None)  # the shared parts: rankers, names
-        ray = connect(address)  # the Ray session the actors start in
-        self.actors = _ShardActors(stored, self.live_shards)
+        if runs_on_ray(ray):
+            connect(ray if isinstance(ray, str) else None)  # the session the actors start in
+            self.actors = _ShardActors(stored, self.live_shards,
+                                       ray if isinstance(ray, str) else True)
+        else:
+            self.actors = _InProcessShards(stored, self.live_shards)
         # what the scorers compute over their rows (an embeddings model's title and body
         # fields): summed over the shards, so that each scores with the whole index's
         totals = {}
@@ -393,11 +412,17 @@ class ShardedSearcher:
                               timeout=_START_TIMEOUT):
             for key, st in part.items():
                 totals[key] = st if key not in totals else totals[key] + st
-        self._stats = [ray.put(totals)] if totals else None
+        self._stats = [self.actors.put(totals)] if totals else None
 
     @classmethod
-    def open(cls, stored, config=None) -> "ShardedSearcher":
-        return cls(stored, config)
+    def open(cls, stored, config=None, *, ray=None) -> "ShardedSearcher":
+        return cls(stored, config, ray=ray)
+
+    @property
+    def ray(self):
+        """Where the shards are searched, as ``ray`` of :meth:`open` takes it: False (this
+        process), True or a cluster's address (Ray actors)."""
+        return self.actors.ray
 
     def with_config(self, config) -> "ShardedSearcher":
         """The same shard actors with another configuration."""
@@ -436,58 +461,12 @@ class ShardedSearcher:
 
     # -- the fan-out -----------------------------------------------------------------
     def call(self, shards, method, what, args=(), *, timeout=None) -> list:
-        """``actor.method(*args)`` on each of ``shards`` at once (``args``: the same for
-        every shard, or a dict shard -> its own), their answers in shard order.
-
-        A shard whose actor is temporarily unavailable (restarting: its process or node
-        was lost) is asked again until ``timeout`` seconds have passed; a shard that fails,
-        or has not answered by then, fails the whole call with a ShardError naming it."""
-        ray = connect()
-        timeout = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-
-        def submit(s):
-            return getattr(self.actors[s], method).remote(
-                *(args[s] if isinstance(args, dict) else args))
-
-        refs = {s: submit(s) for s in shards}
-        out = []
-        for s in shards:
-            while True:
-                try:
-                    out.append(ray.get(refs[s], timeout=max(deadline - time.monotonic(), 0)))
-                    break
-                except ray.exceptions.GetTimeoutError:
-                    pass
-                except (ray.exceptions.ActorUnavailableError, ray.exceptions.ActorDiedError,
-                        ray.exceptions.ActorUnschedulableError) as exc:
-                    # restarting, or its node lost: started again elsewhere (its calls only
-                    # read: asked again)
-                    lost = self.actors.replace_lost(s)
-                    if time.monotonic() < deadline and (
-                            lost or isinstance(exc, ray.exceptions.ActorUnavailableError)):
-                        time.sleep(0 if lost else min(0.5, deadline - time.monotonic()))
-                        refs[s] = submit(s)
-                        continue
-                    if not isinstance(exc, ray.exceptions.ActorUnavailableError):
-                        raise self._failed(s, what, exc) from None
-                except ray.exceptions.RayError as exc:
-                    cause = getattr(exc, "cause", None)
-                    if isinstance(cause, CQASearchError):
-                        raise cause from None
-                    raise self._failed(s, what, exc) from None
-                for other in refs.values():
-                    ray.cancel(other)
-                raise ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) did "
-                                 f"not answer within {timeout:g} s while {what}; no partial "
-                                 "result is returned")
-        return out
-
-    def _failed(self, s, what, exc) -> ShardError:
-        return ShardError(f"shard {s} of {self.n_shards} ({self.shards[s]['dir']}) failed while "
-                          f"{what} ({type(exc).__name__}: "
-                          f"{str(exc).splitlines()[0] if str(exc) else ''}); no partial "
-                          "result is returned")
+        """``shard.method(*args)`` on each of ``shards`` (``args``: the same for every
+        shard, or a dict shard -> its own), their answers in shard order; a shard that
+        fails fails the whole call with a ShardError naming it (:meth:`_ShardActors.call`
+        for the Ray actors' retries and ``timeout``, seconds)."""
+        return self.actors.call(shards, method, what, args,
+                                self.timeout if timeout is None else timeout)
 
     def per_shard(self, rows, method, what, *args, context=None):
         """``[(rows of shard s, actor.method(*args, [context,] local rows)), ...]`` for the
@@ -605,15 +584,83 @@ class ShardedSearcher:
         return found[0]
 
 
+def _failed(shards, s, what, exc) -> ShardError:
+    return ShardError(f"shard {s} of {len(shards)} ({shards[s]['dir']}) failed while "
+                      f"{what} ({type(exc).__name__}: "
+                      f"{str(exc).splitlines()[0] if str(exc) else ''}); no partial "
+                      "result is returned")
+
+
+class _Held:
+    """A value the driver hands to shards read in this process, as it hands Ray's object
+    references to shard actors (:func:`_fetched` reads either)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def hex(self) -> str:
+        return f"held-{id(self):x}"
+
+
+def _fetched(ref):
+    if isinstance(ref, _Held):
+        return ref.value
+    import ray
+
+    return ray.get(ref)
+
+
+class _InProcessShards:
+    """The shards of a searcher read in this process (shared by its copies with other
+    configurations): a :class:`_ShardActor` object each, called directly, one after the
+    other. No Ray session: what a one-shot command on a local sharded index needs."""
+
+    ray = False
+    forks = True
+
+    def __init__(self, stored, shards):
+        self.shards = read_shards(stored)
+        self.handles = {s: _ShardActor(stored.path, stored.generation, stored.manifest, s,
+                                       stored.mmap) for s in shards}
+
+    def __getitem__(self, s):
+        return self.handles[s]
+
+    @staticmethod
+    def put(value) -> _Held:
+        return _Held(value)
+
+    def call(self, shards, method, what, args, timeout) -> list:
+        """As :meth:`_ShardActors.call` (``timeout``: unused, the shards answer here); a
+        shard whose files cannot be read fails the call with a ShardError naming it."""
+        out = []
+        for s in shards:
+            try:
+                out.append(getattr(self.handles[s], method)(
+                    *(args[s] if isinstance(args, dict) else args)))
+            except OSError as exc:
+                raise _failed(self.shards, s, what, exc) from None
+        return out
+
+    def close(self) -> None:
+        self.handles = {}
+
+
 class _ShardActors:
     """The shard actors of a searcher (shared by its copies with other configurations):
     each pinned to a node, the cluster's nodes taken in turn (each node's share of the
     shards, so of the memory and CPU, known in advance). Ray restarts an actor whose
     process dies on its node; one whose node is lost is started again here on the node
-    alive with the fewest shards (:meth:`replace_lost`)."""
+    alive with the fewest shards (:meth:`replace_lost`).
 
-    def __init__(self, stored, shards):
-        self.stored = stored
+    ``ray``: the cluster's address they were started on, or True (the session of this
+    process)."""
+
+    forks = False
+
+    def __init__(self, stored, shards, ray=True):
+        self.stored, self.ray = stored, ray
+        self.shards = read_shards(stored)
         self._actor = remote(_ShardActor, **_ACTOR_OPTIONS)
         self.handles, self.nodes = {}, {}
         nodes = _alive_nodes()
@@ -631,6 +678,57 @@ class _ShardActors:
 
     def __getitem__(self, s):
         return self.handles[s]
+
+    @staticmethod
+    def put(value):
+        return connect().put(value)
+
+    def call(self, shards, method, what, args, timeout) -> list:
+        """``actor.method(*args)`` on each of ``shards`` at once (``args``: the same for
+        every shard, or a dict shard -> its own), their answers in shard order.
+
+        A shard whose actor is temporarily unavailable (restarting: its process or node
+        was lost) is asked again until ``timeout`` seconds have passed; a shard that fails,
+        or has not answered by then, fails the whole call with a ShardError naming it."""
+        ray = connect()
+        deadline = time.monotonic() + timeout
+
+        def submit(s):
+            return getattr(self.handles[s], method).remote(
+                *(args[s] if isinstance(args, dict) else args))
+
+        refs = {s: submit(s) for s in shards}
+        out = []
+        for s in shards:
+            while True:
+                try:
+                    out.append(ray.get(refs[s], timeout=max(deadline - time.monotonic(), 0)))
+                    break
+                except ray.exceptions.GetTimeoutError:
+                    pass
+                except (ray.exceptions.ActorUnavailableError, ray.exceptions.ActorDiedError,
+                        ray.exceptions.ActorUnschedulableError) as exc:
+                    # restarting, or its node lost: started again elsewhere (its calls only
+                    # read: asked again)
+                    lost = self.replace_lost(s)
+                    if time.monotonic() < deadline and (
+                            lost or isinstance(exc, ray.exceptions.ActorUnavailableError)):
+                        time.sleep(0 if lost else min(0.5, deadline - time.monotonic()))
+                        refs[s] = submit(s)
+                        continue
+                    if not isinstance(exc, ray.exceptions.ActorUnavailableError):
+                        raise _failed(self.shards, s, what, exc) from None
+                except ray.exceptions.RayError as exc:
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, CQASearchError):
+                        raise cause from None
+                    raise _failed(self.shards, s, what, exc) from None
+                for other in refs.values():
+                    ray.cancel(other)
+                raise ShardError(f"shard {s} of {len(self.shards)} ({self.shards[s]['dir']}) "
+                                 f"did not answer within {timeout:g} s while {what}; no "
+                                 "partial result is returned")
+        return out
 
     def replace_lost(self, s) -> bool:
         """Start shard ``s``'s actor again on a node alive if its node is lost; whether it

@@ -72,6 +72,11 @@ class Family:
     on_ray : str or None
         What of its fit runs on Ray with ``fit --ray`` (None: nothing, it fits in the
         calling process).
+    from_shards : bool
+        With ``fit --ray`` on a sharded index, its fit reads the shards where they are
+        (:class:`cqa_search.distributed.fitting.ShardedSource`: tasks on the shards build
+        its data, the calling process holds the model), not the whole archive read in the
+        calling process.
 
     Fitting one is :func:`cqa_search.training.fit_family`; what a fit reads besides the
     estimator's parameters (labels, another model) is
@@ -82,6 +87,7 @@ class Family:
     summary: str
     default_name: str
     on_ray: str | None = None
+    from_shards: bool = False
 
     def store_name(self, params) -> str:
         return self.default_name.format(**params)
@@ -98,7 +104,10 @@ FAMILIES = {
                           "questions). Costs: about a "
                           "CPU minute and 140 MB of tables per 100,000 questions with "
                           "answers (BENCHMARKS.md, Translation models)", "translation",
-                          "the IBM Model 1 E-step, over shards of the pairs"),
+                          "the IBM Model 1 E-step, over shards of the pairs; on a sharded "
+                          "index, each shard's pairs, EM counts and phrases, by a task on "
+                          "the shard (no --duplicates, --similar-questions)",
+                          from_shards=True),
     "topics": Family("topics", "topic model of the term-question matrix grouped by category "
                      "(NMF, CNMF, GNMF, GNMFNC; Zhou et al. 2014). Adds the feature "
                      "topic_<model>: the query's and the question's topics compared. Costs: "

@@ -88,8 +88,10 @@ class LiveIndex:
 
     def _open_first(self):
         try:
+            # a sharded index's shards in Ray actors: they answer a server's requests in
+            # parallel, on a cluster's nodes (RAY_ADDRESS) or on this machine's cores
             state = self._prepared(SearchEngine.open(self.path, verify=self.verify,
-                                                     config=self.config))
+                                                     config=self.config, ray=True))
         except Exception as exc:  # noqa: BLE001 - served as 503, never a dead server
             self._failed(exc)
             raise IndexFormatError(self.error) from None

@@ -65,8 +65,8 @@ WORKSPACE = contextvars.ContextVar("ibm1_workspace", default=None)
 
 
 def _as_corpus(X) -> ParallelCorpus:
-    if isinstance(X, ParallelCorpus):
-        return X
+    if isinstance(X, ParallelCorpus) or hasattr(X, "workspace"):
+        return X  # (a corpus held elsewhere makes its own workspace)
     try:
         return ParallelCorpus.from_pairs(X)
     except (TypeError, ValueError) as exc:
@@ -313,6 +313,9 @@ class IBMModel1(BaseEstimator):
         Parameters
         ----------
         X : ParallelCorpus or sequence of (source_ids, target_ids)
+            Or a corpus held elsewhere, which makes its own EM workspace
+            (:class:`cqa_search.distributed.fitting.ShardedCorpus`: the parts of a sharded
+            index's corpus in its shards' Ray tasks).
         y : ignored
         progress_bar : bool, default False
             Show the iterations on stderr.
@@ -323,11 +326,13 @@ class IBMModel1(BaseEstimator):
         """
         validate_params(self)
         corpus = _as_corpus(X)
-        if corpus.n_pairs == 0 or len(corpus.target) == 0:
+        held = not isinstance(corpus, ParallelCorpus)
+        if not held and (corpus.n_pairs == 0 or len(corpus.target) == 0):
             raise ValueError("cannot fit IBMModel1 on a corpus without target words")
         t0 = time.perf_counter()
-        factory = WORKSPACE.get() or _Workspace
-        ws = factory(corpus)
+        ws = corpus.workspace() if held else (WORKSPACE.get() or _Workspace)(corpus)
+        if ws.n_tokens == 0:
+            raise ValueError("cannot fit IBMModel1 on a corpus without target words")
         setup = time.perf_counter() - t0
         logger.info("IBM1: %d pairs, %d cells, %d table entries (setup %.1f s)",
                     corpus.n_pairs, ws.n_cells, ws.nnz, setup)

@@ -16,6 +16,7 @@ and gives the features ``wt``, ``translm``, ``ptrans_pt``, ``ptrans_ipt``, ``ptr
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import numbers
 import time
@@ -233,7 +234,9 @@ class TranslationModel(BaseEstimator):
         Parameters
         ----------
         X : IndexView
-            The index (e.g. ``SearchEngine.open(path).view``).
+            The index (e.g. ``SearchEngine.open(path).view``), or what has a
+            ``parallel_corpus(**params)`` (a sharded index's shards building theirs:
+            :class:`cqa_search.distributed.fitting.ShardedSource`).
         y : ignored
         progress : bool, default False
             Progress bars on stderr.
@@ -251,8 +254,11 @@ class TranslationModel(BaseEstimator):
         steps = progress_bar(progress, "fitting translation", "steps", total=3)
         try:
             steps.set_postfix_str("parallel corpus (analysis, TextRank)")
-            corpus, stats = build_parallel_corpus(
-                X, answers=self.answers, title_body=self.title_body,
+            # an index read in this process, or one whose shards build their parts
+            # (cqa_search.distributed.fitting.ShardedSource)
+            make = getattr(X, "parallel_corpus", None)
+            corpus, stats = (make or functools.partial(build_parallel_corpus, X))(
+                answers=self.answers, title_body=self.title_body,
                 duplicates=self.duplicates, similar_questions=self.similar_questions,
                 min_similarity=self.min_similarity, pooling=self.pooling,
                 textrank=self.textrank, window=self.window, damping=self.damping,

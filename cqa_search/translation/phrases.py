@@ -42,6 +42,7 @@ from .._utils import Interval, validate_params
 from ..exceptions import NotFittedError
 from ..index.validate import INT32_MAX, InvalidArray, check_array, check_count
 from ._arrays import csr_lookup, group, search, segment_ids
+from .corpus import ParallelCorpus
 
 __all__ = ["extract_phrases", "PhraseVocabulary", "PhraseTable"]
 
@@ -312,6 +313,33 @@ class PhraseVocabulary:
             return -1
         return int(self.ngram_ids(terms, np.array([0, len(terms)]), len(terms))[-1, 0])
 
+    def spans(self, ids) -> tuple:
+        """The phrases ``ids`` as ``(flat term ids, starts, lengths)`` (the pieces
+        :meth:`build` takes): :meth:`terms` of many phrases at once.
+
+        Examples
+        --------
+        >>> flat = np.array([0, 1, 2])
+        >>> v, _ = PhraseVocabulary.build(3, [(flat, np.array([0, 1]), np.array([3, 2]))])
+        >>> flat, starts, lengths = v.spans([5, 2, 4])
+        >>> flat.tolist(), starts.tolist(), lengths.tolist()
+        ([0, 1, 2, 2, 1, 2], [0, 3, 4], [3, 1, 2])
+        """
+        ids = np.asarray(ids, dtype=np.int64)
+        level = np.searchsorted(self.level_base, ids, side="right") - 1
+        lengths = level + 1
+        starts = np.cumsum(lengths) - lengths
+        flat = np.empty(int(lengths.sum()), dtype=np.int64)
+        current, at = ids.copy(), lengths - 1  # each phrase's last word comes first
+        for k in range(self.max_length - 1, 0, -1):  # peel one word off levels >= k
+            act = np.flatnonzero(level >= k)
+            key = self.level_keys[k - 1][current[act] - self.level_base[k]]
+            flat[starts[act] + at[act]] = key % self.n_terms
+            current[act] = key // self.n_terms + self.level_base[k - 1]
+            at[act] -= 1
+        flat[starts] = current  # the first word: a one-word phrase's id is its term
+        return flat, starts, lengths
+
     def terms(self, phrase_id) -> list:
         """Term ids of a phrase (inverse of :meth:`phrase_id`)."""
         phrase_id = int(phrase_id)
@@ -367,6 +395,10 @@ class PhraseTable(BaseEstimator):
         Parameters
         ----------
         X : ParallelCorpus
+            Or a corpus held in parts elsewhere, which fits each part's table
+            (``X.phrase_tables(self, translation)``; e.g.
+            :class:`cqa_search.distributed.fitting.ShardedCorpus`): their merge
+            (:meth:`merged`).
         y : ignored
         translation : IBMModel1
             A fitted word model (aligns the pairs, gives the lexical weights).
@@ -376,6 +408,12 @@ class PhraseTable(BaseEstimator):
         self
         """
         validate_params(self)
+        if not isinstance(X, ParallelCorpus) and hasattr(X, "phrase_tables"):
+            whole = PhraseTable.merged(X.phrase_tables(self, translation))
+            self._set(whole.vocabulary_, whole.pair_keys_, whole.counts_, whole.lex_forward_,
+                      whole.lex_inverse_)
+            self.n_occurrences_ = whole.n_occurrences_
+            return self
         corpus = X
         positions, probs = translation.align(corpus)
         table = translation.translation_probs_
@@ -412,6 +450,54 @@ class PhraseTable(BaseEstimator):
                   np.exp(best_inv).astype(np.float32))
         self.n_occurrences_ = int(len(ss))
         return self
+
+    @classmethod
+    def merged(cls, tables) -> "PhraseTable":
+        """The table of a corpus from the tables of its parts (fitted with the same
+        parameters, vocabulary and word model): the bi-phrases of every part, their counts
+        summed, their lexical weights the highest of the parts' (what a sharded index's
+        fit gathers from its shards: the table of the whole corpus, the lexical weights to
+        rounding).
+
+        Parameters
+        ----------
+        tables : sequence of PhraseTable
+            Fitted; at least one.
+
+        Returns
+        -------
+        PhraseTable
+        """
+        tables = list(tables)
+        for table in tables:
+            table._check_fitted()
+        first = tables[0]
+        n_terms = first.vocabulary_.n_terms
+        if any(t.vocabulary_.n_terms != n_terms or t.get_params() != first.get_params()
+               for t in tables):
+            raise ValueError("phrase tables to merge must share parameters and vocabulary")
+        # one vocabulary of every part's phrases (each part's is closed under prefixes, so
+        # their union is the whole corpus's), then each part's ids mapped into it: the
+        # phrases decoded once each, not once per bi-phrase
+        vocab, ids = PhraseVocabulary.build(n_terms, [
+            t.vocabulary_.spans(np.arange(n_terms, len(t.vocabulary_))) for t in tables])
+        n_phrases = len(vocab)
+        words = np.arange(n_terms, dtype=np.int64)  # a one-word phrase's id is its term's
+        keys = []
+        for t, own in zip(tables, ids):
+            to_merged, n = np.concatenate([words, own]), len(t.vocabulary_)
+            keys.append(to_merged[t.pair_keys_ // n] * n_phrases + to_merged[t.pair_keys_ % n])
+        keys, inverse, _ = group(np.concatenate(keys), n_phrases * n_phrases)
+        counts = np.bincount(inverse, weights=np.concatenate([t.counts_ for t in tables]),
+                             minlength=len(keys))
+        best_fwd = np.full(len(keys), -np.inf, dtype=np.float32)
+        best_inv = np.full(len(keys), -np.inf, dtype=np.float32)
+        np.maximum.at(best_fwd, inverse, np.concatenate([t.lex_forward_ for t in tables]))
+        np.maximum.at(best_inv, inverse, np.concatenate([t.lex_inverse_ for t in tables]))
+        merged = cls(**first.get_params())
+        merged._set(vocab, keys, counts.astype(np.int32), best_fwd, best_inv)
+        merged.n_occurrences_ = sum(t.n_occurrences_ for t in tables)
+        return merged
 
     def _set(self, vocab, keys, counts, lex_fwd, lex_inv):
         self.vocabulary_ = vocab

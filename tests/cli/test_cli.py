@@ -854,7 +854,8 @@ def test_every_model_family_says_what_it_adds_and_costs(capsys):
 
 def test_opening_a_sharded_index_on_a_terminal_says_that_ray_starts(toy_index, monkeypatch):
     """A sharded index's first result (or prompt) comes after its Ray actors start: seconds
-    of a silent terminal without this note; nothing on a pipe, nothing for one index."""
+    of a silent terminal without this note; nothing on a pipe, nothing for one index,
+    nothing when its shards are read in this process."""
     from cqa_search.cli import _common
     from cqa_search.index import store
 
@@ -863,17 +864,19 @@ def test_opening_a_sharded_index_on_a_terminal_says_that_ray_starts(toy_index, m
             return True
 
     out = Terminal()
-    _common.note_shards(toy_index, file=out)
+    _common.note_shards(toy_index, file=out, ray=True)
     assert out.getvalue() == ""
     real = store.open_index
     monkeypatch.setattr(store, "open_index", lambda path: type(
         "Stored", (), {"manifest": {**real(path).manifest, "shards": ["a", "b"]}})())
-    _common.note_shards(toy_index, file=io.StringIO())  # a pipe
-    _common.note_shards(toy_index, file=out)
+    _common.note_shards(toy_index, file=io.StringIO(), ray=True)  # a pipe
+    _common.note_shards(toy_index, file=out, ray=False)  # its shards read in this process
+    assert out.getvalue() == ""
+    _common.note_shards(toy_index, file=out, ray=True)
     assert out.getvalue() == (f"cqa-search: note: {toy_index} has 2 shards: starting their "
                               "Ray actors (and a local Ray session unless one runs) takes a "
                               "few seconds ...\n")
-    _common.note_shards(toy_index.parent / "nowhere", file=out)  # opening it will say why
+    _common.note_shards(toy_index.parent / "nowhere", file=out, ray=True)  # opening says why
     assert out.getvalue().count("\n") == 1
 
 

@@ -89,16 +89,28 @@ def test_shards_share_the_unsharded_vocabulary_and_statistics(indexes):
 
 @pytest.fixture(scope="module")
 def engines(indexes):
-    """The unsharded engine ("one") and a sharded engine per shard count (shard actors
-    take a second each to start: opened once for the module)."""
+    """The unsharded engine ("one") and two sharded engines per shard count: ``n``, its
+    shards in Ray actors (they take a second each to start: opened once for the module),
+    and ``(n, "here")``, its shards read in this process."""
     return {"one": SearchEngine.open(indexes / "one"),
-            **{n: SearchEngine.open(indexes / f"s{n}") for n in SHARDS}}
+            **{n: SearchEngine.open(indexes / f"s{n}", ray=True) for n in SHARDS},
+            **{(n, "here"): SearchEngine.open(indexes / f"s{n}", ray=False) for n in SHARDS}}
 
 
+WHERE = pytest.mark.parametrize("where", ["ray", "here"])
+
+
+def _sharded(engines, n, where):
+    return engines[n] if where == "ray" else engines[(n, where)]
+
+
+@WHERE
 @pytest.mark.parametrize("n", SHARDS)
-def test_fan_out_search_equals_one_index(engines, n):
-    one, sharded = engines["one"], engines[n]
+def test_fan_out_search_equals_one_index(engines, n, where):
+    one, sharded = engines["one"], _sharded(engines, n, where)
     assert isinstance(sharded.searcher, ShardedSearcher) and sharded.ranker is not None
+    assert sharded.searcher.ray is (where == "ray") and sharded.searcher.forks is (
+        where == "here")
     assert sharded.ranker_name == one.ranker_name == "ranker-search"
     assert sharded.given_ranker_name == one.given_ranker_name == "ranker"
     assert sharded.n_docs == one.n_docs and list(sharded.categories) == list(one.categories)
@@ -125,23 +137,26 @@ def test_fan_out_search_equals_one_index(engines, n):
         assert hit_s.question == hit_o.question and hit_s.features == hit_o.features
 
 
+@WHERE
 @pytest.mark.parametrize("n", (2, 7))
-def test_bm25f_on_shards_equals_one_index(engines, n):
+def test_bm25f_on_shards_equals_one_index(engines, n, where):
     """BM25F's combined field in each shard scores with the whole index's statistics."""
     from cqa_search.retrieval import BM25F
 
     config = SearchConfig(retrieval=BM25F(answers=0.5), features=(BM25F(),), ranker=None,
                           hybrid=None)
-    one, sharded = engines["one"].with_config(config), engines[n].with_config(config)
+    one, sharded = engines["one"].with_config(config), _sharded(engines, n, where).with_config(
+        config)
     for q in QUERIES[:8]:
         _same(sharded.search(q["text"], 10), one.search(q["text"], 10))
     _same(sharded.search("title:laptop^2 battery", None), one.search("title:laptop^2 battery",
                                                                       None))
 
 
+@WHERE
 @pytest.mark.parametrize("n", (3, 7))
-def test_rerank_and_batch_search_equal_one_index(engines, n):
-    one, sharded = engines["one"], engines[n]
+def test_rerank_and_batch_search_equal_one_index(engines, n, where):
+    one, sharded = engines["one"], _sharded(engines, n, where)
     ids = list(one.search(QUERIES[1]["text"], 12).doc_ids)[::-1]
     given = np.linspace(1, 0, len(ids))
     _same(sharded.rerank(QUERIES[1]["text"], ids, scores=given),
@@ -252,6 +267,33 @@ def test_cli_builds_and_queries_a_sharded_index(indexes, tmp_path, capsys):
     sharded_out = capsys.readouterr().out
     assert cli(["query", str(tmp_path / "one"), "laptop battery", "-k", "3"]) == 0
     assert capsys.readouterr().out == sharded_out and "z1" in sharded_out
+
+
+def test_a_one_shot_command_on_a_local_sharded_index_starts_no_ray(indexes):
+    """`query` and `evaluate` on a sharded index of this machine read its shards in the
+    command's process: no Ray session (its start took 21-28 s), the same output as one
+    index's. A process of its own: Ray is not even imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cqa_search.cli.__main__ import main; rc = main(sys.argv[1:]); "
+            "print('ray imported' if 'ray' in sys.modules else 'no ray', file=sys.stderr); "
+            "sys.exit(rc)")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    commands = [["query", "{index}", "laptop battery", "-k", "5", "--explain"],
+                ["evaluate", "{index}", "--queries", str(DEMO / "queries.jsonl"), "--qrels",
+                 str(DEMO / "qrels.txt"), "--metrics", "map", "p@5"]]
+    for argv in commands:
+        out = {}
+        for name in ("one", "s3"):
+            proc = subprocess.run([sys.executable, "-c", code] + [
+                a.format(index=indexes / name) for a in argv], capture_output=True, text=True,
+                timeout=300, env=env)
+            assert proc.returncode == 0, proc.stderr
+            assert proc.stderr.splitlines()[-1] == "no ray", proc.stderr
+            out[name] = proc.stdout
+        assert out["s3"] == out["one"].replace(str(indexes / "one"), str(indexes / "s3"))
+        assert out["one"].strip()
 
 
 def test_the_raylets_notices_never_reach_standard_output(ray_session, capsys, caplog):

@@ -154,6 +154,38 @@ def test_phrase_table_counts_and_lexical_weights():
                                            if t == src), rel=1e-6)
 
 
+@pytest.mark.parametrize("n_parts", [2, 3, 7])
+def test_the_tables_of_a_corpus_parts_merge_into_the_corpus_table(n_parts):
+    """What a sharded index's translation fit gathers: each shard's table of its pairs,
+    merged, is the table of all the pairs (counts exact, lexical weights to rounding: each
+    part sums its own log-weights)."""
+    rng = np.random.default_rng(n_parts)
+    pairs = [(rng.integers(0, 30, rng.integers(1, 9)).tolist(),
+              rng.integers(0, 30, rng.integers(1, 9)).tolist()) for _ in range(120)]
+    corpus = ParallelCorpus.from_pairs(pairs, n_terms=30)
+    ibm1 = IBMModel1(max_iter=4, tol=None).fit(corpus)
+    whole = PhraseTable(max_length=4).fit(corpus, translation=ibm1)
+    cuts = np.linspace(0, len(pairs), n_parts + 1).astype(int)
+    parts = [PhraseTable(max_length=4).fit(corpus.select(np.arange(a, b)), translation=ibm1)
+             for a, b in zip(cuts[:-1], cuts[1:])]
+    merged = PhraseTable.merged(parts)
+    for a, b in zip(merged.vocabulary_.level_keys, whole.vocabulary_.level_keys):
+        np.testing.assert_array_equal(a, b)
+    for name in ("pair_keys_", "counts_", "source_totals_", "target_totals_", "forward_",
+                 "inverse_"):
+        np.testing.assert_array_equal(getattr(merged, name), getattr(whole, name))
+    np.testing.assert_allclose(merged.lex_forward_, whole.lex_forward_, rtol=1e-5)
+    np.testing.assert_allclose(merged.lex_inverse_, whole.lex_inverse_, rtol=1e-5)
+    assert merged.n_occurrences_ == whole.n_occurrences_
+    assert merged.get_params() == whole.get_params()
+    vocab = whole.vocabulary_
+    flat, starts, lengths = vocab.spans(np.arange(len(vocab)))
+    assert [flat[a:a + n].tolist() for a, n in zip(starts, lengths)] == [
+        vocab.terms(i) for i in range(len(vocab))]
+    with pytest.raises(ValueError, match="share parameters and vocabulary"):
+        PhraseTable.merged([whole, PhraseTable(max_length=3).fit(corpus, translation=ibm1)])
+
+
 def test_phrase_table_state_roundtrip_and_errors():
     corpus = ParallelCorpus.from_pairs([([0, 1, 2], [1, 2]), ([2, 1], [0, 1, 2])])
     ibm1 = IBMModel1(max_iter=2, tol=None).fit(corpus)
