@@ -2,14 +2,10 @@
 deterministic tie-breaking and filters."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .. import compiled
-from .base import TermModel
-
-_workspace = threading.local()  # each thread's zeroed scores of _postings_top_k
+from .base import TermModel, postings
 
 __all__ = ["top_k", "top_k_of_model"]
 
@@ -120,49 +116,20 @@ def top_k_of_model(model, field, term_ids, qtf, k, *, doc_category=None, categor
     return rows, scores[rows]
 
 
-def _zeroed_scores(n_docs):
-    """This thread's float64 scores of at least ``n_docs`` rows, zeroed (its user zeroes
-    what it wrote)."""
-    scores = getattr(_workspace, "scores", None)
-    if scores is None or len(scores) < n_docs:
-        scores = _workspace.scores = np.zeros(n_docs)
-    return scores
-
-
 def _postings_top_k(field, term_ids, coef, weights, k, doc_category, category, allowed,
                     tie_rank):
     """Exhaustive scores (:func:`~cqa_search.retrieval.base.accumulate`), but the top
     ``k`` chosen among few documents rather than among all of them.
 
-    The scores are summed into a zeroed array kept by the thread, one term after the other
-    (a term holds a row once, so ``scores[rows] += w`` adds every posting: the sums of
-    ``bincount`` in the same order, the same numbers), and only the rows written are read
-    and zeroed again: a query costs its postings, not the archive's rows. Each of the
-    documents holding one query term has its full score, so the k-th best score among the
-    (wanted) documents of the rarest term with at least ``k`` of them bounds the overall
-    k-th best from below: only documents reaching that bound can be in the top ``k`` or
-    tied with its last. When no term has ``k`` wanted documents, the bound is the ``k *
-    n_terms``-th largest score read at every posting instead (a document occurs at most
-    once per term, so those postings hold ``k`` documents).
+    Each of the documents holding one query term has its full score, so the k-th best
+    score among the (wanted) documents of the rarest term with at least ``k`` of them
+    bounds the overall k-th best from below: only documents reaching that bound can be in
+    the top ``k`` or tied with its last. When no term has ``k`` wanted documents, the
+    bound is the ``k * n_terms``-th largest score read at every posting instead (a
+    document occurs at most once per term, so those postings hold ``k`` documents).
     """
-    indptr, indices = field.indptr, field.indices
-    spans = [(indptr[t], indptr[t + 1]) for t in term_ids.tolist()]
-    scores = _zeroed_scores(field.n_docs)
-    try:
-        for (lo, hi), c in zip(spans, coef.tolist()):
-            w = weights[lo:hi]
-            scores[indices[lo:hi]] += w if c == 1.0 else w * c
-        return _top_of_scores(scores, indices, spans, term_ids, k, doc_category, category,
-                              allowed, tie_rank)
-    finally:
-        for lo, hi in spans:
-            scores[indices[lo:hi]] = 0.0
-
-
-def _top_of_scores(scores, indices, spans, term_ids, k, doc_category, category, allowed,
-                   tie_rank):
-    """The top ``k`` of :func:`_postings_top_k`, its query terms' ``scores`` summed (the
-    postings of term ``j`` are ``indices[spans[j][0]:spans[j][1]]``)."""
+    idx, w = postings(field, term_ids, coef, weights)
+    scores = np.bincount(idx, weights=w, minlength=field.n_docs)  # = accumulate()
 
     def wanted(rows):  # mask of the rows passing the filters
         keep = np.ones(len(rows), dtype=bool)
@@ -173,19 +140,17 @@ def _top_of_scores(scores, indices, spans, term_ids, k, doc_category, category, 
         return keep
 
     filtered = category is not None or allowed is not None
-    idx = np.concatenate([indices[lo:hi] for lo, hi in spans]) if spans else \
-        np.zeros(0, dtype=np.int32)
-    lengths = np.array([hi - lo for lo, hi in spans], dtype=np.int64)
+    indptr, indices = field.indptr, field.indices
+    lengths = indptr[term_ids + 1] - indptr[term_ids]
     for j in np.argsort(lengths, kind="stable").tolist():
         if lengths[j] < k:
             continue
-        rows = indices[spans[j][0]:spans[j][1]]
+        t = term_ids[j]
+        rows = indices[indptr[t]:indptr[t + 1]]
         values = scores[rows[wanted(rows)] if filtered else rows]
         if len(values) >= k:
             theta = np.partition(values, len(values) - k)[len(values) - k]
-            # (every row scoring > 0 holds a query term: the rows reaching theta are
-            # among the postings)
-            rows = np.unique(idx[scores[idx] >= theta]).astype(np.int64)
+            rows = np.flatnonzero(scores >= theta)
             break
     else:
         values = scores[idx]
