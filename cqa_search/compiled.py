@@ -264,6 +264,10 @@ def _window(n_docs):
     return acc[:max(1, min(int(n_docs), len(acc)))]
 
 
+_NO_INT = np.zeros(0, dtype=np.int32)  # (the arguments of a filter not applied: never read)
+_NO_BOOL = np.zeros(0, dtype=bool)
+
+
 def top_k_of_postings(indptr, indices, weights, term_ids, coef, k, *, n_docs,
                       doc_category=None, category=None, allowed=None, tie_rank=None):
     """``(rows, scores)`` of the ``k`` best documents holding a query term (score > 0),
@@ -284,16 +288,15 @@ def top_k_of_postings(indptr, indices, weights, term_ids, coef, k, *, n_docs,
     doc_category, category, allowed, tie_rank
         As :func:`~cqa_search.retrieval.candidates.top_k_of_model`.
     """
-    no_int = np.zeros(0, dtype=np.int32)
     return _kernels.top_k(
         np.asarray(indptr), np.asarray(indices), np.asarray(weights),
         np.asarray(term_ids, dtype=np.int64), np.asarray(coef, dtype=np.float32), int(k),
         _window(n_docs),
-        no_int if doc_category is None else np.asarray(doc_category),
+        _NO_INT if doc_category is None else np.asarray(doc_category),
         -1 if category is None else int(category), category is not None,
-        np.zeros(0, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool),
+        _NO_BOOL if allowed is None else np.asarray(allowed, dtype=bool),
         allowed is not None,
-        no_int if tie_rank is None else np.asarray(tie_rank), tie_rank is not None)
+        _NO_INT if tie_rank is None else np.asarray(tie_rank), tie_rank is not None)
 
 
 def sum_dp(probs, lengths, running, rescale):

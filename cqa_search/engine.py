@@ -684,7 +684,8 @@ class SearchEngine:
         ranker = self._given_ranker if context.given else self._ranker
         if ranker is None:
             scores = np.asarray(found.scores, dtype=np.float64)
-            order = np.lexsort((found.tie, -scores))[:k]
+            order = np.arange(len(rows) if k is None else min(k, len(rows))) \
+                if found.ordered else np.lexsort((found.tie, -scores))[:k]
             kept = rows[order]
             features = (lambda: self._features(q, kept, context)) \
                 if found.features is None else found.features[order]  # noqa: E731

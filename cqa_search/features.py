@@ -137,7 +137,7 @@ def analyze(index, analyzer, text, category=None, *, title=None, body=None) -> A
     ``.body`` when either is given (``text`` is then usually ``title + "\\n" + body``)."""
     pairs = analyzer.pairs(text)
     sequence, terms, unknown, counts = [], [], [], {}  # (np.unique: ~40 us on a few ids)
-    for (token, term), i in zip(pairs, index.known_ids([t for _, t in pairs]).tolist()):
+    for (token, term), i in zip(pairs, index.known_id_list([t for _, t in pairs])):
         if i < 0:
             unknown.append(token)
         else:

@@ -193,6 +193,9 @@ class Candidates:
         Their feature scores, when asked for (``features=True``: candidates of a search,
         none given with scores) and computed in the same pass (a back-end whose rows are
         remote); None: computed on demand.
+    ordered : bool
+        True when they come sorted by ``(-score, tie)`` already (a top k's order), so
+        that a search without a ranker does not sort them again.
     """
 
     rows: np.ndarray
@@ -200,6 +203,7 @@ class Candidates:
     tie: np.ndarray
     doc_ids: list | None = None
     features: np.ndarray | None = None
+    ordered: bool = False
 
 
 class Searcher(Protocol):
@@ -437,7 +441,8 @@ class LocalSearcher:
                                           doc_category=self.view.doc_category,
                                           category=category_id, allowed=allowed, tie_rank=tie)
         rows = np.asarray(rows, dtype=np.int64)
-        return Candidates(rows, np.asarray(scores, dtype=np.float64), tie[rows])
+        return Candidates(rows, np.asarray(scores, dtype=np.float64), tie[rows],
+                          ordered=True)  # (top_k's order: by score, then tie rank)
 
     def nearest(self, q, depth, category_id=None, parsed=None) -> Candidates:
         allowed, category_id = self._allowed(category_id, parsed)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import random
 
-#: tantivy's writer heap for the builds (one indexing thread)
+#: tantivy's writer heap for the builds, per indexing thread
 TANTIVY_HEAP = 256 * 1024 * 1024
 
 
@@ -52,9 +52,10 @@ def tantivy_analyzers(tantivy, stopwords) -> dict:
     return {"tantivy": ("cqa_like", same, same), "tantivy-en_stem": ("en_stem", None, en_stem)}
 
 
-def tantivy_build(archive, index, engine, stopwords) -> int:
+def tantivy_build(archive, index, engine, stopwords, threads=1) -> int:
     """Index ``title + "\\n" + body`` of every record of ``archive`` into the directory
-    ``index`` (one indexing thread, merges waited for); returns its segment count."""
+    ``index`` (``threads`` indexing threads, merges waited for); returns its segment
+    count."""
     import tantivy
 
     name, registered, _ = tantivy_analyzers(tantivy, stopwords)[engine]
@@ -64,7 +65,7 @@ def tantivy_build(archive, index, engine, stopwords) -> int:
     index_ = tantivy.Index(sb.build(), path=str(index))
     if registered is not None:
         index_.register_tokenizer(name, registered)
-    writer = index_.writer(TANTIVY_HEAP, 1)
+    writer = index_.writer(TANTIVY_HEAP * threads, threads)
     Document = tantivy.Document
     with open(archive, encoding="utf-8") as f:
         for line in f:

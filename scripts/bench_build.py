@@ -2,7 +2,7 @@
 """Building an index on one core and on every core: wall and CPU time, the same index.
 
 Usage: scripts/bench_build.py ARCHIVE.jsonl --work-dir DIR [--jobs 1,-1] [--repeat 3]
-    [--fields question,answers] [--baseline-src DIR]
+    [--fields question,answers] [--baseline-src DIR] [--tantivy THREADS]
 
 Each build is ``cqa_search.build_index`` (what ``cqa-search build-index`` runs: reading,
 storing and analysis included) in a process of its own, the ``--jobs`` values interleaved
@@ -14,7 +14,12 @@ shared one the wall time also waits for the other jobs. Last line: whether every
 wrote the same files (the SHA-256 of each in the manifests), as it must.
 ``--baseline-src DIR`` adds a build with the package imported from DIR (e.g. ``git archive
 COMMIT cqa_search | tar -x -C DIR``, an older version: its ``build_index`` default), in
-the same rounds.
+the same rounds. ``--tantivy THREADS`` adds tantivy (PyPI) in the same rounds, building from
+the same raw text with its own English analysis (the built-in ``en_stem`` tokenizer) and
+THREADS indexing threads (a 256 MB heap each, merges waited for): every record's ``title +
+"\\n" + body`` read from the archive file (``json.loads`` per line) and added, what our
+``fields=("question",)`` build indexes (ours also stores every record, its document
+store); its row says CPU and wall like ours (its "main thread" is the one reading the file).
 """
 from __future__ import annotations
 
@@ -44,6 +49,20 @@ def _child(archive, out, n_jobs, fields) -> dict:
     return {"wall": wall, "cpu": cpu, "main": main, "rss_mb": rss, "files": files}
 
 
+def _tantivy_child(archive, out, threads) -> dict:
+    from _peers import tantivy_build
+
+    shutil.rmtree(out, ignore_errors=True)
+    Path(out).mkdir(parents=True)
+    wall, cpu, main = time.perf_counter(), time.process_time(), time.thread_time()
+    tantivy_build(archive, out, "tantivy-en_stem", (), threads=threads)
+    wall, cpu, main = (time.perf_counter() - wall, time.process_time() - cpu,
+                       time.thread_time() - main)
+    rss = next(int(line.split()[1]) / 1024 for line in
+               Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
+    return {"wall": wall, "cpu": cpu, "main": main, "rss_mb": rss}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("archive", help="archive file (JSONL or any format build-index reads)")
@@ -55,15 +74,27 @@ def main(argv=None) -> int:
                     help="indexed fields (default %(default)s, build-index's)")
     ap.add_argument("--baseline-src", metavar="DIR",
                     help="also build with the package imported from DIR")
+    ap.add_argument("--tantivy", type=int, metavar="THREADS",
+                    help="also build tantivy with en_stem on THREADS indexing threads")
     ap.add_argument("--child", nargs=2, metavar=("OUT", "N_JOBS"), help=argparse.SUPPRESS)
+    ap.add_argument("--tantivy-child", nargs=2, metavar=("OUT", "THREADS"),
+                    help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     fields = tuple(a.fields.split(","))
     if a.child:
         print(json.dumps(_child(a.archive, a.child[0], int(a.child[1]), fields)))
         return 0
+    if a.tantivy_child:
+        print(json.dumps(_tantivy_child(a.archive, a.tantivy_child[0],
+                                        int(a.tantivy_child[1]))))
+        return 0
+    if a.tantivy is not None and a.tantivy < 1:
+        ap.error(f"--tantivy takes a number of threads >= 1; got {a.tantivy}")
     ways = {f"n_jobs={j}": (int(j), None) for j in a.jobs.split(",")}
     if a.baseline_src:
         ways[f"baseline ({a.baseline_src})"] = (0, os.fspath(Path(a.baseline_src).resolve()))
+    if a.tantivy:
+        ways[f"tantivy en_stem, {a.tantivy} thread(s)"] = (a.tantivy, "tantivy")
     work = Path(a.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     runs = {way: [] for way in ways}
@@ -72,9 +103,11 @@ def main(argv=None) -> int:
         for way, (j, src) in ways.items():
             out = work / "build"
             print(f"[bench_build] round {rnd + 1}, {way} ...", file=sys.stderr, flush=True)
-            env = dict(os.environ, **({"PYTHONPATH": src} if src else {}))
+            peer = src == "tantivy"
+            env = dict(os.environ, **({"PYTHONPATH": src} if src and not peer else {}))
             done = subprocess.run([sys.executable, __file__, a.archive, "--work-dir", a.work_dir,
-                                   "--fields", a.fields, "--child", str(out), str(j)],
+                                   "--fields", a.fields,
+                                   "--tantivy-child" if peer else "--child", str(out), str(j)],
                                   check=True, capture_output=True, text=True, env=env)
             runs[way].append(json.loads(done.stdout.strip().splitlines()[-1]))
             shutil.rmtree(out, ignore_errors=True)
@@ -91,7 +124,7 @@ def main(argv=None) -> int:
         others = sorted(r["cpu"] - r["main"] for r in rs)
         print(f"| {way} | {span('wall')} | {span('cpu')} | {span('main')} | "
               f"{others[0]:.1f}–{others[-1]:.1f} | {span('rss_mb')} |")
-    digests = [r["files"] for rs in runs.values() for r in rs]
+    digests = [r["files"] for rs in runs.values() for r in rs if "files" in r]
     same = all(d == digests[0] for d in digests)
     print(f"\nEvery build wrote the same files: {'yes' if same else 'NO'} "
           f"({len(digests[0])} files, {len(digests)} builds)")

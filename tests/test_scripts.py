@@ -215,8 +215,9 @@ def test_bench_build_tiny(tmp_path):
     archive = tmp_path / "a.jsonl"
     write_archive(archive, 50)
     out = run("bench_build.py", str(archive), "--work-dir", str(tmp_path / "work"),
-              "--repeat", "1", "--jobs", "1,2")
+              "--repeat", "1", "--jobs", "1,2", "--tantivy", "2")
     assert "| n_jobs=2 |" in out and "Every build wrote the same files: yes" in out
+    assert "| tantivy en_stem, 2 thread(s) |" in out  # the peer in the same rounds
 
 
 def test_bench_sharded_tiny(tmp_path):

@@ -515,11 +515,17 @@ class TermIndex:
     def known_ids(self, terms) -> np.ndarray:
         """Term id of each of ``terms``, -1 for a term no live question holds in any field
         (absent, or left only by deleted questions: a fresh build would not have it)."""
-        if self._known is None:  # id -> id if known else -1, and -1 -> -1 (last slot)
-            live = np.logical_or.reduce([np.asarray(f.stats.df) > 0
-                                         for f in self.fields.values()])
-            self._known = np.append(np.where(live, np.arange(len(live)), -1), -1)
-        return self._known[self.vocab.ids(terms)]
+        return np.array(self.known_id_list(terms), dtype=np.int64)
+
+    def known_id_list(self, terms) -> list:
+        """:meth:`known_ids` as a list of ints (what a query's analysis reads, without
+        an array per query)."""
+        live = self._known
+        if live is None:  # one byte per term id: 1 when a live question holds it
+            live = self._known = np.logical_or.reduce(
+                [np.asarray(f.stats.df) > 0 for f in self.fields.values()]).tobytes()
+        get = self.vocab.id_map.get
+        return [i if i >= 0 and live[i] else -1 for i in (get(t, -1) for t in terms)]
 
     def __getitem__(self, field) -> FieldIndex:
         return self.fields[field]

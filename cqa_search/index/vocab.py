@@ -43,6 +43,11 @@ class Vocabulary:
             out = [self.add(t) if i is None else i for t, i in zip(terms, out)]
         return out
 
+    @property
+    def id_map(self) -> dict:
+        """term -> id (read-only by convention: :meth:`add` extends it)."""
+        return self._ids
+
     def id(self, term: str) -> int:
         """Id of ``term``, or -1 when it is not in the vocabulary."""
         return self._ids.get(term, -1)
