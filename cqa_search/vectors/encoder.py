@@ -5,10 +5,12 @@ into L2-normalised float32 vectors equal to sentence-transformers' to cosine >= 
 (``scripts/bench_encoder.py`` checks the real all-MiniLM-L6-v2 on 1,000 archive texts)
 without torch: the tokenizer is Hugging Face ``tokenizers`` reading ``tokenizer.json``,
 the weights are read by ``safetensors`` as numpy arrays, and the forward pass is numpy
-with BLAS (:mod:`._bert`) or, when ``onnx`` and ``onnxruntime`` are installed (the
-``encoder-onnx`` extra), onnxruntime running a graph built from the same arrays
-(:mod:`._bert_onnx`: it packs the weights once, numpy's BLAS at every product; 1.4 to 1.6
-times faster on a query, BENCHMARKS.md). Nothing is ever downloaded: :func:`unpack_model`
+with BLAS (:mod:`._bert`) or onnxruntime running a graph built from the same arrays
+(:mod:`._bert_onnx`, when ``onnx`` and ``onnxruntime`` are installed: the ``encoder-onnx``
+extra). onnxruntime packs the weights once where BLAS packs them at every product: a
+query's few token rows encode 1.3 to 1.6 times faster; on batches of an archive numpy was
+1.2 times faster (BENCHMARKS.md), so by default a query goes through onnxruntime when it
+is installed and batches through numpy. Nothing is ever downloaded: :func:`unpack_model`
 installs a model folder once from a zip file the user has.
 
 The folder (sentence-transformers layout)::
@@ -60,7 +62,8 @@ MODEL_PACKAGE = "all_minilm_l6_v2"
 _MODULE_TYPES = {"Transformer": "sentence_transformers.models.Transformer",
                  "Pooling": "sentence_transformers.models.Pooling",
                  "Normalize": "sentence_transformers.models.Normalize"}
-#: The forward passes: ``"auto"`` is onnxruntime when it is installed, else numpy.
+#: The forward passes: ``"auto"`` is onnxruntime for one text (a query) when it is
+#: installed, numpy for batches.
 BACKENDS = ("auto", "numpy", "onnxruntime")
 #: Texts tokenized at once by :meth:`SentenceEncoder.encode` (then sorted by length).
 _CHUNK = 4096
@@ -178,8 +181,8 @@ class SentenceEncoder:
     max_seq_length : int
         Tokens kept of a text, ``[CLS]`` and ``[SEP]`` included.
     pooling : {"mean", "cls"}
-    backend : {"numpy", "onnxruntime"}
-        The forward pass in use (``"auto"`` resolved).
+    query_backend, batch_backend : {"numpy", "onnxruntime"}
+        The forward pass of :meth:`encode_query` and of :meth:`encode`.
 
     Examples
     --------
@@ -192,7 +195,7 @@ class SentenceEncoder:
         self._tokenizer = tokenizer
         self._weights = weights
         self._lowercase = lowercase
-        self.backend = _backend(backend)
+        self.query_backend, self.batch_backend = _backends(backend)
         self._onnx = None   # the onnxruntime session, made on first use
         self.identity = dict(identity)
         self.dim = int(identity["dim"])
@@ -212,7 +215,9 @@ class SentenceEncoder:
             at a cost in fidelity: ``scripts/bench_encoder.py`` measures it).
         backend : {"auto", "numpy", "onnxruntime"}, default "auto"
             The forward pass (:data:`BACKENDS`; the same vectors to float32 rounding):
-            ``"auto"`` is onnxruntime when ``onnx`` and ``onnxruntime`` are installed.
+            ``"auto"`` encodes a query through onnxruntime when ``onnx`` and
+            ``onnxruntime`` are installed and batches through numpy (what measured
+            fastest for each).
 
         Returns
         -------
@@ -225,7 +230,7 @@ class SentenceEncoder:
             file that is not safetensors or lacks a tensor, a bad ``max_seq_length`` or
             ``backend``, onnxruntime asked for and not installed.
         """
-        backend = _backend(backend)
+        _backends(backend)
         folder = os.path.abspath(os.fspath(folder))
         if not os.path.isdir(folder):
             raise ParameterError(f"{folder}: no such model folder")
@@ -283,10 +288,10 @@ class SentenceEncoder:
         return [np.asarray(e.ids, dtype=np.int64)
                 for e in self._tokenizer.encode_batch(texts)]
 
-    def _embed(self, ids) -> np.ndarray:
+    def _embed(self, ids, backend) -> np.ndarray:
         """The normalised vectors of token sequences sorted by length (one pass)."""
         lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=len(ids))
-        if self.backend == "onnxruntime":
+        if backend == "onnxruntime":
             if self._onnx is None:
                 from ._bert_onnx import OnnxForward
 
@@ -332,7 +337,8 @@ class SentenceEncoder:
                         tokens += len(ids[order[j]])
                         j += 1
                     rows = order[i:j]
-                    out[start + rows] = self._embed([ids[r] for r in rows])
+                    out[start + rows] = self._embed([ids[r] for r in rows],
+                                                    self.batch_backend)
                     bar.update(j - i)
                     i = j
         return out
@@ -341,7 +347,7 @@ class SentenceEncoder:
         """The L2-normalised vector of one text (float32, shape ``(dim,)``), BLAS on one
         thread (see :mod:`cqa_search._blas`)."""
         with one_blas_thread():
-            return self._embed(self.tokenize([text]))[0]
+            return self._embed(self.tokenize([text]), self.query_backend)[0]
 
 
 def onnx_available() -> bool:
@@ -351,17 +357,17 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
 
 
-def _backend(backend) -> str:
-    """``backend`` checked, ``"auto"`` resolved."""
+def _backends(backend) -> tuple:
+    """``backend`` checked: the backends of a query and of batches."""
     if backend not in BACKENDS:
         raise ParameterError(f"backend must be one of {{{', '.join(map(repr, BACKENDS))}}}; "
                              f"got {backend!r}")
     if backend == "auto":
-        return "onnxruntime" if onnx_available() else "numpy"
+        return "onnxruntime" if onnx_available() else "numpy", "numpy"
     if backend == "onnxruntime" and not onnx_available():
         raise ParameterError("backend 'onnxruntime' needs onnx and onnxruntime "
                              "(pip install 'cqa-search[encoder-onnx]')")
-    return backend
+    return backend, backend
 
 
 def _tokenizer(folder, max_length):

@@ -224,7 +224,8 @@ def test_the_onnxruntime_pass_equals_the_reference_and_the_numpy_pass(tmp_path, 
     tensors = write_model(tmp_path / "m", pooling=pooling, seed=5)
     encoder = SentenceEncoder.load(tmp_path / "m", backend="onnxruntime")
     numpy_pass = SentenceEncoder.load(tmp_path / "m", backend="numpy")
-    assert encoder.backend == "onnxruntime" and numpy_pass.backend == "numpy"
+    assert (encoder.query_backend, encoder.batch_backend) == ("onnxruntime",) * 2
+    assert (numpy_pass.query_backend, numpy_pass.batch_backend) == ("numpy",) * 2
     # batches of 3: texts of different lengths padded together
     got = encoder.encode(TEXTS, batch_size=3)
     assert got.dtype == np.float32 and got.shape == (len(TEXTS), SIZES["hidden"])
@@ -234,9 +235,11 @@ def test_the_onnxruntime_pass_equals_the_reference_and_the_numpy_pass(tmp_path, 
         assert np.abs(encoder.encode_query(text) - vector).max() < 1e-5, text
 
 
-def test_the_backend_is_checked_and_auto_prefers_onnxruntime(tiny):
-    assert SentenceEncoder.load(tiny[0]).backend == \
-        ("onnxruntime" if onnx_available() else "numpy")
+def test_the_backend_is_checked_and_auto_prefers_onnxruntime_for_queries(tiny):
+    encoder = SentenceEncoder.load(tiny[0])
+    assert encoder.query_backend == ("onnxruntime" if onnx_available() else "numpy")
+    assert encoder.batch_backend == "numpy"
+    assert np.abs(encoder.encode_query(TEXTS[0]) - encoder.encode(TEXTS[:1])[0]).max() < 1e-5
     with pytest.raises(ParameterError, match="backend must be one of {'auto', 'numpy', "
                                              "'onnxruntime'}; got 'torch'"):
         SentenceEncoder.load(tiny[0], backend="torch")
