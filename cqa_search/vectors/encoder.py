@@ -9,7 +9,7 @@ with BLAS (:mod:`._bert`) or onnxruntime running a graph built from the same arr
 (:mod:`._bert_onnx`, when ``onnx`` and ``onnxruntime`` are installed: the ``encoder-onnx``
 extra). onnxruntime packs the weights once where BLAS packs them at every product: a
 query's few token rows encode 1.3 to 1.6 times faster; on batches of an archive numpy was
-1.2 times faster (BENCHMARKS.md), so by default a query goes through onnxruntime when it
+1.2-1.3 times faster (BENCHMARKS.md), so by default a query goes through onnxruntime when it
 is installed and batches through numpy. Nothing is ever downloaded: :func:`unpack_model`
 installs a model folder once from a zip file the user has.
 
