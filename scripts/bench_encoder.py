@@ -5,6 +5,7 @@ Usage::
 
     python scripts/bench_encoder.py --model DIR [--reference-python PY] [--data DATA]
                                     [--n-texts 1000] [--n-queries 200] [--truncate 128 ...]
+                                    [--backends numpy onnxruntime] [--libraries hnswlib ...]
                                     [--parts speed storage products scale] [--out REPORT.md]
 
 DIR is a sentence-transformers model folder (all-MiniLM-L6-v2:
@@ -21,13 +22,15 @@ part printed when done):
 - fidelity: the cosine of our vector and sentence-transformers' for ``--n-texts`` random
   questions (min, mean, the share >= 0.9999);
 - archive rate: questions encoded per CPU second (all threads counted) by each, on the
-  same texts, ours on one BLAS thread, theirs as sentence-transformers runs by default
+  same texts, ours on one thread by each of ``--backends`` (numpy with BLAS, and
+  onnxruntime when installed), theirs as sentence-transformers runs by default
   (``encode``, batches of 32 padded to their longest, torch's threads); and the rate the
   arithmetic allows on this CPU: FLOPs per text from the model's sizes and the texts'
   lengths, divided by the single-thread float32 GEMM speed numpy measures here;
 - shorter truncation (``--truncate``): rate and cosine to the full-length reference;
 - query latency: CPU milliseconds (p50/p95) of one text encoded by itself, for short
-  queries (titles of <= 16 words) and whole questions;
+  queries (titles of <= 16 words) and whole questions, our backends interleaved text by
+  text;
 - storage: every question of the sites (or ``--n-storage`` of them) encoded and stored
   as float16 and as int8 (a scale per row), each title as a query: how much of the float32 top 10 and top 100
   each keeps (the question itself left out of the lists), and the largest score error.
@@ -39,11 +42,13 @@ above its exact limit (``EncoderModel`` defaults: sqrt(n) lists, a tenth probed)
 the exact scan, both through ``EncoderScorer.nearest`` (the query's vector given, not
 encoded): recall@100 against the exact top 100, and per-query milliseconds p50/p95 (one
 BLAS thread). Synthetic vectors time the search; how real questions cluster decides the
-recall, so the recall figure is the synthetic set's.
+recall, so the recall figure is the synthetic set's. ``--libraries`` adds the
+nearest-neighbour libraries of ``bench_vectors.py ann`` (hnswlib, faiss-hnsw, usearch, ...)
+over the same vectors and queries: build seconds, ms p50 / p95, recall@100.
 
 ``--parts products`` (needs ``onnx`` and ``onnxruntime``): the forward pass's 24 dense products
 for 17, 64 and 2,048 token rows through numpy and through onnxruntime, the measurement
-behind the choice of numpy.
+that led to the onnxruntime backend.
 
 The machine may be shared: compare the two in the same run as ratios.
 """
@@ -62,7 +67,7 @@ import numpy as np
 from cqa_search import compiled
 from cqa_search._blas import one_blas_thread
 from cqa_search.readers import read_archive
-from cqa_search.vectors.encoder import SentenceEncoder
+from cqa_search.vectors.encoder import SentenceEncoder, onnx_available
 
 from _common import DATA, load_average, stackexchange_sites
 
@@ -196,12 +201,15 @@ def cpu_rate(fn, n):
     return value, n / cpu, cpu, wall
 
 
-def latencies(encoder, texts):
-    out = []
+def latencies(encoders, texts):
+    """CPU ms of each text encoded by itself, per encoder (interleaved, text by text, so
+    that a change of the machine's load touches both alike)."""
+    out = {name: [] for name in encoders}
     for text in texts:
-        t = time.process_time()
-        encoder.encode_query(text)
-        out.append((time.process_time() - t) * 1000)
+        for name, encoder in encoders.items():
+            t = time.process_time()
+            encoder.encode_query(text)
+            out[name].append((time.process_time() - t) * 1000)
     return out
 
 
@@ -277,10 +285,14 @@ def speed_part(args, encoder, pairs):
     flops, per_token = flops_per_text(encoder, lengths)
     bound = gflops * 1e9 / flops.mean()
 
-    encoder.encode(texts[:32])                    # (the kernels compiled or read)
-    ours, rate, cpu, wall = cpu_rate(lambda: encoder.encode(texts), len(texts))
-    log(f"ours: {rate:.1f} questions per CPU second ({cpu:.1f} s CPU, {wall:.1f} s wall)")
-    lat = {kind: latencies(encoder, items) for kind, items in queries.items()}
+    encoders = {b: SentenceEncoder.load(args.model, backend=b) for b in args.backends}
+    ours, rates = {}, {}
+    for name, enc in encoders.items():
+        enc.encode(texts[:32])                    # (the kernels compiled, the session made)
+        ours[name], rates[name], cpu, wall = cpu_rate(lambda: enc.encode(texts), len(texts))
+        log(f"ours ({name}): {rates[name]:.1f} questions per CPU second ({cpu:.1f} s CPU, "
+            f"{wall:.1f} s wall)")
+    lat = {kind: latencies(encoders, items) for kind, items in queries.items()}
     ref = clocks = None
     if args.reference_python:
         ref, clocks = reference(args, texts, queries)
@@ -303,20 +315,26 @@ def speed_part(args, encoder, pairs):
         lines.append(f"| sentence-transformers (torch {clocks['torch']}, {clocks['threads']} "
                      f"threads, batches of 32) | {torch_rate:.1f} | 1.00 | "
                      f"{torch_rate / bound:.2f} | 1 |")
-    fidelity = cosines(ours, ref) if ref is not None else "n/a"
-    lines.append(f"| ours, {encoder.max_seq_length} tokens | {rate:.1f} | "
-                 f"{rate / torch_rate:.2f} | {rate / bound:.2f} | {fidelity} |")
+    first = next(iter(ours.values()))
+    for name, rate in rates.items():
+        fidelity = cosines(ours[name], ref) if ref is not None else \
+            f"{cosines(ours[name], first)} (to the first row)"
+        lines.append(f"| ours ({name}), {encoder.max_seq_length} tokens | {rate:.1f} | "
+                     f"{rate / torch_rate:.2f} | {rate / bound:.2f} | {fidelity} |")
     for n in args.truncate:
-        cut = SentenceEncoder.load(args.model, max_seq_length=n)
+        cut = SentenceEncoder.load(args.model, max_seq_length=n, backend=args.backends[0])
         vec, r, _, _ = cpu_rate(lambda: cut.encode(texts), len(texts))
-        against = ref if ref is not None else ours
-        lines.append(f"| ours, cut at {n} tokens | {r:.1f} | {r / torch_rate:.2f} | "
+        against = ref if ref is not None else first
+        lines.append(f"| ours ({args.backends[0]}), cut at {n} tokens | {r:.1f} | {r / torch_rate:.2f} | "
                      f"{r / bound:.2f} | {cosines(vec, against)} |")
-    lines += ["", "| query (CPU ms p50 / p95, one at a time) | ours | sentence-transformers |",
-              "|---|---|---|"]
+    lines += ["", "| query (CPU ms p50 / p95, one at a time) | "
+              + " | ".join(f"ours ({name})" for name in encoders)
+              + " | sentence-transformers |", "|---|" + "---|" * (len(encoders) + 1)]
     for kind in queries:
         theirs = pct(clocks["latency"][kind]) if clocks else "n/a"
-        lines.append(f"| {kind} ({len(queries[kind])}) | {pct(lat[kind])} | {theirs} |")
+        lines.append(f"| {kind} ({len(queries[kind])}) | "
+                     + " | ".join(pct(lat[kind][name]) for name in encoders)
+                     + f" | {theirs} |")
     emit(lines, args.out)
 
 
@@ -366,9 +384,11 @@ def scale_part(args, encoder):
             centres[0])}), 100)
     picks = rng.choice(n, args.n_queries, replace=False)
     found, times = [[] for _ in scorers], [[] for _ in scorers]
+    queries = []
     for i in picks:
         q = vectors[i, 0].astype(np.float32) + rng.standard_normal(dim).astype(np.float32) * 0.03
         q /= np.linalg.norm(q)
+        queries.append(q)
         for j, scorer in enumerate(scorers):
             query = SimpleNamespace(text="", cache={"encoder": q})
             t = time.perf_counter()
@@ -384,6 +404,45 @@ def scale_part(args, encoder):
          + [f"| inverted file, {lists} lists, {p} probed | {pct(times[j + 1])} | "
             f"{np.mean([len(a & b) / 100 for a, b in zip(found[0], found[j + 1])]):.4f} |"
             for j, p in enumerate(probes)], args.out)
+    if args.libraries:   # (printed apart: a library's build may outlast a run's time)
+        emit(["| library, settings | ms p50 / p95 | recall@100 vs exact |", "|---|---|---|"]
+             + peer_rows(args, vectors, queries, found[0]), args.out)
+
+
+def peer_rows(args, vectors, queries, truth):
+    """The libraries of ``bench_vectors.py ann`` over the same vectors (their float32
+    copy) and queries: build CPU and wall seconds, ms p50 / p95 of a top 100 (one thread),
+    recall@100 against the exact top 100 (``truth``)."""
+    from bench_vectors import LIBRARIES, clock, since
+
+    if any(lib.startswith("faiss") for lib in args.libraries):
+        import faiss
+
+        faiss.omp_set_num_threads(1)   # queries in one thread (builds: 2 where they can)
+    X = np.ascontiguousarray(vectors[:, 0], dtype=np.float32)
+    rows = []
+    for lib in args.libraries:
+        for make, params in LIBRARIES[lib]:
+            s = make()
+            log(f"building {lib}")
+            t = clock()
+            s.build(X)
+            wall, cpu = since(t)
+            for param in params:
+                s.tune(param)
+                times, recall = [], []
+                with one_blas_thread():
+                    s.search(queries[0], 100)
+                    for q, true in zip(queries, truth):
+                        t0 = time.perf_counter()
+                        got = s.search(q, 100)
+                        times.append(1000 * (time.perf_counter() - t0))
+                        recall.append(len(true & set(got.tolist())) / 100)
+                rows.append(f"| {s.name(param)} (built in {cpu:.0f} CPU s, {wall:.0f} s wall) "
+                            f"| {pct(times)} | {np.mean(recall):.4f} |")
+                log(rows[-1])
+            del s
+    return rows
 
 
 def main(argv=None):
@@ -399,6 +458,13 @@ def main(argv=None):
                     help="synthetic vectors of --parts scale")
     ap.add_argument("--n-probe", type=int, nargs="*",
                     help="lists probed, each a row of --parts scale (default: the model's)")
+    ap.add_argument("--backends", nargs="+", choices=["numpy", "onnxruntime"],
+                    default=["numpy"] + (["onnxruntime"] if onnx_available() else []),
+                    help="our forward passes measured side by side in --parts speed "
+                         "(default: numpy, and onnxruntime when installed)")
+    ap.add_argument("--libraries", nargs="*", default=[],
+                    help="nearest-neighbour libraries beside ours in --parts scale (those "
+                         "of bench_vectors.py ann: hnswlib, faiss-hnsw, usearch, ...)")
     ap.add_argument("--parts", nargs="+", choices=["speed", "storage", "products", "scale"],
                     default=["speed", "storage"])
     ap.add_argument("--out", help="also append the report to this file")

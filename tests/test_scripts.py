@@ -312,7 +312,12 @@ def test_bench_encoder_tiny(tmp_path):
               "--data", os.path.join(ROOT, "tests", "data"), "--n-texts", "6",
               "--n-queries", "3", "--truncate", "6", "--out", str(tmp_path / "report.md"))
     assert "questions per CPU second** at float32" in out
-    assert "| ours, cut at 6 tokens |" in out and "| short (3) |" in out
+    assert "| ours (numpy), cut at 6 tokens |" in out and "| short (3) |" in out
+    from cqa_search.vectors.encoder import onnx_available
+
+    if onnx_available():   # both passes side by side
+        assert "| ours (onnxruntime), 12 tokens |" in out
+        assert "| ours (numpy) | ours (onnxruntime) | sentence-transformers |" in out
     assert "| float16 | 32 |" in out and "| int8 + scale per row | 20 |" in out
     with open(tmp_path / "report.md", encoding="utf-8") as f:
         assert f.read().strip() == out.strip()

@@ -147,7 +147,8 @@ FAMILIES = {
                       "title, body and best answer), and its question vectors are the dense "
                       "first stage's. Questions added later are encoded when added. Costs: "
                       "about 20 questions per CPU-second per text encoded, 768 bytes per "
-                      "question and text (float16), ~11 ms per short query (BENCHMARKS.md, "
+                      "question and text (float16), ~11 ms CPU per short query (~7 with "
+                      "onnxruntime installed; BENCHMARKS.md, "
                       "The pretrained sentence encoder)", "encoder"),
 }
 

@@ -5,8 +5,13 @@ into L2-normalised float32 vectors equal to sentence-transformers' to cosine >= 
 (``scripts/bench_encoder.py`` checks the real all-MiniLM-L6-v2 on 1,000 archive texts)
 without torch: the tokenizer is Hugging Face ``tokenizers`` reading ``tokenizer.json``,
 the weights are read by ``safetensors`` as numpy arrays, and the forward pass is numpy
-with BLAS (:mod:`._bert`). Nothing is ever downloaded: :func:`unpack_model` installs a
-model folder once from a zip file the user has.
+with BLAS (:mod:`._bert`) or onnxruntime running a graph built from the same arrays
+(:mod:`._bert_onnx`, when ``onnx`` and ``onnxruntime`` are installed: the ``encoder-onnx``
+extra). onnxruntime packs the weights once where BLAS packs them at every product: a
+query's few token rows encode 1.3 to 1.6 times faster; on batches of an archive numpy was
+1.2-1.3 times faster (BENCHMARKS.md), so by default a query goes through onnxruntime when it
+is installed and batches through numpy. Nothing is ever downloaded: :func:`unpack_model`
+installs a model folder once from a zip file the user has.
 
 The folder (sentence-transformers layout)::
 
@@ -42,7 +47,7 @@ from ..exceptions import ParameterError
 from . import _bert
 
 __all__ = ["SentenceEncoder", "check_identity", "unpack_model", "REQUIRED_FILES",
-           "POOLINGS", "MODEL_PACKAGE"]
+           "POOLINGS", "MODEL_PACKAGE", "BACKENDS", "onnx_available"]
 
 _logger = logging.getLogger(__name__)
 
@@ -57,6 +62,9 @@ MODEL_PACKAGE = "all_minilm_l6_v2"
 _MODULE_TYPES = {"Transformer": "sentence_transformers.models.Transformer",
                  "Pooling": "sentence_transformers.models.Pooling",
                  "Normalize": "sentence_transformers.models.Normalize"}
+#: The forward passes: ``"auto"`` is onnxruntime for one text (a query) when it is
+#: installed, numpy for batches.
+BACKENDS = ("auto", "numpy", "onnxruntime")
 #: Texts tokenized at once by :meth:`SentenceEncoder.encode` (then sorted by length).
 _CHUNK = 4096
 #: Tokens per forward pass at most (a batch of long texts is split further): about
@@ -173,6 +181,8 @@ class SentenceEncoder:
     max_seq_length : int
         Tokens kept of a text, ``[CLS]`` and ``[SEP]`` included.
     pooling : {"mean", "cls"}
+    query_backend, batch_backend : {"numpy", "onnxruntime"}
+        The forward pass of :meth:`encode_query` and of :meth:`encode`.
 
     Examples
     --------
@@ -181,17 +191,19 @@ class SentenceEncoder:
     (1, 384)
     """
 
-    def __init__(self, tokenizer, weights, *, identity, lowercase=False):
+    def __init__(self, tokenizer, weights, *, identity, lowercase=False, backend="auto"):
         self._tokenizer = tokenizer
         self._weights = weights
         self._lowercase = lowercase
+        self.query_backend, self.batch_backend = _backends(backend)
+        self._onnx = None   # the onnxruntime session, made on first use
         self.identity = dict(identity)
         self.dim = int(identity["dim"])
         self.max_seq_length = int(identity["max_seq_length"])
         self.pooling = identity["pooling"]
 
     @classmethod
-    def load(cls, folder, *, max_seq_length=None) -> "SentenceEncoder":
+    def load(cls, folder, *, max_seq_length=None, backend="auto") -> "SentenceEncoder":
         """Read a sentence-transformers model folder.
 
         Parameters
@@ -201,6 +213,11 @@ class SentenceEncoder:
         max_seq_length : int, optional
             Cut texts at fewer tokens than the model's own maximum (faster on long texts,
             at a cost in fidelity: ``scripts/bench_encoder.py`` measures it).
+        backend : {"auto", "numpy", "onnxruntime"}, default "auto"
+            The forward pass (:data:`BACKENDS`; the same vectors to float32 rounding):
+            ``"auto"`` encodes a query through onnxruntime when ``onnx`` and
+            ``onnxruntime`` are installed and batches through numpy (what measured
+            fastest for each).
 
         Returns
         -------
@@ -210,8 +227,10 @@ class SentenceEncoder:
         ------
         ParameterError
             A missing file, an architecture, module or pooling not supported, a weights
-            file that is not safetensors or lacks a tensor, a bad ``max_seq_length``.
+            file that is not safetensors or lacks a tensor, a bad ``max_seq_length`` or
+            ``backend``, onnxruntime asked for and not installed.
         """
+        _backends(backend)
         folder = os.path.abspath(os.fspath(folder))
         if not os.path.isdir(folder):
             raise ParameterError(f"{folder}: no such model folder")
@@ -257,7 +276,8 @@ class SentenceEncoder:
         identity = {"name": os.path.basename(folder), "base_model": arch["base"],
                     "sha256": file_sha256(weights_path), "dim": weights.hidden,
                     "max_seq_length": limit, "pooling": pooling}
-        return cls(tokenizer, weights, identity=identity, lowercase=lowercase)
+        return cls(tokenizer, weights, identity=identity, lowercase=lowercase,
+                   backend=backend)
 
     def tokenize(self, texts) -> list:
         """Each text's token ids (int64 arrays, ``[CLS]`` ... ``[SEP]``, cut at
@@ -268,11 +288,18 @@ class SentenceEncoder:
         return [np.asarray(e.ids, dtype=np.int64)
                 for e in self._tokenizer.encode_batch(texts)]
 
-    def _embed(self, ids) -> np.ndarray:
+    def _embed(self, ids, backend) -> np.ndarray:
         """The normalised vectors of token sequences sorted by length (one pass)."""
         lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=len(ids))
-        pooled = _bert.forward(self._weights, np.concatenate(ids), lengths,
-                               pooling=self.pooling)
+        if backend == "onnxruntime":
+            if self._onnx is None:
+                from ._bert_onnx import OnnxForward
+
+                self._onnx = OnnxForward(self._weights, pooling=self.pooling)
+            pooled = self._onnx(np.concatenate(ids), lengths)
+        else:
+            pooled = _bert.forward(self._weights, np.concatenate(ids), lengths,
+                                   pooling=self.pooling)
         norms = np.sqrt(np.einsum("ij,ij->i", pooled, pooled))[:, None]
         return pooled / np.maximum(norms, np.float32(1e-12))
 
@@ -310,7 +337,8 @@ class SentenceEncoder:
                         tokens += len(ids[order[j]])
                         j += 1
                     rows = order[i:j]
-                    out[start + rows] = self._embed([ids[r] for r in rows])
+                    out[start + rows] = self._embed([ids[r] for r in rows],
+                                                    self.batch_backend)
                     bar.update(j - i)
                     i = j
         return out
@@ -319,7 +347,27 @@ class SentenceEncoder:
         """The L2-normalised vector of one text (float32, shape ``(dim,)``), BLAS on one
         thread (see :mod:`cqa_search._blas`)."""
         with one_blas_thread():
-            return self._embed(self.tokenize([text]))[0]
+            return self._embed(self.tokenize([text]), self.query_backend)[0]
+
+
+def onnx_available() -> bool:
+    """True when ``onnx`` and ``onnxruntime`` can be imported (not imported here)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
+
+
+def _backends(backend) -> tuple:
+    """``backend`` checked: the backends of a query and of batches."""
+    if backend not in BACKENDS:
+        raise ParameterError(f"backend must be one of {{{', '.join(map(repr, BACKENDS))}}}; "
+                             f"got {backend!r}")
+    if backend == "auto":
+        return "onnxruntime" if onnx_available() else "numpy", "numpy"
+    if backend == "onnxruntime" and not onnx_available():
+        raise ParameterError("backend 'onnxruntime' needs onnx and onnxruntime "
+                             "(pip install 'cqa-search[encoder-onnx]')")
+    return backend, backend
 
 
 def _tokenizer(folder, max_length):

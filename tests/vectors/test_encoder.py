@@ -23,7 +23,7 @@ from cqa_search import compiled  # noqa: E402
 from cqa_search.exceptions import ParameterError  # noqa: E402
 from cqa_search.vectors import _bert  # noqa: E402
 from cqa_search.vectors.encoder import (SentenceEncoder, check_identity,  # noqa: E402
-                                        unpack_model)
+                                        onnx_available, unpack_model)
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["how", "do", "i", "reset", "my", "router", "what", "is", "the", "best", "way", "to",
@@ -207,7 +207,7 @@ def test_the_tokenizer_and_the_encoder_do_not_import_torch_gensim_or_sklearn():
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 def test_vectors_equal_the_reference_implementation(tmp_path, implementation, pooling):
     tensors = write_model(tmp_path / "m", pooling=pooling, seed=3)
-    encoder = SentenceEncoder.load(tmp_path / "m")
+    encoder = SentenceEncoder.load(tmp_path / "m", backend="numpy")
     assert encoder.pooling == pooling and encoder.dim == SIZES["hidden"]
     got = encoder.encode(TEXTS, batch_size=4)
     assert got.dtype == np.float32 and got.shape == (len(TEXTS), SIZES["hidden"])
@@ -215,6 +215,34 @@ def test_vectors_equal_the_reference_implementation(tmp_path, implementation, po
         want = reference(tensors, ids, pooling)
         assert np.abs(vector - want).max() < 2e-5, text
         assert abs(np.linalg.norm(vector) - 1) < 1e-5
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_the_onnxruntime_pass_equals_the_reference_and_the_numpy_pass(tmp_path, pooling):
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    tensors = write_model(tmp_path / "m", pooling=pooling, seed=5)
+    encoder = SentenceEncoder.load(tmp_path / "m", backend="onnxruntime")
+    numpy_pass = SentenceEncoder.load(tmp_path / "m", backend="numpy")
+    assert (encoder.query_backend, encoder.batch_backend) == ("onnxruntime",) * 2
+    assert (numpy_pass.query_backend, numpy_pass.batch_backend) == ("numpy",) * 2
+    # batches of 3: texts of different lengths padded together
+    got = encoder.encode(TEXTS, batch_size=3)
+    assert got.dtype == np.float32 and got.shape == (len(TEXTS), SIZES["hidden"])
+    assert np.abs(got - numpy_pass.encode(TEXTS, batch_size=3)).max() < 1e-5
+    for text, ids, vector in zip(TEXTS, encoder.tokenize(TEXTS), got):
+        assert np.abs(vector - reference(tensors, ids, pooling)).max() < 2e-5, text
+        assert np.abs(encoder.encode_query(text) - vector).max() < 1e-5, text
+
+
+def test_the_backend_is_checked_and_auto_prefers_onnxruntime_for_queries(tiny):
+    encoder = SentenceEncoder.load(tiny[0])
+    assert encoder.query_backend == ("onnxruntime" if onnx_available() else "numpy")
+    assert encoder.batch_backend == "numpy"
+    assert np.abs(encoder.encode_query(TEXTS[0]) - encoder.encode(TEXTS[:1])[0]).max() < 1e-5
+    with pytest.raises(ParameterError, match="backend must be one of {'auto', 'numpy', "
+                                             "'onnxruntime'}; got 'torch'"):
+        SentenceEncoder.load(tiny[0], backend="torch")
 
 
 def test_a_model_without_normalize_module_is_normalised_all_the_same(tmp_path):
