@@ -112,9 +112,14 @@
   async function api(path, params = {}) {
     if (pending) pending.abort();
     pending = new AbortController();
+    return getJSON(path, params, pending.signal);
+  }
+
+  // A JSON answer of the API: its body, or an Error with the server's detail (an abort's
+  // AbortError as it is).
+  async function getJSON(path, params, signal) {
     const url = path + (Object.keys(params).length ? "?" + new URLSearchParams(params) : "");
-    const response = await fetch(url, { signal: pending.signal,
-                                        headers: { Accept: "application/json" } });
+    const response = await fetch(url, { signal, headers: { Accept: "application/json" } });
     let body = null;
     try { body = await response.json(); } catch (e) {
       if (e.name === "AbortError") throw e;  // a newer request took over mid-body
@@ -521,11 +526,7 @@
     const controller = completing = new AbortController();
     let data;
     try {
-      const response = await fetch("/api/complete?" + new URLSearchParams({ q: text, k: "5" }),
-                                   { signal: controller.signal,
-                                     headers: { Accept: "application/json" } });
-      data = await response.json();
-      if (!response.ok) throw new Error(data.detail || response.statusText);
+      data = await getJSON("/api/complete", { q: text, k: "5" }, controller.signal);
     } catch (e) {
       if (e.name !== "AbortError" && controller === completing) {
         completePart.hidden = true;
@@ -561,11 +562,7 @@
     let data;
     try {
       // (typed text is a question, not query syntax: sent as its title, plain text)
-      const response = await fetch("/api/search?" + new URLSearchParams({ title: text, k: "5" }),
-                                   { signal: controller.signal,
-                                     headers: { Accept: "application/json" } });
-      data = await response.json();
-      if (!response.ok) throw new Error(data.detail || response.statusText);
+      data = await getJSON("/api/search", { title: text, k: "5" }, controller.signal);
     } catch (e) {
       if (e.name !== "AbortError" && controller === suggesting) {
         suggesting = null;
