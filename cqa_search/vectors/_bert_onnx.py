@@ -80,10 +80,22 @@ def build_graph(weights, *, pooling="mean"):
     node("Mul", ["mask_off", "neg"], "mask_neg")
     node("Unsqueeze", ["mask_neg", "ax1"], "mask_b1n")
     node("Unsqueeze", ["mask_b1n", "ax1"], "key_bias")
+    def linear(x, p, name, layer, output_names):
+        """x W + b of the layer's ``name`` weights (nodes named by ``output_names``)."""
+        y = node("MatMul", [x, const(p + name, layer[name])], p + output_names[0])
+        return node("Add", [y, const(p + name + "_b", layer[name + "_bias"])],
+                    p + output_names[1])
+
+    def add_norm(o, x, p, layer, j):
+        """LayerNorm(o + x), the layer's ``ln{j}`` (post-LN)."""
+        o = node("Add", [o, x], p + f"res{j}")
+        return node("LayerNormalization", [o, const(p + f"ln{j}_g", layer[f"ln{j}"][0]),
+                                           const(p + f"ln{j}_b", layer[f"ln{j}"][1])],
+                    p + f"x{j}", axis=-1, epsilon=w.eps)
+
     for i, layer in enumerate(w.layers):
         p = f"l{i}_"
-        qkv = node("MatMul", [x, const(p + "qkv", layer["qkv"])], p + "qkv_x")
-        qkv = node("Add", [qkv, const(p + "qkv_b", layer["qkv_bias"])], p + "qkv_y")
+        qkv = linear(x, p, "qkv", layer, ("qkv_x", "qkv_y"))
         nodes.append(helper.make_node("Split", [qkv], [p + "q", p + "k", p + "v"],
                                       name=p + "split", axis=-1, num_outputs=3))
         q, k, v = (node("Reshape", [p + s, "heads_shape"], p + s + "_r") for s in "qkv")
@@ -96,21 +108,9 @@ def build_graph(weights, *, pooling="mean"):
         c = node("MatMul", [s, v], p + "ctx")
         c = node("Transpose", [c], p + "ctx_t", perm=[0, 2, 1, 3])        # (b, n, A, d)
         c = node("Reshape", [c, "hidden_shape"], p + "ctx_r")
-        o = node("MatMul", [c, const(p + "out", layer["out"])], p + "o")
-        o = node("Add", [o, const(p + "out_b", layer["out_bias"])], p + "o_b")
-        o = node("Add", [o, x], p + "res1")
-        x = node("LayerNormalization", [o, const(p + "ln1_g", layer["ln1"][0]),
-                                        const(p + "ln1_b", layer["ln1"][1])],
-                 p + "x1", axis=-1, epsilon=w.eps)
-        u = node("MatMul", [x, const(p + "up", layer["up"])], p + "u")
-        u = node("Add", [u, const(p + "up_b", layer["up_bias"])], p + "u_b")
-        u = node("Gelu", [u], p + "gelu")
-        o = node("MatMul", [u, const(p + "down", layer["down"])], p + "dn")
-        o = node("Add", [o, const(p + "down_b", layer["down_bias"])], p + "dn_b")
-        o = node("Add", [o, x], p + "res2")
-        x = node("LayerNormalization", [o, const(p + "ln2_g", layer["ln2"][0]),
-                                        const(p + "ln2_b", layer["ln2"][1])],
-                 p + "x2", axis=-1, epsilon=w.eps)
+        x = add_norm(linear(c, p, "out", layer, ("o", "o_b")), x, p, layer, 1)
+        u = node("Gelu", [linear(x, p, "up", layer, ("u", "u_b"))], p + "gelu")
+        x = add_norm(linear(u, p, "down", layer, ("dn", "dn_b")), x, p, layer, 2)
     if pooling == "cls":
         node("Gather", [x, "i0"], "pooled", axis=1)
     else:
