@@ -159,6 +159,8 @@ ROWS = {
 # Safe defaults of an index without a ranker (--safe-defaults): on an index with word
 # vectors only (no other family changes a search without a ranker)
 _VECTORS = ("embeddings",)
+#: The hybrid weights the safe-defaults rows try on each BM25F.
+_SAFE_WEIGHTS = (0.02, 0.03, 0.05, 0.1, 0.2, 0.3)
 _BM25F = {"bm25f": BM25F(), "bm25f-t3": BM25F(title=3, b_title=1), "bm25f-t5": BM25F(title=5),
           "bm25f-t5b1": BM25F(title=5, b_title=1)}
 ROWS.update({
@@ -171,13 +173,13 @@ ROWS.update({
                  families=_VECTORS) for name, model in _BM25F.items()},
     **{f"{name}@{a:g}": Row(f"hybrid on {name}, a = {a:g}", {"retrieval": model, "hybrid": a},
                             families=_VECTORS)
-       for name, model in _BM25F.items() for a in (0.05, 0.1, 0.2, 0.3)},
+       for name, model in _BM25F.items() for a in _SAFE_WEIGHTS},
     **{f"{fusion}-{name}": Row(f"{fusion}: {name} and the word vectors", families=_VECTORS,
                                fuse=(name, "vectors"), fusion=fusion)
        for fusion in ("rrf", "extend") for name in ("bm25-v", "bm25f", "bm25f-t3")},
 })
 SAFE_ROWS = ["bm25-v", "hybrid-v", "vectors", *_BM25F,
-             *(f"{n}@{a:g}" for n in _BM25F for a in (0.05, 0.1, 0.2, 0.3)),
+             *(f"{n}@{a:g}" for n in _BM25F for a in _SAFE_WEIGHTS),
              *(f"{f}-{n}" for f in ("rrf", "extend") for n in ("bm25-v", "bm25f", "bm25f-t3"))]
 RETRIEVAL_ROWS = ["bm25", "default", "term", "hybrid", "pipeline"]
 #: The rows and dev collections that chose ``train``'s default learner (``--learner-choice``).

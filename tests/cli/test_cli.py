@@ -11,6 +11,7 @@ import pytest
 
 from cqa_search import SearchEngine, build_index
 from cqa_search.cli.__main__ import main
+from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT
 
 
 def run(capsys, *argv):
@@ -755,12 +756,12 @@ def test_the_hybrid_first_stage_from_the_command_line(capsys, vectors_copy):
     code, out, _ = run(capsys, "info", vectors_copy)
     assert "first stage hybrid over bm25f (title 5; the default of an index with titles): " \
         "(1-a) x its score / the best + a x cosine of the question " \
-        "vectors, a = 0.05 (the default without a ranker that stores one" in out
+        f"vectors, a = {DEFAULT_WEIGHT:g} (the default without a ranker that stores one" in out
     code, out, _ = run(capsys, "query", vectors_copy, "sinuses plugged up", "-k", "2",
                        "--explain", "--color", "never", "--no-answers")
     assert code == 0
-    assert re.search(r"first stage \d\.\d{3} = 0\.95 × bm25f [\d.]+/[\d.]+ \+ 0\.05 × cosine",
-                     out)
+    assert re.search(rf"first stage \d\.\d{{3}} = {re.escape(f'{1 - DEFAULT_WEIGHT:g}')} × bm25f "
+                     rf"[\d.]+/[\d.]+ \+ {re.escape(f'{DEFAULT_WEIGHT:g}')} × cosine", out)
     code, out, _ = run(capsys, "query", vectors_copy, "sinuses plugged up", "-k", "2",
                        "--explain", "--hybrid", "none", "--color", "never")
     assert code == 0 and "first stage" not in out
@@ -771,7 +772,7 @@ def test_the_hybrid_first_stage_from_the_command_line(capsys, vectors_copy):
     evaluate = ["evaluate", vectors_copy, "--queries", demo / "queries.jsonl", "--qrels",
                 demo / "qrels.txt", "-q", "--metrics", "map", "r@100"]
     code, out, _ = run(capsys, *evaluate)
-    assert code == 0 and "bm25f+hybrid0.05 " in out
+    assert code == 0 and f"bm25f+hybrid{DEFAULT_WEIGHT:g} " in out
     code, out, _ = run(capsys, *evaluate, "--hybrid", "none")
     assert code == 0 and "\nbm25f " in out
     code, out, _ = run(capsys, "train", vectors_copy, "--queries", demo / "queries.jsonl",
@@ -820,7 +821,6 @@ def test_info_calls_a_model_stale_once_a_model_it_read_is_fitted_again(capsys, t
 
 def test_the_help_says_the_default_weight():
     from cqa_search.cli._common import HYBRID_HELP
-    from cqa_search.retrieval.first_stage import DEFAULT_WEIGHT
 
     assert f"or {DEFAULT_WEIGHT:g} without one" in HYBRID_HELP
 

@@ -122,7 +122,8 @@ def test_capability_and_weights():
         with pytest.raises(ValueError, match="must be a number in"):
             first_stage.check_weight(bad)
     assert all(0 < a < 1 for a in first_stage.WEIGHT_GRID)
-    assert first_stage.DEFAULT_WEIGHT in first_stage.WEIGHT_GRID
+    # without judged queries the vectors touch the term order least (a title finds itself)
+    assert 0 < first_stage.DEFAULT_WEIGHT <= min(first_stage.WEIGHT_GRID)
 
 
 # -- in the engine ---------------------------------------------------------------------------
