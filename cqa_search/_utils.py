@@ -237,3 +237,38 @@ def progress_bar(enabled, desc, unit, total=None, *, leave=True):
 
     return tqdm(desc=desc, unit=" " + unit, total=total, disable=None if enabled else True,
                 file=sys.stderr, mininterval=0.5, dynamic_ncols=True, leave=leave)
+
+
+class InProcess:
+    """The data of a fit held in this process as one part (the whole archive), with the
+    interface of :class:`cqa_search.distributed.fitting.ShardParts` (a sharded index's
+    shards as parts, each in a Ray actor on its shard): a model family's fit runs its
+    per-part steps through one or the other the same way.
+
+    ``map(method, *args)``: every part's ``method(*args)``, in order (here: one);
+    ``parallel_corpus(method, *args)``: a corpus IBM Model 1 fits, of the parts'
+    ``method(*args)`` (ParallelCorpus or None each); ``with``: the parts are released
+    at the end.
+
+    Examples
+    --------
+    >>> with InProcess([1, 2]) as parts:
+    ...     parts.map("count", 2)
+    [1]
+    """
+
+    def __init__(self, part):
+        self.part = part
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.part = None
+        return False
+
+    def map(self, method, *args) -> list:
+        return [getattr(self.part, method)(*args)]
+
+    def parallel_corpus(self, method, *args):
+        return getattr(self.part, method)(*args)

@@ -75,7 +75,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._utils import RANDOM_STATE, Interval, validate_params
+from ._utils import RANDOM_STATE, InProcess, Interval, validate_params
 from .exceptions import ArchiveError, NotFittedError
 from .index.validate import check_array, check_count
 from .ranking import LEARNERS, LinearRanker
@@ -338,7 +338,9 @@ def answer_features(view, model, rows=None):
 # The estimator
 # ---------------------------------------------------------------------------------------
 def _labels_of(y, archive, answers: _Answers):
-    """Per-answer labels (NaN: unlabelled) from ``{doc_id: labels}``."""
+    """Per-answer labels (NaN: unlabelled) from ``{doc_id: labels}`` (or ``{doc_id:
+    {answer key: relevance}}``, qrels) for the questions of ``y`` that ``archive`` holds,
+    and those questions' ids (the others are another part's)."""
     if not isinstance(y, Mapping):
         raise ValueError(f"y must map question ids to the labels of their answers (a dict); "
                          f"got {type(y).__name__}")
@@ -346,18 +348,41 @@ def _labels_of(y, archive, answers: _Answers):
     starts = np.flatnonzero(np.r_[True, answers.row[1:] != answers.row[:-1]]) \
         if answers.n else np.zeros(0, np.int64)
     first = dict(zip(answers.row[starts].tolist(), starts.tolist()))
+    found = []
     for doc_id, values in y.items():
         if doc_id not in archive:
-            raise ValueError(f"y names question {doc_id!r}, which is not in the archive")
+            continue
+        found.append(doc_id)
         row = archive.row(doc_id)
-        values = list(values)
-        n = len(archive[row].answers)
+        question = archive[row]
+        values = _question_labels(doc_id, question, values) if isinstance(values, Mapping) \
+            else list(values)
+        n = len(question.answers)
         if len(values) != n:
             raise ValueError(f"y gives {len(values)} labels for question {doc_id!r}, which "
                              f"has {n} answers")
         if n:
             labels[first[row]:first[row] + n] = [np.nan if v is None else float(v)
                                                  for v in values]
+    return labels, found
+
+
+def _question_labels(doc_id, question, judged) -> list:
+    """A question's labels in answer order (None: not judged) from ``{answer key:
+    relevance}`` (an answer's id, ``extra["answer_ids"]``, or its 0-based position)."""
+    keys = list(question.extra.get("answer_ids") or ())
+    if len(keys) != len(question.answers):
+        keys = [str(k) for k in range(len(question.answers))]
+    labels = [None] * len(keys)
+    for key, relevance in judged.items():
+        key = str(key)
+        k = keys.index(key) if key in keys else (
+            int(key) if key.isdigit() and int(key) < len(keys) else -1)
+        if k < 0:
+            raise ArchiveError(f"the labels name answer {key!r} of question {doc_id!r}, "
+                               f"which has {len(keys)} answers"
+                               + (f" ({', '.join(keys[:3])}, ...)" if keys else ""))
+        labels[k] = relevance
     return labels
 
 
@@ -388,21 +413,7 @@ def labels_from_qrels(archive, qrels) -> dict:
         if doc_id not in archive:
             raise ArchiveError(f"the labels name question {doc_id!r}, which is not in the "
                                f"archive")
-        question = archive.get(doc_id)
-        keys = list(question.extra.get("answer_ids") or ())
-        if len(keys) != len(question.answers):
-            keys = [str(k) for k in range(len(question.answers))]
-        labels = [None] * len(keys)
-        for key, relevance in judged.items():
-            key = str(key)
-            k = keys.index(key) if key in keys else (
-                int(key) if key.isdigit() and int(key) < len(keys) else -1)
-            if k < 0:
-                raise ArchiveError(f"the labels name answer {key!r} of question {doc_id!r}, "
-                                   f"which has {len(keys)} answers"
-                                   + (f" ({', '.join(keys[:3])}, ...)" if keys else ""))
-            labels[k] = relevance
-        y[doc_id] = labels
+        y[doc_id] = _question_labels(doc_id, archive.get(doc_id), judged)
     return y
 
 
@@ -415,6 +426,79 @@ def _argmax_per_question(scores, rows, positions, n_rows):
     first = np.r_[True, rows[order][1:] != rows[order][:-1]]
     choice[rows[order][first]] = positions[order][first]
     return choice
+
+
+class _Part:
+    """The answers of an index's rows, analysed, and the steps of a fit on them: the whole
+    archive in this process, or one shard of a sharded index in a Ray actor on the shard
+    (:class:`cqa_search.distributed.fitting.ShardParts`), which keeps its answers and their
+    features between the steps; the driver holds the model's global part (the table, the
+    ranker, the average length) and gets each part's choices.
+
+    Parameters
+    ----------
+    view : IndexView
+        The part's rows (with the whole index's vocabulary and statistics).
+    start : int, default 0
+        The part's first row in the whole index.
+    """
+
+    def __init__(self, view, start=0):
+        self.view, self.start = view, start
+        self.answers = _analyse_answers(view.archive, range(view.n_docs), view.analyzer,
+                                        view.index.vocab)
+        self.X = None
+
+    def summary(self) -> tuple:
+        """``(answers, their total length in index terms, the index's terms)``."""
+        return self.answers.n, int(self.answers.lengths.sum()), len(self.view.index.vocab)
+
+    def corpus(self, textrank):
+        """The (question, answer) pairs of the part's answers, pooled both ways (a
+        ParallelCorpus), or None when it has none."""
+        answers, view = self.answers, self.view
+        q_flat, q_off = _question_terms(view, answers.row)
+        a_flat, a_off = answers.terms.astype(np.int64), answers.offsets
+        if textrank:
+            both = np.concatenate([q_flat, a_flat])
+            offsets = np.concatenate([q_off, q_off[-1] + a_off[1:]])
+            both, offsets = textrank_filter(both, offsets)
+            n = answers.n
+            q_flat, q_off = both[:offsets[n]], offsets[:n + 1]
+            a_flat, a_off = both[offsets[n]:], offsets[n:] - offsets[n]
+        corpus = ParallelCorpus(q_flat, q_off, a_flat, a_off, len(view.index.vocab))
+        keep = (corpus.source_lengths > 0) & (corpus.target_lengths > 0)
+        return corpus.select(keep).pooled() if keep.any() else None
+
+    def features(self, model) -> None:
+        """The features of the part's answers under ``model`` (its table, smoothing and
+        average length), kept for the next steps."""
+        self.X = model._features_of(self.view, self.answers)
+
+    def moments(self, columns, mean=None) -> np.ndarray:
+        """Sums of the features' ``columns`` over the part's answers, or with ``mean``
+        their squared deviations from it: a z-score's statistics, summed over parts."""
+        Z = self.X[:, columns]
+        if mean is None:
+            return Z.sum(axis=0)
+        x = Z - mean
+        return (x * x).sum(axis=0)
+
+    def labelled(self, y, columns) -> tuple:
+        """The labelled answers of the questions of ``y`` the part holds: ``(features
+        columns, labels, question rows in the whole index, the ids found)``."""
+        labels, found = _labels_of(y, self.view.archive, self.answers)
+        known = ~np.isnan(labels)
+        return (self.X[known][:, columns], labels[known],
+                self.answers.row[known] + self.start, found)
+
+    def choices(self, model) -> np.ndarray:
+        """Per row of the part, the position of the answer ``model`` ranks first (-1:
+        none); the features are dropped."""
+        scores = model.decision_function(self.X)
+        self.X = None
+        return _argmax_per_question(scores, self.answers.row, self.answers.position,
+                                    self.view.n_docs)
 
 
 class AnswerSelector(BaseEstimator):
@@ -549,12 +633,16 @@ class AnswerSelector(BaseEstimator):
 
         Parameters
         ----------
-        X : IndexView
-            The index (e.g. ``SearchEngine.open(path).view``).
+        X : IndexView or ShardedSource
+            The index (e.g. ``SearchEngine.open(path).view``), or a sharded index's shards
+            where they are (:class:`cqa_search.distributed.fitting.ShardedSource`): each
+            shard's answers analysed, scored and chosen by a Ray actor on the shard, this
+            process holding the table, the ranker and the choices (4 bytes per question).
         y : dict, optional
             ``{doc_id: labels}``: the labels of a question's answers, in their order
-            (>= 1: a good answer, 0: not, None: unknown). Given, the ranker is learned
-            from them (supervised).
+            (>= 1: a good answer, 0: not, None: unknown), or ``{doc_id: {answer key:
+            relevance}}`` (qrels; a key as in :func:`labels_from_qrels`). Given, the
+            ranker is learned from them (supervised).
         ranker : LinearRanker, optional
             A fitted ranker over :data:`FEATURE_NAMES` columns (e.g. ``ranker_`` of a
             selector trained on a labelled archive) to apply here; exclusive with ``y``.
@@ -571,49 +659,65 @@ class AnswerSelector(BaseEstimator):
         self._validate()
         if y is not None and ranker is not None:
             raise ValueError("give labels y (supervised) or a fitted ranker, not both")
+        if y is not None and not isinstance(y, Mapping):
+            raise ValueError(f"y must map question ids to the labels of their answers (a "
+                             f"dict); got {type(y).__name__}")
         t0 = time.perf_counter()
-        view = X
-        n_docs = view.n_docs
-        rows = np.arange(n_docs)
-        answers = _analyse_answers(view.archive, rows.tolist(), view.analyzer,
-                                   view.index.vocab)
+        # the archive in parts: the whole of it here, or a sharded index's shards where
+        # they are (each holding its answers and features; the driver the global part)
+        make = getattr(X, "fit_parts", None)
+        with (make(_Part) if make is not None else InProcess(_Part(X))) as parts:
+            self._fit_parts(parts, X, y, ranker, translation, progress, t0)
+        return self
+
+    def _fit_parts(self, parts, X, y, ranker, translation, progress, t0):
+        summaries = parts.map("summary")
         t_analysis = time.perf_counter()
-        self.n_answers_ = answers.n
-        self.avg_answer_length_ = float(answers.lengths.mean()) if answers.n else 0.0
-        if not answers.n:  # asked for with every family (build-index --models ...)
+        self.n_answers_ = sum(n for n, _, _ in summaries)
+        # (integer lengths: their float sum is exact, as the in-process mean's)
+        self.avg_answer_length_ = sum(total for _, total, _ in summaries) / self.n_answers_ \
+            if self.n_answers_ else 0.0
+        if not self.n_answers_:  # asked for with every family (build-index --models ...)
             warnings.warn("the archive has no answers: the answers model has none to "
-                          "choose", UserWarning, stacklevel=2)
+                          "choose", UserWarning, stacklevel=3)
         if ranker is not None:
             used = [str(f) for f in ranker.feature_names_in_]
         else:
             used = self.feature_names if y is not None else list(self._unsupervised_weights())
+        n_terms = max(n for _, _, n in summaries)
         if translation is not None:
             ibm1 = getattr(translation, "ibm1_", translation)
             if not hasattr(ibm1, "translation_probs_"):
                 raise ValueError("translation must be a fitted IBMModel1 or TranslationModel")
-            if ibm1.n_terms_ > len(view.index.vocab):
+            if ibm1.n_terms_ > n_terms:
                 raise ValueError(f"the translation table has {ibm1.n_terms_} terms; the index "
-                                 f"has {len(view.index.vocab)}")
+                                 f"has {n_terms}")
             # a table fitted before `cqa-search add` grew the vocabulary: the new terms
             # translate to themselves
-            self.ibm1_ = ibm1.extended(len(view.index.vocab))
+            self.ibm1_ = ibm1.extended(n_terms)
         elif any(f in _TRANSLATION for f in used):
-            self.ibm1_ = self._train_translation(view, answers, progress)
+            self.ibm1_ = self._train_translation(parts, progress)
         else:
             self.ibm1_ = None
         t1 = time.perf_counter()
-        Xf = self._features_of(view, answers)
+        parts.map("features", self)
         t2 = time.perf_counter()
         self.train_score_ = None
         if y is not None:
-            labels = _labels_of(y, view.archive, answers)
-            known = ~np.isnan(labels)
-            if not known.any():
+            got = parts.map("labelled", y, self._columns())
+            found = {doc_id for *_, ids in got for doc_id in ids}
+            missing = [doc_id for doc_id in y if doc_id not in found]
+            if missing:
+                raise ArchiveError(f"the labels name question {missing[0]!r}, which is not "
+                                   "in the archive")
+            labels = np.concatenate([g[1] for g in got])
+            if not len(labels):
                 raise ValueError("y labels none of the archive's answers")
             self.ranker_ = LinearRanker(
                 self.learner, params=self.learner_params, normalize=self.normalize,
                 random_state=self.random_state).fit(
-                    Xf[known][:, self._columns()], labels[known], qid=answers.row[known],
+                    np.concatenate([g[0] for g in got]), labels,
+                    qid=np.concatenate([g[2] for g in got]),
                     feature_names=list(self.feature_names))
             self.train_score_ = float(self.ranker_.train_score_)
             self.mode_ = "supervised"
@@ -625,35 +729,23 @@ class AnswerSelector(BaseEstimator):
             self.ranker_ = ranker
             self.mode_ = "transferred"
         else:
-            self.ranker_ = self._unsupervised_ranker(Xf)
+            self.ranker_ = self._unsupervised_ranker(parts)
             self.mode_ = "unsupervised"
-        scores = self.decision_function(Xf)
-        self.choice_ = _argmax_per_question(scores, answers.row, answers.position, n_docs)
+        self.choice_ = np.concatenate(parts.map("choices", self)).astype(np.int32)
         self.seconds_ = {"analysis": t_analysis - t0, "translation": t1 - t_analysis,
                          "features": t2 - t1, "ranking": time.perf_counter() - t2}
-        return self
 
     def _columns(self, names=None):
         names = self.feature_names if names is None else names
         return [FEATURE_NAMES.index(f) for f in names]
 
-    def _train_translation(self, view, answers, progress_bar):
-        """IBM Model 1 on the archive's (question, answer) pairs, pooled both ways."""
-        q_flat, q_off = _question_terms(view, answers.row)
-        a_flat, a_off = answers.terms.astype(np.int64), answers.offsets
-        if self.textrank:
-            both = np.concatenate([q_flat, a_flat])
-            offsets = np.concatenate([q_off, q_off[-1] + a_off[1:]])
-            both, offsets = textrank_filter(both, offsets)
-            n = answers.n
-            q_flat, q_off = both[:offsets[n]], offsets[:n + 1]
-            a_flat, a_off = both[offsets[n]:], offsets[n:] - offsets[n]
-        corpus = ParallelCorpus(q_flat, q_off, a_flat, a_off, len(view.index.vocab))
-        keep = (corpus.source_lengths > 0) & (corpus.target_lengths > 0)
-        if not keep.any():
+    def _train_translation(self, parts, progress_bar):
+        """IBM Model 1 on the archive's (question, answer) pairs, pooled both ways (each
+        part's pairs where the part is: :meth:`_Part.corpus`)."""
+        corpus = parts.parallel_corpus("corpus", self.textrank)
+        if corpus is None:
             raise ValueError("no question-answer pairs to train the translation table on: "
                              "the archive has no (non-empty) answers")
-        corpus = corpus.select(keep).pooled()
         logger.info("answer selection: IBM Model 1 on %d pooled pairs", corpus.n_pairs)
         return IBMModel1(max_iter=self.max_iter, tol=self.tol,
                          min_prob=self.min_prob).fit(corpus, progress_bar=progress_bar)
@@ -685,19 +777,23 @@ class AnswerSelector(BaseEstimator):
                              f"{sorted(weights)}; got features={self.features!r}")
         return used
 
-    def _unsupervised_ranker(self, Xf):
+    def _unsupervised_ranker(self, parts):
         """The unsupervised weights as a LinearRanker over this archive's z-scored
-        features (no labels)."""
+        features (no labels), their means and deviations summed over the parts."""
         used = self._unsupervised_weights()
         names = list(used)
-        Z = Xf[:, self._columns(names)]
-        scale = Z.std(axis=0) if len(Z) else np.ones(len(names))
+        columns = self._columns(names)
+        n = self.n_answers_
+        if n:
+            mean = np.sum(parts.map("moments", columns), axis=0) / n
+            scale = np.sqrt(np.sum(parts.map("moments", columns, mean), axis=0) / n)
+        else:
+            mean, scale = np.zeros(len(names)), np.ones(len(names))
         meta = {"feature_names": names, "n_iter": 0, "loss_curve": [], "init_score": None,
                 "train_score": float("nan"), "validation_scores": None,
                 "learner_info": {"unsupervised": used}}
         arrays = {"coef": np.array(list(used.values())), "intercept": np.zeros(1),
-                  "norm_offset": Z.mean(axis=0) if len(Z) else np.zeros(len(names)),
-                  "norm_scale": np.where(scale > 0, scale, 1.0),
+                  "norm_offset": mean, "norm_scale": np.where(scale > 0, scale, 1.0),
                   "step_feature": np.zeros(0, np.int64), "step_threshold": np.zeros(0),
                   "step_coef": np.zeros(0)}
         return LinearRanker.from_state(LinearRanker(normalize="zscore").get_params(), meta,

@@ -42,8 +42,8 @@ from .engine import SearchConfig, SearchEngine
 from .evaluation import evaluate, paired_interval, read_qrels, run_of_scores
 from .exceptions import ParameterError, QueryError
 from .features import GIVEN_FEATURES, search_ranker_name, uses_given
-from .index.models import (FAMILIES, add_model, check_features_free, model_class,
-                           remove_model)
+from .index.models import (FAMILIES, add_model, check_features_free, load_model,
+                           model_class, remove_model)
 from .index.sharding import is_sharded, shard_models, sharded_data
 from .index.store import open_index
 from .ranking import LinearRanker, LinearRankerCV
@@ -61,19 +61,21 @@ __all__ = ["FitReport", "TrainReport", "CrossValidation", "Fold", "fit_family",
 # Fitting a model family
 # ---------------------------------------------------------------------------------------
 def _stored(engine, name, what):
-    """The model ``name`` of an engine, which must be a ``what``."""
+    """The model ``name`` of an engine (or of a sharded index's top-level generation: its
+    shared part), which must be a ``what``."""
     if name not in engine.models:
         raise QueryError(f"{engine.path} has no model {name!r} "
                          f"(models: {', '.join(engine.models) or 'none'})")
-    model = engine.models[name]
+    model = engine.models[name] if hasattr(engine, "view") else load_model(engine, name)
     if not isinstance(model, what):
         raise QueryError(f"model {name!r} of {engine.path} is of kind {model.kind!r}")
     return model
 
 
 def _answers_inputs(engine, *, labels=None, ranker_from=None, ranker_name="answers",
-                    translation=None) -> dict:
-    """Keyword arguments of :meth:`~cqa_search.answers.AnswerSelector.fit`.
+                    translation=None) -> tuple:
+    """Keyword arguments of :meth:`~cqa_search.answers.AnswerSelector.fit`, and the
+    stored model they read.
 
     Parameters
     ----------
@@ -89,12 +91,12 @@ def _answers_inputs(engine, *, labels=None, ranker_from=None, ranker_name="answe
         The name of a translation model stored in this index, used instead of training a
         table.
     """
-    from .answers import AnswerSelector, labels_from_qrels
+    from .answers import AnswerSelector
 
     inputs = {}
-    if labels is not None:
-        qrels = read_qrels(labels) if isinstance(labels, (str, os.PathLike)) else labels
-        inputs["y"] = labels_from_qrels(engine.archive, qrels)
+    if labels is not None:  # (matched to the answers by the fit, where they are)
+        inputs["y"] = read_qrels(labels) if isinstance(labels, (str, os.PathLike)) \
+            else labels
     if ranker_from is not None:
         inputs["ranker"] = _stored(SearchEngine.open(ranker_from), ranker_name,
                                    AnswerSelector).ranker_
@@ -102,19 +104,22 @@ def _answers_inputs(engine, *, labels=None, ranker_from=None, ranker_name="answe
         from .translation import TranslationModel
 
         inputs["translation"] = _stored(engine, translation, TranslationModel)
-    return inputs
+    return inputs, [translation] if translation is not None else []
 
 
-#: Family -> ``function(engine, **inputs) -> dict``: what a fit of the family reads besides
-#: its parameters (labels, another model), from keyword arguments of :func:`fit_family`,
-#: as keyword arguments of the estimator's ``fit``. Its keyword parameters are the inputs.
-def _encoder_inputs(engine) -> dict:
+def _encoder_inputs(engine) -> tuple:
     """Keyword arguments of :meth:`~cqa_search.vectors.encoded.EncoderModel.fit`: the
     folder beside the index where the encoded chunks are kept until the fit ends
-    (``INDEX.encoder-fit``: an interrupted fit resumes)."""
-    return {"checkpoint": os.fspath(engine.path).rstrip(os.sep) + ".encoder-fit"}
+    (``INDEX.encoder-fit``: an interrupted fit resumes); it reads no stored model."""
+    return {"checkpoint": os.fspath(engine.path).rstrip(os.sep) + ".encoder-fit"}, []
 
 
+#: Family -> ``function(engine, **inputs) -> (dict, list)``: what a fit of the family reads
+#: besides its parameters (labels, another model), from keyword arguments of
+#: :func:`fit_family`, as keyword arguments of the estimator's ``fit``, and the names of
+#: the stored models among them. Its keyword parameters are the inputs. ``engine`` is an
+#: opened engine, or the top-level generation of a sharded index whose fit reads the
+#: shards where they are (the family's ``from_shards``).
 FIT_INPUTS = {"answers": _answers_inputs, "encoder": _encoder_inputs}
 
 
@@ -220,7 +225,8 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
     unfitted = cls(**params)
     name = name or spec.store_name(unfitted.get_params())
     check_features_free(engine, name, unfitted)  # before the fit, not after it
-    fit_inputs = FIT_INPUTS[family](engine, **inputs) if family in FIT_INPUTS else {}
+    fit_inputs, read = FIT_INPUTS[family](engine, **inputs) if family in FIT_INPUTS \
+        else ({}, [])
     if ray is not None and spec.on_ray is None:
         warnings.warn(f"nothing of the {family} family runs on Ray: it is fitted in this "
                       "process", UserWarning, stacklevel=2)
@@ -233,9 +239,6 @@ def fit_family(index, family, *, name=None, progress=False, ray=None, **params) 
         with ray_fits(address=None if ray == "local" else ray):
             model = cls(**params).fit(ShardedSource(stored) if from_shards else engine.view,
                                       progress=progress, **fit_inputs)
-    # the stored models given to the fit (answers --translation NAME) are what it read
-    read = [n for n, m in getattr(engine, "models", {}).items()
-            if any(m is v for v in fit_inputs.values())]
     add_model(engine, name, model, inputs=read)
     return FitReport(family, name, engine.path, model, time.perf_counter() - t0)
 

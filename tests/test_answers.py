@@ -191,7 +191,7 @@ def test_supervised_fit_is_seeded_and_checks_labels(engine, translated):
     assert a.mode_ == "supervised" and 0 <= a.train_score_ <= 1
     np.testing.assert_array_equal(a.ranker_.coef_, b.ranker_.coef_)
     assert a.choice_[0] == 1 and a.choice_[3] == -1
-    for y, message in [({"zz": [1]}, "names question 'zz'"),
+    for y, message in [({"zz": [1]}, "the labels name question 'zz', which is not in"),
                        ({"q1": [1, 0]}, "gives 2 labels for question 'q1', which has 3"),
                        ({"q1": [None, None, None]}, "labels none of the archive's answers"),
                        ([1, 0], "y must map question ids")]:

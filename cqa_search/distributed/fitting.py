@@ -43,7 +43,7 @@ from ..exceptions import ParameterError
 from ._ray import ShardError, connect, remote
 
 __all__ = ["ray_fits", "fit_backend", "RayIBM1Workspace", "RayBlocks", "ShardedCorpus",
-           "ShardedSource"]
+           "ShardedSource", "ShardParts", "HeldCorpus"]
 
 
 def _gather(refs, what, names=None):
@@ -426,10 +426,136 @@ class ShardedCorpus:
                        self._names)
 
 
+# ---------------------------------------------------------------------------------------
+# A fit's per-question work where the shards are
+# ---------------------------------------------------------------------------------------
+class _PartActor:
+    """One shard's part of a fit (a Ray actor): ``factory(view, start)`` made from the
+    shard's files (its rows with the global vocabulary and statistics, its first row
+    ``start`` in the whole index), kept between the steps the driver calls."""
+
+    def __init__(self, path, generation, manifest, s, mmap, start, factory):
+        from ..features import IndexView
+        from ..index.sharding import load_shard
+        from ..index.store import StoredIndex
+
+        data = load_shard(StoredIndex(path, generation, manifest, mmap), s)
+        self.part = factory(IndexView(data.index, data.archive, data.analyzer,
+                                      data.categories), start)
+
+    def call(self, method, *args):
+        return getattr(self.part, method)(*args)
+
+
+def _corpus_setup(corpus):
+    """A part's parallel corpus (None: no pair) made an EM workspace (a Ray task): the
+    workspace, :func:`_ibm1_setup`'s sizes, and ``(pairs, terms)``."""
+    if corpus is None:
+        return None, None, (0, 0)
+    ws, sizes = _ibm1_setup(corpus)
+    return ws, sizes, (corpus.n_pairs, corpus.n_terms)
+
+
+class HeldCorpus:
+    """A parallel corpus whose parts, and their EM workspaces, stay in Ray's object store:
+    :meth:`IBMModel1.fit <cqa_search.translation.IBMModel1.fit>` fits it with one E-step
+    task per part, this process holding the table (:meth:`ShardParts.parallel_corpus`).
+
+    Attributes
+    ----------
+    n_pairs, n_terms : int
+    """
+
+    def __init__(self, workspaces, setups, n_pairs, n_terms, names):
+        self._parts = (workspaces, setups)
+        self.n_pairs, self.n_terms, self._names = n_pairs, n_terms, names
+
+    def workspace(self) -> RayIBM1Workspace:
+        return RayIBM1Workspace(*self._parts, self.n_terms, self._names)
+
+
+class ShardParts:
+    """A sharded index's shards as the parts of a fit, each in a Ray actor on its shard.
+
+    The actor of shard ``s`` makes ``factory(view, start)`` from the shard's files (a
+    view of its rows with the global vocabulary and statistics; ``start``: its first row
+    in the whole index) and keeps it; the fit calls its steps on every shard at once and
+    gets their results in shard order: the global part of the model is computed in the
+    driver from the parts' statistics, the per-question part by each actor against it.
+    The interface of :class:`cqa_search._utils.InProcess` (the whole archive in this
+    process as one part): ``map``, ``parallel_corpus``, ``with`` (the actors end with it).
+
+    Parameters
+    ----------
+    top : StoredIndex
+        The top-level generation of a sharded index.
+    factory : callable
+        ``factory(view, start) -> part`` (a class of the model's module, e.g.
+        :class:`cqa_search.answers._Part`).
+
+    Raises
+    ------
+    ShardError
+        A shard's actor failed (its files unreadable, its process or node lost), named.
+    """
+
+    def __init__(self, top, factory):
+        from ..index.sharding import read_shards, shard_dir
+
+        ray = connect()
+        actor = remote(_PartActor, num_cpus=0, max_restarts=0)
+        self.actors, self.names, start = [], [], 0
+        for s, entry in enumerate(read_shards(top)):
+            if entry["dir"] is not None:
+                self.actors.append(actor.remote(top.path, top.generation, top.manifest, s,
+                                                top.mmap, start, factory))
+                self.names.append(f"shard {s} ({shard_dir(s)})")
+            start += entry["n_docs"]
+        self._ray = ray
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self) -> None:
+        """End the actors (their memory is the parts')."""
+        for actor in self.actors:
+            self._ray.kill(actor)
+        self.actors = []
+
+    def _submit(self, method, args) -> list:
+        refs = [self._ray.put(a) for a in args]  # once, not once per shard
+        return [actor.call.remote(method, *refs) for actor in self.actors]
+
+    def map(self, method, *args) -> list:
+        """Every shard's ``part.method(*args)``, in shard order."""
+        return _gather(self._submit(method, args), f"the shards' {method} step", self.names)
+
+    def parallel_corpus(self, method, *args):
+        """The :class:`HeldCorpus` of the shards' ``part.method(*args)`` (a ParallelCorpus
+        or None each; they stay in Ray's object store), or None when no shard has a
+        pair."""
+        setup = remote(_corpus_setup, num_returns=3)
+        refs = [setup.remote(corpus) for corpus in self._submit(method, args)]
+        what = f"the shards' {method} step"
+        sizes = _gather([r[2] for r in refs], what, self.names)
+        given = [k for k, (n, _) in enumerate(sizes) if n]
+        if not given:
+            return None
+        setups = _gather([refs[k][1] for k in given], what, [self.names[k] for k in given])
+        return HeldCorpus([refs[k][0] for k in given], setups,
+                          sum(n for n, _ in sizes), max(t for _, t in sizes),
+                          [self.names[k] for k in given])
+
+
 class ShardedSource:
     """What a fit reads of a sharded index where its shards are, instead of the whole
     archive read in this process (an :class:`~cqa_search.features.IndexView`): the
-    translation model's parallel corpus (:meth:`parallel_corpus`).
+    translation model's parallel corpus (:meth:`parallel_corpus`), and the shards as the
+    parts of a fit (:meth:`fit_parts`: the answers model's).
 
     Parameters
     ----------
@@ -439,6 +565,11 @@ class ShardedSource:
 
     def __init__(self, top):
         self.top = top
+
+    def fit_parts(self, factory) -> ShardParts:
+        """The shards as the parts of a fit (:class:`ShardParts`), each made by
+        ``factory(view, start)`` in an actor on its shard."""
+        return ShardParts(self.top, factory)
 
     def parallel_corpus(self, *, duplicates=False, similar_questions=None,
                         min_similarity=0.5, progress_bar=False, **params) -> tuple:

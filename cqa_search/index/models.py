@@ -129,7 +129,9 @@ FAMILIES = {
                       "translation table, and one number per question (BENCHMARKS.md, "
                       "Best-answer selection)", "answers",
                       "the E-step of the IBM Model 1 table it trains (none with "
-                      "--translation NAME)"),
+                      "--translation NAME); on a sharded index, each shard's answers "
+                      "analysed, scored and chosen by an actor on the shard",
+                      from_shards=True),
     "embeddings": Family("embeddings", "word vectors learned from the archive's own text "
                          "(PPMI-SVD or word2vec) and every question's SIF vector. Adds the "
                          "hybrid first stage (searches also find the questions that share no "
