@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """A sharded index on a Ray cluster of several nodes on this machine; a node killed in the
-middle of queries and started again.
+middle of a fit, and in the middle of queries and started again.
 
 Starts a head (``ray start --head --node-ip-address 127.0.0.1``) and ``--nodes - 1`` worker
 nodes joined to it (each its own ports, temporary directory, bounded object store, on the
 loopback interface only), builds ARCHIVE whole (in this process) and in ``--shards``
 shards on the cluster (the index directory on this machine's disk, which every node
-reads), trains one ranker, and checks with a ranked query per ``--queries`` line (default:
-titles of the archive) that: every result equals the whole index's; a query during which
+reads), fits the answers model from the shards (an actor per shard, the nodes in turn)
+with node 1 killed in the middle of the fit, checks that the fit fails naming a shard of
+node 1 and that no file of the index changed, starts node 1 again, trains one ranker, and
+checks with a ranked query per ``--queries`` line (default: titles of the archive) that:
+every result equals the whole index's; a query during which
 node 1 dies (between its two rounds) fails with a ShardError naming a shard of node 1,
 never a partial result; once node 1 is started again, every query succeeds again, equal to
 the whole index's. Prints the report as JSON; exit 1 when a check fails. Every node is

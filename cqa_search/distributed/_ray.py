@@ -10,7 +10,8 @@ import threading
 
 from ..exceptions import CQASearchError
 
-__all__ = ["DistributedError", "ShardError", "import_ray", "connect", "runs_on_ray"]
+__all__ = ["DistributedError", "ShardError", "import_ray", "connect", "runs_on_ray",
+           "alive_nodes", "on_node"]
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +167,19 @@ def _reachable(address, timeout=5.0) -> None:
         raise DistributedError(f"cannot join the Ray cluster at {address}: "
                                f"{exc.strerror or exc} (start its head with `ray start "
                                "--head`)") from None
+
+
+def alive_nodes() -> list:
+    """The ids of the cluster's nodes alive, sorted: the shards' actors are dealt to them
+    in turn (each node's share of the shards, so of their memory, known in advance)."""
+    return sorted(n["NodeID"] for n in connect().nodes() if n["Alive"])
+
+
+def on_node(node) -> dict:
+    """The options that start an actor on ``node`` (a node id), and nowhere else."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
 
 
 def remote(cls, **options):

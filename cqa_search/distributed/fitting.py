@@ -40,7 +40,7 @@ import warnings
 import numpy as np
 
 from ..exceptions import ParameterError
-from ._ray import ShardError, connect, remote
+from ._ray import ShardError, alive_nodes, connect, on_node, remote
 
 __all__ = ["ray_fits", "fit_backend", "RayIBM1Workspace", "RayBlocks", "ShardedCorpus",
            "ShardedSource", "ShardParts", "HeldCorpus"]
@@ -484,6 +484,9 @@ class ShardParts:
     driver from the parts' statistics, the per-question part by each actor against it.
     The interface of :class:`cqa_search._utils.InProcess` (the whole archive in this
     process as one part): ``map``, ``parallel_corpus``, ``with`` (the actors end with it).
+    The actors are dealt to the cluster's nodes in turn, as a sharded search's (the index
+    on storage every node reads); an actor is not restarted: a shard whose actor or node
+    is lost fails the fit, by name, before anything is stored.
 
     Parameters
     ----------
@@ -504,12 +507,15 @@ class ShardParts:
 
         ray = connect()
         actor = remote(_PartActor, num_cpus=0, max_restarts=0)
-        self.actors, self.names, start = [], [], 0
+        nodes = alive_nodes()
+        self.actors, self.names, self.nodes, start = [], [], [], 0
         for s, entry in enumerate(read_shards(top)):
             if entry["dir"] is not None:
-                self.actors.append(actor.remote(top.path, top.generation, top.manifest, s,
-                                                top.mmap, start, factory))
+                node = nodes[len(self.actors) % len(nodes)]  # the nodes in turn
+                self.actors.append(actor.options(**on_node(node)).remote(
+                    top.path, top.generation, top.manifest, s, top.mmap, start, factory))
                 self.names.append(f"shard {s} ({shard_dir(s)})")
+                self.nodes.append(node)
             start += entry["n_docs"]
         self._ray = ray
 

@@ -64,7 +64,7 @@ from ..index.term_index import FieldIndex, TermIndex
 from ..index.vocab import Vocabulary
 from ..retrieval.first_stage import CandidateContext
 from ..searcher import Candidates, LocalSearcher, SearchConfig, checked_config
-from ._ray import ShardError, connect, remote, runs_on_ray
+from ._ray import ShardError, alive_nodes, connect, on_node, remote, runs_on_ray
 
 __all__ = ["ShardedSearcher", "DEFAULT_TIMEOUT"]
 
@@ -663,16 +663,13 @@ class _ShardActors:
         self.shards = read_shards(stored)
         self._actor = remote(_ShardActor, **_ACTOR_OPTIONS)
         self.handles, self.nodes = {}, {}
-        nodes = _alive_nodes()
+        nodes = alive_nodes()
         for k, s in enumerate(shards):
             self._start(s, nodes[k % len(nodes)])
 
     def _start(self, s, node) -> None:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
         stored = self.stored
-        self.handles[s] = self._actor.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+        self.handles[s] = self._actor.options(**on_node(node)).remote(
             stored.path, stored.generation, stored.manifest, s, stored.mmap)
         self.nodes[s] = node
 
@@ -733,7 +730,7 @@ class _ShardActors:
     def replace_lost(self, s) -> bool:
         """Start shard ``s``'s actor again on a node alive if its node is lost; whether it
         was."""
-        alive = _alive_nodes()
+        alive = alive_nodes()
         if not alive or self.nodes[s] in alive:
             return False
         load = {n: 0 for n in alive}
@@ -750,10 +747,6 @@ class _ShardActors:
         for actor in self.handles.values():
             ray.kill(actor)
         self.handles = {}
-
-
-def _alive_nodes() -> list:
-    return sorted(n["NodeID"] for n in connect().nodes() if n["Alive"])
 
 
 def _statistics_only(vocab, stats) -> TermIndex:

@@ -233,10 +233,12 @@ class LocalCluster:
 def node_failure(archive, work, *, n_shards=2, queries=(), n_nodes=2, timeout=1.0,
                  log=print) -> dict:
     """Build ``archive`` whole and in ``n_shards`` shards on a :class:`LocalCluster` of
-    ``n_nodes``, train one ranker, and search both while node 1 dies and comes back.
+    ``n_nodes``, fit a model from the shards while node 1 dies (then start it again),
+    train one ranker, and search both while node 1 dies and comes back.
 
-    Returns a report: the nodes of the shards, how many queries equal the whole index's
-    before the failure, the error of the query in flight when the node died (``timeout``:
+    Returns a report: the nodes of the shards' actors in the fit, its error and whether
+    the index's files are unchanged; the nodes of the shards, how many queries equal the
+    whole index's before the failure, the error of the query in flight when the node died (``timeout``:
     seconds a shard may take to answer, shorter than the time the cluster takes to find
     the node lost and start its shards elsewhere), and the results after the node is back
     (a shard may then take two minutes to answer).
@@ -260,6 +262,10 @@ def node_failure(archive, work, *, n_shards=2, queries=(), n_nodes=2, timeout=1.
         t0 = time.perf_counter()
         build_sharded_index(archive, sharded, n_shards)
         report["build_seconds"] = time.perf_counter() - t0
+        report.update(_fit_with_node_lost(cluster, sharded))
+        log(f"fit while node 1 died: {report['failed_fit']} (the index unchanged: "
+            f"{report['fit_index_unchanged']})")
+        cluster.start(1)
         one = SearchEngine.open(whole)
         texts = list(queries) or [one.archive[r].title for r in range(0, one.n_docs, 3)][:30]
         results = [one.search(t, 10) for t in texts[:10]]
@@ -313,6 +319,46 @@ def node_failure(archive, work, *, n_shards=2, queries=(), n_nodes=2, timeout=1.
     return report
 
 
+def _files(path) -> dict:
+    """Every file under ``path``, relative path -> SHA-256."""
+    from .._utils import file_sha256
+
+    return {os.path.relpath(os.path.join(d, name), path): file_sha256(os.path.join(d, name))
+            for d, _, names in os.walk(path) for name in names}
+
+
+def _fit_with_node_lost(cluster, path) -> dict:
+    """Fit the answers model on the sharded index at ``path`` from its shards (an actor
+    per shard, dealt to the nodes in turn), node 1 killed in the middle of the fit
+    (between the shards' analysis of their answers and their features): the fit's error,
+    the nodes of the shards' actors, and whether every file of the index is as before."""
+    from ..distributed import fitting
+    from ..distributed._ray import ShardError
+    from ..training import fit_family
+
+    before = _files(path)
+    real, nodes = fitting.ShardParts.map, {}
+
+    def dying(parts, method, *args):
+        if method == "features":
+            names = cluster.node_names()
+            nodes.update({int(name.split()[1]): names.get(node, "?")
+                          for name, node in zip(parts.names, parts.nodes)})
+            cluster.kill(1)
+        return real(parts, method, *args)
+
+    fitting.ShardParts.map = dying
+    try:
+        fit_family(path, "answers", ray=cluster.address)
+        failed = None
+    except ShardError as exc:
+        failed = str(exc)
+    finally:
+        fitting.ShardParts.map = real
+    return {"fit_shards": nodes, "failed_fit": failed,
+            "fit_index_unchanged": _files(path) == before}
+
+
 def check_node_failure(report) -> list:
     """What went wrong in a :func:`node_failure` report (empty: nothing)."""
     problems = []
@@ -326,5 +372,13 @@ def check_node_failure(report) -> list:
     if not named or "no partial result is returned" not in error:
         problems.append(f"the query during node 1's death did not fail naming a shard of "
                         f"node 1: {report['failed_query']!r}")
+    error = report["failed_fit"] or ""
+    named = [s for s, node in report["fit_shards"].items() if node == "node1"
+             and f"failed on shard {s} (" in error]
+    if not named or "the index is unchanged" not in error:
+        problems.append(f"the fit during node 1's death did not fail naming a shard of node "
+                        f"1: {report['failed_fit']!r}")
+    if not report["fit_index_unchanged"]:
+        problems.append("the fit that failed changed the index's files")
     return problems
 
