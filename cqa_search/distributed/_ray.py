@@ -11,7 +11,7 @@ import threading
 from ..exceptions import CQASearchError
 
 __all__ = ["DistributedError", "ShardError", "import_ray", "connect", "runs_on_ray",
-           "alive_nodes", "on_node"]
+           "alive_nodes", "on_node", "gather", "run_tasks"]
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +180,37 @@ def on_node(node) -> dict:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
+
+
+def gather(refs, what, names=None, change="the fit"):
+    """``ray.get(refs)``, or ShardError naming the task that failed (``names``: what each
+    ref is the part of, e.g. ``"shard 3 (shards/00003)"``; ``change``: what stopped)."""
+    ray = connect()
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayError as exc:
+        where = ""
+        for ref, name in zip(refs, names or ()):
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError as failed:
+                where, exc = f" on {name}", failed
+                break
+        cause = getattr(exc, "cause", None)  # a task's own error, not Ray's wrapper
+        cause = cause if isinstance(cause, Exception) else exc
+        text = str(cause).splitlines()[0] if str(cause) else ""
+        raise ShardError(f"{what} failed{where} ({type(cause).__name__}: {text}); {change} "
+                         "stopped and the index is unchanged") from None
+
+
+def run_tasks(function, calls, names, what, change) -> list:
+    """``function(*args)`` for each ``args`` of ``calls`` as Ray tasks, dealt to the
+    cluster's nodes in turn (one CPU each), their results in order; ShardError naming the
+    one that failed (``names``: what each call works on; ``change``: what stops then)."""
+    task = remote(function, max_retries=0)
+    nodes = alive_nodes()
+    return gather([task.options(**on_node(nodes[k % len(nodes)])).remote(*args)
+                   for k, args in enumerate(calls)], what, names, change)
 
 
 def remote(cls, **options):

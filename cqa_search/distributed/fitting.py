@@ -40,29 +40,10 @@ import warnings
 import numpy as np
 
 from ..exceptions import ParameterError
-from ._ray import ShardError, alive_nodes, connect, on_node, remote
+from ._ray import alive_nodes, connect, gather as _gather, on_node, remote
 
 __all__ = ["ray_fits", "fit_backend", "RayIBM1Workspace", "RayBlocks", "ShardedCorpus",
            "ShardedSource", "ShardParts", "HeldCorpus"]
-
-
-def _gather(refs, what, names=None):
-    """``ray.get(refs)``, or ShardError naming the task that failed (``names``: what each
-    ref is the part of, e.g. ``"shard 3 (shards/00003)"``)."""
-    ray = connect()
-    try:
-        return ray.get(refs)
-    except ray.exceptions.RayError as exc:
-        where = ""
-        for ref, name in zip(refs, names or ()):
-            try:
-                ray.get(ref)
-            except ray.exceptions.RayError as failed:
-                where, exc = f" on {name}", failed
-                break
-        raise ShardError(f"{what} failed{where} ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}); the fit stopped "
-                         "and the index is unchanged") from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def delete_questions(path, doc_ids, *, missing_ok=False) -> ChangeSummary:
         return writer.delete(doc_ids, missing_ok=missing_ok, t0=t0)
 
 
-def compact(path, *, progress=False) -> ChangeSummary:
+def compact(path, *, ray=None, progress=False) -> ChangeSummary:
     """Merge the segments of the index at ``path`` into one, without its deleted rows.
 
     Rows are renumbered: stored models with a row per question are carried over to the new
@@ -107,11 +107,16 @@ def compact(path, *, progress=False) -> ChangeSummary:
     others are kept as they are. Models fitted before the compaction and stored after it
     are refused (they would address the old rows). A sharded index compacts each shard
     that has deleted rows or more than one segment
-    (:mod:`cqa_search.index.sharded_writer`).
+    (:mod:`cqa_search.index.sharded_writer`): in this process, or by a Ray task per shard
+    on the cluster's nodes, this process writing only the top-level generation (``ray``:
+    True, a local Ray session or the current one, or a cluster's address; None, the
+    default: on Ray when ``RAY_ADDRESS`` names a cluster; unused by an unsharded index).
+    Ray's workers know the model kinds of the package (a kind registered by a program
+    compacts in this process).
     """
     t0 = time.perf_counter()
     with open_writer(path) as writer:
-        return writer.compact(t0=t0)
+        return writer.compact(t0=t0, ray=ray)
 
 
 def _ranker_meta(stored, name):

@@ -22,7 +22,10 @@ leaves the old generation live; readers see the old or the new, never a mix.
 - :meth:`~ShardedWriter.compact`: each shard with deleted rows or more than one segment is
   merged into one segment (its per-question models' rows carried over, computed with the
   global statistics); every shard's posting weights are written again from the current
-  statistics; a shard left without questions is dropped.
+  statistics; a shard left without questions is dropped. Each shard's new generation is
+  written by :func:`compact_shard`: in this process, or, on Ray (``ray``: True or a
+  cluster's address; by default when ``RAY_ADDRESS`` names a cluster), by a task per shard
+  on the cluster's nodes in turn, the driver writing only the top-level generation.
 - :meth:`~ShardedWriter.store_model`: the model at the top level, and, for a model with a
   row per question, in every shard with its own rows (the arrays the shards share linked
   from the top level's files): :func:`write_shard_rows`.
@@ -51,11 +54,11 @@ from .changes import (ChangeSummary, SegmentChange, already_in_index, check_dele
 from .layout import SegmentRows, load_index, read_stats, write_globals, write_weights
 from .model_files import added_rows, growing_models, model_dir, runs_entry, write_model
 from .sharding import as_part, per_question, read_shards, rows_of, shard_dir
-from .store import open_index
+from .store import IndexWriter, link_generation, open_index
 from .term_index import TermIndexBuilder
 from .vocab import Vocabulary
 
-__all__ = ["ShardedWriter", "route", "write_shard_rows"]
+__all__ = ["ShardedWriter", "route", "write_shard_rows", "compact_shard"]
 
 
 def route(live, n) -> np.ndarray:
@@ -253,37 +256,54 @@ class _Top(_Shards):
                              if word not in self.surface})
         self.shards[s] = {"dir": directory, "n_docs": len(rows), "n_deleted": 0}
 
-    def compact_shard(self, s) -> bool:
-        """Merge shard ``s``'s segments into one without its deleted rows (drop it when
-        none is live), or only write its posting weights of the current statistics;
-        returns whether it was merged."""
-        entry, change = self.shards[s], self.change(s)
-        stats_id = self.manifest.get("stats_id")
+    def compaction(self, s):
+        """What compacting shard ``s`` takes: ``"merge"`` (its segments into one without
+        its deleted rows), ``"weights"`` (only its posting weights of the current
+        statistics), or None (nothing); a shard without live questions is dropped here
+        (None)."""
+        entry = self.shards[s]
         if entry["n_deleted"] == entry["n_docs"]:  # nothing live left: no shard
             self.rewritten.append(shard_dir(s))
             self.shards[s] = {"dir": None, "n_docs": 0, "n_deleted": 0}
-            return False
-        if entry["n_deleted"] or len(change.segments) > 1:
-            def rewrite(w, shard_base):
-                change.writer = w
-                data = as_part(load_index(shard_base), self.base, stats=self.stats,
-                               vocab=self.vocab)
-                change.compact(data, after=lambda merged: {"shard": _weights(
-                    w, {name: fi.with_stats(self.stats[name])
-                        for name, fi in merged.fields.items()}, stats_id)})
-            self.rewrite(s, rewrite, change.base)
+            return None
+        manifest = self.shard(s).manifest
+        if entry["n_deleted"] or len(manifest["segments"]) > 1:
+            return "merge"
+        if manifest.get("shard", {}).get("stats_id") != self.manifest.get("stats_id"):
+            return "weights"
+        return None
+
+    def compacted(self, s, merged) -> None:
+        """Shard ``s``'s new generation, written by :func:`compact_shard`, is part of the
+        new top-level generation."""
+        self.writer.add_index(shard_dir(s))
+        self.rewritten.append(shard_dir(s))
+        if merged:
+            entry = self.shards[s]
             self.shards[s] = {"dir": entry["dir"], "n_docs": entry["n_docs"]
                               - entry["n_deleted"], "n_deleted": 0}
-            return True
-        if change.manifest.get("shard", {}).get("stats_id") != stats_id:
-            def rewrite(w, shard_base):  # its posting weights: the current statistics
-                data = as_part(load_index(shard_base), self.base, stats=self.stats,
-                               vocab=self.vocab)
-                w.commit({**shard_base.manifest,
-                          "shard": _weights(w, data.index.fields, stats_id)},
-                         keep=list(shard_base.manifest["files"]))
-            self.rewrite(s, rewrite, change.base)
-        return False
+
+
+def compact_shard(top, s, target, merge) -> None:
+    """Write the next generation of shard ``s`` of the sharded index whose live top-level
+    generation is ``top``, at ``target`` (its directory in the new top-level generation
+    being written), in any process (this one, or a Ray task on a node that reads the
+    index): its segments merged into one without its deleted rows, its per-question
+    models' rows carried over, computed with the global statistics (``merge``), or only
+    its posting weights of the current statistics."""
+    stats, vocab = read_stats(top), Vocabulary(top.json("vocab.json"))
+    stats_id = top.manifest.get("stats_id")
+    link_generation(open_index(os.path.join(top.root, shard_dir(s))), target)
+    with IndexWriter(target, nested=True) as w:
+        shard_base = w.begin()
+        data = as_part(load_index(shard_base), top, stats=stats, vocab=vocab)
+        if merge:
+            SegmentChange(w, shard_base).compact(data, after=lambda merged: {"shard": _weights(
+                w, {name: fi.with_stats(stats[name]) for name, fi in merged.fields.items()},
+                stats_id)})
+        else:  # its posting weights: the current statistics
+            w.commit({**shard_base.manifest, "shard": _weights(w, data.index.fields, stats_id)},
+                     keep=list(shard_base.manifest["files"]))
 
 
 def _weights(writer, fields, stats_id) -> dict:
@@ -364,16 +384,34 @@ class ShardedWriter:
                              seconds=time.perf_counter() - t0,
                              details={"not found": ", ".join(missing)} if missing else {})
 
-    def compact(self, *, t0) -> ChangeSummary:
+    def compact(self, *, t0, ray=None) -> ChangeSummary:
         top = _Top(self.writer, self.base)
-        merged, dropped, n_deleted = [], [], 0
+        jobs, dropped, n_deleted = [], [], 0
         for s in top.live_shards():
             directory, deleted = top.shards[s]["dir"], top.shards[s]["n_deleted"]
-            if top.compact_shard(s):
-                merged.append(directory)
+            kind = top.compaction(s)
+            if kind is not None:
+                jobs.append((s, kind == "merge"))
             elif top.shards[s]["dir"] is None:
                 dropped.append(directory)
             n_deleted += deleted
+        calls = [(self.base, s, os.path.join(self.writer.tmp, shard_dir(s)), merge)
+                 for s, merge in jobs]
+        # on Ray when asked, or when RAY_ADDRESS names a cluster (the shards' nodes); a
+        # program's own Ray session does not decide it: its workers know only the model
+        # kinds the package registers
+        if jobs and (ray not in (None, False) or ray is None and os.environ.get("RAY_ADDRESS")):
+            from ..distributed._ray import connect, run_tasks
+
+            connect(None if ray in (None, True) else ray)
+            run_tasks(compact_shard, calls, [f"shard {s} ({shard_dir(s)})" for s, _ in jobs],
+                      "compacting the shards", "the compaction")
+        else:
+            for call in calls:
+                compact_shard(*call)
+        for s, merge in jobs:
+            top.compacted(s, merge)
+        merged = [shard_dir(s) for s, merge in jobs if merge]
         generation = top.commit(stats_changed=False, rows_id=secrets.token_hex(8))
         return ChangeSummary("compacted", os.fspath(self.path), generation, deleted=n_deleted,
                              n_questions=top.n_live, n_segments=len(top.live_shards()),

@@ -851,9 +851,7 @@ class IndexWriter:
         """
         target = os.path.join(self.tmp, directory)
         if base is not None:
-            for rel in (CURRENT, f"{base.generation}/{MANIFEST}",
-                        *(f"{base.generation}/{r}" for r in base.manifest["files"])):
-                _link(os.path.join(base.path, rel), os.path.join(target, rel))
+            link_generation(base, target)
         with IndexWriter(target, nested=True) as writer:
             yield writer
             if writer.committed is None:
@@ -887,6 +885,16 @@ class IndexWriter:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+def link_generation(base, target) -> None:
+    """Hard-link the generation ``base`` (its ``CURRENT``, manifest and files) into the
+    directory ``target``: the index a nested writer at ``target`` changes (its
+    :meth:`IndexWriter.begin` returns it; another process may be that writer, e.g. a Ray
+    task compacting a shard)."""
+    for rel in (CURRENT, f"{base.generation}/{MANIFEST}",
+                *(f"{base.generation}/{r}" for r in base.manifest["files"])):
+        _link(os.path.join(base.path, rel), os.path.join(target, rel))
 
 
 def rollback(path) -> tuple:

@@ -119,8 +119,9 @@ class Writer(Protocol):
     def delete(self, doc_ids, *, missing_ok=False, t0) -> ChangeSummary:
         """Delete the questions ``doc_ids`` (distinct ids)."""
 
-    def compact(self, *, t0) -> ChangeSummary:
-        """Merge the segments into one without the deleted rows."""
+    def compact(self, *, t0, ray=None) -> ChangeSummary:
+        """Merge the segments into one without the deleted rows (a sharded index's shards
+        on Ray with ``ray``: :func:`cqa_search.index.live.compact`)."""
 
     def store_model(self, name, model, state, models) -> str:
         """Store the fitted ``model`` (its ``state()``) as ``name``."""
@@ -188,7 +189,7 @@ class LocalWriter:
                              seconds=time.perf_counter() - t0,
                              details={"not found": ", ".join(missing)} if missing else {})
 
-    def compact(self, *, t0) -> ChangeSummary:
+    def compact(self, *, t0, ray=None) -> ChangeSummary:
         change = SegmentChange(self.writer, self.base)
         n_segments = len(change.segments)
         generation, carried = change.compact(load_index(self.base))

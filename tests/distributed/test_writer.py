@@ -56,3 +56,55 @@ def test_rows_added_later_go_with_their_shards(ray_session, tmp_path, lengths_ki
     top = open_index(path, verify=True)
     assert not [rel for rel in top.manifest["files"] if "/rows/" in rel]
     assert all(rows == lengths for rows, lengths in shard_lengths(path))
+
+
+def test_compaction_as_ray_tasks_writes_the_shards_as_in_process(ray_session, tmp_path):
+    """`compact(ray=True)`: each shard's new generation written by a Ray task (the driver
+    writes the top level only), its files byte for byte those of the compaction in this
+    process; a task that fails stops it by name and the index is unchanged."""
+    import shutil
+
+    import pytest
+
+    from cqa_search.distributed._ray import ShardError
+    from cqa_search.index.store import CURRENT
+
+    base = tmp_path / "base"
+    build_sharded_index(FIRST + MORE, base, 3)
+    add_questions(base, [Question("f", "visa fee", "u")])  # a second segment in a shard
+    delete_questions(base, ["b", "d"])
+    here, there = tmp_path / "here", tmp_path / "there"
+    shutil.copytree(base, here)
+    shutil.copytree(base, there)
+    compact(here, ray=False)
+    summary = compact(there, ray=True)
+    assert "merged into one segment" in str(summary)
+
+    def shard_files(path):
+        top = open_index(path, verify=True)
+        out = {}
+        for s, entry in enumerate(read_shards(top)):
+            if entry["dir"] is not None:
+                shard = open_index(os.path.join(top.root, entry["dir"]), verify=True)
+                out[s] = {rel: info["sha256"] for rel, info in shard.manifest["files"].items()}
+        return out
+    assert shard_files(there) == shard_files(here) != {}
+    one, other = SearchEngine.open(here), SearchEngine.open(there)
+    for text in ("visa", "sofa", "battery office"):
+        assert one.search(text, 5).doc_ids == other.search(text, 5).doc_ids
+    # a shard's task that fails: named, the index as it was
+    failing = tmp_path / "failing"
+    shutil.copytree(base, failing)
+    top = open_index(failing)
+    shard = open_index(os.path.join(top.root, "shards/00001"))
+    damaged = os.path.join(shard.root, "vocab.json")
+    size = os.path.getsize(damaged)
+    with open(damaged, "wb") as f:
+        f.write(b"x" * size)
+    current = (failing / CURRENT).read_text()
+    with pytest.raises(ShardError, match=r"compacting the shards failed on shard 1 "
+                                         r"\(shards/00001\) \(IndexFormatError: .*the "
+                                         "compaction stopped and the index is unchanged"):
+        compact(failing, ray=True)
+    assert (failing / CURRENT).read_text() == current
+    assert open_index(failing).manifest == top.manifest
