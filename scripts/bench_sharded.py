@@ -6,10 +6,12 @@ Each step runs in a process of its own (so that its peak memory is its own), one
 the other, each a pair: the unsharded index in that process (no Ray), then the sharded one
 (``--shards`` shards) on a local Ray session started by that process (the build, the fits,
 which read their inputs from the shards and run their heavy steps on Ray as ``fit --ray``
-does, and the queries; the live changes need no Ray). Reported per
+does, the compaction, a Ray task per shard as ``compact --ray``, and the queries; adding
+and deleting need no Ray). Reported per
 step: wall seconds; CPU seconds of the step's process (the driver) and of its Ray
 processes (the workers: tasks and shard actors; Ray's own: raylet, GCS, agents); peak
-resident memory (VmHWM) of the driver and of the largest Ray worker; and, after the fits,
+resident memory (VmHWM) of the driver and of the largest Ray worker (a fit's shard
+actors, which end with the fit, report their own: ``shard_actors``); and, after the fits,
 the largest difference between the two indexes' models (every array, the per-question
 rows of each shard against those rows of the unsharded model), and after the queries
 whether every hit is the same (the hybrid first stage runs once the word vectors are
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -99,7 +102,7 @@ def run_step(args) -> dict:
     sharded = args.index == "sharded"
     path = os.path.join(args.work, "sharded" if sharded else "one")
     step, extra = args.step, {}
-    if sharded and (step in ("build", "query") or step.startswith("fit-")):
+    if sharded and (step in ("build", "query", "compact") or step.startswith("fit-")):
         from cqa_search.distributed._ray import connect
 
         connect()  # a fresh local session: its workers' memory is this step's
@@ -113,16 +116,25 @@ def run_step(args) -> dict:
     elif step.startswith("fit-"):
         family = step[4:]
         params = _params(args.params, family)
+        parts = []  # what each shard's actor of a fit from the parts used (it logs it)
+        handler = logging.Handler(logging.INFO)
+        handler.emit = lambda record: parts.append(
+            {"shard": record.args[0], "peak_mb": record.args[1], "cpu_s": record.args[2]})
+        source = logging.getLogger("cqa_search.distributed.fitting")
+        source.addHandler(handler)
+        source.setLevel(logging.INFO)
         _, report = _measure(lambda: fit_family(path, family, ray="local" if sharded else None,
                                                 progress=False, **params))
+        if parts:
+            extra["shard_actors"] = parts
     elif step == "add":
         _, report = _measure(lambda: add_questions(path, args.add))
     elif step == "delete":
         with open(args.add, encoding="utf-8") as f:
             ids = [json.loads(line)["id"] for _, line in zip(range(args.delete), f)]
         _, report = _measure(lambda: delete_questions(path, ids))
-    elif step == "compact":
-        _, report = _measure(lambda: compact(path))
+    elif step == "compact":  # a sharded index's shards by Ray tasks
+        _, report = _measure(lambda: compact(path, ray=True if sharded else None))
     elif step == "query":
         with open(args.queries_file, encoding="utf-8") as f:
             texts = [json.loads(line)["text"] for line in f][:args.queries]

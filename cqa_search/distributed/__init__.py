@@ -14,7 +14,10 @@ to the shards read in this process when it is not on Ray (a one-shot command:
 results equal those of one index of the whole archive (:mod:`.search`).
 
 Model fitting parallelised over Ray tasks (the IBM Model 1 E-step over shards of the
-training pairs, the per-category blocks of GNMFNC) is :mod:`.fitting`.
+training pairs, the per-category blocks of GNMFNC) and where a sharded index's shards are
+(the translation model's corpus, the answers model's parts, an actor per shard) is
+:mod:`.fitting`; compacting a sharded index's shards as Ray tasks is
+:func:`cqa_search.index.sharded_writer.compact_shard` run by :func:`._ray.run_tasks`.
 
 Ray is an optional dependency (``pip install 'cqa-search[distributed]'``), imported only
 here and only when used (:mod:`._ray`).

@@ -7,6 +7,13 @@ with one E-step task per shard, the expected counts summed in the driver (exact 
 table equals that of the corpus of the whole archive to rounding). The driver's memory is
 the table's, not the pairs'.
 
+A fit's parts where the shards are: :class:`ShardParts` makes one Ray actor per shard
+holding a part of the fit made from the shard's files (e.g. the answers model's: its
+answers, analysed, and their features), and calls its steps on every shard at once; the
+model's global part is computed in the driver from the parts' statistics, its
+per-question part by each actor against it (the interface of
+:class:`cqa_search._utils.InProcess`, the whole archive in this process as one part).
+
 Both estimators keep their own EM / multiplicative-update loop and read their data-heavy
 steps through a pluggable object (a context variable of their module); within
 :func:`ray_fits` those objects run the same kernels as Ray tasks:
@@ -35,12 +42,15 @@ The fitted model is stored like any other (:func:`cqa_search.index.models.add_mo
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 
 import numpy as np
 
 from ..exceptions import ParameterError
 from ._ray import alive_nodes, connect, gather as _gather, on_node, remote
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ray_fits", "fit_backend", "RayIBM1Workspace", "RayBlocks", "ShardedCorpus",
            "ShardedSource", "ShardParts", "HeldCorpus"]
@@ -427,6 +437,14 @@ class _PartActor:
     def call(self, method, *args):
         return getattr(self.part, method)(*args)
 
+    @staticmethod
+    def usage() -> dict:
+        """The actor's process: peak resident memory (MB) and CPU seconds so far."""
+        import resource
+
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        return {"peak_mb": own.ru_maxrss / 1024, "cpu_s": own.ru_utime + own.ru_stime}
+
 
 def _corpus_setup(corpus):
     """A part's parallel corpus (None: no pair) made an EM workspace (a Ray task): the
@@ -499,6 +517,7 @@ class ShardParts:
                 self.nodes.append(node)
             start += entry["n_docs"]
         self._ray = ray
+        self.usage = {}  # name -> what its actor used (when closed)
 
     def __enter__(self):
         return self
@@ -508,7 +527,15 @@ class ShardParts:
         return False
 
     def close(self) -> None:
-        """End the actors (their memory is the parts')."""
+        """End the actors (their memory is the parts'), logging what each used (INFO:
+        its peak resident memory and CPU seconds; :attr:`usage`)."""
+        refs = [actor.usage.remote() for actor in self.actors]
+        for name, ref in zip(self.names, refs):
+            try:
+                self.usage[name] = used = self._ray.get(ref, timeout=30)
+            except self._ray.exceptions.RayError:  # its process or node lost
+                continue
+            logger.info("%s: peak %.0f MB, %.1f CPU s", name, used["peak_mb"], used["cpu_s"])
         for actor in self.actors:
             self._ray.kill(actor)
         self.actors = []
