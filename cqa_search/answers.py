@@ -104,8 +104,6 @@ UNSUPERVISED_WEIGHTS = {"lm": 1.0, "log_length": 1.0, "by_asker": -1.0,
 
 # Cells (answer term x question term) scored at once: bounds temporaries to ~200 MB.
 _CHUNK_CELLS = 1 << 22
-# Answer tokens analysed before they are looked up as ids.
-_TOKENS = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------
@@ -138,7 +136,6 @@ class _Answers:
 def _analyse_answers(questions, rows, analyzer, vocab) -> _Answers:
     """Analyse the answers of ``questions`` (Question objects; ``rows`` their ids)."""
     terms, lengths, row, position, asker, qmark = [], [], [], [], [], []
-    ids = []  # the terms as ids, a block at a time (a list of strings: ~60 bytes a token)
     for r, question in zip(rows, questions):
         authors = question.extra.get("answer_user_ids") or ()
         user = question.extra.get("user_id")
@@ -151,10 +148,7 @@ def _analyse_answers(questions, rows, analyzer, vocab) -> _Answers:
             author = authors[k] if k < len(authors) else None
             asker.append(user is not None and author is not None and author == user)
             qmark.append("?" in text)
-        if len(terms) >= _TOKENS:
-            ids.append(vocab.ids(terms))
-            terms = []
-    ids = np.concatenate([*ids, vocab.ids(terms)])
+    ids = vocab.ids(terms) if terms else np.zeros(0, np.int32)
     keep = ids >= 0
     seg = np.repeat(np.arange(len(lengths)), lengths)
     kept = np.bincount(seg[keep], minlength=len(lengths)) if len(lengths) else np.zeros(0)

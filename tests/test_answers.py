@@ -379,16 +379,3 @@ def test_an_archive_without_answers_warns_that_there_is_none_to_choose(tmp_path)
                                          "none to choose"):
         model = AnswerSelector().fit(SearchEngine.open(tmp_path / "idx").view)
     assert model.n_answers_ == 0 and (model.choice_ < 0).all()
-
-
-def test_answers_analysed_in_blocks_give_the_same_model(engine, monkeypatch):
-    """The answers' terms are looked up as ids a block of tokens at a time (bounded
-    memory): the same choices and ranker whatever the block."""
-    import cqa_search.answers as answers
-
-    whole = AnswerSelector().fit(engine.view)
-    monkeypatch.setattr(answers, "_TOKENS", 3)
-    blocks = AnswerSelector().fit(engine.view)
-    np.testing.assert_array_equal(blocks.choice_, whole.choice_)
-    for key, value in whole.state()[1].items():
-        np.testing.assert_array_equal(blocks.state()[1][key], value)
