@@ -46,7 +46,7 @@ recall, so the recall figure is the synthetic set's. ``--libraries`` adds the
 nearest-neighbour libraries of ``bench_vectors.py ann`` (hnswlib, faiss-hnsw, usearch, ...)
 over the same vectors and queries: build seconds, ms p50 / p95, recall@100.
 
-``--parts products`` (needs ``onnx`` and ``onnxruntime``): the forward pass's 24 dense products
+``--parts products`` (needs ``onnxruntime``): the forward pass's 24 dense products
 for 17, 64 and 2,048 token rows through numpy and through onnxruntime, the measurement
 that led to the onnxruntime backend.
 
@@ -141,34 +141,34 @@ def flops_per_text(encoder, lengths):
 def products_peers(encoder, rows=(17, 64, 2048)):
     """The model's 24 dense products (x W for each layer's four matrices, biases left out)
     timed through numpy (one BLAS thread) and through onnxruntime (one thread; the graph
-    built from the same arrays with onnx.helper, no torch): milliseconds per pass of
+    written from the same arrays by _onnx_proto, no torch): milliseconds per pass of
     ``rows`` token rows. onnxruntime packs the weights once when the session starts,
     numpy's BLAS packs them at every product."""
     import onnxruntime
-    from onnx import TensorProto, helper, numpy_helper
+
+    from cqa_search.vectors import _onnx_proto as proto
 
     weights = [(f"w{i}_{name}", layer[name]) for i, layer in enumerate(encoder._weights.layers)
                for name in ("qkv", "out", "up", "down")]
     h = encoder._weights.hidden
     nodes, current = [], "x"
     for name, w in weights:
-        nodes.append(helper.make_node("MatMul", [current, name], [name + "_y"]))
+        nodes.append(proto.node("MatMul", [current, name], [name + "_y"], name + "_y"))
         current = name + "_y"
         if w.shape[1] == 3 * h:   # keep the query's columns: the next product is H x H
-            nodes.append(helper.make_node("Slice", [current, "zero", "hidden", "one"],
-                                          [name + "_q"]))
+            nodes.append(proto.node("Slice", [current, "zero", "hidden", "one"],
+                                    [name + "_q"], name + "_q"))
             current = name + "_q"
-    inits = [numpy_helper.from_array(w, name) for name, w in weights]
-    inits += [numpy_helper.from_array(np.array([v], dtype=np.int64), n)
+    inits = [proto.tensor(name, w) for name, w in weights]
+    inits += [proto.tensor(n, np.array([v], dtype=np.int64))
               for n, v in (("zero", 0), ("hidden", h), ("one", 1))]
-    graph = helper.make_graph(
-        nodes, "products", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", h])],
-        [helper.make_tensor_value_info(current, TensorProto.FLOAT, ["n", h])], inits)
+    graph = proto.graph(nodes, "products", [proto.value_info("x", proto.FLOAT, ["n", h])],
+                        [proto.value_info(current, proto.FLOAT, ["n", h])], inits)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(
-        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        .SerializeToString(), options, providers=["CPUExecutionProvider"])
+        proto.model(graph, {"": 17}, producer_name="bench_encoder"), options,
+        providers=["CPUExecutionProvider"])
 
     def with_numpy(x):
         for _, w in weights:
