@@ -38,11 +38,16 @@ part printed when done):
 ``--parts scale``: the encoder model's dense search at ``--n-scale`` (1,000,000) synthetic
 unit vectors of the model's dimension, stored as float16 (clusters around 5,000 random
 centres; the queries are perturbed archive vectors): the inverted file the model makes
-above its exact limit (``EncoderModel`` defaults: sqrt(n) lists, a tenth probed) against
-the exact scan, both through ``EncoderScorer.nearest`` (the query's vector given, not
-encoded): recall@100 against the exact top 100, and per-query milliseconds p50/p95 (one
-BLAS thread). Synthetic vectors time the search; how real questions cluster decides the
-recall, so the recall figure is the synthetic set's. ``--libraries`` adds the
+above its exact limit (``EncoderModel`` defaults: sqrt(n) lists, a tenth probed; here at
+any ``n``) against the exact scan, both through ``EncoderScorer.nearest`` (the query's
+vector given, not encoded): recall@100 against the exact top 100, and per-query
+CPU milliseconds p50/p95 (one BLAS thread; CPU, not wall: the machine may be shared). Synthetic vectors time the search and are a worst
+case for the recall (no structure but the centres); ``--scale-vectors real`` runs the same
+over the vectors of ``--n-real`` real texts (titles and sentences of the StackExchange and
+SemEval-2016 questions and answers, encoded once into ``--real-cache``), the first
+``--n-queries`` of them the queries, the others repeated to ``--n-scale`` rows, every copy
+but the first with Gaussian noise of ``--noise`` a dimension (say so when reporting: the
+copies of a text are near each other). ``--libraries`` adds the
 nearest-neighbour libraries of ``bench_vectors.py ann`` (hnswlib, faiss-hnsw, usearch, ...)
 over the same vectors and queries: build seconds, ms p50 / p95, recall@100.
 
@@ -190,7 +195,9 @@ def real_vectors(args, encoder):
         if not os.path.isfile(path):
             log(f"encoding real texts {start:,} to {start + 5000:,} of {len(texts):,}")
             with one_blas_thread():
-                np.save(path, encoder.encode(texts[start:start + 5000], batch_size=64))
+                np.save(path + ".partial.npy", encoder.encode(texts[start:start + 5000],
+                                                              batch_size=64))
+            os.replace(path + ".partial.npy", path)
         chunks.append(np.load(path))
     return np.concatenate(chunks), len(texts)
 
@@ -412,12 +419,15 @@ def speed_part(args, encoder, pairs):
                      f"{r / bound:.2f} | {cosines(vec, against)} |")
     lines += ["", "| query (CPU ms p50 / p95, one at a time) | "
               + " | ".join(f"ours ({name})" for name in encoders)
-              + " | sentence-transformers |", "|---|" + "---|" * (len(encoders) + 1)]
+              + " | sentence-transformers | the FLOP bound (tokens p50 / p95) |",
+              "|---|" + "---|" * (len(encoders) + 2)]
     for kind in queries:
         theirs = pct(clocks["latency"][kind]) if clocks else "n/a"
+        tokens = [len(s) for s in encoder.tokenize(queries[kind])]
+        floor = flops_per_text(encoder, tokens)[0] / (gflops * 1e6)   # ms at the GEMM speed
         lines.append(f"| {kind} ({len(queries[kind])}) | "
                      + " | ".join(pct(lat[kind][name]) for name in encoders)
-                     + f" | {theirs} |")
+                     + f" | {theirs} | {pct(floor)} ({pct(tokens)}) |")
     emit(lines, args.out)
 
 
@@ -479,7 +489,7 @@ def scale_part(args, encoder):
     rng = np.random.default_rng(7)
     vectors, queries, what = scale_vectors(args, encoder, rng)
     exact_model = EncoderModel(args.model, texts=("question",), exact_limit=n)
-    ivf_model = EncoderModel(args.model, texts=("question",))
+    ivf_model = EncoderModel(args.model, texts=("question",), exact_limit=0)
     t0 = time.perf_counter()
     for model in (exact_model, ivf_model):
         model.identity_, model.vectors_ = dict(encoder.identity), vectors
@@ -496,26 +506,26 @@ def scale_part(args, encoder):
     for q in queries:
         for j, scorer in enumerate(scorers):
             query = SimpleNamespace(text="", cache={"encoder": q})
-            t = time.perf_counter()
+            t = time.thread_time()
             with one_blas_thread():
                 rows, _ = scorer.nearest(query, 100)
-            times[j].append(1000 * (time.perf_counter() - t))
+            times[j].append(1000 * (time.thread_time() - t))
             found[j].append(set(rows.tolist()))
     lists = len(ivf_model.centroids_)
     emit([f"{what}; float16 rows, {len(queries)} queries, load {load_average()}:", "",
-          "| dense search | ms p50 / p95 | recall@100 vs exact |", "|---|---|---|",
+          "| dense search | CPU ms p50 / p95 | recall@100 vs exact |", "|---|---|---|",
           f"| exact scan (float32 copy) | {pct(times[0])} | 1 |"]
          + [f"| inverted file, {lists} lists, {p} probed | {pct(times[j + 1])} | "
             f"{np.mean([len(a & b) / 100 for a, b in zip(found[0], found[j + 1])]):.4f} |"
             for j, p in enumerate(probes)], args.out)
     if args.libraries:   # (printed apart: a library's build may outlast a run's time)
-        emit(["| library, settings | ms p50 / p95 | recall@100 vs exact |", "|---|---|---|"]
+        emit(["| library, settings | CPU ms p50 / p95 | recall@100 vs exact |", "|---|---|---|"]
              + peer_rows(args, vectors, queries, found[0]), args.out)
 
 
 def peer_rows(args, vectors, queries, truth):
     """The libraries of ``bench_vectors.py ann`` over the same vectors (their float32
-    copy) and queries: build CPU and wall seconds, ms p50 / p95 of a top 100 (one thread),
+    copy) and queries: build CPU and wall seconds, CPU ms p50 / p95 of a top 100 (one thread),
     recall@100 against the exact top 100 (``truth``)."""
     from bench_vectors import LIBRARIES, clock, since
 
@@ -538,9 +548,9 @@ def peer_rows(args, vectors, queries, truth):
                 with one_blas_thread():
                     s.search(queries[0], 100)
                     for q, true in zip(queries, truth):
-                        t0 = time.perf_counter()
+                        t0 = time.thread_time()
                         got = s.search(q, 100)
-                        times.append(1000 * (time.perf_counter() - t0))
+                        times.append(1000 * (time.thread_time() - t0))
                         recall.append(len(true & set(got.tolist())) / 100)
                 rows.append(f"| {s.name(param)} (built in {cpu:.0f} CPU s, {wall:.0f} s wall) "
                             f"| {pct(times)} | {np.mean(recall):.4f} |")
