@@ -40,9 +40,9 @@ unit vectors of the model's dimension, stored as float16 (clusters around 5,000 
 centres; the queries are perturbed archive vectors): the inverted file the model makes
 above its exact limit (``EncoderModel`` defaults: sqrt(n) lists, a tenth probed; here at
 any ``n``) against the exact scan, both through ``EncoderScorer.nearest`` (the query's
-vector given, not encoded): recall@100 against the exact top 100, and per-query
-CPU milliseconds p50/p95 (one BLAS thread; CPU, not wall: the machine may be shared). Synthetic vectors time the search and are a worst
-case for the recall (no structure but the centres); ``--scale-vectors real`` runs the same
+vector given, not encoded): recall@100 against the exact top 100, and per-query CPU
+milliseconds p50/p95 (one BLAS thread; CPU, not wall: the machine may be shared).
+Synthetic vectors time the search and are a worst case for the recall (no structure but the centres); ``--scale-vectors real`` runs the same
 over the vectors of ``--n-real`` real texts (titles and sentences of the StackExchange and
 SemEval-2016 questions and answers, encoded once into ``--real-cache``), the first
 ``--n-queries`` of them the queries, the others repeated to ``--n-scale`` rows, every copy

@@ -4,12 +4,13 @@ weights of :class:`._bert.BertWeights`, without torch.
 :func:`build_graph` writes the same arithmetic as :func:`._bert.forward` (fused query, key
 and value projection with the scores' scale folded in, post-LN layers, the exact GELU,
 mean or CLS pooling) as a standard ONNX graph (opset 20), the weights as initializers,
-written as protobuf bytes by :mod:`._onnx_proto` (importing ``onnx`` cost a process's first
-query 2 of its 2.6 CPU seconds); :class:`OnnxForward` runs it in one onnxruntime session on one
-thread. Why: numpy's BLAS packs a weight matrix at every product, which dominates the
-products of a few token rows (a query); onnxruntime packs its constant weights once when
-the session starts, and fuses the bias, GELU and LayerNorm passes into its kernels
-(BENCHMARKS.md, "The pretrained sentence encoder": the measurement behind the choice).
+written as protobuf bytes by :mod:`._onnx_proto` (through ``onnx``, a process's first query
+spent 2 of its 2.6 CPU seconds importing it and building the graph); :class:`OnnxForward`
+runs it in one onnxruntime session on one thread. Why: numpy's BLAS packs a weight matrix
+at every product, which dominates the products of a few token rows (a query);
+onnxruntime packs its constant weights once when the session starts, and fuses the bias,
+GELU and LayerNorm passes into its kernels (BENCHMARKS.md, "The pretrained sentence
+encoder": the measurement behind the choice).
 
 A batch is a padded ``(b, n)`` block of token ids with a ``(b, n)`` mask (1 for a token,
 0 for padding): padded keys get ``-1e30`` before the softmax and padded rows are left out
