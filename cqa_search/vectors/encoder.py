@@ -6,8 +6,8 @@ into L2-normalised float32 vectors equal to sentence-transformers' to cosine >= 
 without torch: the tokenizer is Hugging Face ``tokenizers`` reading ``tokenizer.json``,
 the weights are read by ``safetensors`` as numpy arrays, and the forward pass is numpy
 with BLAS (:mod:`._bert`) or onnxruntime running a graph built from the same arrays
-(:mod:`._bert_onnx`, when ``onnx`` and ``onnxruntime`` are installed: the ``encoder-onnx``
-extra). onnxruntime packs the weights once where BLAS packs them at every product: a
+(:mod:`._bert_onnx`, when ``onnxruntime`` is installed: the ``encoder-onnx`` extra; the
+graph's bytes are written without the ``onnx`` package). onnxruntime packs the weights once where BLAS packs them at every product: a
 query's few token rows encode 1.3 to 1.6 times faster; on batches of an archive numpy was
 1.2-1.3 times faster (BENCHMARKS.md), so by default a query goes through onnxruntime when it
 is installed and batches through numpy. Nothing is ever downloaded: :func:`unpack_model`
@@ -215,8 +215,7 @@ class SentenceEncoder:
             at a cost in fidelity: ``scripts/bench_encoder.py`` measures it).
         backend : {"auto", "numpy", "onnxruntime"}, default "auto"
             The forward pass (:data:`BACKENDS`; the same vectors to float32 rounding):
-            ``"auto"`` encodes a query through onnxruntime when ``onnx`` and
-            ``onnxruntime`` are installed and batches through numpy (what measured
+            ``"auto"`` encodes a query through onnxruntime when it is installed and batches through numpy (what measured
             fastest for each).
 
         Returns
@@ -351,10 +350,11 @@ class SentenceEncoder:
 
 
 def onnx_available() -> bool:
-    """True when ``onnx`` and ``onnxruntime`` can be imported (not imported here)."""
+    """True when ``onnxruntime`` can be imported (not imported here): the onnxruntime
+    pass needs nothing else (:mod:`._onnx_proto` writes its graph)."""
     import importlib.util
 
-    return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
+    return importlib.util.find_spec("onnxruntime") is not None
 
 
 def _backends(backend) -> tuple:
@@ -365,7 +365,7 @@ def _backends(backend) -> tuple:
     if backend == "auto":
         return "onnxruntime" if onnx_available() else "numpy", "numpy"
     if backend == "onnxruntime" and not onnx_available():
-        raise ParameterError("backend 'onnxruntime' needs onnx and onnxruntime "
+        raise ParameterError("backend 'onnxruntime' needs onnxruntime "
                              "(pip install 'cqa-search[encoder-onnx]')")
     return backend, backend
 

@@ -219,7 +219,6 @@ def test_vectors_equal_the_reference_implementation(tmp_path, implementation, po
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 def test_the_onnxruntime_pass_equals_the_reference_and_the_numpy_pass(tmp_path, pooling):
-    pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
     tensors = write_model(tmp_path / "m", pooling=pooling, seed=5)
     encoder = SentenceEncoder.load(tmp_path / "m", backend="onnxruntime")
@@ -233,6 +232,19 @@ def test_the_onnxruntime_pass_equals_the_reference_and_the_numpy_pass(tmp_path, 
     for text, ids, vector in zip(TEXTS, encoder.tokenize(TEXTS), got):
         assert np.abs(vector - reference(tensors, ids, pooling)).max() < 2e-5, text
         assert np.abs(encoder.encode_query(text) - vector).max() < 1e-5, text
+
+
+def test_the_onnxruntime_pass_never_imports_onnx(tiny):
+    """The graph's bytes are written by _onnx_proto: a process's first query does not pay
+    onnx's import (1.5 CPU s)."""
+    pytest.importorskip("onnxruntime")
+    code = ("import sys; from cqa_search.vectors.encoder import SentenceEncoder; "
+            f"e = SentenceEncoder.load({tiny[0]!r}, backend='onnxruntime'); "
+            "v = e.encode_query('how do i reset my router'); "
+            "print(v.shape, 'onnx' in sys.modules, 'onnxruntime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == f"({SIZES['hidden']},) False True"
 
 
 def test_the_backend_is_checked_and_auto_prefers_onnxruntime_for_queries(tiny):
