@@ -149,7 +149,7 @@ FAMILIES = {
                       "title, body and best answer), and its question vectors are the dense "
                       "first stage's. Questions added later are encoded when added. Costs: "
                       "about 20 questions per CPU-second per text encoded, 768 bytes per "
-                      "question and text (float16), ~11 ms CPU per short query (~7 with "
+                      "question and text (float16), ~17 ms CPU per short query (~11 with "
                       "onnxruntime installed; BENCHMARKS.md, "
                       "The pretrained sentence encoder)", "encoder"),
 }
