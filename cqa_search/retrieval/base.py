@@ -172,6 +172,13 @@ class TermModel(Estimator):
             return weights
         return field.derived(self.cache_key(), compute)
 
+    def largest_weights(self, field: FieldIndex) -> np.ndarray:
+        """float32 array of the largest posting weight of each term of ``field``, -1 where
+        not known yet: the compiled top k fills in its query terms' as it meets them (one
+        pass over a term's postings, once per field) and prunes with them."""
+        return field.derived(f"largest:{self.cache_key()}",
+                             lambda: np.full(field.n_terms, -1.0, dtype=np.float32))
+
     def _weight(self, field, tf, rows, terms):
         """Posting weight ``w(t, d)`` for arrays of counts, rows and term ids."""
         raise NotImplementedError
@@ -186,7 +193,12 @@ class TermModel(Estimator):
         return 0.0
 
     def _usable(self, field, term_ids, qtf):
-        keep = field.stats.df[term_ids] > 0
+        """The query terms that score, rarest first (then by id): the order of every sum
+        over them (the compiled top k prunes the last, most common ones; see
+        ``_numba_kernels.top_k``), and their frequencies."""
+        df = field.stats.df[term_ids]
+        keep = np.flatnonzero(df > 0)
+        keep = keep[np.argsort(df[keep] * np.int64(field.n_terms) + term_ids[keep])]
         return term_ids[keep], qtf[keep]
 
     def gather_rows(self, field: FieldIndex, term_ids, qtf, rows) -> tuple:
