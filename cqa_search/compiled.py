@@ -10,9 +10,10 @@ rounding); the numpy path stays the reference and the fallback.
   questions) and selects among the documents holding a term. The kernel sums the same
   postings one window of rows at a time into a cache-sized array and keeps the k best in a
   heap, so every posting costs a sequential read and a write into the cache: the time per
-  query grows with the postings read, not faster (see the kernel's docstring; a hypothesis
-  test in ``tests/retrieval/test_candidates.py`` checks both paths against exhaustive
-  scoring).
+  query grows with the postings read, not faster; once k hits are kept, the most common
+  query terms leave the sums (MaxScore) and only the documents that may still reach the
+  k-th best search their postings (see the kernel's docstring; hypothesis tests in
+  ``tests/retrieval/test_candidates.py`` check both paths against exhaustive scoring).
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
   small ``einsum`` or ``argmax`` per position (the Viterbi pass takes the span
