@@ -10,9 +10,10 @@ rounding); the numpy path stays the reference and the fallback.
   questions) and selects among the documents holding a term. The kernel sums the same
   postings one window of rows at a time into a cache-sized array and keeps the k best in a
   heap, so every posting costs a sequential read and a write into the cache: the time per
-  query grows with the postings read, not faster (see the kernel's docstring; a hypothesis
-  test in ``tests/retrieval/test_candidates.py`` checks both paths against exhaustive
-  scoring).
+  query grows with the postings read, not faster; once k hits are kept, the most common
+  query terms leave the sums (MaxScore) and only the documents that may still reach the
+  k-th best search their postings (see the kernel's docstring; hypothesis tests in
+  ``tests/retrieval/test_candidates.py`` check both paths against exhaustive scoring).
 - :func:`sum_dp` and :func:`viterbi`: the segmentation DPs of the translation features
   (:mod:`cqa_search.translation.scoring`), a loop over positions that numpy runs as one
   small ``einsum`` or ``argmax`` per position (the Viterbi pass takes the span
@@ -269,7 +270,8 @@ _NO_BOOL = np.zeros(0, dtype=bool)
 
 
 def top_k_of_postings(indptr, indices, weights, term_ids, coef, k, *, n_docs,
-                      doc_category=None, category=None, allowed=None, tie_rank=None):
+                      doc_category=None, category=None, allowed=None, tie_rank=None,
+                      largest=None):
     """``(rows, scores)`` of the ``k`` best documents holding a query term (score > 0),
     passing the filters, ordered by ``(-score, tie_rank, row)`` (the kernels must be
     loaded).
@@ -287,11 +289,18 @@ def top_k_of_postings(indptr, indices, weights, term_ids, coef, k, *, n_docs,
         Rows of the field.
     doc_category, category, allowed, tie_rank
         As :func:`~cqa_search.retrieval.candidates.top_k_of_model`.
+    largest : ndarray of float32, shape (n_terms,), optional
+        The largest posting weight of each term, negative where not known yet: the
+        kernel's pruning reads it and fills in the query terms'
+        (:meth:`TermModel.largest_weights` keeps one per field); None: found for this
+        query only.
     """
+    if largest is None:
+        largest = np.full(len(indptr) - 1, -1.0, dtype=np.float32)
     return _kernels.top_k(
         np.asarray(indptr), np.asarray(indices), np.asarray(weights),
         np.asarray(term_ids, dtype=np.int64), np.asarray(coef, dtype=np.float32), int(k),
-        _window(n_docs),
+        _window(n_docs), largest,
         _NO_INT if doc_category is None else np.asarray(doc_category),
         -1 if category is None else int(category), category is not None,
         _NO_BOOL if allowed is None else np.asarray(allowed, dtype=bool),
@@ -501,8 +510,9 @@ def softmax_keys(scores, lengths) -> None:
 def _examples():
     top_k = (np.array([0, 2], dtype=np.int64), np.array([0, 1], dtype=np.int32),
              np.ones(2, dtype=np.float32), np.zeros(1, dtype=np.int64),
-             np.ones(1, dtype=np.float32), 1, np.zeros(2), np.zeros(0, dtype=np.int32), -1,
-             False, np.zeros(0, dtype=bool), False, np.zeros(0, dtype=np.int32), False)
+             np.ones(1, dtype=np.float32), 1, np.zeros(2), np.full(1, -1.0, dtype=np.float32),
+             np.zeros(0, dtype=np.int32), -1, False, np.zeros(0, dtype=bool), False,
+             np.zeros(0, dtype=np.int32), False)
     probs = np.full((2, 2, 1), 0.5)
     return {"top_k": top_k,
             "sum_dp": (probs, np.array([2]), np.array([1, 1, 1]), 4),

@@ -93,6 +93,8 @@ _SYNTAX = re.compile(_FIELD + r'(?=\S)|\^[0-9.]'
                      r"|" + _OPERATOR + r"\s*\(|\)\s*" + _OPERATOR
                      + r"|\([^()]*" + _OPERATOR + r"[^()]*\)")
 _OPERATOR_WORD = re.compile(_OPERATOR)
+#: Every match of ``_SYNTAX`` and every phrase holds one of these.
+_SYNTAX_CHARACTERS = ':^[{-+()"'
 # the words around the operator words of plain text (what their notice suggests)
 _AFTER_NOT = re.compile(r"\bNOT\s+(?:(?i:a|an|the|to|be|my|your|his|her|its|our|their|any|"
                         r"so|that|this|at|in|on|of)\s+)*(\w[\w'-]*)")  # the word, not "a"
@@ -495,6 +497,8 @@ def without_empty_units(parsed: ParsedQuery, analyze) -> ParsedQuery:
 
 def _has_syntax(typed) -> bool:
     """Whether ``typed`` uses the syntax beyond operator words (see ``_SYNTAX``)."""
+    if not any(c in typed for c in _SYNTAX_CHARACTERS):  # (a short query: no regex)
+        return False
     return bool(_SYNTAX.search(typed)) or ('"' in typed and any(
         len(m.group(1).split()) > 1 for m in _PHRASE.finditer(typed)))
 

@@ -361,3 +361,14 @@ def test_a_tag_filter_never_scores_and_an_unknown_tag_gets_a_did_you_mean(tmp_pa
         "tag:gate: no question has this tag; did you mean tag:quantum-gate?",)
     assert engine.search("hadamard", tags=["zzz"]).parsed.notices == (
         "tag:zzz: no question has this tag",)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=list('ab ANDORNOT:^[{-+()"TOtitlecategory12.x'), max_size=30))
+def test_has_syntax_shortcut_agrees_with_the_patterns(text):
+    """Text without any of the syntax's characters skips the patterns: the same answer."""
+    from cqa_search import query_parser as qp
+
+    full = bool(qp._SYNTAX.search(text)) or ('"' in text and any(
+        len(m.group(1).split()) > 1 for m in qp._PHRASE.finditer(text)))
+    assert qp._has_syntax(text) == full

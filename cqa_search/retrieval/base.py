@@ -25,6 +25,9 @@ __all__ = ["TermModel", "accumulate", "postings", "gather", "matching", "posting
 # Postings processed at once when computing posting weights: bounds the float64
 # temporaries (a few arrays of this length) without slowing the vectorised arithmetic.
 _CHUNK = 1 << 18
+#: Up to this many query terms, :meth:`TermModel._usable` orders them in Python (a few
+#: microseconds less than numpy's calls on a short query).
+_FEW_TERMS = 16
 
 
 def posting_terms(field: FieldIndex, start: int, stop: int) -> np.ndarray:
@@ -172,6 +175,13 @@ class TermModel(Estimator):
             return weights
         return field.derived(self.cache_key(), compute)
 
+    def largest_weights(self, field: FieldIndex) -> np.ndarray:
+        """float32 array of the largest posting weight of each term of ``field``, -1 where
+        not known yet: the compiled top k fills in its query terms' as it meets them (one
+        pass over a term's postings, once per field) and prunes with them."""
+        return field.derived(f"largest:{self.cache_key()}",
+                             lambda: np.full(field.n_terms, -1.0, dtype=np.float32))
+
     def _weight(self, field, tf, rows, terms):
         """Posting weight ``w(t, d)`` for arrays of counts, rows and term ids."""
         raise NotImplementedError
@@ -186,7 +196,16 @@ class TermModel(Estimator):
         return 0.0
 
     def _usable(self, field, term_ids, qtf):
-        keep = field.stats.df[term_ids] > 0
+        """The query terms that score, rarest first (then by id): the order of every sum
+        over them (the compiled top k prunes the last, most common ones; see
+        ``_numba_kernels.top_k``), and their frequencies."""
+        df = field.stats.df[term_ids]
+        if len(term_ids) <= _FEW_TERMS:  # (a short query: fewer numpy calls)
+            keep = [i for _, _, i in sorted((d, t, i) for i, (d, t) in
+                                            enumerate(zip(df.tolist(), term_ids.tolist())) if d)]
+        else:
+            keep = np.flatnonzero(df > 0)
+            keep = keep[np.argsort(df[keep] * np.int64(field.n_terms) + term_ids[keep])]
         return term_ids[keep], qtf[keep]
 
     def gather_rows(self, field: FieldIndex, term_ids, qtf, rows) -> tuple:

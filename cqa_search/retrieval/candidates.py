@@ -104,7 +104,7 @@ def top_k_of_model(model, field, term_ids, qtf, k, *, doc_category=None, categor
             return compiled.top_k_of_postings(
                 field.indptr, field.indices, weights, usable, coef, k, n_docs=field.n_docs,
                 doc_category=doc_category, category=category, allowed=allowed,
-                tie_rank=tie_rank)
+                tie_rank=tie_rank, largest=model.largest_weights(field))
         return compiled.timed(_postings_top_k, field, usable, coef, weights, k, doc_category,
                               category, allowed, tie_rank)
     scores, matched = model.score_all(field, term_ids, qtf)

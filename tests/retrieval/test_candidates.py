@@ -108,3 +108,59 @@ def test_top_k_of_model_of_other_models_and_of_every_match():
             rows, got = top_k_of_model(model, field, terms, qtf, k)
             assert rows.tolist() == top_k(scores, k, allowed=matched).tolist()
             assert got.tolist() == scores[rows].tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(50, 3000), k=st.integers(1, 12),
+       window=st.sampled_from([16, 64, 256, compiled.WINDOW]), qtf2=st.booleans())
+def test_compiled_top_k_pruning_common_terms_equals_exhaustive(seed, n_docs, k, window, qtf2):
+    """Queries of rare terms and common ones (the MaxScore case: the common terms go out of
+    the sums once k hits are kept): the kernel's hits, scores and tie order are exhaustive
+    scoring's, and it leaves the largest weight of each query term in ``largest``."""
+    from cqa_search.index.term_index import FieldIndex
+    from cqa_search.retrieval import BM25
+    from cqa_search.retrieval.candidates import top_k_of_model
+
+    if not compiled.load():
+        return
+    rng = np.random.default_rng(seed)
+    density = np.array([0.01, 0.03, 0.1, 0.5, 0.9, 0.95])
+    present = rng.random((n_docs, len(density))) < density
+    counts = np.where(present, rng.integers(1, 4, present.shape), 0)
+    indptr = np.concatenate([[0], np.cumsum(present.sum(axis=0))]).astype(np.int64)
+    indices = np.concatenate([np.flatnonzero(present[:, t]) for t in range(len(density))]
+                             ).astype(np.int32)
+    data = np.concatenate([counts[present[:, t], t] for t in range(len(density))]
+                          ).astype(np.int32)
+    doc_len = (counts.sum(axis=1) + rng.integers(0, 3, n_docs)).astype(np.int32)
+    field = FieldIndex("question", indptr, indices, data, np.maximum(doc_len, 1),
+                       np.zeros(int(np.maximum(doc_len, 1).sum()), dtype=np.int32))
+    model = BM25()
+    term_ids = rng.permutation(len(density))[:rng.integers(2, len(density) + 1)]
+    qtf = (rng.integers(1, 3, len(term_ids)) if qtf2 else np.ones(len(term_ids))).astype(float)
+    usable, uqtf = model._usable(field, term_ids, qtf)
+    df = field.df[usable]
+    assert (np.diff(df) >= 0).all()  # rarest first: the order of every sum
+    tie_rank = rng.permutation(n_docs).astype(np.int32)
+    scores, matched = model.score_all(field, term_ids, qtf)
+    weights = model.posting_weights(field)
+    saved, compiled.WINDOW = compiled.WINDOW, window
+    try:
+        for ties in (tie_rank, None):
+            largest = np.full(field.n_terms, -1.0, dtype=np.float32)
+            want = top_k(scores, k, allowed=matched, tie_rank=ties)
+            rows, got = compiled.top_k_of_postings(
+                field.indptr, field.indices, weights, usable, uqtf, k, n_docs=n_docs,
+                tie_rank=ties, largest=largest)
+            assert rows.tolist() == want.tolist()
+            assert got.tolist() == scores[want].tolist()  # bit for bit
+            for t in range(field.n_terms):
+                part = weights[indptr[t]:indptr[t + 1]]
+                assert largest[t] == ((part.max() if len(part) else 0.0) if t in usable
+                                      else -1.0)
+        rows, got = top_k_of_model(model, field, term_ids, qtf, k, tie_rank=tie_rank)
+        want = top_k(scores, k, allowed=matched, tie_rank=tie_rank)
+        assert rows.tolist() == want.tolist() and got.tolist() == scores[want].tolist()
+        assert not compiled._workspace.acc.any()
+    finally:
+        compiled.WINDOW = saved
