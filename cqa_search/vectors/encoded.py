@@ -42,9 +42,9 @@ from ..retrieval import first_stage
 from . import dense
 from .encoder import MODEL_PACKAGE, SentenceEncoder, check_identity, unpack_model
 
-__all__ = ["EncoderModel", "EncoderScorer", "TEXTS", "QUERY_PARTS", "PART_TEXTS", "MODEL_ENV",
-           "CHUNK", "ENCODER_FEATURE", "encode_questions", "question_texts", "load_encoder", "find_model",
-           "INSTALL_HINT"]
+__all__ = ["EncoderModel", "EncoderScorer", "TEXTS", "QUERY_PARTS", "PART_TEXTS",
+           "MODEL_ENV", "CHUNK", "ENCODER_FEATURE", "encode_questions", "question_texts",
+           "load_encoder", "find_model", "INSTALL_HINT"]
 
 logger = logging.getLogger(__name__)
 
