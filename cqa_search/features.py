@@ -116,6 +116,9 @@ class AnalyzedQuery:
         these two parts (a query of a queries file, a question asked with a subject);
         None for a query of one text. Per-field features compare them with the
         archived questions' titles and bodies.
+    parts : tuple of (str, str) or None
+        The query's title and body as written (``""`` for a part not given), when it
+        comes in two parts (None otherwise): what a sentence encoder reads of them.
     """
 
     text: str
@@ -128,6 +131,7 @@ class AnalyzedQuery:
     cache: dict = field(default_factory=dict, compare=False)
     title: np.ndarray | None = None
     body: np.ndarray | None = None
+    parts: tuple | None = None
 
 
 def analyze(index, analyzer, text, category=None, *, title=None, body=None) -> AnalyzedQuery:
@@ -153,6 +157,7 @@ def analyze(index, analyzer, text, category=None, *, title=None, body=None) -> A
         for name, part in (("title", title), ("body", body)):
             part_ids = index.known_ids(analyzer.analyze(part or ""))
             parts[name] = part_ids[part_ids >= 0].astype(np.int64)
+        parts["parts"] = (title or "", body or "")
     return AnalyzedQuery(text, tuple(dict.fromkeys(terms)), ids, qtf,
                          sequence, tuple(dict.fromkeys(unknown)), category, **parts)
 

@@ -152,6 +152,10 @@ ROWS = {
     "pipeline-encoder": Row("**learned pipeline with the encoder** (`cqa-search train` "
                             "defaults, every family and the encoder)", train={},
                             families=EVERY_FAMILY + (ENCODER,)),
+    "pipeline-encoder-query-norm": Row("learned pipeline with the encoder, features "
+                                       "normalised per query (`train --normalize query`)",
+                                       train={"normalize": "query"},
+                                       families=EVERY_FAMILY + (ENCODER,)),
     **{f"pipeline-no-{f}": Row(f"learned pipeline without the {f} features",
                                train={"exclude": list(prefixes)})
        for f, prefixes in FEATURE_FAMILIES.items() if f not in ("first-stage",)},

@@ -145,13 +145,14 @@ FAMILIES = {
     "encoder": Family("encoder", "a pretrained sentence encoder's vectors of every question "
                       "(--model DIR: a sentence-transformers folder such as "
                       "all-MiniLM-L6-v2; docs/models.md says how to get one). Adds the "
-                      "features encoder_* (cosine of the query with each question, its "
-                      "title, body and best answer), and its question vectors are the dense "
-                      "first stage's. Questions added later are encoded when added. Costs: "
-                      "about 20 questions per CPU-second per text encoded, 768 bytes per "
-                      "question and text (float16), ~17 ms CPU per short query (~11 with "
-                      "onnxruntime installed; BENCHMARKS.md, "
-                      "The pretrained sentence encoder)", "encoder"),
+                      "features encoder_* (cosine of the query, and of its title and body "
+                      "apart, with each question, its title, body and best answer), and "
+                      "its question vectors are the dense first stage's. Questions added "
+                      "later are encoded when added. Costs: about 20 questions per "
+                      "CPU-second per text encoded, 768 bytes per question and text "
+                      "(float16), ~17 ms CPU per short query (~11 with onnxruntime "
+                      "installed; BENCHMARKS.md, The pretrained sentence encoder)",
+                      "encoder"),
 }
 
 

@@ -42,14 +42,21 @@ from ..retrieval import first_stage
 from . import dense
 from .encoder import MODEL_PACKAGE, SentenceEncoder, check_identity, unpack_model
 
-__all__ = ["EncoderModel", "EncoderScorer", "TEXTS", "MODEL_ENV", "CHUNK", "ENCODER_FEATURE",
-           "encode_questions", "question_texts", "load_encoder", "find_model",
-           "INSTALL_HINT"]
+__all__ = ["EncoderModel", "EncoderScorer", "TEXTS", "QUERY_PARTS", "PART_TEXTS",
+           "MODEL_ENV", "CHUNK", "ENCODER_FEATURE", "encode_questions", "question_texts",
+           "load_encoder", "find_model", "INSTALL_HINT"]
 
 logger = logging.getLogger(__name__)
 
 #: The texts of a question the model can encode, in column order of its features.
 TEXTS = ("question", "title", "body", "answer")
+#: The parts of a query compared on their own with each stored text of :data:`PART_TEXTS`
+#: (features ``encoder_q<part>_<text>``): a query of a title and a body (a queries file's,
+#: a question asked with a subject) is a question, and its title against the archived
+#: titles, its body against the bodies, say more than the whole against the whole.
+#: BENCHMARKS.md ("The encoder's ranking features") measured them.
+QUERY_PARTS = ("title", "body")
+PART_TEXTS = ("question", "title", "body")
 #: Environment variable naming the model folder an engine loads (default: the folder the
 #: fit read, recorded in the index).
 MODEL_ENV = "CQA_SEARCH_ENCODER_DIR"
@@ -193,7 +200,10 @@ class EncoderModel(Estimator):
 
     Features ``encoder_<text>`` for each of ``texts``: the cosine of the query's vector
     with the question's whole text, title, body and best answer (0 where the question
-    lacks the text).
+    lacks the text); and ``encoder_q<part>_<text>`` for each query part of
+    :data:`QUERY_PARTS` and each of ``texts`` in :data:`PART_TEXTS`: the cosine of the
+    query's title (body) alone with the question's text, where a query of one text is
+    its title and has no body (a part the query lacks: 0 for every candidate).
 
     Parameters
     ----------
@@ -397,7 +407,14 @@ class EncoderModel(Estimator):
 
     @property
     def feature_names(self) -> tuple:
-        return prefixed((ENCODER_FEATURE + t for t in self.texts), self.feature_prefix)
+        parts = (f"q{p}_{t}" for p in QUERY_PARTS for t in self._part_texts)
+        return prefixed((ENCODER_FEATURE + t for t in (*self.texts, *parts)),
+                        self.feature_prefix)
+
+    @property
+    def _part_texts(self) -> tuple:
+        """The stored texts a query's parts are compared with (in ``texts`` order)."""
+        return tuple(t for t in self.texts if t in PART_TEXTS)
 
     def scorer(self, view):
         """The feature scorer and dense searcher over ``view`` (:class:`EncoderScorer`)."""
@@ -453,13 +470,33 @@ class EncoderScorer:
             v = query.cache[self._key] = self.encoder.encode_query(query.text)
         return v
 
+    def _part_key(self, part) -> str:
+        return f"{self._key}:{part}"
+
+    def part_vector(self, query, part) -> np.ndarray | None:
+        """The unit vector of the query's ``part`` (of :data:`QUERY_PARTS`; cached in
+        ``query.cache``), None when the query lacks it: a query of one text
+        (``query.parts`` None) is its title and has no body."""
+        if query.parts is None:
+            return self.query_vector(query) if part == "title" else None
+        key = self._part_key(part)
+        if key not in query.cache:
+            text = query.parts[QUERY_PARTS.index(part)]
+            query.cache[key] = self.encoder.encode_query(text) if text.strip() else None
+        return query.cache[key]
+
     def archived_query(self, row) -> dict:
         """The query cache of a query that is the archived question ``row`` (more like
-        this): its stored vector, not encoded again (the cosines of the others with it
-        are then those the index's vectors give)."""
-        if "question" not in self.model.texts:
-            return {}
-        return {self._key: self.model.vectors_[row, self._column].astype(np.float32)}
+        this): its stored vectors (whole question, title, body), not encoded again (the
+        cosines of the others with it are then those the index's vectors give)."""
+        texts = self.model.texts
+        out = {} if "question" not in texts else \
+            {self._key: self.model.vectors_[row, self._column].astype(np.float32)}
+        for part in QUERY_PARTS:
+            if part in texts:
+                v = self.model.vectors_[row, texts.index(part)].astype(np.float32)
+                out[self._part_key(part)] = v if v.any() else None
+        return out
 
     def nearest(self, query, k, *, allowed=None, tie_rank=None):
         """The ``k`` rows of largest cosine with the query's vector, sorted by (-cosine,
@@ -495,5 +532,13 @@ class EncoderScorer:
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) == 0:
             return np.zeros((0, len(self.names)))
+        texts = self.model.texts
+        columns = [texts.index(t) for t in self.model._part_texts]
         with one_blas_thread():
-            return _dot(self.model.vectors_[rows], self.query_vector(query))
+            vectors = self.model.vectors_[rows]
+            out = [_dot(vectors, self.query_vector(query))]
+            for part in QUERY_PARTS:
+                v = self.part_vector(query, part)
+                out.append(np.zeros((len(rows), len(columns))) if v is None else
+                           _dot(vectors[:, columns], v))
+            return np.concatenate(out, axis=1)

@@ -237,6 +237,33 @@ def test_the_demo_adds_the_encoder_rows_when_a_model_is_installed(tmp_path, mode
     assert "no sentence encoder installed" not in out
 
 
+def test_a_query_of_a_title_and_a_body_compares_each_part_with_the_stored_texts(
+        index, model_dir):
+    engine = SearchEngine.open(index)
+    title, body = "reset router", "the router is stuck, how do I reset it"
+    res = engine.search(f"{title}\n{body}", k=5, title=title, body=body)
+    names = list(res.feature_names)
+    encoder = SentenceEncoder.load(model_dir)
+    stored = rows_of(index).astype(np.float64)
+    rows = [int(d[1:]) for d in res.doc_ids]
+    for part, text in (("title", title), ("body", body)):
+        q = encoder.encode_query(text)
+        for t in encoded.PART_TEXTS:
+            col = names.index(f"encoder_q{part}_{t}")
+            np.testing.assert_allclose(res.features[:, col],
+                                       stored[rows, encoded.TEXTS.index(t)] @ q, atol=1e-6)
+    assert not any(n.startswith("encoder_q") and n.endswith("_answer") for n in names)
+
+
+def test_a_query_of_one_text_is_its_title_and_has_no_body(index):
+    res = SearchEngine.open(index).search("how do I reset my router", k=5)
+    names = list(res.feature_names)
+    for t in encoded.PART_TEXTS:
+        np.testing.assert_array_equal(res.features[:, names.index(f"encoder_qtitle_{t}")],
+                                      res.features[:, names.index(f"encoder_{t}")])
+        assert not res.features[:, names.index(f"encoder_qbody_{t}")].any()
+
+
 def test_more_like_this_reuses_the_stored_vector(index, monkeypatch):
     engine = SearchEngine.open(index)
     scorer = next(s for s in engine._searcher._scorers if hasattr(s, "archived_query"))
@@ -252,6 +279,11 @@ def test_more_like_this_reuses_the_stored_vector(index, monkeypatch):
     col = list(found.feature_names).index("encoder_question")
     np.testing.assert_allclose(found.features[:, col], stored[rows, 0] @ stored[2, 0],
                                atol=1e-6)
+    for part in encoded.QUERY_PARTS:  # its title and body: their stored vectors
+        col = list(found.feature_names).index(f"encoder_q{part}_question")
+        j = encoded.TEXTS.index(part)
+        np.testing.assert_allclose(found.features[:, col], stored[rows, 0] @ stored[2, j],
+                                   atol=1e-6)
 
 
 def test_a_fit_after_a_deletion_has_a_row_for_every_row_of_the_index(tmp_path, model_dir):
