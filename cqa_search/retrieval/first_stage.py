@@ -57,11 +57,11 @@ __all__ = ["DEFAULT_WEIGHT", "ENCODER_WEIGHT", "WEIGHT_GRID", "DEPTH", "MAX_DEPT
 #: add the questions that share no word with the query without reordering the term
 #: model's best matches (a question's own title keeps finding it). With the default
 #: retrieval model (:data:`~cqa_search.retrieval.bm25f.DEFAULT_WEIGHTS`): the largest ``a``
-#: (of those tried) whose first stage finds each archived question by its own title first for >= 97 % of
-#: the questions and in the top 3 for >= 99.5 % on every archive measured (0.03 and 0.05
-#: do not on one meta site), and is never significantly below BM25 on any collection;
-#: 0.05 gave 0.8 MAP more on SemEval-2016 train-part2's queries (``scripts/full_retrieval.py
-#: --safe-defaults``; BENCHMARKS.md, "Safe defaults").
+#: tried whose first stage finds each archived question by its own title first for >= 97 %
+#: of the questions and in the top 3 for >= 99.5 % on every archive measured (0.03 and
+#: 0.05 do not on one meta site), and is never significantly below BM25 on any collection;
+#: 0.05 gave 0.8 MAP more on SemEval-2016 train-part2's queries
+#: (``scripts/full_retrieval.py --safe-defaults``; BENCHMARKS.md, "Safe defaults").
 DEFAULT_WEIGHT = 0.02
 #: ``a`` without a ranker when the dense list is a pretrained sentence encoder's (its
 #: ``EncoderScorer.default_weight``): the largest ``a`` of :data:`WEIGHT_GRID` whose first
