@@ -4,32 +4,17 @@ equals the fit of one unsharded index of the same archive, and the driver never 
 archive."""
 import os
 import shutil
-from importlib import resources
 
 import numpy as np
 import pytest
 
-from cqa_search import build_index
 from cqa_search.distributed._ray import ShardError
-from cqa_search.distributed.build import build_sharded_index
 from cqa_search.index.models import load_models
 from cqa_search.index.sharding import read_shards, shard_models
 from cqa_search.index.store import open_index
 from cqa_search.training import fit_family
 
-DEMO = resources.files("cqa_search.data") / "demo"
 pytestmark = pytest.mark.filterwarnings("ignore:.*max_iter")  # the small fits stop early
-
-
-@pytest.fixture(scope="module")
-def indexes(ray_session, tmp_path_factory):
-    """The demo archive indexed once unsharded and in 2, 3 and 7 shards."""
-    root = tmp_path_factory.mktemp("fit-parts")
-    archive = str(DEMO / "archive.jsonl")
-    build_index(archive, root / "one")
-    for n in (2, 3, 7):
-        build_sharded_index(archive, root / f"s{n}", n)
-    return root
 
 
 @pytest.fixture
@@ -67,12 +52,12 @@ def same_ranker(a, b):
                               "log_position": -1.0},
      "max_iter": 3, "tol": None},  # a table trained by EM over the shards' pairs
 ])
-def test_answers_from_the_shards_equal_the_unsharded_fit(indexes, n, params,
+def test_answers_from_the_shards_equal_the_unsharded_fit(sharded_demo, n, params,
                                                          no_archive_in_the_driver):
-    one = fit_family(indexes / "one", "answers", **params).model
-    report = fit_family(indexes / f"s{n}", "answers", ray="local", **params)
-    many = load_models(open_index(indexes / f"s{n}"))["answers"]
-    np.testing.assert_array_equal(choices(indexes / f"s{n}"), one.choice_)
+    one = fit_family(sharded_demo / "one", "answers", **params).model
+    report = fit_family(sharded_demo / f"s{n}", "answers", ray="local", **params)
+    many = load_models(open_index(sharded_demo / f"s{n}"))["answers"]
+    np.testing.assert_array_equal(choices(sharded_demo / f"s{n}"), one.choice_)
     np.testing.assert_array_equal(report.model.choice_, one.choice_)
     assert (many.n_answers_, many.avg_answer_length_, many.mode_) == (
         one.n_answers_, one.avg_answer_length_, one.mode_)  # (lengths: exact sums)
@@ -84,21 +69,21 @@ def test_answers_from_the_shards_equal_the_unsharded_fit(indexes, n, params,
         np.testing.assert_allclose(b.data, a.data, rtol=1e-9, atol=1e-12)
 
 
-def test_supervised_and_transferred_answers_from_the_shards(indexes, tmp_path,
+def test_supervised_and_transferred_answers_from_the_shards(sharded_demo, tmp_path,
                                                             no_archive_in_the_driver):
     """Labels (qrels) matched to the answers by each shard; a ranker from another index
     applied on each shard; a stored translation table read by the shards."""
     path = tmp_path / "s3"
-    shutil.copytree(indexes / "s3", path)
+    shutil.copytree(sharded_demo / "s3", path)
     qrels = {"health-001": {"0": 1, "1": 0}, "computers-017": {"1": 1, "0": 0},
              "cooking-023": {"0": 0, "1": 1}, "pets-005": {"1": 1}}
     params = {"learner": "perceptron", "features": ("lm", "bm25", "log_position")}
-    one = fit_family(indexes / "one", "answers", labels=qrels, name="trained", **params)
+    one = fit_family(sharded_demo / "one", "answers", labels=qrels, name="trained", **params)
     many = fit_family(path, "answers", labels=qrels, name="trained", ray="local", **params)
     assert many.model.mode_ == one.model.mode_ == "supervised"
     np.testing.assert_allclose(many.model.ranker_.coef_, one.model.ranker_.coef_, rtol=1e-9)
     np.testing.assert_array_equal(choices(path, "trained"), one.model.choice_)
-    moved = fit_family(path, "answers", ranker_from=indexes / "one", ranker_name="trained",
+    moved = fit_family(path, "answers", ranker_from=sharded_demo / "one", ranker_name="trained",
                        name="moved", ray="local")
     assert moved.model.mode_ == "transferred"
     np.testing.assert_array_equal(choices(path, "moved"), one.model.choice_)
@@ -107,11 +92,11 @@ def test_supervised_and_transferred_answers_from_the_shards(indexes, tmp_path,
         fit_family(path, "answers", labels={"nope": {"0": 1}}, ray="local")
 
 
-def test_a_shard_that_fails_fails_the_answers_fit_by_name(indexes, tmp_path):
+def test_a_shard_that_fails_fails_the_answers_fit_by_name(sharded_demo, tmp_path):
     """A shard whose actor fails (a file of shard 2 damaged, found when the actor reads
     it) stops the fit with an error naming the shard; the index is unchanged."""
     path = tmp_path / "s3"
-    shutil.copytree(indexes / "s3", path)
+    shutil.copytree(sharded_demo / "s3", path)
     top = open_index(path)
     shard = open_index(os.path.join(top.root, "shards/00002"))
     damaged = os.path.join(shard.root, "vocab.json")

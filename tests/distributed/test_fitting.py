@@ -58,16 +58,6 @@ def test_ibm1_e_step_over_shards_gives_the_same_table(ray_session, n_shards):
     assert many.n_identity_rows_ == one.n_identity_rows_
 
 
-@pytest.fixture(scope="module")
-def sharded_demo(ray_session, tmp_path_factory):
-    """The demo archive indexed once unsharded and once per shard count."""
-    root = tmp_path_factory.mktemp("sharded-fit")
-    archive = str(DEMO / "archive.jsonl")
-    build_index(archive, root / "one")
-    for n in (2, 3, 7):
-        build_sharded_index(archive, root / f"s{n}", n)
-    return root
-
 
 @pytest.mark.parametrize("n, params", [(2, {}), (3, {}), (7, {}),
                                        (3, {"answers": "best", "title_body": True,
